@@ -1,0 +1,123 @@
+// CUDA implementation of lib/tensor/cuda_runtime.h and of the per-device context (context.h):
+// device discovery that treats any error as "no GPU", raw memory, copies on the device's stream,
+// and the stream and cuBLAS handles created once per device.
+#include <mutex>
+#include <vector>
+
+#include "common/context.h"
+#include "common/cuda_check.h"
+#include "tensor/cuda_runtime.h"
+
+namespace moe::cuda {
+namespace {
+struct DeviceContext {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  cublasLtHandle_t blas_lt = nullptr;
+  void* lt_workspace = nullptr;
+};
+constexpr size_t kLtWorkspace = size_t(32) << 20;
+
+DeviceContext& context(int device) {
+  static std::mutex mutex;
+  static std::vector<DeviceContext> contexts(64);
+  std::lock_guard<std::mutex> lock(mutex);
+  MOE_CHECK(device >= 0 && device < device_count(), "CUDA device ", device, " is not available (",
+            device_count(), " found)");
+  DeviceContext& c = contexts[device];
+  if (!c.stream) {
+    CUDA_CHECK(cudaSetDevice(device));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
+  }
+  return c;
+}
+}  // namespace
+
+int device_count() {
+  static const int count = [] {
+    int n = 0;  // cudaGetDeviceCount leaves n untouched on failure (no driver): that means 0.
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+std::string device_name(int device) {
+  cudaDeviceProp p;
+  CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  return p.name;
+}
+
+void set_device(int device) { CUDA_CHECK(cudaSetDevice(device)); }
+
+cudaStream_t stream(int device) { return context(device).stream; }
+
+cublasHandle_t cublas(int device) {
+  DeviceContext& c = context(device);
+  if (!c.blas) {
+    CUBLAS_CHECK(cublasCreate(&c.blas));
+    CUBLAS_CHECK(cublasSetStream(c.blas, c.stream));
+  }
+  return c.blas;
+}
+
+cublasLtHandle_t cublas_lt(int device) {
+  DeviceContext& c = context(device);
+  if (!c.blas_lt) CUBLAS_CHECK(cublasLtCreate(&c.blas_lt));
+  return c.blas_lt;
+}
+
+void* cublas_workspace(int device, size_t* bytes) {
+  DeviceContext& c = context(device);
+  if (!c.lt_workspace) CUDA_CHECK(cudaMalloc(&c.lt_workspace, kLtWorkspace));
+  *bytes = kLtWorkspace;
+  return c.lt_workspace;
+}
+
+void* raw_malloc(size_t bytes, int device) {
+  CUDA_CHECK(cudaSetDevice(device));
+  void* p = nullptr;
+  if (cudaMalloc(&p, bytes) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free out-of-memory error
+    return nullptr;
+  }
+  return p;
+}
+
+void raw_free(void* ptr, int device) {
+  CUDA_CHECK(cudaSetDevice(device));
+  CUDA_CHECK(cudaStreamSynchronize(stream(device)));
+  CUDA_CHECK(cudaFree(ptr));
+}
+
+size_t free_memory(int device) {
+  CUDA_CHECK(cudaSetDevice(device));
+  size_t free_bytes = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+  return free_bytes;
+}
+
+void copy_host_to_device(void* dst, const void* src, size_t bytes, int device) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream(device)));
+  CUDA_CHECK(cudaStreamSynchronize(stream(device)));  // the host buffer may go away after return
+}
+
+void copy_device_to_host(void* dst, const void* src, size_t bytes, int device) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream(device)));
+  CUDA_CHECK(cudaStreamSynchronize(stream(device)));
+}
+
+void copy_device_to_device(void* dst, const void* src, size_t bytes, int device) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream(device)));
+}
+
+void memset_zero(void* ptr, size_t bytes, int device) {
+  CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, stream(device)));
+}
+
+void synchronize(int device) { CUDA_CHECK(cudaStreamSynchronize(stream(device))); }
+
+}  // namespace moe::cuda

@@ -1,0 +1,155 @@
+// graph.h and node.h implementation: node bookkeeping, lazy forward, reverse-mode backward.
+#include "graph/graph.h"
+
+namespace moe {
+
+const Shape& Expr::shape() const { return node_->shape; }
+DType Expr::dtype() const { return node_->dtype; }
+Graph& Expr::graph() const { return *node_->graph; }
+
+const Tensor& Expr::val() const {
+  MOE_CHECK(node_->computed, "the value of node '", node_->op, "' is not computed yet: call graph.forward() first");
+  return node_->val;
+}
+
+const Tensor& Expr::grad() const { return node_->grad; }
+
+Tensor& Node::alloc_val() {
+  val = Tensor::empty(shape, dtype, graph->device());
+  return val;
+}
+
+Tensor& Node::ensure_grad() {
+  if (grad.defined()) return grad;
+  if (grad_alias_child >= 0) grad = grad_of(grad_alias_child).view(shape);
+  else grad = Tensor::zeros(shape, dtype, graph->device());
+  return grad;
+}
+
+Tensor& Node::grad_of(int i) {
+  Node& c = children[static_cast<size_t>(i)].node();
+  MOE_CHECK(c.requires_grad, "op '", op, "' asked for the gradient of child ", i, " ('", c.op,
+            "'), which takes none");
+  return c.ensure_grad();
+}
+
+Graph::Graph(Device device, ParameterStore* params, GraphOptions options)
+    : device_(device), params_(params), options_(options) {
+  MOE_CHECK(!params_ || params_->device() == device_, "graph on ", device_, " given parameters on ",
+            params_->device());
+}
+
+ParameterStore& Graph::params() {
+  MOE_CHECK(params_, "this graph has no parameter store");
+  return *params_;
+}
+
+Expr Graph::add(std::string op, const Shape& shape, DType dtype, std::vector<Expr> children, NodeFn forward,
+                NodeFn backward, int grad_alias_child) {
+  auto node = std::make_shared<Node>();
+  node->op = std::move(op);
+  node->shape = shape;
+  node->dtype = dtype;
+  node->graph = this;
+  node->id = next_id_++;
+  node->forward = std::move(forward);
+  node->grad_alias_child = grad_alias_child;
+  for (const Expr& c : children) {
+    MOE_CHECK(c.defined(), "op '", node->op, "': an input expression is undefined");
+    MOE_CHECK(&c.graph() == this, "op '", node->op, "': an input belongs to another graph");
+    node->requires_grad = node->requires_grad || c->requires_grad;
+  }
+  node->children = std::move(children);
+  if (!options_.training) {
+    node->requires_grad = false;
+    run(*node);
+    node->children.clear();  // no tape: let inputs be freed as soon as nobody else holds them
+    node->forward = nullptr;
+    return Expr(node);
+  }
+  if (node->requires_grad) node->backward = std::move(backward);
+  tape_.push_back(node);
+  return Expr(node);
+}
+
+void Graph::run(Node& node) {
+  node.forward(node);
+  MOE_CHECK(node.val.defined(), "op '", node.op, "' produced no value");
+  MOE_CHECK(node.val.shape() == node.shape && node.val.dtype() == node.dtype, "op '", node.op, "' produced ",
+            node.val.shape(), " ", dtype_name(node.val.dtype()), " but declared ", node.shape, " ",
+            dtype_name(node.dtype));
+  node.computed = true;
+}
+
+Expr Graph::param(const std::string& name, const Shape& shape, const Init& init, const std::string& group) {
+  ParameterStore& store = params();
+  const int index = store.declare(name, shape, init, group);
+  if (!options_.training && store.has_pending()) store.allocate();
+  const bool trainable = options_.training && store.entry(index).trainable;
+  auto bind = [&store, index, trainable](Node& n) {
+    n.val = store.value(index);
+    if (trainable) n.grad = store.grad(index);
+  };
+  // A leaf: it has no children, so requires_grad comes from the store's trainable flag.
+  auto node = std::make_shared<Node>();
+  node->op = "param:" + name;
+  node->shape = shape;
+  node->dtype = DType::f32;
+  node->graph = this;
+  node->id = next_id_++;
+  node->requires_grad = trainable;
+  node->forward = bind;
+  if (!options_.training) {
+    run(*node);
+    return Expr(node);
+  }
+  tape_.push_back(node);
+  return Expr(node);
+}
+
+Expr Graph::input(const Tensor& value, bool requires_grad) {
+  auto node = std::make_shared<Node>();
+  node->op = "input";
+  node->shape = value.shape();
+  node->dtype = value.dtype();
+  node->graph = this;
+  node->id = next_id_++;
+  node->requires_grad = requires_grad && options_.training;
+  node->val = value.device() == device_ ? value : value.to(device_);
+  node->computed = true;
+  if (options_.training) tape_.push_back(node);
+  return Expr(node);
+}
+
+void Graph::forward() {
+  if (!options_.training) return;
+  if (params_ && params_->has_pending()) params_->allocate();
+  for (; computed_upto_ < tape_.size(); ++computed_upto_) {
+    Node& n = *tape_[computed_upto_];
+    if (!n.computed) run(n);
+  }
+}
+
+void Graph::backward(const Expr& loss, double scale) {
+  MOE_CHECK(options_.training, "backward() on an inference graph (it keeps no tape)");
+  MOE_CHECK(&loss.graph() == this, "backward(): the loss belongs to another graph");
+  MOE_CHECK(loss.shape().numel() == 1, "backward(): the loss must have one element, not shape ", loss.shape());
+  backward_from(loss, Tensor::scalar(scale, loss.dtype(), device_).view(loss.shape()));
+}
+
+void Graph::backward_from(const Expr& out, const Tensor& out_grad) {
+  MOE_CHECK(options_.training, "backward() on an inference graph (it keeps no tape)");
+  MOE_CHECK(out->requires_grad, "backward(): the output does not depend on any trainable parameter or input");
+  MOE_CHECK(out_grad.shape() == out.shape() && out_grad.dtype() == out.dtype(), "backward(): seed gradient ",
+            out_grad.shape(), " ", dtype_name(out_grad.dtype()), " does not match the output ", out.shape(), " ",
+            dtype_name(out.dtype()));
+  forward();
+  out.node().grad = out_grad.device() == device_ ? out_grad.clone() : out_grad.to(device_);
+  for (size_t i = tape_.size(); i-- > 0;) {
+    Node& n = *tape_[i];
+    if (!n.requires_grad || !n.grad.defined() || !n.backward) continue;
+    n.backward(n);
+  }
+}
+
+}  // namespace moe

@@ -1,0 +1,90 @@
+// ParameterStore: every parameter of a model and its gradient, as views into two flat f32
+// buffers (so a gradient all-reduce, a norm or an optimizer step is one call over one buffer).
+// Parameters are declared by name with a shape, an initialiser and a group ("gate", "embed", ...);
+// allocate() lays them out with each group contiguous (so an optimizer or a fine-tuning mode can
+// select a group as a few ranges), keeps the values of parameters that already existed and
+// initialises new ones deterministically from (seed, name), independent of declaration order.
+// Covered by tests/graph/parameters_test.cpp.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace moe {
+
+struct Init {
+  enum class Kind { zeros, ones, constant, uniform, normal, glorot_uniform, values };
+  Kind kind = Kind::zeros;
+  double a = 0, b = 0;
+  std::vector<float> values;
+
+  static Init zeros() { return {Kind::zeros, 0, 0, {}}; }
+  static Init ones() { return {Kind::ones, 0, 0, {}}; }
+  static Init constant(double v) { return {Kind::constant, v, 0, {}}; }
+  static Init uniform(double lo, double hi) { return {Kind::uniform, lo, hi, {}}; }
+  static Init normal(double mean, double stddev) { return {Kind::normal, mean, stddev, {}}; }
+  /// U(-s, s) with s = sqrt(6 / (fan_in + fan_out)), fans from the last two axes.
+  static Init glorot_uniform() { return {Kind::glorot_uniform, 0, 0, {}}; }
+  static Init from_values(std::vector<float> v) { return {Kind::values, 0, 0, std::move(v)}; }
+};
+
+/// Fills `out` (f32, CPU) according to `init`, with random numbers from (seed, name).
+void run_init(const Init& init, const std::string& name, uint64_t seed, Tensor& out);
+
+struct ParamEntry {
+  std::string name;
+  std::string group;
+  Shape shape;
+  Init init;
+  int64_t offset = -1;  // element offset in the flat buffers; -1 until allocated
+  bool trainable = true;
+};
+
+class ParameterStore {
+ public:
+  explicit ParameterStore(Device device, uint64_t seed = 1) : device_(device), seed_(seed) {}
+
+  /// Index of parameter `name`; declares it on first use. A second declaration must agree on shape.
+  int declare(const std::string& name, const Shape& shape, const Init& init, const std::string& group = "");
+  int find(const std::string& name) const;
+  bool has_pending() const { return pending_; }
+  /// Lays out (or re-lays out) all declared parameters; see the file comment.
+  void allocate();
+
+  Tensor value(int index) const;
+  Tensor grad(int index) const;
+  Tensor value(const std::string& name) const { return value(must_find(name)); }
+  Tensor grad(const std::string& name) const { return grad(must_find(name)); }
+  /// The flat buffers (padded: each parameter starts at a multiple of 16 elements).
+  const Tensor& values() const { return values_; }
+  const Tensor& grads() const { return grads_; }
+  void zero_grads();
+
+  const std::vector<ParamEntry>& entries() const { return entries_; }
+  const ParamEntry& entry(int index) const { return entries_.at(static_cast<size_t>(index)); }
+  /// Sets `trainable` on every parameter for which `select(entry)` is true; returns how many.
+  int set_trainable(const std::function<bool(const ParamEntry&)>& select, bool trainable);
+  /// [begin, end) element ranges of the flat buffers that hold trainable parameters (merged).
+  std::vector<std::pair<int64_t, int64_t>> trainable_ranges() const;
+  /// Number of parameter elements (without padding).
+  int64_t count() const;
+  Device device() const { return device_; }
+  uint64_t seed() const { return seed_; }
+
+ private:
+  int must_find(const std::string& name) const;
+
+  Device device_;
+  uint64_t seed_;
+  std::vector<ParamEntry> entries_;
+  std::map<std::string, int> index_;
+  Tensor values_, grads_;
+  bool pending_ = false;
+};
+
+}  // namespace moe

@@ -1,0 +1,60 @@
+// CPU reference of the element-wise unary ops (see unary.h for the math) and their dispatch.
+#include "ops/unary.h"
+
+#include "ops/dispatch.h"
+#include "ops/unary_math.h"
+
+namespace moe {
+
+const char* unary_op_name(UnaryOp op) {
+  static const char* names[] = {"relu", "gelu", "tanh", "sigmoid", "softplus", "exp",    "log",
+                                "sqrt", "erf",  "normcdf", "neg",  "square",  "abs", "scale"};
+  return names[static_cast<int>(op)];
+}
+
+namespace cpu {
+namespace {
+template <class T>
+void forward(UnaryOp op, const Tensor& x, Tensor& y, T alpha, T beta) {
+  const T* px = x.data<T>();
+  T* py = y.data<T>();
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) py[i] = unary_value<T>(op, px[i], alpha, beta);
+}
+template <class T>
+void backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx, T alpha) {
+  const T *px = x.data<T>(), *py = y.data<T>(), *pdy = dy.data<T>();
+  T* pdx = dx.data<T>();
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) pdx[i] += pdy[i] * unary_derivative<T>(op, px[i], py[i], alpha);
+}
+}  // namespace
+
+void unary_forward(UnaryOp op, const Tensor& x, Tensor& y, float alpha, float beta) {
+  check_cpu_float(unary_op_name(op), x);
+  if (x.dtype() == DType::f64) forward<double>(op, x, y, alpha, beta);
+  else forward<float>(op, x, y, alpha, beta);
+}
+
+void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx, float alpha) {
+  check_cpu_float(unary_op_name(op), x);
+  if (x.dtype() == DType::f64) backward<double>(op, x, y, dy, dx, alpha);
+  else backward<float>(op, x, y, dy, dx, alpha);
+}
+}  // namespace cpu
+
+void unary_forward(UnaryOp op, const Tensor& x, Tensor& y, float alpha, float beta) {
+  const char* name = unary_op_name(op);
+  check_same_device(name, x, y);
+  check_shape(name, "output", y, x.shape());
+  check_dtype(name, "output", y, x.dtype());
+  MOE_DISPATCH(x, unary_forward, op, x, y, alpha, beta);
+}
+
+void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx, float alpha) {
+  const char* name = unary_op_name(op);
+  check_same_device(name, x, y, dy, dx);
+  check_shape(name, "output gradient", dy, x.shape());
+  check_shape(name, "input gradient", dx, x.shape());
+  MOE_DISPATCH(x, unary_backward, op, x, y, dy, dx, alpha);
+}
+
+}  // namespace moe

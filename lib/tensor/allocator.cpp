@@ -1,0 +1,127 @@
+// allocator.h implementation.
+#include "tensor/allocator.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "common/error.h"
+#include "tensor/cuda_runtime.h"
+
+namespace moe {
+
+size_t Allocator::round_size(size_t bytes) {
+  constexpr size_t kSmall = 512, kLarge = size_t(2) << 20, kSmallLimit = size_t(1) << 20;
+  if (bytes == 0) return kSmall;
+  if (bytes <= kSmallLimit) return (bytes + kSmall - 1) / kSmall * kSmall;
+  return (bytes + kLarge - 1) / kLarge * kLarge;
+}
+
+Allocator::~Allocator() {
+  // Process exit: the CUDA context may already be gone, so only host memory is given back here.
+  if (device_.is_cpu()) {
+    for (auto& [ptr, size] : block_sizes_) std::free(ptr);
+  }
+}
+
+void* Allocator::raw_alloc(size_t bytes) {
+  if (limit_ && stats_.reserved + bytes > limit_) return nullptr;
+  void* p = device_.is_cpu() ? std::aligned_alloc(256, bytes) : cuda::raw_malloc(bytes, device_.index);
+  if (p) {
+    stats_.reserved += bytes;
+    ++stats_.raw_allocations;
+  }
+  return p;
+}
+
+void Allocator::raw_free(void* ptr) {
+  if (device_.is_cpu()) std::free(ptr);
+  else cuda::raw_free(ptr, device_.index);
+}
+
+void* Allocator::allocate(size_t bytes) {
+  const size_t size = round_size(bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  void* p = nullptr;
+  auto it = free_blocks_.lower_bound(size);
+  if (it != free_blocks_.end() && it->first <= 2 * size) {
+    p = it->second;
+    free_blocks_.erase(it);
+  } else {
+    p = raw_alloc(size);
+    if (!p) {
+      release_cache_locked();
+      p = raw_alloc(size);
+    }
+    if (!p) {
+      throw OutOfMemory("out of memory on " + device_.str() + ": a request for " + format_bytes(bytes) +
+                        " failed with " + format_bytes(stats_.in_use) + " in use by tensors and " +
+                        format_bytes(stats_.reserved) + " reserved (peak " + format_bytes(stats_.peak_in_use) +
+                        "); use smaller batches (train.max_tokens) or a shorter max length");
+    }
+    block_sizes_[p] = size;
+  }
+  const size_t actual = block_sizes_[p];
+  stats_.in_use += actual;
+  if (stats_.in_use > stats_.peak_in_use) stats_.peak_in_use = stats_.in_use;
+  return p;
+}
+
+void Allocator::deallocate(void* ptr) {
+  if (!ptr) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = block_sizes_.find(ptr);
+  MOE_CHECK(it != block_sizes_.end(), "allocator on ", device_.str(), ": freeing a pointer it did not allocate");
+  stats_.in_use -= it->second;
+  free_blocks_.emplace(it->second, ptr);
+}
+
+void Allocator::release_cache_locked() {
+  for (auto& [size, ptr] : free_blocks_) {
+    raw_free(ptr);
+    block_sizes_.erase(ptr);
+    stats_.reserved -= size;
+  }
+  free_blocks_.clear();
+}
+
+void Allocator::release_cache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  release_cache_locked();
+}
+
+AllocatorStats Allocator::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void Allocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.peak_in_use = stats_.in_use;
+}
+
+Allocator& allocator_for(Device device) {
+  static std::mutex mutex;
+  static std::vector<std::unique_ptr<Allocator>> cpu_and_gpus;  // [0] = cpu, [1 + i] = cuda:i
+  std::lock_guard<std::mutex> lock(mutex);
+  const size_t slot = device.is_cpu() ? 0 : 1 + static_cast<size_t>(device.index);
+  if (device.is_cuda())
+    MOE_CHECK(device.index >= 0 && device.index < gpu_count(), "device ", device, " is not available (",
+              gpu_count(), " GPU(s) found", built_with_cuda() ? "" : "; this build has no CUDA support", ")");
+  if (cpu_and_gpus.size() <= slot) cpu_and_gpus.resize(slot + 1);
+  if (!cpu_and_gpus[slot]) cpu_and_gpus[slot] = std::make_unique<Allocator>(device);
+  return *cpu_and_gpus[slot];
+}
+
+std::string format_bytes(size_t bytes) {
+  char buf[32];
+  const double b = static_cast<double>(bytes);
+  if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1ull << 30));
+  else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1ull << 20));
+  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.2f KiB", b / 1024);
+  else std::snprintf(buf, sizeof buf, "%zu B", bytes);
+  return buf;
+}
+
+}  // namespace moe

@@ -1,0 +1,23 @@
+// Stand-in for cuda/tensor/cuda_runtime.cu in builds without nvcc: no GPU is ever present, and
+// anything that would touch one fails with a clear message. Compiled only when MOE_WITH_CUDA is off.
+#ifndef MOE_WITH_CUDA
+#include "common/error.h"
+#include "tensor/cuda_runtime.h"
+
+namespace moe::cuda {
+namespace {
+[[noreturn]] void no_cuda() { MOE_FAIL("this moe build has no CUDA support (nvcc was not found at configure time)"); }
+}  // namespace
+int device_count() { return 0; }
+std::string device_name(int) { no_cuda(); }
+void set_device(int) { no_cuda(); }
+void* raw_malloc(size_t, int) { no_cuda(); }
+void raw_free(void*, int) { no_cuda(); }
+size_t free_memory(int) { no_cuda(); }
+void copy_host_to_device(void*, const void*, size_t, int) { no_cuda(); }
+void copy_device_to_host(void*, const void*, size_t, int) { no_cuda(); }
+void copy_device_to_device(void*, const void*, size_t, int) { no_cuda(); }
+void memset_zero(void*, size_t, int) { no_cuda(); }
+void synchronize(int) { no_cuda(); }
+}  // namespace moe::cuda
+#endif

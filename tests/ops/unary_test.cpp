@@ -1,0 +1,49 @@
+// Element-wise unary ops: hand-computed values and finite-difference gradients (CPU, f64).
+#include <catch2/catch.hpp>
+
+#include "graph/expr/unary.h"
+#include "support/gradcheck.h"
+
+using namespace moe;
+
+TEST_CASE("unary: values against hand-computed cases", "[ops][unary]") {
+  Tensor x = Tensor::from_vector(std::vector<double>{-2, -0.5, 0, 0.5, 3}, Shape{5});
+  auto run = [&](UnaryOp op, float a = 1, float b = 0) {
+    Tensor y = Tensor::empty(x.shape(), DType::f64, Device::cpu());
+    unary_forward(op, x, y, a, b);
+    return y.to_vector<double>();
+  };
+  CHECK(run(UnaryOp::relu) == std::vector<double>{0, 0, 0, 0.5, 3});
+  CHECK(run(UnaryOp::scale, 2, 1) == std::vector<double>{-3, 0, 1, 2, 7});
+  CHECK(run(UnaryOp::sigmoid)[2] == Approx(0.5));
+  CHECK(run(UnaryOp::gelu)[3] == Approx(0.5 * 0.6914624612740131));
+  CHECK(run(UnaryOp::normcdf)[0] == Approx(0.022750131948179195));
+  CHECK(run(UnaryOp::erf)[4] == Approx(0.9999779095030014));
+  CHECK(run(UnaryOp::softplus)[0] == Approx(std::log1p(std::exp(-2.0))));
+  CHECK(run(UnaryOp::tanh)[4] == Approx(std::tanh(3.0)));
+}
+
+TEST_CASE("unary: finite-difference gradients", "[ops][unary][grad]") {
+  const UnaryOp ops[] = {UnaryOp::gelu, UnaryOp::tanh, UnaryOp::sigmoid, UnaryOp::softplus, UnaryOp::exp,
+                         UnaryOp::erf, UnaryOp::normcdf, UnaryOp::neg, UnaryOp::square, UnaryOp::scale};
+  for (UnaryOp op : ops) {
+    for (const Shape& shape : {Shape{1}, Shape{3, 37}}) {
+      INFO(unary_op_name(op) << " " << shape);
+      Tensor x = test::random_tensor(shape, 7, -2, 2);
+      CHECK(test::gradcheck({x}, [op](Graph&, const std::vector<Expr>& in) { return unary(op, in[0], 1.5f, 0.2f); }) < 1e-6);
+    }
+  }
+  // Functions with restricted domains or kinks: inputs kept away from them.
+  Tensor pos = test::random_tensor(Shape{4, 5}, 9, 0.2, 3);
+  for (UnaryOp op : {UnaryOp::log, UnaryOp::sqrt, UnaryOp::relu, UnaryOp::abs}) {
+    INFO(unary_op_name(op));
+    CHECK(test::gradcheck({pos}, [op](Graph&, const std::vector<Expr>& in) { return unary(op, in[0]); }) < 1e-6);
+  }
+}
+
+TEST_CASE("unary: mismatched output shape names op and shapes", "[ops][unary][errors]") {
+  Tensor x = Tensor::zeros(Shape{2, 3}, DType::f32, Device::cpu());
+  Tensor y = Tensor::zeros(Shape{3, 2}, DType::f32, Device::cpu());
+  CHECK_THROWS_WITH(unary_forward(UnaryOp::relu, x, y), Catch::Contains("relu") && Catch::Contains("[3,2]") &&
+                                                            Catch::Contains("[2,3]"));
+}
