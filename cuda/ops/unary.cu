@@ -5,7 +5,7 @@
 
 #include "common/context.h"
 #include "common/cuda_check.h"
-#include "cuda_types.cuh"
+#include "common/cuda_types.cuh"
 #include "ops/unary.h"
 #include "ops/unary_math.h"
 
