@@ -1,0 +1,165 @@
+// safetensors.h implementation. The JSON header is parsed with yaml-cpp (JSON is a subset of YAML).
+#include "common/safetensors.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "common/json.h"
+
+namespace moe {
+
+namespace {
+const char* st_dtype(DType t) {
+  switch (t) {
+    case DType::f32: return "F32";
+    case DType::f64: return "F64";
+    case DType::bf16: return "BF16";
+    case DType::f16: return "F16";
+    case DType::i32: return "I32";
+    case DType::i64: return "I64";
+    case DType::u8: return "U8";
+  }
+  return "?";
+}
+
+DType parse_st_dtype(const std::string& s, const std::string& path, const std::string& name) {
+  for (DType t : {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i32, DType::i64, DType::u8})
+    if (s == st_dtype(t)) return t;
+  MOE_FAIL(path, ": tensor '", name, "' has dtype ", s, ", which moe does not support");
+}
+
+void write_all(int fd, const void* data, size_t n, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    MOE_CHECK(w > 0, "writing ", path, " failed: ", std::strerror(errno));
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+/// Writes chunks to a temporary file next to `path`, fsyncs and renames it over `path`.
+template <class WriteBody>
+void atomic_write(const std::string& path, WriteBody body) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  MOE_CHECK(fd >= 0, "cannot create ", tmp, ": ", std::strerror(errno));
+  try {
+    body(fd, tmp);
+    MOE_CHECK(::fsync(fd) == 0, "fsync of ", tmp, " failed: ", std::strerror(errno));
+  } catch (...) {
+    ::close(fd);
+    std::remove(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  MOE_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename ", tmp, " to ", path, ": ",
+            std::strerror(errno));
+}
+}  // namespace
+
+const Tensor& SafetensorsFile::get(const std::string& name) const {
+  for (const auto& [n, t] : tensors)
+    if (n == name) return t;
+  MOE_FAIL("checkpoint has no tensor named '", name, "'");
+}
+
+bool SafetensorsFile::has(const std::string& name) const {
+  for (const auto& [n, t] : tensors)
+    if (n == name) return true;
+  return false;
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  atomic_write(path, [&](int fd, const std::string& tmp) { write_all(fd, text.data(), text.size(), tmp); });
+}
+
+void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  JsonObject header;
+  if (!metadata.empty()) {
+    JsonObject meta;
+    for (const auto& [k, v] : metadata) meta.add(k, v);
+    header.add_raw("__metadata__", meta.str());
+  }
+  size_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    JsonObject entry;
+    std::vector<int64_t> shape = t.shape().vec();
+    entry.add("dtype", st_dtype(t.dtype())).add("shape", shape);
+    entry.add("data_offsets", std::vector<int64_t>{static_cast<int64_t>(offset), static_cast<int64_t>(offset + t.bytes())});
+    header.add_raw(name, entry.str());
+    offset += t.bytes();
+  }
+  std::string json = header.str();
+  while ((json.size() + 8) % 8) json += ' ';  // align the data section to 8 bytes, as the reference writer does
+  atomic_write(path, [&](int fd, const std::string& tmp) {
+    uint64_t n = json.size();
+    unsigned char len[8];
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
+    write_all(fd, len, 8, tmp);
+    write_all(fd, json.data(), json.size(), tmp);
+    for (const auto& [name, t] : tensors) {
+      const Tensor host = t.device().is_cpu() ? t : t.to(Device::cpu());
+      write_all(fd, host.raw(), host.bytes(), tmp);
+    }
+  });
+}
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  MOE_CHECK(in.good(), "cannot open checkpoint ", path, ": ", std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const uint64_t file_size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  unsigned char len[8];
+  MOE_CHECK(file_size >= 8 && in.read(reinterpret_cast<char*>(len), 8), path, ": not a safetensors file (too short)");
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(len[i]) << (8 * i);
+  MOE_CHECK(n <= file_size - 8, path, ": not a safetensors file (header length ", n, " exceeds the file size)");
+  std::string json(n, '\0');
+  in.read(json.data(), static_cast<std::streamsize>(n));
+  YAML::Node header;
+  try {
+    header = YAML::Load(json);
+  } catch (const YAML::Exception& e) {
+    MOE_FAIL(path, ": corrupt safetensors header: ", e.what());
+  }
+  MOE_CHECK(header.IsMap(), path, ": corrupt safetensors header (not a JSON object)");
+  const uint64_t data_start = 8 + n;
+  SafetensorsFile file;
+  std::vector<std::pair<uint64_t, std::pair<std::string, YAML::Node>>> entries;
+  for (const auto& kv : header) {
+    const std::string name = kv.first.as<std::string>();
+    if (name == "__metadata__") {
+      for (const auto& m : kv.second) file.metadata[m.first.as<std::string>()] = m.second.as<std::string>();
+      continue;
+    }
+    entries.push_back({kv.second["data_offsets"][0].as<uint64_t>(), {name, kv.second}});
+  }
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [begin, named] : entries) {
+    const auto& [name, e] = named;
+    const DType dt = parse_st_dtype(e["dtype"].as<std::string>(), path, name);
+    const Shape shape(e["shape"].as<std::vector<int64_t>>());
+    const uint64_t end = e["data_offsets"][1].as<uint64_t>();
+    const uint64_t bytes = static_cast<uint64_t>(shape.numel()) * dtype_size(dt);
+    MOE_CHECK(end >= begin && end - begin == bytes && data_start + end <= file_size, path, ": tensor '", name,
+              "' has inconsistent offsets [", begin, ", ", end, ") for shape ", shape, " (file truncated?)");
+    Tensor t = Tensor::empty(shape, dt, Device::cpu());
+    in.seekg(static_cast<std::streamoff>(data_start + begin));
+    in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(bytes));
+    MOE_CHECK(in.good(), path, ": could not read tensor '", name, "'");
+    file.tensors.emplace_back(name, t);
+  }
+  return file;
+}
+
+}  // namespace moe

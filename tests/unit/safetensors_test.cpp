@@ -1,0 +1,67 @@
+// safetensors round trips, atomic writes and corrupt-file errors; JSON writer.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "common/json.h"
+#include "common/safetensors.h"
+
+using namespace moe;
+
+TEST_CASE("safetensors round trip with metadata", "[io][safetensors]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "moe_st_test.safetensors").string();
+  Tensor a = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, Shape{2, 3});
+  Tensor b = Tensor::from_vector(std::vector<int32_t>{7, -8}, Shape{2});
+  Tensor c = Tensor::from_vector(std::vector<float>{0.5f}, Shape{1}, Device::cpu(), DType::bf16);
+  save_safetensors(path, {{"enc.w", a}, {"ids", b}, {"h", c}}, {{"step", "12"}, {"config", "model: {d: 512}"}});
+  SafetensorsFile f = load_safetensors(path);
+  REQUIRE(f.tensors.size() == 3);
+  CHECK(f.tensors[0].first == "enc.w");
+  CHECK(f.get("enc.w").shape() == Shape{2, 3});
+  CHECK(f.get("enc.w").to_vector<float>() == a.to_vector<float>());
+  CHECK(f.get("ids").to_vector<int32_t>() == std::vector<int32_t>{7, -8});
+  CHECK(f.get("h").dtype() == DType::bf16);
+  CHECK(f.metadata.at("step") == "12");
+  CHECK(f.metadata.at("config") == "model: {d: 512}");
+  CHECK_THROWS_WITH(f.get("nope"), Catch::Contains("nope"));
+  // Header layout: little-endian length, then JSON, data aligned to 8 bytes.
+  std::ifstream in(path, std::ios::binary);
+  unsigned char len[8];
+  in.read(reinterpret_cast<char*>(len), 8);
+  CHECK((len[0] + 8) % 8 == 0);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("safetensors: truncated and garbage files give errors naming the path", "[io][safetensors]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "moe_st_bad.safetensors").string();
+  save_safetensors(path, {{"w", Tensor::from_vector(std::vector<float>(100, 1.f), Shape{100})}});
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 10);
+  CHECK_THROWS_WITH(load_safetensors(path), Catch::Contains(path) && Catch::Contains("truncated"));
+  { std::ofstream(path) << "hello"; }
+  CHECK_THROWS_WITH(load_safetensors(path), Catch::Contains(path));
+  CHECK_THROWS_WITH(load_safetensors(path + ".missing"), Catch::Contains("cannot open"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("atomic write leaves no temporary file and replaces the old content", "[io]") {
+  const auto dir = std::filesystem::temp_directory_path() / "moe_atomic_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "f.txt").string();
+  write_file_atomic(path, "one");
+  write_file_atomic(path, "two");
+  std::ifstream in(path);
+  std::string s;
+  in >> s;
+  CHECK(s == "two");
+  CHECK(std::distance(std::filesystem::directory_iterator(dir), {}) == 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("json writer", "[io][json]") {
+  const std::string s = JsonObject().add("a", 1).add("b", 2.5).add("c", "x\"y\n").add("d", true).str();
+  CHECK(s == R"({"a":1,"b":2.5,"c":"x\"y\n","d":true})");
+  CHECK(json_number(0.1) == "0.1");
+  CHECK(json_number(std::nan("")) == "null");
+}
