@@ -120,4 +120,19 @@ void memset_zero(void* ptr, size_t bytes, int device) {
 
 void synchronize(int device) { CUDA_CHECK(cudaStreamSynchronize(stream(device))); }
 
+float time_on_device_ms(int device, const std::function<void()>& fn) {
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  CUDA_CHECK(cudaEventRecord(start, stream(device)));
+  fn();
+  CUDA_CHECK(cudaEventRecord(stop, stream(device)));
+  CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  CUDA_CHECK(cudaEventDestroy(start));
+  CUDA_CHECK(cudaEventDestroy(stop));
+  return ms;
+}
+
 }  // namespace moe::cuda

@@ -3,6 +3,7 @@
 // instead, whose device_count() is 0 and whose other functions throw "built without CUDA".
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <string>
 
 namespace moe::cuda {
@@ -21,5 +22,7 @@ void copy_device_to_device(void* dst, const void* src, size_t bytes, int device)
 void memset_zero(void* ptr, size_t bytes, int device);
 /// Waits for all work queued on the device's stream.
 void synchronize(int device);
+/// Milliseconds the device spends on `fn` (CUDA events around it on the device's stream).
+float time_on_device_ms(int device, const std::function<void()>& fn);
 
 }  // namespace moe::cuda

@@ -19,5 +19,6 @@ void copy_device_to_host(void*, const void*, size_t, int) { no_cuda(); }
 void copy_device_to_device(void*, const void*, size_t, int) { no_cuda(); }
 void memset_zero(void*, size_t, int) { no_cuda(); }
 void synchronize(int) { no_cuda(); }
+float time_on_device_ms(int, const std::function<void()>&) { no_cuda(); }
 }  // namespace moe::cuda
 #endif

@@ -1,0 +1,67 @@
+// attention_layer.h implementation.
+#include "layers/attention_layer.h"
+
+#include <cmath>
+
+#include "graph/expr/attention.h"
+#include "graph/expr/shape_ops.h"
+#include "layers/basic.h"
+
+namespace moe {
+
+namespace {
+Expr split_heads(const Expr& x, int heads) {
+  const Shape& s = x.shape();
+  return reshape(x, Shape{s[0], s[1], heads, s[2] / heads});
+}
+
+/// Appends `fresh` to the cached tensor (self-attention) and remembers the result.
+Expr extend_cache(Graph& g, Tensor& cached, const Expr& fresh) {
+  Expr full = cached.defined() ? concat({g.input(cached), fresh}, 1) : fresh;
+  cached = full.val();
+  return full;
+}
+}  // namespace
+
+Heads project_heads(const Builder& b, const AttentionInput& in, int64_t dim, int heads, int kv_heads) {
+  MOE_CHECK(dim % heads == 0, b.name("q"), ": model dimension ", dim, " is not divisible by ", heads, " heads");
+  const int64_t dh = dim / heads;
+  Graph& g = b.graph();
+  Heads h;
+  h.q = split_heads(dense(b.sub("q"), in.x, dim, dim), heads);
+  KVCache* cache = in.cache;
+  if (cache && !in.self_attention && cache->defined()) {  // cross-attention: keys/values computed once
+    h.k = g.input(cache->k);
+    h.v = g.input(cache->v);
+    return h;
+  }
+  Expr k = split_heads(dense(b.sub("k"), in.memory, dim, kv_heads * dh), kv_heads);
+  Expr v = split_heads(dense(b.sub("v"), in.memory, dim, kv_heads * dh), kv_heads);
+  if (cache && in.self_attention) {
+    k = extend_cache(g, cache->k, k);
+    v = extend_cache(g, cache->v, v);
+  } else if (cache) {
+    cache->k = k.val();
+    cache->v = v.val();
+  }
+  h.k = k;
+  h.v = v;
+  return h;
+}
+
+Expr attend_and_project(const Builder& b, const AttentionInput& in, const Heads& h, int64_t dim,
+                        const Expr& head_weight) {
+  const int64_t dh = h.q.shape()[3];
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  Expr o = attention(h.q, h.k, h.v, in.key_padding, in.causal, scale, head_weight);
+  const Shape& s = o.shape();
+  o = reshape(o, Shape{s[0], s[1], s[2] * s[3]});
+  return dense(b.sub("o"), o, s[2] * s[3], dim);
+}
+
+Expr multi_head_attention(const Builder& b, const AttentionInput& in, int64_t dim, int heads,
+                          const Expr& head_weight) {
+  return attend_and_project(b, in, project_heads(b, in, dim, heads, heads), dim, head_weight);
+}
+
+}  // namespace moe

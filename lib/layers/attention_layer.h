@@ -1,0 +1,40 @@
+// Multi-head attention as a layer: q/k/v projections, the fused scaled-dot-product attention op
+// (lib/ops/attention.h) and the output projection, with an incremental key/value cache for decoding.
+//   heads(x) = reshape(x W + b, [B, T, H, D/H]);  out = concat_h softmax(q k^T / sqrt(dh)) v  W_o + b_o
+// An optional per-(sequence, head) or per-(position, head) weight multiplies each head's output
+// before W_o (mixture of attentive experts builds on that). Covered by tests/layers/transformer_test.cpp.
+#pragma once
+#include "layers/builder.h"
+
+namespace moe {
+
+/// Keys and values of earlier positions ([B, t, Hk, dh]) kept between decoding steps.
+struct KVCache {
+  Tensor k, v;
+  bool defined() const { return k.defined(); }
+};
+
+struct AttentionInput {
+  Expr x;                   // queries come from x [B, Tq, d]
+  Expr memory;              // keys/values come from memory [B, Tk, d] (x itself for self-attention)
+  Tensor key_padding;       // optional u8 [B, Tk]: 1 = real token, 0 = padding
+  bool causal = false;
+  bool self_attention = true;
+  KVCache* cache = nullptr; // decoding: self-attention appends to it, cross-attention fills it once
+};
+
+/// q, k, v for `in` (with the cache applied): q [B, Tq, H, dh], k/v [B, Tk, Hk, dh].
+struct Heads {
+  Expr q, k, v;
+};
+Heads project_heads(const Builder& b, const AttentionInput& in, int64_t dim, int heads, int kv_heads);
+
+/// Standard multi-head attention; `head_weight` optional ([B, H] or [B, Tq, H]).
+Expr multi_head_attention(const Builder& b, const AttentionInput& in, int64_t dim, int heads,
+                          const Expr& head_weight = Expr());
+
+/// The output half: fused attention over `h`, optional head weights, output projection.
+Expr attend_and_project(const Builder& b, const AttentionInput& in, const Heads& h, int64_t dim,
+                        const Expr& head_weight = Expr());
+
+}  // namespace moe

@@ -1,0 +1,55 @@
+// basic.h implementation.
+#include "layers/basic.h"
+
+#include <cmath>
+#include <vector>
+
+#include "graph/expr/dropout.h"
+#include "graph/expr/layer_norm.h"
+#include "graph/expr/matmul.h"
+#include "graph/expr/unary.h"
+
+namespace moe {
+
+Expr dense(const Builder& b, const Expr& x, int64_t in, int64_t out, bool bias, const std::string& group) {
+  MOE_CHECK(x.shape()[-1] == in, b.name("w"), ": input has ", x.shape()[-1], " features, the layer expects ", in);
+  Expr w = b.weight("w", Shape{in, out}, Init::glorot_uniform(), group);
+  Expr bb = bias ? b.weight("b", Shape{out}, Init::zeros(), group) : Expr();
+  return linear(x, w, bb);
+}
+
+Expr layer_norm_layer(const Builder& b, const Expr& x, int64_t dim, float eps) {
+  Expr g = b.param("g", Shape{dim}, Init::ones());
+  Expr beta = b.param("b", Shape{dim}, Init::zeros());
+  return layer_norm(x, g, beta, eps);
+}
+
+Tensor sinusoidal_positions(int64_t length, int64_t dim, int64_t offset, DType dtype, Device device) {
+  const int64_t half = dim / 2;
+  const double step = half > 1 ? std::log(10000.0) / static_cast<double>(half - 1) : 0.0;
+  std::vector<float> table(static_cast<size_t>(length * dim), 0.f);
+  for (int64_t p = 0; p < length; ++p) {
+    const double pos = static_cast<double>(p + offset);
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = pos * std::exp(-step * static_cast<double>(i));
+      table[static_cast<size_t>(p * dim + i)] = static_cast<float>(std::sin(angle));
+      table[static_cast<size_t>(p * dim + half + i)] = static_cast<float>(std::cos(angle));
+    }
+  }
+  return Tensor::from_vector(table, Shape{length, dim}, device, dtype);
+}
+
+Expr activation(const std::string& name, const Expr& x) {
+  if (name == "relu") return relu(x);
+  if (name == "gelu") return gelu(x);
+  MOE_FAIL("unknown activation '", name, "' (expected relu or gelu)");
+}
+
+Expr feed_forward(const Builder& b, const Expr& x, int64_t dim, int64_t hidden, const std::string& act,
+                  float activation_dropout) {
+  Expr h = activation(act, dense(b.sub("fc1"), x, dim, hidden));
+  h = dropout(h, activation_dropout);
+  return dense(b.sub("fc2"), h, hidden, dim);
+}
+
+}  // namespace moe

@@ -1,0 +1,25 @@
+// Basic layers built from graph ops: dense (affine) projections, layer normalisation with learned
+// gain and bias, sinusoidal position encodings, and the position-wise feed-forward block.
+// Covered by tests/layers/transformer_test.cpp.
+#pragma once
+#include <string>
+
+#include "layers/builder.h"
+
+namespace moe {
+
+/// y = x W + b with W [in, out] (Glorot-uniform) and b [out] (zeros) unless bias = false.
+Expr dense(const Builder& b, const Expr& x, int64_t in, int64_t out, bool bias = true,
+           const std::string& group = "");
+/// Layer norm over the last axis with gain "ln.g" (ones) and bias "ln.b" (zeros), both f32.
+Expr layer_norm_layer(const Builder& b, const Expr& x, int64_t dim, float eps = 1e-5f);
+/// Sinusoidal position encodings [length, dim] for positions offset..offset+length-1 (fairseq's
+/// layout: the first half of the channels are sines, the second half cosines), in `dtype` on `device`.
+Tensor sinusoidal_positions(int64_t length, int64_t dim, int64_t offset, DType dtype, Device device);
+/// relu or gelu by name; an unknown name is an error naming it.
+Expr activation(const std::string& name, const Expr& x);
+/// FFN: dense(d -> hidden), activation, dropout, dense(hidden -> d).
+Expr feed_forward(const Builder& b, const Expr& x, int64_t dim, int64_t hidden, const std::string& act,
+                  float activation_dropout);
+
+}  // namespace moe

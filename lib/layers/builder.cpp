@@ -1,0 +1,29 @@
+// builder.h implementation.
+#include "layers/builder.h"
+
+#include "graph/expr/cast.h"
+
+namespace moe {
+
+Builder Builder::sub(const std::string& scope) const {
+  Builder b = *this;  // shares the aux-loss list
+  b.prefix_ = name(scope);
+  return b;
+}
+
+Expr Builder::param(const std::string& leaf, const Shape& shape, const Init& init, const std::string& group) const {
+  return graph_->param(name(leaf), shape, init, group);
+}
+
+Expr Builder::weight(const std::string& leaf, const Shape& shape, const Init& init, const std::string& group) const {
+  return cast(param(leaf, shape, init, group), dtype());
+}
+
+std::string Builder::flag(const std::string& key) const {
+  auto it = flags_->find(key);
+  return it == flags_->end() ? std::string() : it->second;
+}
+
+void Builder::add_aux_loss(const std::string& leaf, const Expr& value) const { aux_->push_back({name(leaf), value}); }
+
+}  // namespace moe

@@ -1,0 +1,156 @@
+// transformer.h implementation.
+#include "models/transformer.h"
+
+#include <cmath>
+
+#include "graph/expr/binary.h"
+#include "graph/expr/cast.h"
+#include "graph/expr/cross_entropy.h"
+#include "graph/expr/dropout.h"
+#include "graph/expr/embedding.h"
+#include "graph/expr/matmul.h"
+#include "graph/expr/reduce.h"
+#include "graph/expr/shape_ops.h"
+#include "graph/expr/softmax.h"
+#include "layers/basic.h"
+#include "layers/sites.h"
+#include "ops/gather_scatter.h"
+
+namespace moe {
+
+namespace {
+/// Residual block: post-norm LN(x + drop(f(x))) or pre-norm x + drop(f(LN(x))).
+template <class F>
+Expr residual(const Builder& b, const Expr& x, int64_t d, bool pre_norm, float p, F f) {
+  if (pre_norm) return add(x, dropout(f(layer_norm_layer(b.sub("ln"), x, d)), p));
+  return layer_norm_layer(b.sub("ln"), add(x, dropout(f(x), p)), d);
+}
+}  // namespace
+
+Expr Transformer::embed(const Builder& b, const std::string& table, int64_t vocab, const Tensor& ids,
+                        int64_t offset) const {
+  const int64_t t = ids.shape()[1];
+  MOE_CHECK(offset + t <= c_.max_positions, "sequence of ", offset + t, " tokens exceeds model.max_positions = ",
+            c_.max_positions);
+  Expr e_table = b.graph().param(table, Shape{vocab, c_.d_model}, Init::normal(0, std::pow(c_.d_model, -0.5)));
+  const float scale = c_.scale_embeddings ? std::sqrt(static_cast<float>(c_.d_model)) : 1.f;
+  Expr x = embedding(e_table, ids, scale, b.dtype());
+  Expr pos = b.graph().input(sinusoidal_positions(t, c_.d_model, offset, b.dtype(), b.graph().device()));
+  return dropout(add(x, pos), c_.dropout);
+}
+
+Expr Transformer::encoder_layer(const Builder& b, Expr x, const Tensor& src_mask) const {
+  const AttentionSiteSpec att{c_.d_model, c_.heads, c_.attention};
+  x = residual(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
+    AttentionInput in{h, h, src_mask, false, true, nullptr};
+    return attention_site(b.sub("self_attn"), in, att);
+  });
+  const FfnSiteSpec ffn{c_.d_model, c_.ffn_dim, c_.activation, c_.activation_dropout, c_.ffn};
+  return residual(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,
+                  [&](const Expr& h) { return ffn_site(b.sub("ffn"), h, ffn); });
+}
+
+Expr Transformer::encode(const Builder& b, const Tensor& src, const Tensor& src_mask) const {
+  Expr x = embed(b, src_table(), c_.src_vocab, src, 0);
+  const Builder enc = b.sub("encoder");
+  for (int l = 0; l < c_.enc_layers; ++l) x = encoder_layer(enc.sub("l" + std::to_string(l)), x, src_mask);
+  if (c_.pre_norm) x = layer_norm_layer(enc.sub("final_ln"), x, c_.d_model);
+  return x;
+}
+
+Expr Transformer::decoder_layer(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask,
+                                KVCache* self_cache, KVCache* cross_cache) const {
+  const AttentionSiteSpec att{c_.d_model, c_.heads, c_.attention};
+  x = residual(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
+    AttentionInput in{h, h, Tensor(), true, true, self_cache};
+    return attention_site(b.sub("self_attn"), in, att);
+  });
+  x = residual(b.sub("cross_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
+    AttentionInput in{h, memory, src_mask, false, false, cross_cache};
+    return attention_site(b.sub("cross_attn"), in, att);
+  });
+  const FfnSiteSpec ffn{c_.d_model, c_.ffn_dim, c_.activation, c_.activation_dropout, c_.ffn};
+  return residual(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,
+                  [&](const Expr& h) { return ffn_site(b.sub("ffn"), h, ffn); });
+}
+
+Expr Transformer::decoder_stack(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask,
+                                DecoderState* state) const {
+  const Builder dec = b.sub("decoder");
+  for (int l = 0; l < c_.dec_layers; ++l) {
+    KVCache* self_cache = state ? &state->self[static_cast<size_t>(l)] : nullptr;
+    KVCache* cross_cache = state ? &state->cross[static_cast<size_t>(l)] : nullptr;
+    x = decoder_layer(dec.sub("l" + std::to_string(l)), x, memory, src_mask, self_cache, cross_cache);
+  }
+  if (c_.pre_norm) x = layer_norm_layer(dec.sub("final_ln"), x, c_.d_model);
+  return x;
+}
+
+Expr Transformer::output_logits(const Builder& b, const Expr& h) const {
+  const Shape& s = h.shape();
+  Expr rows = reshape(h, Shape{s[0] * s[1], s[2]});
+  const std::string table = c_.tie_embeddings == "none" ? "out.w" : tgt_table();
+  Expr w = cast(b.graph().param(table, Shape{c_.tgt_vocab, c_.d_model}, Init::normal(0, std::pow(c_.d_model, -0.5))),
+                b.dtype());
+  return matmul(rows, w, false, true);
+}
+
+Expr Transformer::decode(const Builder& b, const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in) const {
+  Expr y = embed(b, tgt_table(), c_.tgt_vocab, tgt_in, 0);
+  return output_logits(b, decoder_stack(b, y, memory, src_mask, nullptr));
+}
+
+Expr Transformer::loss(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in,
+                       const Tensor& tgt_out, float label_smoothing) const {
+  Expr memory = encode(b, src, src_mask);
+  Expr logits = decode(b, memory, src_mask, tgt_in);
+  Expr targets = b.graph().input(tgt_out.view(Shape{tgt_out.numel()}));
+  return sum_all(cross_entropy(logits, targets, label_smoothing, c_.pad_id));
+}
+
+Transformer::DecoderState Transformer::start(const Builder& b, const Tensor& src, const Tensor& src_mask) const {
+  MOE_CHECK(!b.training(), "Transformer::start: decoding runs in inference graphs");
+  DecoderState st;
+  st.self.resize(static_cast<size_t>(c_.dec_layers));
+  st.cross.resize(static_cast<size_t>(c_.dec_layers));
+  st.src_mask = src_mask;
+  Expr memory = encode(b, src, src_mask);
+  // Fill the cross-attention caches by projecting the memory once per layer.
+  const Builder dec = b.sub("decoder");
+  for (int l = 0; l < c_.dec_layers; ++l) {
+    const Builder cb = dec.sub("l" + std::to_string(l)).sub("cross_attn");
+    AttentionInput in{memory, memory, src_mask, false, false, &st.cross[static_cast<size_t>(l)]};
+    project_heads(cb, in, c_.d_model, c_.heads, c_.heads);
+  }
+  return st;
+}
+
+Expr Transformer::step(const Builder& b, DecoderState& st, const Tensor& prev) const {
+  const int64_t n = prev.numel();
+  Expr y = embed(b, tgt_table(), c_.tgt_vocab, prev.view(Shape{n, 1}), st.step);
+  Expr h = decoder_stack(b, y, Expr(), st.src_mask, &st);
+  ++st.step;
+  return log_softmax(cast(output_logits(b, h), DType::f32));
+}
+
+void Transformer::reorder(DecoderState& st, const Tensor& origin) {
+  auto pick = [&](Tensor& t) {
+    if (!t.defined()) return;
+    Shape s = t.shape();
+    s[0] = origin.numel();
+    Tensor out = Tensor::empty(s, t.dtype(), t.device());
+    index_select_forward(t, origin, out);
+    t = out;
+  };
+  for (KVCache& c : st.self) {
+    pick(c.k);
+    pick(c.v);
+  }
+  for (KVCache& c : st.cross) {
+    pick(c.k);
+    pick(c.v);
+  }
+  pick(st.src_mask);
+}
+
+}  // namespace moe
