@@ -1,0 +1,24 @@
+// TransformerModel: the encoder-decoder of transformer.h behind the Model interface.
+// Covered by tests/layers/transformer_test.cpp.
+#pragma once
+#include "models/model.h"
+#include "models/transformer.h"
+
+namespace moe {
+
+class TransformerModel : public Model {
+ public:
+  explicit TransformerModel(TransformerConfig config) : net_(std::move(config)) {}
+  std::string type() const override { return "transformer"; }
+  YAML::Node config_yaml() const override { return net_.config().to_yaml(); }
+  bool is_language_model() const override { return false; }
+  Expr loss(const Builder& b, const data::Batch& batch, float label_smoothing) const override {
+    return net_.loss(b, batch.src, batch.src_mask, batch.tgt_in, batch.tgt_out, label_smoothing);
+  }
+  const Transformer* seq2seq() const override { return &net_; }
+
+ private:
+  Transformer net_;
+};
+
+}  // namespace moe
