@@ -1,0 +1,83 @@
+// checkpoint.h implementation.
+#include "training/checkpoint.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/safetensors.h"
+
+namespace moe {
+
+VocabFile VocabFile::read(const std::string& role, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  MOE_CHECK(in.good(), "cannot read vocabulary file ", path);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return {role, std::filesystem::path(path).filename().string(), os.str()};
+}
+
+void save_checkpoint(const std::string& path, const Model& model, const ParameterStore& params,
+                     const std::vector<VocabFile>& vocabs, const std::map<std::string, std::string>& metadata) {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const ParamEntry& e : params.entries()) tensors.emplace_back(e.name, params.value(params.find(e.name)));
+  std::map<std::string, std::string> meta = metadata;
+  meta["moe.format"] = "1";
+  meta["moe.model"] = YAML::Dump(model.config_yaml());
+  for (const VocabFile& v : vocabs) {
+    std::vector<uint8_t> bytes(v.bytes.begin(), v.bytes.end());
+    tensors.emplace_back("vocab." + v.role,
+                         Tensor::from_vector(bytes, Shape{static_cast<int64_t>(bytes.size())}, Device::cpu()));
+    meta["moe.vocab." + v.role] = v.file_name;
+  }
+  save_safetensors(path, tensors, meta);
+}
+
+const data::Vocab& LoadedCheckpoint::vocab(const std::string& role) const {
+  auto it = vocabs.find(role);
+  MOE_CHECK(it != vocabs.end(), "the checkpoint carries no '", role, "' vocabulary");
+  return *it->second;
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& path, Device device) {
+  SafetensorsFile file = load_safetensors(path);
+  auto model_yaml = file.metadata.find("moe.model");
+  MOE_CHECK(model_yaml != file.metadata.end(), path, ": not a moe checkpoint (no 'moe.model' metadata)");
+  LoadedCheckpoint out;
+  out.metadata = file.metadata;
+  out.model = create_model(YAML::Load(model_yaml->second));
+  out.params = std::make_unique<ParameterStore>(device);
+  const auto tmp_dir = std::filesystem::temp_directory_path() / ("moe-vocab-" + std::to_string(::getpid()));
+  for (const auto& [name, t] : file.tensors) {
+    if (name.rfind("vocab.", 0) == 0) {
+      const std::string role = name.substr(6);
+      VocabFile v{role, file.metadata.at("moe.vocab." + role), std::string(static_cast<const char*>(t.raw()), t.bytes())};
+      std::filesystem::create_directories(tmp_dir);
+      const std::string vpath = (tmp_dir / (role + "." + v.file_name)).string();
+      std::ofstream(vpath, std::ios::binary) << v.bytes;
+      out.vocabs[role] = data::load_vocab(vpath);
+      std::filesystem::remove(vpath);
+      out.vocab_files.push_back(std::move(v));
+      continue;
+    }
+    MOE_CHECK(t.dtype() == DType::f32, path, ": parameter '", name, "' is ", dtype_name(t.dtype()), ", expected f32");
+    out.params->declare(name, t.shape(), Init::from_values(t.to_vector<float>()));
+  }
+  std::filesystem::remove_all(tmp_dir);
+  out.params->allocate();
+  return out;
+}
+
+void load_parameters_into(const std::string& path, ParameterStore& params) {
+  SafetensorsFile file = load_safetensors(path);
+  for (const ParamEntry& e : params.entries()) {
+    MOE_CHECK(file.has(e.name), path, ": has no parameter '", e.name, "'");
+    const Tensor& t = file.get(e.name);
+    MOE_CHECK(t.shape() == e.shape, path, ": parameter '", e.name, "' has shape ", t.shape(), ", the model needs ", e.shape);
+    params.value(params.find(e.name)).copy_from(t.dtype() == DType::f32 ? t : Tensor());
+  }
+}
+
+}  // namespace moe

@@ -1,0 +1,46 @@
+// Model checkpoints: one safetensors file with every parameter under its own name (readable by
+// PyTorch/NumPy), the architecture as YAML in the metadata ("moe.model"), and the vocabulary files
+// embedded as u8 tensors ("vocab.src", "vocab.tgt") so that translating or scoring needs only the
+// checkpoint. Written atomically (temp file + rename). Training state (optimizer, data position,
+// RNG, step) goes into a second file next to it, "<path>.state" (see trainer).
+// Covered by tests/training/checkpoint_test.cpp.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/vocab.h"
+#include "graph/parameters.h"
+#include "models/model.h"
+
+namespace moe {
+
+/// A vocabulary file carried inside a checkpoint: its original file name (the extension tells its
+/// kind: .model = SentencePiece, else a word list) and its bytes.
+struct VocabFile {
+  std::string role;  // "src", "tgt" or "lm"
+  std::string file_name;
+  std::string bytes;
+  static VocabFile read(const std::string& role, const std::string& path);
+};
+
+void save_checkpoint(const std::string& path, const Model& model, const ParameterStore& params,
+                     const std::vector<VocabFile>& vocabs, const std::map<std::string, std::string>& metadata = {});
+
+struct LoadedCheckpoint {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<ParameterStore> params;
+  std::map<std::string, std::unique_ptr<data::Vocab>> vocabs;  // by role
+  std::vector<VocabFile> vocab_files;
+  std::map<std::string, std::string> metadata;
+  const data::Vocab& vocab(const std::string& role) const;
+};
+
+/// Loads a checkpoint onto `device`; errors name the file and what is missing or inconsistent.
+LoadedCheckpoint load_checkpoint(const std::string& path, Device device);
+
+/// Copies the parameters of a checkpoint file into an existing store (names and shapes must match).
+void load_parameters_into(const std::string& path, ParameterStore& params);
+
+}  // namespace moe
