@@ -76,7 +76,8 @@ void load_parameters_into(const std::string& path, ParameterStore& params) {
     MOE_CHECK(file.has(e.name), path, ": has no parameter '", e.name, "'");
     const Tensor& t = file.get(e.name);
     MOE_CHECK(t.shape() == e.shape, path, ": parameter '", e.name, "' has shape ", t.shape(), ", the model needs ", e.shape);
-    params.value(params.find(e.name)).copy_from(t.dtype() == DType::f32 ? t : Tensor());
+    MOE_CHECK(t.dtype() == DType::f32, path, ": parameter '", e.name, "' is ", dtype_name(t.dtype()), ", expected f32");
+    params.value(params.find(e.name)).copy_from(t);
   }
 }
 
