@@ -5,10 +5,12 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <vector>
 
 #include "ops/dispatch.h"
+#include "tensor/cuda_runtime.h"
 
 namespace moe {
 
@@ -73,6 +75,19 @@ bool g_allow_tf32 = tf32_from_env();
 }  // namespace
 bool allow_tf32() { return g_allow_tf32; }
 void set_allow_tf32(bool allow) { g_allow_tf32 = allow; }
+
+double bench_gemm_tflops(const std::function<void()>& fn, double flops, Device device, int iters) {
+  auto sync = [&] {
+    if (device.is_cuda()) cuda::synchronize(device.index);
+  };
+  fn();
+  sync();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) fn();
+  sync();
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return flops * iters / std::max(sec, 1e-12) / 1e12;
+}
 
 namespace cpu {
 namespace {

@@ -5,6 +5,8 @@
 // the batch; CUDA: cuBLAS strided-batched GEMM / cuBLASLt with the bias fused in the epilogue.
 // Covered by tests/ops/matmul_test.cpp and tests/gpu/matmul_parity_test.cpp.
 #pragma once
+#include <functional>
+
 #include "tensor/tensor.h"
 
 namespace moe {
@@ -42,5 +44,9 @@ void bias_grad(const Tensor& dout, Tensor& dbias);
 /// Whether f32 GEMMs on the GPU may use TF32 tensor cores (env MOE_ALLOW_TF32=1, or set here).
 bool allow_tf32();
 void set_allow_tf32(bool allow);
+
+/// Throughput of `fn` (which performs `flops` floating-point operations on `device`) in TFLOP/s:
+/// one warm-up call, then `iters` timed calls between device synchronisations.
+double bench_gemm_tflops(const std::function<void()>& fn, double flops, Device device, int iters = 20);
 
 }  // namespace moe
