@@ -8,6 +8,7 @@
 // Operands are addressed by element strides A(m,k) = a[m*sam + k*sak], B(k,n) = b[k*sbk + n*sbn],
 // staged through shared memory with 16-byte loads where layout allows. bf16/f16: wmma tensor cores
 // (128x128x32 tiles, 8 warps of 64x32), f32 accumulation; f32: 64x64x16 FMA tiles (4x4 per thread).
+// Shared-memory tiles are double-buffered; contiguous 16-byte vectors are copied with cp.async.
 // Covered by tests/gpu/grouped_gemm_parity_test.cpp.
 #include <mma.h>
 
@@ -81,7 +82,21 @@ __device__ bool find_tile(const GroupArgs& g, Tile& t) {
   return t.m0 >= 0 && t.m0 < t.m_end;
 }
 
-/// tile[r * P + c] = src[(r0 + r) * sr + (c0 + c) * sc] inside [r_end, c_end), else 0.
+__device__ __forceinline__ void async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+/// Waits until at most N committed groups of cp.async copies are still in flight.
+template <int N>
+__device__ __forceinline__ void async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+/// tile[r * P + c] = src[(r0 + r) * sr + (c0 + c) * sc] inside [r_end, c_end), else 0. Mode 1 copies
+/// asynchronously (cp.async, sm_80+): the caller commits and waits (async_commit / async_wait).
 template <class T, int R, int C, int P>
 __device__ __forceinline__ void load_tile(T* tile, const T* src, long long r0, long long r_end, long long c0,
                                           long long c_end, long long sr, long long sc, int mode) {
@@ -91,9 +106,17 @@ __device__ __forceinline__ void load_tile(T* tile, const T* src, long long r0, l
     constexpr int CV = C / V;
     for (int v = threadIdx.x; v < R * CV; v += kThreads) {
       const int r = v / CV, c = (v % CV) * V;
+      const bool in = r0 + r < r_end && c0 + c < c_end;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+      // Asynchronous 16-byte copy; src-size 0 zero-fills out-of-range vectors (nothing is read).
+      const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(tile + r * P + c));
+      const T* from = in ? src + (r0 + r) * sr + c0 + c : src;
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(from), "r"(in ? 16 : 0));
+#else
       uint4 val = make_uint4(0, 0, 0, 0);
-      if (r0 + r < r_end && c0 + c < c_end) val = *reinterpret_cast<const uint4*>(src + (r0 + r) * sr + c0 + c);
+      if (in) val = *reinterpret_cast<const uint4*>(src + (r0 + r) * sr + c0 + c);
       *reinterpret_cast<uint4*>(tile + r * P + c) = val;
+#endif
     }
   } else if (mode == 2) {
     constexpr int RV = R / V;
@@ -138,9 +161,10 @@ __global__ void __launch_bounds__(kThreads) grouped_wmma_kernel(GroupArgs g) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   using namespace nvcuda;
   constexpr int BM = 128, BN = 128, BK = 32, PA = BK + 8, PB = BN + 8;
-  __shared__ __align__(128) T As[BM * PA];
-  __shared__ __align__(128) T Bs[BK * PB];
-  __shared__ __align__(128) float stage[kThreads / 32][16 * 16];
+  constexpr int kA = BM * PA, kB = BK * PB;  // two stages of each; the epilogue reuses the A stages
+  static_assert(2 * kA * sizeof(T) >= kThreads / 32 * 256 * sizeof(float), "epilogue staging must fit");
+  __shared__ __align__(128) T As[2 * kA];
+  __shared__ __align__(128) T Bs[2 * kB];
   Tile t;
   if (!find_tile<BM>(g, t)) return;
   const T *A, *B;
@@ -153,26 +177,41 @@ __global__ void __launch_bounds__(kThreads) grouped_wmma_kernel(GroupArgs g) {
   for (int i = 0; i < 4; ++i)
 #pragma unroll
     for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.f);
-  for (long long k = t.k0; k < t.k_end; k += BK) {
-    load_tile<T, BM, BK, PA>(As, A, t.m0, t.m_end, k, t.k_end, g.sam, g.sak, g.a_mode);
-    load_tile<T, BK, BN, PB>(Bs, B, k, t.k_end, n0, g.n, g.sbk, g.sbn, g.b_mode);
+  // Two-stage pipeline: tile it+1 is copied while tile it is multiplied.
+  auto load = [&](long long k, int buf) {
+    load_tile<T, BM, BK, PA>(As + buf * kA, A, t.m0, t.m_end, k, t.k_end, g.sam, g.sak, g.a_mode);
+    load_tile<T, BK, BN, PB>(Bs + buf * kB, B, k, t.k_end, n0, g.n, g.sbk, g.sbn, g.b_mode);
+    async_commit();
+  };
+  if (t.k0 < t.k_end) load(t.k0, 0);
+  int it = 0;
+  for (long long k = t.k0; k < t.k_end; k += BK, ++it) {
+    const T* as = As + (it & 1) * kA;
+    const T* bs = Bs + (it & 1) * kB;
+    if (k + BK < t.k_end) {
+      load(k + BK, (it + 1) & 1);
+      async_wait<1>();
+    } else {
+      async_wait<0>();
+    }
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
       wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
       wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb[2];
 #pragma unroll
-      for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(fb[j], Bs + kk * PB + wn * 32 + j * 16, PB);
+      for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(fb[j], bs + kk * PB + wn * 32 + j * 16, PB);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        wmma::load_matrix_sync(fa, As + (wm * 64 + i * 16) * PA + kk, PA);
+        wmma::load_matrix_sync(fa, as + (wm * 64 + i * 16) * PA + kk, PA);
 #pragma unroll
         for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa, fb[j], acc[i][j]);
       }
     }
     __syncthreads();
   }
-  float* st = stage[warp];
+  // The loop ended with __syncthreads(), so the A stages are free for per-warp 16x16 staging.
+  float* st = reinterpret_cast<float*>(As) + warp * 256;
 #pragma unroll
   for (int i = 0; i < 4; ++i)
 #pragma unroll
@@ -193,8 +232,9 @@ __global__ void __launch_bounds__(kThreads) grouped_wmma_kernel(GroupArgs g) {
 // f32: full-precision FMA tiles, 4x4 outputs per thread.
 __global__ void __launch_bounds__(kThreads) grouped_fma_kernel(GroupArgs g) {
   constexpr int BM = 64, BN = 64, BK = 16, PA = BK + 4, PB = BN + 4;
-  __shared__ __align__(16) float As[BM * PA];
-  __shared__ __align__(16) float Bs[BK * PB];
+  constexpr int kA = BM * PA, kB = BK * PB;
+  __shared__ __align__(16) float As[2 * kA];
+  __shared__ __align__(16) float Bs[2 * kB];
   Tile t;
   if (!find_tile<BM>(g, t)) return;
   const float *A, *B;
@@ -203,17 +243,30 @@ __global__ void __launch_bounds__(kThreads) grouped_fma_kernel(GroupArgs g) {
   const long long n0 = (long long)blockIdx.y * BN;
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   float acc[4][4] = {};
-  for (long long k = t.k0; k < t.k_end; k += BK) {
-    load_tile<float, BM, BK, PA>(As, A, t.m0, t.m_end, k, t.k_end, g.sam, g.sak, g.a_mode);
-    load_tile<float, BK, BN, PB>(Bs, B, k, t.k_end, n0, g.n, g.sbk, g.sbn, g.b_mode);
+  auto load = [&](long long k, int buf) {
+    load_tile<float, BM, BK, PA>(As + buf * kA, A, t.m0, t.m_end, k, t.k_end, g.sam, g.sak, g.a_mode);
+    load_tile<float, BK, BN, PB>(Bs + buf * kB, B, k, t.k_end, n0, g.n, g.sbk, g.sbn, g.b_mode);
+    async_commit();
+  };
+  if (t.k0 < t.k_end) load(t.k0, 0);
+  int it = 0;
+  for (long long k = t.k0; k < t.k_end; k += BK, ++it) {
+    const float* as = As + (it & 1) * kA;
+    const float* bs = Bs + (it & 1) * kB;
+    if (k + BK < t.k_end) {
+      load(k + BK, (it + 1) & 1);
+      async_wait<1>();
+    } else {
+      async_wait<0>();
+    }
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
       float av[4], bv[4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) av[i] = As[(ty + 16 * i) * PA + kk];
+      for (int i = 0; i < 4; ++i) av[i] = as[(ty + 16 * i) * PA + kk];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) bv[j] = Bs[kk * PB + tx + 16 * j];
+      for (int j = 0; j < 4; ++j) bv[j] = bs[kk * PB + tx + 16 * j];
 #pragma unroll
       for (int i = 0; i < 4; ++i)
 #pragma unroll
