@@ -6,6 +6,7 @@
 // use tensor cores; f32 uses full FP32 unless allow_tf32(). Covered by tests/gpu/matmul_parity_test.cpp.
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "common/context.h"
@@ -39,19 +40,31 @@ __global__ void add_bias_kernel(T* out, const T* bias, long long total, long lon
     out[i] = from_float<T>(to_float(out[i]) + to_float(bias[i % n]));
 }
 
-// dbias[j] += sum_i dout[i, j]: blocks of 32 columns x 32 row lanes; coalesced along columns.
+// dbias[j] += sum_i dout[i, j]: blocks of 32 columns x 32 row lanes (coalesced along columns);
+// grid.y splits the rows: each slice writes an f32 partial sum, which finish_bias_grad_kernel adds
+// into dbias (with one slice the block adds directly).
 template <class T>
-__global__ void bias_grad_kernel(const T* dout, T* dbias, long long rows, long long n) {
+__global__ void bias_grad_kernel(const T* dout, T* dbias, float* partial, long long rows, long long n) {
   __shared__ float part[32][33];
   const long long j = blockIdx.x * 32LL + threadIdx.x;
   float s = 0.f;
   if (j < n)
-    for (long long i = threadIdx.y; i < rows; i += 32) s += to_float(dout[i * n + j]);
+    for (long long i = blockIdx.y * 32LL + threadIdx.y; i < rows; i += 32LL * gridDim.y) s += to_float(dout[i * n + j]);
   part[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y == 0 && j < n) {
     float t = 0.f;
     for (int r = 0; r < 32; ++r) t += part[r][threadIdx.x];
+    if (partial) partial[blockIdx.y * n + j] = t;
+    else dbias[j] = from_float<T>(to_float(dbias[j]) + t);
+  }
+}
+
+template <class T>
+__global__ void finish_bias_grad_kernel(const float* partial, T* dbias, int slices, long long n) {
+  for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < n; j += (long long)gridDim.x * blockDim.x) {
+    float t = 0.f;
+    for (int y = 0; y < slices; ++y) t += partial[y * n + j];
     dbias[j] = from_float<T>(to_float(dbias[j]) + t);
   }
 }
@@ -166,10 +179,18 @@ void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor
 void bias_grad(const Tensor& dout, Tensor& dbias) {
   const long long n = dbias.numel();
   if (n == 0) return;
-  const long long rows = dout.numel() / n;
+  const long long rows = dout.numel() / n, bx = (n + 31) / 32;
+  // Enough blocks to fill the GPU (~4 per SM of an H100), but slices of at least 32 rows.
+  const long long slices = std::max(1LL, std::min((528 + bx - 1) / bx, (rows + 255) / 256));
+  Tensor partial;
+  if (slices > 1) partial = Tensor::empty(Shape{slices, n}, DType::f32, dout.device());
+  float* pp = slices > 1 ? partial.data<float>() : nullptr;
+  cudaStream_t s = stream(dout.device());
   MOE_FLOAT_SWITCH(dout.dtype(), "bias_grad", T, {
-    bias_grad_kernel<T><<<unsigned((n + 31) / 32), dim3(32, 32), 0, stream(dout.device())>>>(
-        static_cast<const T*>(dout.raw()), static_cast<T*>(dbias.raw()), rows, n);
+    bias_grad_kernel<T><<<dim3(unsigned(bx), unsigned(slices)), dim3(32, 32), 0, s>>>(
+        static_cast<const T*>(dout.raw()), static_cast<T*>(dbias.raw()), pp, rows, n);
+    MOE_KERNEL_CHECK();
+    if (pp) finish_bias_grad_kernel<T><<<grid_for(n), 256, 0, s>>>(pp, static_cast<T*>(dbias.raw()), int(slices), n);
   });
   MOE_KERNEL_CHECK();
 }

@@ -45,9 +45,10 @@ TEST_CASE("matmul parity with TF32 allowed", "[gpu][matmul]") {
 }
 
 TEST_CASE("linear parity", "[gpu][matmul][linear]") {
-  const Shape xs[] = {Shape{4, 33, 96}, Shape{5, 7, 13}, Shape{1, 8}};
-  const Shape ws[] = {Shape{96, 72}, Shape{13, 11}, Shape{8, 1}};
-  for (int i = 0; i < 3; ++i) {
+  // The last case has enough rows for the bias gradient to be split over row slices.
+  const Shape xs[] = {Shape{4, 33, 96}, Shape{5, 7, 13}, Shape{1, 8}, Shape{3, 700, 40}};
+  const Shape ws[] = {Shape{96, 72}, Shape{13, 11}, Shape{8, 1}, Shape{40, 72}};
+  for (int i = 0; i < 4; ++i) {
     Tensor x = test::random_tensor(xs[i], 10 + i), w = test::random_tensor(ws[i], 20 + i);
     Tensor bias = test::random_tensor(Shape{ws[i][1]}, 30 + i);
     for (DType dt : {DType::f32, DType::bf16}) {
