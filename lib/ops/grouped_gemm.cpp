@@ -1,0 +1,128 @@
+// CPU reference of the grouped GEMM (one BLAS call per non-empty expert segment; offsets read on
+// the host) and the public entry points with their argument checks. See grouped_gemm.h.
+#include "ops/grouped_gemm.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "ops/dispatch.h"
+
+namespace moe {
+
+namespace {
+/// Host copy of the offsets, checked: offsets[0] = 0, non-decreasing, offsets[E] = rows.
+std::vector<int32_t> host_offsets(const Tensor& offsets, int64_t rows) {
+  std::vector<int32_t> off = offsets.to_vector<int32_t>();
+  bool ok = !off.empty() && off.front() == 0 && off.back() == rows;
+  for (size_t e = 1; ok && e < off.size(); ++e) ok = off[e] >= off[e - 1];
+  MOE_CHECK(ok, "grouped_gemm: offsets must start at 0, not decrease and end at the row count ", rows);
+  return off;
+}
+
+void gemm(const float* a, const float* b, float* c, bool ta, bool tb, int m, int n, int k, float beta) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.f, a,
+              std::max(1, ta ? m : k), b, std::max(1, tb ? k : n), beta, c, std::max(1, n));
+}
+void gemm(const double* a, const double* b, double* c, bool ta, bool tb, int m, int n, int k, float beta) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a,
+              std::max(1, ta ? m : k), b, std::max(1, tb ? k : n), beta, c, std::max(1, n));
+}
+
+template <class T>
+void forward(const Tensor& x, const Tensor& w, const Tensor& offsets, Tensor& out, bool trans_w, bool accumulate) {
+  const int64_t k = x.shape()[1], m = out.shape()[1];
+  const std::vector<int32_t> off = host_offsets(offsets, x.shape()[0]);
+  const T* px = x.data<T>();
+  const T* pw = w.data<T>();
+  T* po = out.data<T>();
+  for (size_t e = 0; e + 1 < off.size(); ++e) {
+    const int64_t r0 = off[e], rows = off[e + 1] - off[e];
+    if (rows == 0 || m == 0) continue;
+    if (k == 0) {
+      if (!accumulate) std::fill(po + r0 * m, po + (r0 + rows) * m, T(0));
+      continue;
+    }
+    gemm(px + r0 * k, pw + int64_t(e) * k * m, po + r0 * m, false, trans_w, int(rows), int(m), int(k),
+         accumulate ? 1.f : 0.f);
+  }
+}
+
+// dw[e] += x_e^T @ dout_e ([K, M]) or, with trans_w, dout_e^T @ x_e ([M, K]).
+template <class T>
+void weight_grad(const Tensor& x, const Tensor& dout, const Tensor& offsets, Tensor& dw, bool trans_w) {
+  const int64_t k = x.shape()[1], m = dout.shape()[1];
+  const std::vector<int32_t> off = host_offsets(offsets, x.shape()[0]);
+  const T* px = x.data<T>();
+  const T* pd = dout.data<T>();
+  T* pw = dw.data<T>();
+  for (size_t e = 0; e + 1 < off.size(); ++e) {
+    const int64_t r0 = off[e], rows = off[e + 1] - off[e];
+    if (rows == 0 || k == 0 || m == 0) continue;
+    T* dwe = pw + int64_t(e) * k * m;
+    if (trans_w) gemm(pd + r0 * m, px + r0 * k, dwe, true, false, int(m), int(k), int(rows), 1.f);
+    else gemm(px + r0 * k, pd + r0 * m, dwe, true, false, int(k), int(m), int(rows), 1.f);
+  }
+}
+
+void check_args(const char* what, const Tensor& x, const Tensor& w, const Tensor& offsets, bool trans_w) {
+  MOE_CHECK(x.shape().ndim() == 2, "grouped_gemm", what, ": x must be [rows, K], got ", x.shape());
+  MOE_CHECK(w.shape().ndim() == 3, "grouped_gemm", what, ": w must be [E, K, M] (or [E, M, K] with trans_w), got ",
+            w.shape());
+  const int64_t wk = trans_w ? w.shape()[2] : w.shape()[1];
+  MOE_CHECK(wk == x.shape()[1], "grouped_gemm", what, ": x ", x.shape(), " does not match w ", w.shape(),
+            trans_w ? " (trans_w)" : "");
+  MOE_CHECK(offsets.dtype() == DType::i32 && offsets.shape() == Shape{w.shape()[0] + 1}, "grouped_gemm", what,
+            ": offsets must be i32 [E+1] = [", w.shape()[0] + 1, "], got ", dtype_name(offsets.dtype()), " ",
+            offsets.shape());
+  check_same_device("grouped_gemm", x, w, offsets);
+  check_dtype("grouped_gemm", "w", w, x.dtype());
+}
+}  // namespace
+
+namespace cpu {
+void grouped_gemm_forward(const Tensor& x, const Tensor& w, const Tensor& offsets, Tensor& out, bool trans_w,
+                          bool accumulate) {
+  check_cpu_float("grouped_gemm", x);
+  if (x.dtype() == DType::f64) forward<double>(x, w, offsets, out, trans_w, accumulate);
+  else forward<float>(x, w, offsets, out, trans_w, accumulate);
+}
+void grouped_gemm_weight_grad(const Tensor& x, const Tensor& dout, const Tensor& offsets, Tensor& dw, bool trans_w) {
+  check_cpu_float("grouped_gemm", x);
+  if (x.dtype() == DType::f64) weight_grad<double>(x, dout, offsets, dw, trans_w);
+  else weight_grad<float>(x, dout, offsets, dw, trans_w);
+}
+}  // namespace cpu
+
+void grouped_gemm_forward(const Tensor& x, const Tensor& w, const Tensor& offsets, Tensor& out, bool trans_w,
+                          bool accumulate) {
+  check_args("", x, w, offsets, trans_w);
+  const int64_t m = trans_w ? w.shape()[1] : w.shape()[2];
+  check_same_device("grouped_gemm", x, out);
+  check_dtype("grouped_gemm", "output", out, x.dtype());
+  check_shape("grouped_gemm", "output", out, Shape{x.shape()[0], m});
+  MOE_DISPATCH(x, grouped_gemm_forward, x, w, offsets, out, trans_w, accumulate);
+}
+
+void grouped_gemm_backward(const Tensor& x, const Tensor& w, const Tensor& offsets, const Tensor& dout, Tensor& dx,
+                           Tensor& dw, bool trans_w) {
+  check_args(" backward", x, w, offsets, trans_w);
+  const int64_t m = trans_w ? w.shape()[1] : w.shape()[2];
+  check_same_device("grouped_gemm", x, dout, dx, dw);
+  check_dtype("grouped_gemm", "output gradient", dout, x.dtype());
+  check_shape("grouped_gemm", "output gradient", dout, Shape{x.shape()[0], m});
+  if (dx.defined()) {
+    check_dtype("grouped_gemm", "x gradient", dx, x.dtype());
+    check_shape("grouped_gemm", "x gradient", dx, x.shape());
+    // dx_e += dout_e @ op(w_e)^T: the forward product with w's transposition flipped.
+    MOE_DISPATCH(x, grouped_gemm_forward, dout, w, offsets, dx, !trans_w, true);
+  }
+  if (dw.defined()) {
+    check_dtype("grouped_gemm", "w gradient", dw, x.dtype());
+    check_shape("grouped_gemm", "w gradient", dw, w.shape());
+    MOE_DISPATCH(x, grouped_gemm_weight_grad, x, dout, offsets, dw, trans_w);
+  }
+}
+
+}  // namespace moe

@@ -1,0 +1,193 @@
+// CPU reference of the dense GEMMs (OpenBLAS sgemm/dgemm, a loop over the batch), the shape
+// planning shared with CUDA, and the public entry points. See matmul.h for the math.
+#include "ops/matmul.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <vector>
+
+#include "ops/dispatch.h"
+#include "tensor/cuda_runtime.h"
+
+namespace moe {
+
+namespace {
+int64_t lead_product(const Shape& s) {
+  int64_t p = 1;
+  for (int i = 0; i + 2 < s.ndim(); ++i) p *= s[i];
+  return p;
+}
+Shape with_last_two(const Shape& lead, int64_t m, int64_t n) {
+  std::vector<int64_t> d = lead.vec();
+  d.resize(d.size() - 2);
+  d.push_back(m);
+  d.push_back(n);
+  return Shape(d);
+}
+}  // namespace
+
+MatmulPlan matmul_plan(const Shape& a, const Shape& b, bool trans_a, bool trans_b, const char* op) {
+  const char* ta = trans_a ? "^T" : "";
+  const char* tb = trans_b ? "^T" : "";
+  MOE_CHECK(a.ndim() >= 2 && b.ndim() >= 2, op, ": operands need at least 2 axes, got ", a, ta, " @ ", b, tb);
+  const int64_t am = trans_a ? a[-1] : a[-2], ak = trans_a ? a[-2] : a[-1];
+  const int64_t bk = trans_b ? b[-1] : b[-2], bn = trans_b ? b[-2] : b[-1];
+  MOE_CHECK(ak == bk, op, ": inner sizes differ (", ak, " vs ", bk, ") in ", a, ta, " @ ", b, tb);
+  MatmulPlan p;
+  p.k = ak;
+  p.n = bn;
+  p.m = am;
+  if (b.ndim() == 2 && (a.ndim() == 2 || !trans_a)) {  // rows of a (any leading axes) times one matrix
+    p.m = a.ndim() == 2 ? am : a.rows();
+    p.out = a.ndim() == 2 ? Shape{am, bn} : a.with(-1, bn);
+    p.stride_a = p.m * p.k;
+    p.stride_b = p.k * p.n;
+  } else if (b.ndim() == 2) {  // batched a^T, shared b
+    p.batch = lead_product(a);
+    p.stride_a = am * ak;
+    p.out = with_last_two(a, am, bn);
+  } else if (a.ndim() == 2) {  // shared a, batched b
+    p.batch = lead_product(b);
+    p.stride_b = bk * bn;
+    p.out = with_last_two(b, am, bn);
+  } else {
+    bool same = a.ndim() == b.ndim();
+    for (int i = 0; same && i + 2 < a.ndim(); ++i) same = a[i] == b[i];
+    MOE_CHECK(same, op, ": batch axes differ in ", a, ta, " @ ", b, tb);
+    p.batch = lead_product(a);
+    p.stride_a = am * ak;
+    p.stride_b = bk * bn;
+    p.out = with_last_two(a, am, bn);
+  }
+  p.stride_c = p.m * p.n;
+  return p;
+}
+
+namespace {
+bool tf32_from_env() {
+  const char* v = std::getenv("MOE_ALLOW_TF32");
+  return v && v[0] == '1';
+}
+bool g_allow_tf32 = tf32_from_env();
+}  // namespace
+bool allow_tf32() { return g_allow_tf32; }
+void set_allow_tf32(bool allow) { g_allow_tf32 = allow; }
+
+double bench_gemm_tflops(const std::function<void()>& fn, double flops, Device device, int iters) {
+  auto sync = [&] {
+    if (device.is_cuda()) cuda::synchronize(device.index);
+  };
+  fn();
+  sync();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) fn();
+  sync();
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return flops * iters / std::max(sec, 1e-12) / 1e12;
+}
+
+namespace cpu {
+namespace {
+void gemm(const float* a, const float* b, float* c, bool ta, bool tb, int m, int n, int k, float alpha, float beta) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
+              std::max(1, ta ? m : k), b, std::max(1, tb ? k : n), beta, c, std::max(1, n));
+}
+void gemm(const double* a, const double* b, double* c, bool ta, bool tb, int m, int n, int k, float alpha, float beta) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
+              std::max(1, ta ? m : k), b, std::max(1, tb ? k : n), beta, c, std::max(1, n));
+}
+
+template <class T>
+void matmul(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool tb, float alpha, float beta) {
+  const MatmulPlan p = matmul_plan(a.shape(), b.shape(), ta, tb);
+  if (p.m == 0 || p.n == 0) return;
+  const T *pa = a.data<T>(), *pb = b.data<T>();
+  T* pc = out.data<T>();
+  for (int64_t i = 0; i < p.batch; ++i) {
+    T* c = pc + i * p.stride_c;
+    if (p.k == 0) {  // empty reduction: out = beta * out
+      for (int64_t j = 0; j < p.stride_c; ++j) c[j] = beta == 0 ? T(0) : T(beta) * c[j];
+      continue;
+    }
+    gemm(pa + i * p.stride_a, pb + i * p.stride_b, c, ta, tb, int(p.m), int(p.n), int(p.k), alpha, beta);
+  }
+}
+
+template <class T>
+void add_bias(const Tensor& bias, Tensor& out) {
+  const T* pb = bias.data<T>();
+  T* po = out.data<T>();
+  const int64_t n = bias.numel(), rows = n ? out.numel() / n : 0;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < n; ++j) po[i * n + j] += pb[j];
+}
+
+template <class T>
+void bias_grad_t(const Tensor& dout, Tensor& dbias) {
+  const T* pd = dout.data<T>();
+  T* pb = dbias.data<T>();
+  const int64_t n = dbias.numel(), rows = n ? dout.numel() / n : 0;
+  for (int64_t j = 0; j < n; ++j) {
+    T s = 0;
+    for (int64_t i = 0; i < rows; ++i) s += pd[i * n + j];
+    pb[j] += s;
+  }
+}
+}  // namespace
+
+void matmul_forward(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool tb, float alpha, float beta) {
+  check_cpu_float("matmul", a);
+  if (a.dtype() == DType::f64) matmul<double>(a, b, out, ta, tb, alpha, beta);
+  else matmul<float>(a, b, out, ta, tb, alpha, beta);
+}
+
+void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) {
+  cpu::matmul_forward(x, w, out, false, false, 1.f, 0.f);
+  if (!bias.defined()) return;
+  if (x.dtype() == DType::f64) add_bias<double>(bias, out);
+  else add_bias<float>(bias, out);
+}
+
+void bias_grad(const Tensor& dout, Tensor& dbias) {
+  check_cpu_float("bias_grad", dout);
+  if (dout.dtype() == DType::f64) bias_grad_t<double>(dout, dbias);
+  else bias_grad_t<float>(dout, dbias);
+}
+}  // namespace cpu
+
+void matmul_forward(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a, bool trans_b, float alpha,
+                    float beta) {
+  const MatmulPlan p = matmul_plan(a.shape(), b.shape(), trans_a, trans_b);
+  check_same_device("matmul", a, b, out);
+  check_dtype("matmul", "b", b, a.dtype());
+  check_dtype("matmul", "output", out, a.dtype());
+  check_shape("matmul", "output", out, p.out);
+  MOE_DISPATCH(a, matmul_forward, a, b, out, trans_a, trans_b, alpha, beta);
+}
+
+void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) {
+  MOE_CHECK(w.shape().ndim() == 2, "linear: weight must be [in, out], got ", w.shape());
+  const MatmulPlan p = matmul_plan(x.shape(), w.shape(), false, false, "linear");
+  check_same_device("linear", x, w, bias, out);
+  check_dtype("linear", "weight", w, x.dtype());
+  check_dtype("linear", "output", out, x.dtype());
+  check_shape("linear", "output", out, p.out);
+  if (bias.defined()) {
+    check_dtype("linear", "bias", bias, x.dtype());
+    check_shape("linear", "bias", bias, Shape{w.shape()[1]});
+  }
+  MOE_DISPATCH(x, linear_forward, x, w, bias, out);
+}
+
+void bias_grad(const Tensor& dout, Tensor& dbias) {
+  check_same_device("bias_grad", dout, dbias);
+  check_dtype("bias_grad", "bias gradient", dbias, dout.dtype());
+  MOE_CHECK(dbias.shape().ndim() == 1 && dout.shape().ndim() >= 1 && dout.shape().last() == dbias.numel(),
+            "bias_grad: output gradient ", dout.shape(), " does not match bias ", dbias.shape());
+  MOE_DISPATCH(dout, bias_grad, dout, dbias);
+}
+
+}  // namespace moe
