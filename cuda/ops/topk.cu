@@ -2,8 +2,8 @@
 // key (order-preserving bits of its f32 value << 32 | (0xffffffff - index)), so "larger key" is
 // exactly "larger value, then lower index" and a max-reduction is an arg-max. Each thread keeps
 // its K best keys in registers (K = k rounded up to 1,2,4,8,16,32); then k rounds of a warp/block
-// max pick the winners. A warp per row for n <= 1024 (expert routing), a 512-thread block per row
-// beyond (beam search over vocabulary); k > 32 uses k stateless max passes. Parity:
+// max pick the winners. A warp per row for n <= 1024 (expert routing), a 512-thread (256 for
+// K = 32) block per row beyond (beam search over vocabulary); k > 32 uses k stateless max passes. Parity:
 // tests/gpu/topk_parity_test.cpp.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -116,7 +116,8 @@ void launch(const T* x, T* v, int* idx, long long rows, int n, int k, cudaStream
     constexpr int kWarps = 4;
     topk_kernel<T, K, false><<<static_cast<unsigned>((rows + kWarps - 1) / kWarps), 32 * kWarps, 0, s>>>(x, v, idx, rows, n, k);
   } else {
-    topk_kernel<T, K, true><<<static_cast<unsigned>(rows), 512, 0, s>>>(x, v, idx, rows, n, k);
+    constexpr int kThreads = K >= 32 ? 256 : 512;  // K = 32 needs ~140 registers per thread
+    topk_kernel<T, K, true><<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, v, idx, rows, n, k);
   }
 }
 
