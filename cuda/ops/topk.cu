@@ -2,9 +2,10 @@
 // key (order-preserving bits of its f32 value << 32 | (0xffffffff - index)), so "larger key" is
 // exactly "larger value, then lower index" and a max-reduction is an arg-max. Each thread keeps
 // its K best keys in registers (K = k rounded up to 1,2,4,8,16,32); then k rounds of a warp/block
-// max pick the winners. A warp per row for n <= 1024 (expert routing), a 512-thread (256 for
-// K = 32) block per row beyond (beam search over vocabulary); k > 32 uses k stateless max passes. Parity:
-// tests/gpu/topk_parity_test.cpp.
+// max pick the winners. A warp per row for n <= 1024 (expert routing); beyond, a block per row,
+// or when rows are few (beam search over vocabulary), two stages: (part, row) blocks write their
+// k best keys, then a block per row merges them. k > 32 uses k stateless max passes.
+// Parity: tests/gpu/topk_parity_test.cpp.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -12,6 +13,8 @@
 #include "common/cuda_check.h"
 #include "common/cuda_types.cuh"
 #include "ops/topk.h"
+
+#include <algorithm>
 
 namespace moe::cuda {
 namespace {
@@ -49,6 +52,32 @@ __device__ __forceinline__ Key group_max(Key v, Key* scratch) {
   return v;
 }
 
+template <int K>
+__device__ __forceinline__ void insert_key(Key (&top)[K], Key key) {
+  if (key <= top[K - 1]) return;
+#pragma unroll
+  for (int j = 0; j < K; ++j) {  // keep top[] sorted descending
+    const Key hi = top[j] > key ? top[j] : key, lo = top[j] > key ? key : top[j];
+    top[j] = hi;
+    key = lo;
+  }
+}
+
+/// k rounds of a group arg-max over the threads' lists; emit(j, key) runs on the (one) winner.
+/// Keys are unique except the empty sentinel 0, which only wins when every list is empty.
+template <int K, bool kBlock, class Emit>
+__device__ __forceinline__ void select_keys(Key (&top)[K], int k, Key* scratch, Emit emit) {
+  for (int j = 0; j < k; ++j) {
+    const Key best = group_max<kBlock>(top[0], scratch);
+    if (top[0] == best) {
+#pragma unroll
+      for (int q = 0; q + 1 < K; ++q) top[q] = top[q + 1];
+      top[K - 1] = 0ull;
+      emit(j, best);
+    }
+  }
+}
+
 /// Rows handled by a block: one per warp (kBlock = false) or one per block.
 template <class T, int K, bool kBlock>
 __global__ void topk_kernel(const T* __restrict__ x, T* __restrict__ values, int* __restrict__ indices, long long rows,
@@ -62,28 +91,46 @@ __global__ void topk_kernel(const T* __restrict__ x, T* __restrict__ values, int
   Key top[K];
 #pragma unroll
   for (int j = 0; j < K; ++j) top[j] = 0ull;  // every real key is >= 1
-  for (int i = lane; i < n; i += threads) {
-    Key key = make_key(xr[i], i);
-    if (key > top[K - 1]) {
+  for (int i = lane; i < n; i += threads) insert_key(top, make_key(xr[i], i));
+  select_keys<K, kBlock>(top, k, scratch, [&](int j, Key best) {
+    const int i = key_index(best);
+    values[row * k + j] = xr[i];
+    indices[row * k + j] = i;
+  });
+}
+
+/// Two-stage path, stage 1: block (part, row) writes the k best keys of x[row, part*slice ..
+/// (part+1)*slice) to cand[row, part, :] (0 = none, for a slice shorter than k).
+template <class T, int K>
+__global__ void topk_partial_kernel(const T* __restrict__ x, int n, int k, int slice, Key* __restrict__ cand) {
+  __shared__ Key scratch[32];
+  const long long row = blockIdx.y;
+  const int part = blockIdx.x, begin = part * slice, end = min(n, begin + slice);
+  const T* xr = x + row * n;
+  Key top[K];
 #pragma unroll
-      for (int j = 0; j < K; ++j) {  // insertion: keep top[] sorted descending
-        const Key hi = top[j] > key ? top[j] : key, lo = top[j] > key ? key : top[j];
-        top[j] = hi;
-        key = lo;
-      }
-    }
-  }
-  for (int j = 0; j < k; ++j) {
-    const Key best = group_max<kBlock>(top[0], scratch);
-    if (top[0] == best) {  // keys are unique: exactly one thread pops its head
+  for (int j = 0; j < K; ++j) top[j] = 0ull;
+  for (int i = begin + threadIdx.x; i < end; i += blockDim.x) insert_key(top, make_key(xr[i], i));
+  Key* out = cand + (row * gridDim.x + part) * k;
+  select_keys<K, true>(top, k, scratch, [&](int j, Key best) { out[j] = best; });
+}
+
+/// Stage 2: block per row merges its parts * k candidate keys.
+template <class T, int K>
+__global__ void topk_merge_kernel(const T* __restrict__ x, int n, int k, int candidates, const Key* __restrict__ cand,
+                                  T* __restrict__ values, int* __restrict__ indices) {
+  __shared__ Key scratch[32];
+  const long long row = blockIdx.x;
+  const Key* cr = cand + row * candidates;
+  Key top[K];
 #pragma unroll
-      for (int q = 0; q + 1 < K; ++q) top[q] = top[q + 1];
-      top[K - 1] = 0ull;
-      const int i = key_index(best);
-      values[row * k + j] = xr[i];
-      indices[row * k + j] = i;
-    }
-  }
+  for (int j = 0; j < K; ++j) top[j] = 0ull;
+  for (int i = threadIdx.x; i < candidates; i += blockDim.x) insert_key(top, cr[i]);
+  select_keys<K, true>(top, k, scratch, [&](int j, Key best) {
+    const int i = key_index(best);
+    values[row * k + j] = x[row * n + i];
+    indices[row * k + j] = i;
+  });
 }
 
 /// k > 32: k passes, each taking the largest key below the previous winner (a block per row).
@@ -110,15 +157,33 @@ __global__ void topk_large_kernel(const T* __restrict__ x, T* __restrict__ value
   }
 }
 
+/// Blocks of the two-stage path for long rows: enough (part, row) blocks to fill the GPU
+/// (~2 per SM), slices of at least 2048 elements; 1 = use one block per row instead.
+int parts_for(long long rows, int n) {
+  const long long want = (264 + rows - 1) / rows, most = (n + 2047) / 2048;
+  return static_cast<int>(std::max(1LL, std::min(want, most)));
+}
+
 template <class T, int K>
-void launch(const T* x, T* v, int* idx, long long rows, int n, int k, cudaStream_t s) {
+void launch(const T* x, T* v, int* idx, long long rows, int n, int k, Device device) {
+  cudaStream_t s = stream(device);
+  constexpr int kThreads = K >= 32 ? 256 : 512;  // K = 32 needs ~140 registers per thread
   if (n <= 1024) {
     constexpr int kWarps = 4;
     topk_kernel<T, K, false><<<static_cast<unsigned>((rows + kWarps - 1) / kWarps), 32 * kWarps, 0, s>>>(x, v, idx, rows, n, k);
-  } else {
-    constexpr int kThreads = K >= 32 ? 256 : 512;  // K = 32 needs ~140 registers per thread
-    topk_kernel<T, K, true><<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, v, idx, rows, n, k);
+    return;
   }
+  const int parts = rows <= 65535 ? parts_for(rows, n) : 1;
+  if (parts == 1) {
+    topk_kernel<T, K, true><<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, v, idx, rows, n, k);
+    return;
+  }
+  const int slice = (n + parts - 1) / parts;
+  Tensor cand = Tensor::empty(Shape{rows, parts, k}, DType::i64, device);  // 64-bit keys
+  Key* pc = static_cast<Key*>(cand.raw());
+  topk_partial_kernel<T, K><<<dim3(parts, static_cast<unsigned>(rows)), 256, 0, s>>>(x, n, k, slice, pc);
+  MOE_KERNEL_CHECK();
+  topk_merge_kernel<T, K><<<static_cast<unsigned>(rows), 256, 0, s>>>(x, n, k, parts * k, pc, v, idx);
 }
 
 template <class T>
@@ -138,16 +203,17 @@ void topk_forward(const Tensor& x, Tensor& values, Tensor& indices) {
   const int n = static_cast<int>(x.shape().last()), k = static_cast<int>(values.shape().last());
   const long long rows = x.numel() / n;
   cudaStream_t s = stream(x.device());
+  const Device d = x.device();
   MOE_FLOAT_SWITCH(x.dtype(), "topk", T, {
     const T* px = static_cast<const T*>(x.raw());
     T* pv = static_cast<T*>(values.raw());
     int* pi = static_cast<int*>(indices.raw());
-    if (k <= 1) launch<T, 1>(px, pv, pi, rows, n, k, s);
-    else if (k <= 2) launch<T, 2>(px, pv, pi, rows, n, k, s);
-    else if (k <= 4) launch<T, 4>(px, pv, pi, rows, n, k, s);
-    else if (k <= 8) launch<T, 8>(px, pv, pi, rows, n, k, s);
-    else if (k <= 16) launch<T, 16>(px, pv, pi, rows, n, k, s);
-    else if (k <= 32) launch<T, 32>(px, pv, pi, rows, n, k, s);
+    if (k <= 1) launch<T, 1>(px, pv, pi, rows, n, k, d);
+    else if (k <= 2) launch<T, 2>(px, pv, pi, rows, n, k, d);
+    else if (k <= 4) launch<T, 4>(px, pv, pi, rows, n, k, d);
+    else if (k <= 8) launch<T, 8>(px, pv, pi, rows, n, k, d);
+    else if (k <= 16) launch<T, 16>(px, pv, pi, rows, n, k, d);
+    else if (k <= 32) launch<T, 32>(px, pv, pi, rows, n, k, d);
     else topk_large_kernel<T><<<static_cast<unsigned>(rows), 512, 0, s>>>(px, pv, pi, n, k);
   });
   MOE_KERNEL_CHECK();
