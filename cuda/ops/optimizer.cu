@@ -147,8 +147,8 @@ void sum_squares(const Tensor& t, double& out) {
 void all_finite(const Tensor& t, bool& out) {
   const long long n = t.numel();
   Tensor bad = Tensor::zeros(Shape{1}, DType::i32, t.device());
-  all_finite_kernel<<<blocks_for(n, false, 2048), kThreads, 0, stream(t.device())>>>(
-      static_cast<const float*>(t.raw()), n, static_cast<int*>(bad.raw()));
+  all_finite_kernel<<<blocks_for(n, false, 2048), kThreads, 0, stream(t.device())>>>(static_cast<const float*>(t.raw()),
+                                                                                     n, static_cast<int*>(bad.raw()));
   MOE_KERNEL_CHECK();
   out = bad.item() == 0.0;
 }

@@ -129,8 +129,10 @@ __global__ void sort_scatter_kernel(const int* __restrict__ keys, long long n, i
       cursor = &table[seg * tiles + tile];  // owned by this warp alone
       const int base = *cursor;
       perm[base + __popc(peers & below)] = static_cast<int>(i);
-      if (lane == __ffs(peers) - 1) next = base + __popc(peers);
-      else cursor = nullptr;
+      if (lane == __ffs(peers) - 1)
+        next = base + __popc(peers);
+      else
+        cursor = nullptr;
     }
     __syncwarp();  // every lane has read its cursor
     if (cursor) *cursor = next;
@@ -185,7 +187,7 @@ void sort_by_key(const Tensor& keys, int num_segments, Tensor& perm, Tensor& off
 void inverse_permutation(const Tensor& perm, Tensor& inv) {
   const long long n = perm.numel();
   inverse_permutation_kernel<<<grid_for(n), 256, 0, stream(perm.device())>>>(static_cast<const int*>(perm.raw()),
-                                                                            static_cast<int*>(inv.raw()), n);
+                                                                             static_cast<int*>(inv.raw()), n);
   MOE_KERNEL_CHECK();
 }
 

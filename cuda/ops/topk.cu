@@ -9,12 +9,12 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+
 #include "common/context.h"
 #include "common/cuda_check.h"
 #include "common/cuda_types.cuh"
 #include "ops/topk.h"
-
-#include <algorithm>
 
 namespace moe::cuda {
 namespace {
@@ -22,7 +22,7 @@ using Key = unsigned long long;
 
 template <class T>
 __device__ __forceinline__ Key make_key(T x, long long i) {
-  float f = to_float(x) + 0.0f;  // -0 -> +0
+  float f = to_float(x) + 0.0f;                  // -0 -> +0
   if (isnan(f)) f = __int_as_float(0x7fc00000);  // one positive NaN, above +inf
   unsigned u = __float_as_uint(f);
   u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
@@ -170,7 +170,8 @@ void launch(const T* x, T* v, int* idx, long long rows, int n, int k, Device dev
   constexpr int kThreads = K >= 32 ? 256 : 512;  // K = 32 needs ~140 registers per thread
   if (n <= 1024) {
     constexpr int kWarps = 4;
-    topk_kernel<T, K, false><<<static_cast<unsigned>((rows + kWarps - 1) / kWarps), 32 * kWarps, 0, s>>>(x, v, idx, rows, n, k);
+    topk_kernel<T, K, false>
+        <<<static_cast<unsigned>((rows + kWarps - 1) / kWarps), 32 * kWarps, 0, s>>>(x, v, idx, rows, n, k);
     return;
   }
   const int parts = rows <= 65535 ? parts_for(rows, n) : 1;
@@ -189,7 +190,8 @@ void launch(const T* x, T* v, int* idx, long long rows, int n, int k, Device dev
 template <class T>
 __global__ void topk_backward_kernel(const int* __restrict__ indices, const T* __restrict__ dv, T* __restrict__ dx,
                                      long long total, int k, int n) {
-  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
+       e += (long long)gridDim.x * blockDim.x) {
     const long long row = e / k;
     const int i = indices[e];
     if (i < 0 || i >= n) continue;  // cannot come from topk_forward
@@ -208,13 +210,20 @@ void topk_forward(const Tensor& x, Tensor& values, Tensor& indices) {
     const T* px = static_cast<const T*>(x.raw());
     T* pv = static_cast<T*>(values.raw());
     int* pi = static_cast<int*>(indices.raw());
-    if (k <= 1) launch<T, 1>(px, pv, pi, rows, n, k, d);
-    else if (k <= 2) launch<T, 2>(px, pv, pi, rows, n, k, d);
-    else if (k <= 4) launch<T, 4>(px, pv, pi, rows, n, k, d);
-    else if (k <= 8) launch<T, 8>(px, pv, pi, rows, n, k, d);
-    else if (k <= 16) launch<T, 16>(px, pv, pi, rows, n, k, d);
-    else if (k <= 32) launch<T, 32>(px, pv, pi, rows, n, k, d);
-    else topk_large_kernel<T><<<static_cast<unsigned>(rows), 512, 0, s>>>(px, pv, pi, n, k);
+    if (k <= 1)
+      launch<T, 1>(px, pv, pi, rows, n, k, d);
+    else if (k <= 2)
+      launch<T, 2>(px, pv, pi, rows, n, k, d);
+    else if (k <= 4)
+      launch<T, 4>(px, pv, pi, rows, n, k, d);
+    else if (k <= 8)
+      launch<T, 8>(px, pv, pi, rows, n, k, d);
+    else if (k <= 16)
+      launch<T, 16>(px, pv, pi, rows, n, k, d);
+    else if (k <= 32)
+      launch<T, 32>(px, pv, pi, rows, n, k, d);
+    else
+      topk_large_kernel<T><<<static_cast<unsigned>(rows), 512, 0, s>>>(px, pv, pi, n, k);
   });
   MOE_KERNEL_CHECK();
 }
@@ -223,9 +232,9 @@ void topk_backward(const Tensor& indices, const Tensor& dvalues, Tensor& dx) {
   const long long total = dvalues.numel();
   const int k = static_cast<int>(dvalues.shape().last()), n = static_cast<int>(dx.shape().last());
   MOE_FLOAT_SWITCH(dx.dtype(), "topk backward", T, {
-    topk_backward_kernel<T><<<grid_for(total), 256, 0, stream(dx.device())>>>(
-        static_cast<const int*>(indices.raw()), static_cast<const T*>(dvalues.raw()), static_cast<T*>(dx.raw()), total,
-        k, n);
+    topk_backward_kernel<T><<<grid_for(total), 256, 0, stream(dx.device())>>>(static_cast<const int*>(indices.raw()),
+                                                                              static_cast<const T*>(dvalues.raw()),
+                                                                              static_cast<T*>(dx.raw()), total, k, n);
   });
   MOE_KERNEL_CHECK();
 }

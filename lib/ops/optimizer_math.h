@@ -28,8 +28,10 @@ struct SgdCoeffs {
 
 MOE_HD void adam_element(float& p, float g, float& m, float& v, const AdamCoeffs& c) {
   g *= c.grad_scale;
-  if (c.decoupled) p -= c.lr * c.weight_decay * p;
-  else g += c.weight_decay * p;
+  if (c.decoupled)
+    p -= c.lr * c.weight_decay * p;
+  else
+    g += c.weight_decay * p;
   m = c.beta1 * m + (1.f - c.beta1) * g;
   v = c.beta2 * v + (1.f - c.beta2) * g * g;
   p -= c.lr * (m * c.inv_bc1) / (sqrtf(v) * c.inv_sqrt_bc2 + c.eps);

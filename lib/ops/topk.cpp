@@ -53,13 +53,17 @@ void backward(const Tensor& indices, const Tensor& dvalues, Tensor& dx) {
 
 void topk_forward(const Tensor& x, Tensor& values, Tensor& indices) {
   check_cpu_float("topk", x);
-  if (x.dtype() == DType::f64) forward<double>(x, values, indices);
-  else forward<float>(x, values, indices);
+  if (x.dtype() == DType::f64)
+    forward<double>(x, values, indices);
+  else
+    forward<float>(x, values, indices);
 }
 void topk_backward(const Tensor& indices, const Tensor& dvalues, Tensor& dx) {
   check_cpu_float("topk backward", dx);
-  if (dx.dtype() == DType::f64) backward<double>(indices, dvalues, dx);
-  else backward<float>(indices, dvalues, dx);
+  if (dx.dtype() == DType::f64)
+    backward<double>(indices, dvalues, dx);
+  else
+    backward<float>(indices, dvalues, dx);
 }
 }  // namespace cpu
 

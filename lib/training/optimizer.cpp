@@ -11,11 +11,16 @@ namespace moe {
 
 std::unique_ptr<Optimizer> Optimizer::create(const std::string& name, const OptimizerOptions& options) {
   Kind kind;
-  if (name == "adam") kind = Kind::adam;
-  else if (name == "adamw") kind = Kind::adamw;
-  else if (name == "sgd") kind = Kind::sgd;
-  else if (name == "nag") kind = Kind::nag;
-  else MOE_FAIL("Optimizer::create: unknown optimizer '", name, "' (known: adam, adamw, sgd, nag)");
+  if (name == "adam")
+    kind = Kind::adam;
+  else if (name == "adamw")
+    kind = Kind::adamw;
+  else if (name == "sgd")
+    kind = Kind::sgd;
+  else if (name == "nag")
+    kind = Kind::nag;
+  else
+    MOE_FAIL("Optimizer::create: unknown optimizer '", name, "' (known: adam, adamw, sgd, nag)");
   return std::make_unique<Optimizer>(kind, options);
 }
 
@@ -26,7 +31,8 @@ const char* Optimizer::name() const {
 
 double Optimizer::grad_norm(const ParameterStore& store, double grad_scale) {
   double sum = 0;
-  for (const auto& [begin, end] : store.trainable_ranges()) sum += sum_squares(store.grads().flat_range(begin, end - begin));
+  for (const auto& [begin, end] : store.trainable_ranges())
+    sum += sum_squares(store.grads().flat_range(begin, end - begin));
   return std::sqrt(sum) * std::abs(grad_scale);
 }
 
@@ -42,7 +48,8 @@ void Optimizer::ensure_buffers(const ParameterStore& store) {
               " elements on ", m_.device(), " but the parameter store has ", n, " on ", store.device());
   }
   if (adam && !v_.defined()) v_ = Tensor::zeros(Shape{n}, DType::f32, store.device());
-  MOE_CHECK(!v_.defined() || v_.numel() == n, "Optimizer ", name(), ": state of ", v_.numel(), " elements but the parameter store has ", n);
+  MOE_CHECK(!v_.defined() || v_.numel() == n, "Optimizer ", name(), ": state of ", v_.numel(),
+            " elements but the parameter store has ", n);
 }
 
 double Optimizer::step(ParameterStore& store, double lr, double clip_norm, double grad_scale) {
@@ -113,7 +120,8 @@ void Optimizer::load_state(const std::map<std::string, Tensor>& state) {
   };
   load(adam ? "adam.m" : "momentum", m_);
   if (adam) load("adam.v", v_);
-  MOE_CHECK(!adam || m_.defined() == v_.defined(), "Optimizer::load_state (", name(), "): 'adam.m' and 'adam.v' must come together");
+  MOE_CHECK(!adam || m_.defined() == v_.defined(), "Optimizer::load_state (", name(),
+            "): 'adam.m' and 'adam.v' must come together");
 }
 
 }  // namespace moe

@@ -10,7 +10,9 @@
 using namespace moe;
 
 namespace {
-Tensor rnd(int64_t n, uint32_t seed, double lo, double hi) { return test::random_tensor(Shape{n}, seed, lo, hi, DType::f32); }
+Tensor rnd(int64_t n, uint32_t seed, double lo, double hi) {
+  return test::random_tensor(Shape{n}, seed, lo, hi, DType::f32);
+}
 std::vector<double> host(const Tensor& t) { return t.to_vector<double>(); }
 }  // namespace
 
@@ -19,7 +21,8 @@ TEST_CASE("optimizer kernels parity", "[gpu][optimizer]") {
     for (int64_t skew : {0, 1}) {
       INFO("n=" << n << " skew=" << skew);
       const int64_t total = n + skew;
-      Tensor p = rnd(total, 1, -1, 1), g = rnd(total, 2, -1, 1), m = rnd(total, 3, -0.1, 0.1), v = rnd(total, 4, 0, 0.1);
+      Tensor p = rnd(total, 1, -1, 1), g = rnd(total, 2, -1, 1), m = rnd(total, 3, -0.1, 0.1),
+             v = rnd(total, 4, 0, 0.1);
       std::vector<double> res[2][3];
       double ss[2];
       for (int dev = 0; dev < 2; ++dev) {

@@ -1,7 +1,6 @@
 // CPU-vs-CUDA parity of sort_by_key and inverse_permutation: results must match exactly, for sizes
 // from 0 to 1M keys, 1 to 4096 segments, skewed keys and out-of-range keys. Skipped without a GPU.
 #include <catch2/catch.hpp>
-
 #include <random>
 
 #include "ops/sort.h"
@@ -10,8 +9,15 @@ using namespace moe;
 
 TEST_CASE("sort_by_key parity", "[gpu][sort]") {
   std::mt19937 rng(3);
-  for (auto [n, segments] : {std::pair{0, 4}, {1, 1}, {33, 7}, {1000, 64}, {100000, 8}, {100000, 4096},
-                             {1 << 20, 128}, {1 << 20, 4096}, {777, 1}}) {
+  for (auto [n, segments] : {std::pair{0, 4},
+                             {1, 1},
+                             {33, 7},
+                             {1000, 64},
+                             {100000, 8},
+                             {100000, 4096},
+                             {1 << 20, 128},
+                             {1 << 20, 4096},
+                             {777, 1}}) {
     for (int mode = 0; mode < 3; ++mode) {  // uniform, skewed, with out-of-range keys
       INFO(n << " keys, " << segments << " segments, mode " << mode);
       std::uniform_int_distribution<int> u(0, segments - 1), hot(0, 3), bad(-3, segments + 3);

@@ -10,8 +10,17 @@
 using namespace moe;
 
 TEST_CASE("topk parity", "[gpu][topk]") {
-  for (auto [rows, n, k] : {std::tuple{64, 8, 2}, {33, 257, 4}, {5, 1, 1}, {7, 1024, 8}, {3, 5000, 16},
-                            {2, 200000, 8}, {4, 300, 40}, {3, 64, 32}, {300, 3000, 4}, {1, 150000, 32}, {2, 2500, 3}}) {
+  for (auto [rows, n, k] : {std::tuple{64, 8, 2},
+                            {33, 257, 4},
+                            {5, 1, 1},
+                            {7, 1024, 8},
+                            {3, 5000, 16},
+                            {2, 200000, 8},
+                            {4, 300, 40},
+                            {3, 64, 32},
+                            {300, 3000, 4},
+                            {1, 150000, 32},
+                            {2, 2500, 3}}) {
     INFO(rows << "x" << n << " k=" << k);
     Tensor x = test::random_tensor(Shape{rows, n}, 17 + n, -3, 3);
     Tensor x32 = Tensor::from_vector(x.to_vector<float>(), x.shape());

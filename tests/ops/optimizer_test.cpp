@@ -1,12 +1,12 @@
 // Optimizer kernels and the Optimizer class: Adam/AdamW against hand-computed two-step examples,
 // SGD and fairseq-NAG formulas, sum_squares / all_finite, gradient clipping, grad_scale, skipped
 // non-finite steps, frozen groups bit-identical, state save/load, and error messages.
-#include <catch2/catch.hpp>
+#include "ops/optimizer.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 
-#include "ops/optimizer.h"
 #include "training/optimizer.h"
 
 using namespace moe;
@@ -65,8 +65,9 @@ TEST_CASE("sum_squares and all_finite", "[ops][optimizer]") {
   CHECK_FALSE(all_finite(vec({INFINITY})));
   CHECK_THROWS_WITH(sum_squares(Tensor::zeros(Shape{3}, DType::f64, Device::cpu())),
                     Catch::Contains("sum_squares") && Catch::Contains("f64"));
-  CHECK_THROWS_WITH(adam_update(vec({1, 2}), vec({1}), vec({0, 0}), vec({0, 0}), 0.1f, 0.9f, 0.999f, 1e-8f, 0, false, 1),
-                    Catch::Contains("adam_update") && Catch::Contains("grad") && Catch::Contains("[1]"));
+  CHECK_THROWS_WITH(
+      adam_update(vec({1, 2}), vec({1}), vec({0, 0}), vec({0, 0}), 0.1f, 0.9f, 0.999f, 1e-8f, 0, false, 1),
+      Catch::Contains("adam_update") && Catch::Contains("grad") && Catch::Contains("[1]"));
 }
 
 namespace {

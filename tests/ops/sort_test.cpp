@@ -1,13 +1,12 @@
 // Stable counting sort by key: hand-computed permutation and offsets (empty segments), random keys
 // against std::stable_sort (edge sizes, up to 4096 segments), out-of-range flags,
 // inverse_permutation, the expression wrapper and error messages.
-#include <catch2/catch.hpp>
+#include "graph/expr/sort.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <numeric>
 #include <random>
-
-#include "graph/expr/sort.h"
 
 using namespace moe;
 
@@ -80,8 +79,8 @@ TEST_CASE("sort_by_key: errors name the op and shapes", "[ops][sort][errors]") {
   Tensor offsets = Tensor::empty(Shape{3}, DType::i32, Device::cpu());
   CHECK_THROWS_WITH(sort_by_key(keys, 2, perm, offsets), Catch::Contains("sort_by_key") && Catch::Contains("f32"));
   Tensor ikeys = Tensor::zeros(Shape{4}, DType::i32, Device::cpu());
-  CHECK_THROWS_WITH(sort_by_key(ikeys, 3, perm, offsets), Catch::Contains("sort_by_key") && Catch::Contains("[3]") &&
-                                                              Catch::Contains("[4]"));
+  CHECK_THROWS_WITH(sort_by_key(ikeys, 3, perm, offsets),
+                    Catch::Contains("sort_by_key") && Catch::Contains("[3]") && Catch::Contains("[4]"));
   Tensor bad = Tensor::from_vector(std::vector<int32_t>{0, 5}, Shape{2});
   Tensor inv = Tensor::empty(Shape{2}, DType::i32, Device::cpu());
   CHECK_THROWS_WITH(inverse_permutation(bad, inv), Catch::Contains("inverse_permutation") && Catch::Contains("5"));

@@ -1,13 +1,13 @@
 // Top-k along the last axis: hand-computed values and ties, a brute-force comparison on random
 // rows (edge sizes), finite-difference gradients (f64) and error messages.
-#include <catch2/catch.hpp>
+#include "graph/expr/topk.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <numeric>
 #include <random>
 
-#include "graph/expr/topk.h"
 #include "graph/expr/unary.h"
 #include "support/gradcheck.h"
 
@@ -102,7 +102,8 @@ TEST_CASE("topk: errors name the op and shapes", "[ops][topk][errors]") {
   Tensor x = Tensor::zeros(Shape{2, 3}, DType::f32, Device::cpu());
   Tensor v = Tensor::empty(Shape{2, 4}, DType::f32, Device::cpu());
   Tensor i = Tensor::empty(Shape{2, 4}, DType::i32, Device::cpu());
-  CHECK_THROWS_WITH(topk_forward(x, v, i), Catch::Contains("topk") && Catch::Contains("k = 4") && Catch::Contains("[2,3]"));
+  CHECK_THROWS_WITH(topk_forward(x, v, i),
+                    Catch::Contains("topk") && Catch::Contains("k = 4") && Catch::Contains("[2,3]"));
   Tensor v2 = Tensor::empty(Shape{2, 2}, DType::f32, Device::cpu());
   Tensor i2 = Tensor::empty(Shape{2, 2}, DType::f32, Device::cpu());
   CHECK_THROWS_WITH(topk_forward(x, v2, i2), Catch::Contains("topk") && Catch::Contains("i32"));
