@@ -1,0 +1,92 @@
+// CPU reference of the fused optimizer updates (formulas in optimizer_math.h), sum of squares and
+// finiteness check, and the public entry points with their argument checks.
+// Covered by tests/ops/optimizer_test.cpp.
+#include "ops/optimizer.h"
+
+#include <cmath>
+
+#include "ops/dispatch.h"
+
+namespace moe {
+namespace cpu {
+
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamCoeffs& c) {
+  float *p = param.data<float>(), *pm = m.data<float>(), *pv = v.data<float>();
+  const float* g = grad.data<float>();
+  for (int64_t i = 0, n = param.numel(); i < n; ++i) adam_element(p[i], g[i], pm[i], pv[i], c);
+}
+
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdCoeffs& c) {
+  float* p = param.data<float>();
+  const float* g = grad.data<float>();
+  float dummy = 0.f;
+  float* b = buf.defined() ? buf.data<float>() : nullptr;
+  for (int64_t i = 0, n = param.numel(); i < n; ++i) sgd_element(p[i], g[i], b ? b[i] : dummy, c);
+}
+
+void sum_squares(const Tensor& t, double& out) {
+  const float* p = t.data<float>();
+  double s = 0;
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) s += double(p[i]) * p[i];
+  out = s;
+}
+
+void all_finite(const Tensor& t, bool& out) {
+  const float* p = t.data<float>();
+  out = true;
+  for (int64_t i = 0, n = t.numel(); i < n && out; ++i) out = std::isfinite(p[i]);
+}
+
+}  // namespace cpu
+
+namespace {
+void check_flat(const char* op, const char* what, const Tensor& t, const Tensor& param) {
+  MOE_CHECK(t.defined(), op, ": ", what, " is undefined");
+  check_same_device(op, param, t);
+  check_dtype(op, what, t, DType::f32);
+  check_shape(op, what, t, param.shape());
+}
+}  // namespace
+
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, float lr, float beta1,
+                 float beta2, float eps, float weight_decay, bool decoupled, int64_t step, float grad_scale) {
+  check_flat("adam_update", "param", param, param);
+  check_flat("adam_update", "grad", grad, param);
+  check_flat("adam_update", "m", m, param);
+  check_flat("adam_update", "v", v, param);
+  MOE_CHECK(step >= 1, "adam_update: step must be >= 1 (the count including this update), got ", step);
+  MOE_CHECK(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1, "adam_update: betas (", beta1, ", ", beta2,
+            ") must be in [0, 1)");
+  AdamCoeffs c{lr, beta1, beta2, eps, weight_decay, grad_scale, 0.f, 0.f, decoupled};
+  c.inv_bc1 = static_cast<float>(1.0 / (1.0 - std::pow(double(beta1), double(step))));
+  c.inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(double(beta2), double(step))));
+  if (param.numel() == 0) return;
+  MOE_DISPATCH(param, adam_update, param, grad, m, v, c);
+}
+
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf, float lr, float momentum,
+                float weight_decay, bool nesterov, float grad_scale, float lr_correct) {
+  check_flat("sgd_update", "param", param, param);
+  check_flat("sgd_update", "grad", grad, param);
+  const bool needs_buf = nesterov || momentum != 0.f;
+  if (needs_buf) check_flat("sgd_update", "momentum buffer", momentum_buf, param);
+  const SgdCoeffs c{lr, momentum, weight_decay, grad_scale, lr_correct, nesterov};
+  if (param.numel() == 0) return;
+  MOE_DISPATCH(param, sgd_update, param, grad, needs_buf ? momentum_buf : Tensor(), c);
+}
+
+double sum_squares(const Tensor& t) {
+  check_dtype("sum_squares", "input", t, DType::f32);
+  double out = 0.0;
+  if (t.numel() > 0) MOE_DISPATCH(t, sum_squares, t, out);
+  return out;
+}
+
+bool all_finite(const Tensor& t) {
+  check_dtype("all_finite", "input", t, DType::f32);
+  bool out = true;
+  if (t.numel() > 0) MOE_DISPATCH(t, all_finite, t, out);
+  return out;
+}
+
+}  // namespace moe

@@ -1,0 +1,127 @@
+// Optimizer (see optimizer.h): norm over trainable ranges, clipping factor, one fused kernel call
+// per trainable range (lib/ops/optimizer.h), and the checkpoint state. Covered by
+// tests/ops/optimizer_test.cpp.
+#include "training/optimizer.h"
+
+#include <cmath>
+
+#include "ops/optimizer.h"
+
+namespace moe {
+
+std::unique_ptr<Optimizer> Optimizer::create(const std::string& name, const OptimizerOptions& options) {
+  Kind kind;
+  if (name == "adam")
+    kind = Kind::adam;
+  else if (name == "adamw")
+    kind = Kind::adamw;
+  else if (name == "sgd")
+    kind = Kind::sgd;
+  else if (name == "nag")
+    kind = Kind::nag;
+  else
+    MOE_FAIL("Optimizer::create: unknown optimizer '", name, "' (known: adam, adamw, sgd, nag)");
+  return std::make_unique<Optimizer>(kind, options);
+}
+
+const char* Optimizer::name() const {
+  static const char* names[] = {"adam", "adamw", "sgd", "nag"};
+  return names[static_cast<int>(kind_)];
+}
+
+double Optimizer::grad_norm(const ParameterStore& store, double grad_scale) {
+  double sum = 0;
+  for (const auto& [begin, end] : store.trainable_ranges())
+    sum += sum_squares(store.grads().flat_range(begin, end - begin));
+  return std::sqrt(sum) * std::abs(grad_scale);
+}
+
+void Optimizer::ensure_buffers(const ParameterStore& store) {
+  const int64_t n = store.values().numel();
+  const bool adam = kind_ == Kind::adam || kind_ == Kind::adamw;
+  const bool momentum = kind_ == Kind::nag || (kind_ == Kind::sgd && options_.momentum != 0);
+  if (m_.defined() && m_.device() != store.device()) m_ = m_.to(store.device());  // loaded on another device
+  if (v_.defined() && v_.device() != store.device()) v_ = v_.to(store.device());
+  if (adam || momentum) {
+    if (!m_.defined()) m_ = Tensor::zeros(Shape{n}, DType::f32, store.device());
+    MOE_CHECK(m_.numel() == n && m_.device() == store.device(), "Optimizer ", name(), ": state of ", m_.numel(),
+              " elements on ", m_.device(), " but the parameter store has ", n, " on ", store.device());
+  }
+  if (adam && !v_.defined()) v_ = Tensor::zeros(Shape{n}, DType::f32, store.device());
+  MOE_CHECK(!v_.defined() || v_.numel() == n, "Optimizer ", name(), ": state of ", v_.numel(),
+            " elements but the parameter store has ", n);
+}
+
+double Optimizer::step(ParameterStore& store, double lr, double clip_norm, double grad_scale) {
+  MOE_CHECK(store.values().defined(), "Optimizer::step: the parameter store is not allocated");
+  MOE_CHECK(clip_norm >= 0, "Optimizer::step: clip_norm must be >= 0, got ", clip_norm);
+  const double norm = grad_norm(store, grad_scale);
+  if (!std::isfinite(norm)) return norm;  // overflow: skip this update
+  double scale = grad_scale;
+  if (clip_norm > 0 && norm > clip_norm) scale *= clip_norm / norm;
+  ensure_buffers(store);
+  ++steps_;
+  const float fscale = static_cast<float>(scale), flr = static_cast<float>(lr);
+  const float wd = static_cast<float>(options_.weight_decay), mu = static_cast<float>(options_.momentum);
+  const float lr_correct = kind_ == Kind::nag && lr_old_ > 0 ? static_cast<float>(lr / lr_old_) : 1.f;
+  for (const auto& [begin, end] : store.trainable_ranges()) {
+    const int64_t count = end - begin;
+    const Tensor p = store.values().flat_range(begin, count), g = store.grads().flat_range(begin, count);
+    switch (kind_) {
+      case Kind::adam:
+      case Kind::adamw:
+        adam_update(p, g, m_.flat_range(begin, count), v_.flat_range(begin, count), flr,
+                    static_cast<float>(options_.beta1), static_cast<float>(options_.beta2),
+                    static_cast<float>(options_.eps), wd, kind_ == Kind::adamw, steps_, fscale);
+        break;
+      case Kind::sgd:
+        sgd_update(p, g, m_.defined() ? m_.flat_range(begin, count) : Tensor(), flr, mu, wd, false, fscale);
+        break;
+      case Kind::nag:
+        sgd_update(p, g, m_.flat_range(begin, count), flr, mu, wd, true, fscale, lr_correct);
+        break;
+    }
+  }
+  lr_old_ = lr;
+  return norm;
+}
+
+std::map<std::string, Tensor> Optimizer::state() const {
+  std::map<std::string, Tensor> s;
+  s["step"] = Tensor::scalar(static_cast<double>(steps_), DType::i64, Device::cpu());
+  if (kind_ == Kind::nag) s["lr_old"] = Tensor::scalar(lr_old_, DType::f64, Device::cpu());
+  const bool adam = kind_ == Kind::adam || kind_ == Kind::adamw;
+  if (m_.defined()) s[adam ? "adam.m" : "momentum"] = m_;
+  if (v_.defined()) s["adam.v"] = v_;
+  return s;
+}
+
+void Optimizer::load_state(const std::map<std::string, Tensor>& state) {
+  auto it = state.find("step");
+  MOE_CHECK(it != state.end() && it->second.numel() == 1, "Optimizer::load_state (", name(),
+            "): the state has no 'step' entry");
+  steps_ = static_cast<int64_t>(it->second.item());
+  if (kind_ == Kind::nag) {
+    auto lr = state.find("lr_old");
+    lr_old_ = lr == state.end() ? 0.0 : lr->second.item();
+  }
+  const bool adam = kind_ == Kind::adam || kind_ == Kind::adamw;
+  auto load = [&](const char* key, Tensor& dst) {
+    auto found = state.find(key);
+    if (found == state.end()) {
+      dst = Tensor();
+      return;
+    }
+    const Tensor& src = found->second;
+    MOE_CHECK(src.dtype() == DType::f32 && src.shape().ndim() == 1, "Optimizer::load_state (", name(), "): '", key,
+              "' must be an f32 vector, got ", dtype_name(src.dtype()), " ", src.shape());
+    if (!dst.defined() || dst.numel() != src.numel()) dst = Tensor::empty(src.shape(), DType::f32, src.device());
+    dst.copy_from(src);
+  };
+  load(adam ? "adam.m" : "momentum", m_);
+  if (adam) load("adam.v", v_);
+  MOE_CHECK(!adam || m_.defined() == v_.defined(), "Optimizer::load_state (", name(),
+            "): 'adam.m' and 'adam.v' must come together");
+}
+
+}  // namespace moe

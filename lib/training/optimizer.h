@@ -1,0 +1,58 @@
+// Optimizer: Adam, AdamW, SGD (with momentum) and fairseq-style NAG over a ParameterStore's flat
+// buffers. step() computes the global gradient norm over the trainable ranges (of grad * grad_scale),
+// clips it to clip_norm, and applies one fused update per trainable range, so frozen parameter
+// groups stay bit-identical. A non-finite norm (overflow under loss scaling) skips the update.
+// State buffers are sized like store.values(); state()/load_state() carry them and the step count.
+// Covered by tests/ops/optimizer_test.cpp.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "graph/parameters.h"
+
+namespace moe {
+
+struct OptimizerOptions {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
+  double weight_decay = 0;                        // L2 for adam/sgd/nag, decoupled for adamw
+  double momentum = 0.9;                          // sgd (0 = plain SGD), nag (fairseq default 0.99)
+};
+
+class Optimizer {
+ public:
+  enum class Kind { adam, adamw, sgd, nag };
+  /// "adam", "adamw", "sgd" or "nag"; anything else is an error listing the names.
+  static std::unique_ptr<Optimizer> create(const std::string& name, const OptimizerOptions& options = {});
+  Optimizer(Kind kind, const OptimizerOptions& options) : kind_(kind), options_(options) {}
+
+  /// One update with learning rate lr; returns the gradient norm before clipping (of grad * grad_scale).
+  /// clip_norm = 0 disables clipping. grad_scale multiplies gradients first (e.g. 1 / loss scale).
+  double step(ParameterStore& store, double lr, double clip_norm = 0, double grad_scale = 1);
+
+  /// Gradient norm of the trainable ranges of grad * grad_scale (syncs the host).
+  static double grad_norm(const ParameterStore& store, double grad_scale = 1);
+
+  /// The state buffers (views, not copies: save them before the next step) and "step" (i64 scalar,
+  /// CPU); nag adds "lr_old" (f64 scalar, CPU). Empty buffers before the first step.
+  std::map<std::string, Tensor> state() const;
+  /// Restores state() output; buffer sizes must match the store this optimizer is used with.
+  void load_state(const std::map<std::string, Tensor>& state);
+
+  int64_t steps() const { return steps_; }
+  Kind kind() const { return kind_; }
+  const char* name() const;
+  const OptimizerOptions& options() const { return options_; }
+
+ private:
+  void ensure_buffers(const ParameterStore& store);
+
+  Kind kind_;
+  OptimizerOptions options_;
+  int64_t steps_ = 0;
+  double lr_old_ = 0;  // nag: the previous learning rate (0 before the first step)
+  Tensor m_, v_;       // adam/adamw moments; m_ is the momentum buffer of sgd/nag
+};
+
+}  // namespace moe
