@@ -1,4 +1,4 @@
-// Tokenizer registry (13a, intl, char, none), the char and none tokenizers, and compound splitting.
+// Tokenizer registry (13a, intl, char, zh, none), the char and none tokenizers, and compound splitting.
 // char: " ".join(line) over code points (sacreBLEU's TokenizerChar); none: the line unchanged.
 // compound_split: perl s{(\S)-(\S)}{$1 ##AT##-##AT## $2}g. Covered by tests/metrics/tokenizer_test.cpp.
 #include "metrics/tokenizer.h"
@@ -21,13 +21,14 @@ std::string tokenize_char(std::string_view line) {
 
 std::string tokenize_none(std::string_view line) { return std::string(line); }
 
-std::vector<std::string> tokenizer_names() { return {"13a", "intl", "char", "none"}; }
+std::vector<std::string> tokenizer_names() { return {"13a", "intl", "char", "zh", "none"}; }
 
 Tokenizer make_tokenizer(const std::string& name) {
   if (name == "13a") return tokenize_13a;
   if (name == "intl") return tokenize_intl;
   if (name == "char") return tokenize_char;
   if (name == "none") return tokenize_none;
+  if (name == "zh") return tokenize_zh;
   std::string known;
   for (const auto& n : tokenizer_names()) known += (known.empty() ? "" : ", ") + n;
   MOE_FAIL("bleu: unknown tokenizer '", name, "' (known: ", known, ")");

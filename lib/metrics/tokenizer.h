@@ -2,7 +2,7 @@
 //   13a  (mteval-v13a.pl: unescape &quot; &amp; &lt; &gt;, split ASCII punctuation, split . and ,
 //         unless next to a digit, split - after a digit), intl (mteval-v14 international: split
 //         Unicode punctuation unless between digits, split symbols), char (every character a token),
-//         none (whitespace only). Plus the WMT14 En-De compound splitting "a-b" -> "a ##AT##-##AT## b".
+//         zh (CJK characters split, then 13a rules), none (whitespace only). Plus the WMT14 En-De compound splitting "a-b" -> "a ##AT##-##AT## b".
 // Covered by tests/metrics/tokenizer_test.cpp.
 #pragma once
 #include <functional>
@@ -18,8 +18,13 @@ std::string tokenize_13a(std::string_view line);
 std::string tokenize_intl(std::string_view line);
 std::string tokenize_char(std::string_view line);
 std::string tokenize_none(std::string_view line);
+/// sacreBLEU's zh tokenizer: strip, surround every character of its CJK ranges with spaces, then
+/// the 13a regular expressions (without 13a's unescaping and padding).
+std::string tokenize_zh(std::string_view line);
+/// The four regular expressions of 13a (sacreBLEU's TokenizerRegexp) and space normalisation.
+std::string tokenize_regexp(const std::string& line);
 
-/// The tokenizer sacreBLEU names `name` ("13a", "intl", "char", "none"); an unknown name throws
+/// The tokenizer sacreBLEU names `name` ("13a", "intl", "char", "zh", "none"); an unknown name throws
 /// a moe::Error listing the known ones.
 Tokenizer make_tokenizer(const std::string& name);
 std::vector<std::string> tokenizer_names();

@@ -3,6 +3,7 @@
 // ASCII characters, so bytes and code points give the same result):
 //   ([\{-\~\[-\` -\&\(-\+\:-\@\/]) -> " \1 ";  ([^0-9])([\.,]) -> "\1 \2 ";
 //   ([\.,])([^0-9]) -> " \1 \2";  ([0-9])(-) -> "\1 \2 ";  then ' '.join(split()).
+// tokenize_regexp (those four rules + space normalisation) is shared with the zh tokenizer.
 // Covered by tests/metrics/tokenizer_test.cpp.
 #include "metrics/text.h"
 #include "metrics/tokenizer.h"
@@ -67,9 +68,12 @@ std::string tokenize_13a(std::string_view input) {
   replace_all(line, "&lt;", "<");
   replace_all(line, "&gt;", ">");
 
+  return tokenize_regexp(" " + line + " ");
+}
+
+std::string tokenize_regexp(const std::string& line) {
   std::string s;
-  s.reserve(line.size() * 2 + 2);
-  s.push_back(' ');
+  s.reserve(line.size() * 2);
   for (char c : line) {
     if (is_13a_punct(c)) {
       s.push_back(' ');
@@ -79,7 +83,6 @@ std::string tokenize_13a(std::string_view input) {
       s.push_back(c);
     }
   }
-  s.push_back(' ');
   auto not_digit = [](char c) { return !is_digit(c); };
   s = sub_pairs(s, not_digit, is_dot_comma, false);
   s = sub_pairs(s, is_dot_comma, not_digit, true);

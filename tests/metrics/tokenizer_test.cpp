@@ -38,6 +38,20 @@ TEST_CASE("intl tokenizer", "[metrics][tokenizer]") {
   CHECK(tokenize_intl("") == "");
 }
 
+TEST_CASE("zh tokenizer", "[metrics][tokenizer]") {
+  // Expected strings: sacreBLEU's TokenizerZh logic run in Python on the same inputs.
+  CHECK(tokenize_zh("\u6211\u7231\u5317\u4eac\u3002") == "\u6211 \u7231 \u5317 \u4eac \u3002");
+  CHECK(tokenize_zh("\u4ed6\u8bf4\uff1a\u201c\u4f60\u597d\uff0cworld!\u201d 3.5\u5143") ==
+        "\u4ed6 \u8bf4 \uff1a \u201c \u4f60 \u597d \uff0c world ! \u201d 3.5 \u5143");
+  CHECK(tokenize_zh(" \u4ef7\u683c\u662f1,000.50\u7f8e\u5143\u2014\u4fbf\u5b9c ") ==
+        "\u4ef7 \u683c \u662f 1,000.50 \u7f8e \u5143 \u2014 \u4fbf \u5b9c");
+  CHECK(tokenize_zh(".\u5f00\u5934") == ". \u5f00 \u5934");
+  // The U+2001..U+2A6D quirk: em dash, euro sign and arrows count as "Chinese".
+  CHECK(tokenize_zh("a\u2014b \u20ac5 \u2190x") == "a \u2014 b \u20ac 5 \u2190 x");
+  CHECK(tokenize_zh("a\u2000b") == "a b");  // U+2000 is whitespace, not in the ranges
+  CHECK(make_tokenizer("zh")("\u4e2d\u6587") == "\u4e2d \u6587");
+}
+
 TEST_CASE("char and none tokenizers, registry", "[metrics][tokenizer]") {
   CHECK(tokenize_char("ab c") == "a b   c");
   CHECK(tokenize_char("\xc3\xa4" "b") == "\xc3\xa4 b");
