@@ -22,6 +22,7 @@ struct IoOptions {
   int width = 2;
   bool score_only = false;
   std::string format = "text";
+  int num_refs = 1;  // > 1: one reference file with that many tab-separated references a line
 };
 
 void add_io_options(CLI::App& sub, IoOptions& io) {
@@ -29,6 +30,8 @@ void add_io_options(CLI::App& sub, IoOptions& io) {
       ->required()
       ->delimiter(',');
   sub.add_option("-i,--input", io.input, "hypothesis file ('-' = stdin)")->capture_default_str();
+  sub.add_option("--num-refs", io.num_refs, "references per line of a single tab-separated -r file")
+      ->capture_default_str();
   sub.add_option("-w,--width", io.width, "decimals printed for the score")->capture_default_str();
   sub.add_flag("-b,--score-only", io.score_only, "print only the score");
   sub.add_option("-f,--format", io.format, "output format")
@@ -45,6 +48,25 @@ Corpus load_corpus(const IoOptions& io, const char* metric) {
   Corpus c;
   c.hyps = read_lines(io.input);
   const std::string hyp_name = io.input == "-" ? "<stdin>" : io.input;
+  if (io.num_refs > 1) {
+    MOE_CHECK(io.refs.size() == 1, metric, ": --num-refs ", io.num_refs, " needs exactly one -r file, got ",
+              io.refs.size());
+    auto lines = read_lines(io.refs[0]);
+    MOE_CHECK(lines.size() == c.hyps.size(), metric, ": line counts differ: hypotheses '", hyp_name, "' have ",
+              c.hyps.size(), " lines, reference '", io.refs[0], "' has ", lines.size());
+    c.refs.assign(io.num_refs, std::vector<std::string>(lines.size()));
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      std::size_t start = 0;
+      for (int k = 0; k < io.num_refs; ++k) {  // str.split('\t', maxsplit=num_refs - 1)
+        std::size_t tab = k + 1 < io.num_refs ? lines[i].find('\t', start) : std::string::npos;
+        MOE_CHECK(k + 1 == io.num_refs || tab != std::string::npos, metric, ": line ", i + 1, " of '",
+                  io.refs[0], "' has ", k + 1, " tab-separated fields, expected ", io.num_refs);
+        c.refs[k][i] = lines[i].substr(start, tab == std::string::npos ? std::string::npos : tab - start);
+        start = tab + 1;
+      }
+    }
+    return c;
+  }
   for (const auto& r : io.refs) {
     c.refs.push_back(read_lines(r));
     MOE_CHECK(c.refs.back().size() == c.hyps.size(), metric, ": line counts differ: hypotheses '",

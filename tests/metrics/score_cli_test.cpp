@@ -65,6 +65,21 @@ TEST_CASE("moe-score bleu and chrf on files", "[metrics][cli]") {
   Result cpp = run({"chrf", "-r", r1, "-i", hyp, "--chrf-word-order", "2"});
   CHECK_THAT(cpp.out, Catch::StartsWith("chrF2++ = "));
 
+  // --num-refs: one file with tab-separated references gives the same as two files.
+  auto tabbed = dir.write("tabbed", "The dog bit the man.\tThe dog had bit the man.\nIt was not unexpected.\tNo one "
+                                    "was surprised.\nThe man bit him first.\tThe man had bitten the dog.\n");
+  CHECK(run({"bleu", "-r", tabbed, "--num-refs", "2", "-i", hyp}).out == a.out);
+  Result few = run({"bleu", "-r", r1, "--num-refs", "2", "-i", hyp});
+  CHECK(few.rc == 1);
+  CHECK_THAT(few.err, Catch::Contains("line 1") && Catch::Contains("expected 2"));
+  // sacreBLEU's control-character test (test.sh): a carriage return inside a reference line is
+  // whitespace, not a line break.
+  auto buggy = dir.write("buggy", "Hello! How are you \r doing today?");
+  auto okay = dir.write("okay", "Hello! How are you doing today?\n");
+  auto hello = dir.write("hello", "Hello! How are you doing today?\n");
+  CHECK(run({"bleu", "-r", buggy, "-i", hello, "-b"}).out == run({"bleu", "-r", okay, "-i", hello, "-b"}).out);
+  CHECK(run({"bleu", "-r", buggy, "-i", hello, "-b"}).out == "100.00\n");
+
   Result bad = run({"bleu", "-r", short_ref, "-i", hyp});
   CHECK(bad.rc == 1);
   CHECK_THAT(bad.err, Catch::Contains(hyp) && Catch::Contains(short_ref) && Catch::Contains("3 lines") &&
