@@ -1,6 +1,6 @@
 // Python-compatible text helpers (UTF-8, whitespace, split, lower) for BLEU and chrF.
 // Decoding follows RFC 3629; whitespace follows Python's str.isspace(); lower() uses glibc's
-// towlower_l in C.UTF-8. Covered by tests/metrics/tokenizer_test.cpp.
+// towlower_l in C.UTF-8 plus Python's two special cases (U+0130, final sigma). Covered by tests/metrics/tokenizer_test.cpp.
 #include "metrics/text.h"
 
 #include <locale.h>
@@ -81,6 +81,28 @@ bool has_non_ascii(std::string_view s) {
     if (static_cast<unsigned char>(c) >= 0x80) return true;
   return false;
 }
+// Approximations of Unicode's Case_Ignorable and Cased properties, enough for Python's Final_Sigma
+// rule in str.lower(): combining marks, apostrophes, periods, colons, middle dot, soft hyphen.
+bool is_case_ignorable(char32_t c) {
+  return (c >= 0x300 && c <= 0x36F) || c == '\'' || c == '.' || c == ':' || c == 0xB7 || c == 0xAD ||
+         c == 0x2019 || c == 0x2018 || c == 0x387;
+}
+
+bool is_cased(char32_t c, locale_t loc) {
+  if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  return loc && (iswupper_l(static_cast<wint_t>(c), loc) || iswlower_l(static_cast<wint_t>(c), loc));
+}
+
+// Python's final-sigma test: a cased letter before (skipping case-ignorables) and none after.
+bool is_final_sigma(const std::u32string& u, std::size_t i, locale_t loc) {
+  std::size_t j = i;
+  while (j > 0 && is_case_ignorable(u[j - 1])) --j;
+  if (j == 0 || !is_cased(u[j - 1], loc)) return false;
+  std::size_t k = i + 1;
+  while (k < u.size() && is_case_ignorable(u[k])) ++k;
+  return !(k < u.size() && is_cased(u[k], loc));
+}
+
 }  // namespace
 
 std::vector<std::string> py_split(std::string_view s) {
@@ -128,9 +150,13 @@ std::string py_lower(std::string_view s) {
     return out;
   }
   static locale_t loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
+  const std::u32string u = utf8_decode(s);
   std::u32string out;
-  for (char32_t c : utf8_decode(s)) {
-    if (c == 0x130) {  // LATIN CAPITAL LETTER I WITH DOT ABOVE: Python gives "i\u0307"
+  for (std::size_t i = 0; i < u.size(); ++i) {
+    const char32_t c = u[i];
+    if (c == 0x3A3 && is_final_sigma(u, i, loc)) {  // GREEK CAPITAL SIGMA at a word end -> final sigma
+      out.push_back(0x3C2);
+    } else if (c == 0x130) {  // LATIN CAPITAL LETTER I WITH DOT ABOVE: Python gives "i\u0307"
       out.push_back('i');
       out.push_back(0x307);
     } else if (c < 0x80) {

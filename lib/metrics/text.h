@@ -23,8 +23,8 @@ std::vector<std::u32string> py_split(std::u32string_view s);
 std::string py_normalize_space(std::string_view s);
 /// Python's str.rstrip() (no argument).
 std::string py_rstrip(std::string_view s);
-/// Python's str.lower() for the common cases (per-code-point towlower in C.UTF-8, plus
-/// U+0130 -> "i\u0307" as Python does).
+/// Python's str.lower(): per-code-point towlower in C.UTF-8 (matched Python 3 on every code point
+/// when written), U+0130 -> "i\u0307", and Greek capital sigma -> final sigma at a word end.
 std::string py_lower(std::string_view s);
 
 }  // namespace moe::metrics

@@ -81,6 +81,8 @@ TEST_CASE("Python-compatible text helpers", "[metrics][text]") {
   CHECK(py_lower("ABC def") == "abc def");
   CHECK(py_lower("\xc3\x84\xc3\x96\xc3\x9c") == "\xc3\xa4\xc3\xb6\xc3\xbc");  // ÄÖÜ -> äöü
   CHECK(py_lower("\xc4\xb0") == "i\xcc\x87");                                  // İ -> i + U+0307
+  // Python's final-sigma rule: "ΟΔΟΣ ΣΑ" -> "οδος σα".
+  CHECK(py_lower("\u039f\u0394\u039f\u03a3 \u03a3\u0391") == "\u03bf\u03b4\u03bf\u03c2 \u03c3\u03b1");
   CHECK(utf8_encode(utf8_decode("a\xc3\xa4\xe2\x82\xac\xf0\x9f\x98\x80")) == "a\xc3\xa4\xe2\x82\xac\xf0\x9f\x98\x80");
   CHECK(utf8_decode("\xff").front() == 0xFFFD);
 }
