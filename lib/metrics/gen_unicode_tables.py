@@ -2,12 +2,11 @@
 # Generates lib/metrics/unicode_tables.cpp: code-point ranges of the Unicode general categories
 # P* (punctuation), S* (symbols) and N* (numbers), as the intl BLEU tokenizer's \p{P}, \p{S}, \p{N}
 # need them. Run: python3 lib/metrics/gen_unicode_tables.py > lib/metrics/unicode_tables.cpp
-import sys
 import unicodedata
 
 
 def ranges(prefix):
-    out, start, prev = [], None, None
+    out, start = [], None
     for cp in range(0x110000):
         hit = unicodedata.category(chr(cp)).startswith(prefix)
         if hit and start is None:
@@ -40,6 +39,7 @@ print("// intl BLEU tokenizer (tokenizer_intl.cpp). Covered by tests/metrics/tok
 print('#include "metrics/unicode_tables.h"')
 print()
 print("#include <algorithm>")
+print("#include <iterator>")
 print()
 print("namespace moe::metrics {")
 print("namespace {")

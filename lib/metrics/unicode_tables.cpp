@@ -4,6 +4,7 @@
 #include "metrics/unicode_tables.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace moe::metrics {
 namespace {
