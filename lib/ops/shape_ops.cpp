@@ -4,6 +4,7 @@
 #include "ops/shape_ops.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "ops/dispatch.h"
@@ -86,28 +87,27 @@ void add_rows(const T* s, T* d, int64_t rows, int64_t len, int64_t ss, int64_t d
 
 template <class T, bool Acc>
 void transpose_impl(const T* x, T* y, const std::vector<int64_t>& dims, const std::vector<int>& perm) {
+  constexpr int kMax = Shape::kMaxDims;
   const int n = static_cast<int>(dims.size());
-  std::vector<int64_t> in_stride(dims.size()), out_dims(dims.size()), stride(dims.size());
+  std::array<int64_t, kMax> in_stride{}, out_dims{}, stride{}, idx{};
   int64_t total = 1;
   for (int a = n - 1; a >= 0; --a) {
-    in_stride[static_cast<size_t>(a)] = total;
+    in_stride[a] = total;
     total *= dims[static_cast<size_t>(a)];
   }
   for (int k = 0; k < n; ++k) {
-    out_dims[static_cast<size_t>(k)] = dims[static_cast<size_t>(perm[static_cast<size_t>(k)])];
-    stride[static_cast<size_t>(k)] = in_stride[static_cast<size_t>(perm[static_cast<size_t>(k)])];
+    out_dims[k] = dims[static_cast<size_t>(perm[static_cast<size_t>(k)])];
+    stride[k] = in_stride[perm[static_cast<size_t>(k)]];
   }
-  std::vector<int64_t> idx(dims.size(), 0);
   int64_t src = 0;
   for (int64_t o = 0; o < total; ++o) {
     if constexpr (Acc) y[o] += x[src];
     else y[o] = x[src];
     for (int k = n - 1; k >= 0; --k) {  // odometer over the output index
-      const size_t kk = static_cast<size_t>(k);
-      src += stride[kk];
-      if (++idx[kk] < out_dims[kk]) break;
-      src -= stride[kk] * out_dims[kk];
-      idx[kk] = 0;
+      src += stride[k];
+      if (++idx[k] < out_dims[k]) break;
+      src -= stride[k] * out_dims[k];
+      idx[k] = 0;
     }
   }
 }

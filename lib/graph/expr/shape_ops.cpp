@@ -2,6 +2,8 @@
 // an (outer, axis, inner) strided copy: a block of `outer` rows, each `size * inner` long.
 #include "graph/expr/shape_ops.h"
 
+#include <string>
+
 #include "ops/shape_ops.h"
 
 namespace moe {
@@ -80,21 +82,26 @@ Expr transpose(const Expr& x, const std::vector<int>& perm_in) {
       [inv](Node& n) { transpose_forward(n.grad, n.grad_of(0), inv, true); });
 }
 
-Expr reshape(const Expr& x, const Shape& shape_in) {
-  std::vector<int64_t> d = shape_in.vec();
+Expr reshape(const Expr& x, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> d = dims;
+  auto text = [&] {
+    std::string s = "[";
+    for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+    return s + "]";
+  };
   int infer = -1;
   int64_t known = 1;
   for (size_t i = 0; i < d.size(); ++i) {
     if (d[i] == -1) {
-      MOE_CHECK(infer < 0, "reshape: more than one -1 in ", shape_in);
+      MOE_CHECK(infer < 0, "reshape: more than one -1 in ", text());
       infer = static_cast<int>(i);
     } else {
-      MOE_CHECK(d[i] >= 0, "reshape: negative size in ", shape_in);
+      MOE_CHECK(d[i] >= 0, "reshape: negative size in ", text());
       known *= d[i];
     }
   }
   if (infer >= 0) {
-    MOE_CHECK(known > 0 && x.shape().numel() % known == 0, "reshape: cannot infer -1 in ", shape_in, " for ",
+    MOE_CHECK(known > 0 && x.shape().numel() % known == 0, "reshape: cannot infer -1 in ", text(), " for ",
               x.shape());
     d[static_cast<size_t>(infer)] = x.shape().numel() / known;
   }

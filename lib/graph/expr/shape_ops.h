@@ -5,6 +5,7 @@
 //   transpose(x, perm): y.shape[k] = x.shape[perm[k]]; backward transposes by the inverse perm.
 // Covered by tests/ops/shape_ops_test.cpp and tests/gpu/shape_ops_parity_test.cpp.
 #pragma once
+#include <initializer_list>
 #include <vector>
 
 #include "graph/graph.h"
@@ -16,6 +17,10 @@ std::vector<Expr> split(const Expr& x, int axis, const std::vector<int64_t>& siz
 Expr slice(const Expr& x, int axis, int64_t begin, int64_t length);
 Expr transpose(const Expr& x, const std::vector<int>& perm);
 /// A view with another shape of the same size; at most one entry may be -1 (inferred).
-Expr reshape(const Expr& x, const Shape& shape);
+Expr reshape(const Expr& x, const std::vector<int64_t>& dims);
+inline Expr reshape(const Expr& x, const Shape& shape) { return reshape(x, shape.vec()); }
+inline Expr reshape(const Expr& x, std::initializer_list<int64_t> dims) {
+  return reshape(x, std::vector<int64_t>(dims));
+}
 
 }  // namespace moe
