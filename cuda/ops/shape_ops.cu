@@ -77,13 +77,13 @@ void launch_transpose(const void* xp, void* yp, const std::vector<int64_t>& d, c
   for (int64_t v : d) total *= v;
   bool inner_swap = n >= 2 && p[n - 1] == n - 2 && p[n - 2] == n - 1;
   for (int k = 0; k + 2 < n; ++k) inner_swap = inner_swap && p[k] == k;
+  if (inner_swap) inner_swap = (d[n - 2] + kTile - 1) / kTile <= 65535;  // grid.y limit; else general path
   if (n == 1) {
     copy2d_kernel<U, Acc><<<grid_for(total), 256, 0, st>>>(x, y, 1, total, total, total);
   } else if (inner_swap) {
     const long long R = d[n - 2], C = d[n - 1], batch = total / (R * C);
     const dim3 grid(static_cast<unsigned>((C + kTile - 1) / kTile), static_cast<unsigned>((R + kTile - 1) / kTile),
                     static_cast<unsigned>(batch < 65535 ? batch : 65535));
-    MOE_CHECK(grid.y <= 65535, "transpose: ", R, " rows exceed the tiled kernel's grid");
     tile_transpose_kernel<U, Acc><<<grid, dim3(kTile, kRowsPerPass), 0, st>>>(x, y, batch, R, C);
   } else {
     PermArgs a{};
