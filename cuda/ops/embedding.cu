@@ -1,12 +1,12 @@
 // CUDA embedding lookup and backward (lib/ops/embedding.h). Forward: table T1 -> output T2 (any
 // of f32 / bf16 / f16), f32 math, four elements per thread with packed loads and stores when D is
-// a multiple of 4 (16-byte loads of an f32 table). Backward: f32 atomics into dtable (float4
-// vector atomics on sm_90 for an f32 table), so repeated ids add up in a varying order. Bad ids
-// are zero-filled / skipped and recorded (ops/index_errors.h).
+// a multiple of 4 (16-byte loads of an f32 table). Backward is deterministic: cub radix-sorts the
+// (id, position) pairs, then one thread per (run of equal ids, column) sums its run in order
+// (coalesced row reads, no atomics). Bad ids are zero-filled / skipped and recorded
+// (ops/index_errors.h).
 // Covered by tests/gpu/embedding_parity_test.cpp.
-#include <type_traits>
+#include <cub/device/device_radix_sort.cuh>
 
-#include "atomic_add.cuh"
 #include "common/context.h"
 #include "common/cuda_check.h"
 #include "common/cuda_types.cuh"
@@ -45,28 +45,31 @@ __global__ void embedding_forward_kernel(const TT* __restrict__ table, const int
   }
 }
 
-template <class TT, class TO, int N>
-__global__ void embedding_backward_kernel(const int* __restrict__ ids, const TO* __restrict__ dout, TT* dtable,
-                                          long long n, long long V, long long D, float scale,
-                                          unsigned long long* flag) {
-  const long long Dn = D / N, total = n * Dn;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+__global__ void iota_kernel(int* p, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    p[i] = static_cast<int>(i);
+}
+
+/// keys: the ids sorted; pos: where each came from. The thread for (first position of a run of
+/// equal ids, column c) sums that run in order and adds it to dtable[id, c]: no atomics, the same
+/// result on every run, one rounding per element even for a bf16 table.
+template <class TT, class TO>
+__global__ void embedding_backward_sorted_kernel(const int* __restrict__ keys, const int* __restrict__ pos,
+                                                 const TO* __restrict__ dout, TT* dtable, long long n, long long V,
+                                                 long long D, float scale, unsigned long long* flag) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n * D;
        i += (long long)gridDim.x * blockDim.x) {
-    const long long s = i / Dn, c = i - s * Dn;
-    const long long id = ids[s];
-    if (id < 0 || id >= V) {
-      if (c == 0) record_bad_index(flag, IndexOp::embedding, id, V);
+    const long long s = i / D, c = i - s * D;
+    const int key = keys[s];
+    if (s > 0 && keys[s - 1] == key) continue;  // not the start of a run
+    if (key < 0 || key >= V) {
+      if (c == 0) record_bad_index(flag, IndexOp::embedding, key, V);
       continue;
     }
-    const Pack<TO, N> g = reinterpret_cast<const Pack<TO, N>*>(dout + s * D)[c];
-    TT* dst = dtable + id * D + c * N;
-    if constexpr (N == 4 && std::is_same_v<TT, float>) {
-      atomic_add4(dst, make_float4(scale * to_float(g.v[0]), scale * to_float(g.v[1]), scale * to_float(g.v[2]),
-                                   scale * to_float(g.v[3])));
-    } else {
-#pragma unroll
-      for (int k = 0; k < N; ++k) atomic_add(dst + k, scale * to_float(g.v[k]));
-    }
+    float acc = 0.f;
+    for (long long j = s; j < n && keys[j] == key; ++j) acc += to_float(dout[pos[j] * D + c]);
+    TT* dst = dtable + key * D + c;
+    *dst = from_float<TT>(to_float(*dst) + scale * acc);
   }
 }
 
@@ -96,20 +99,28 @@ void embedding_forward(const Tensor& table, const Tensor& ids, Tensor& out, floa
 }
 
 void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, float scale) {
-  const int dev = dtable.device().index;
+  const Device device = dtable.device();
+  const int dev = device.index;
   poll_index_errors(dev, false);
   unsigned long long* flag = index_error_flag(dev);
   const long long n = ids.numel(), V = dtable.shape()[0], D = dtable.shape()[1];
-  const int* id = static_cast<const int*>(ids.raw());
+  MOE_CHECK(n < (1LL << 31), "embedding backward: ", n, " ids exceed the sort's 32-bit positions");
   cudaStream_t st = stream(dev);
+  // Sort (id, position) pairs so that equal ids form runs (deterministic accumulation).
+  Tensor keys = Tensor::empty(Shape{n}, DType::i32, device), pos_in = Tensor::empty(Shape{n}, DType::i32, device),
+         pos = Tensor::empty(Shape{n}, DType::i32, device);
+  iota_kernel<<<grid_for(n), 256, 0, st>>>(static_cast<int*>(pos_in.raw()), n);
+  MOE_KERNEL_CHECK();
+  const int* id = static_cast<const int*>(ids.raw());
+  int *k = static_cast<int*>(keys.raw()), *pi = static_cast<int*>(pos_in.raw()), *po = static_cast<int*>(pos.raw());
+  size_t bytes = 0;
+  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, id, k, pi, po, static_cast<int>(n), 0, 32, st));
+  Tensor temp = Tensor::empty(Shape{static_cast<int64_t>(bytes > 0 ? bytes : 1)}, DType::u8, device);
+  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.raw(), bytes, id, k, pi, po, static_cast<int>(n), 0, 32, st));
   MOE_FLOAT_SWITCH(dtable.dtype(), "embedding backward (table gradient)", TT, {
     MOE_FLOAT_SWITCH(dout.dtype(), "embedding backward (output gradient)", TO, {
-      TT* t = static_cast<TT*>(dtable.raw());
-      const TO* g = static_cast<const TO*>(dout.raw());
-      if (D % 4 == 0 && aligned(t, 4 * sizeof(TT)) && aligned(g, 4 * sizeof(TO)))
-        embedding_backward_kernel<TT, TO, 4><<<grid_for(n * D / 4), 256, 0, st>>>(id, g, t, n, V, D, scale, flag);
-      else
-        embedding_backward_kernel<TT, TO, 1><<<grid_for(n * D), 256, 0, st>>>(id, g, t, n, V, D, scale, flag);
+      embedding_backward_sorted_kernel<TT, TO><<<grid_for(n * D), 256, 0, st>>>(
+          k, po, static_cast<const TO*>(dout.raw()), static_cast<TT*>(dtable.raw()), n, V, D, scale, flag);
     });
   });
   MOE_KERNEL_CHECK();

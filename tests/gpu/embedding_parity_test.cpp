@@ -51,3 +51,18 @@ TEST_CASE("embedding: out-of-range ids on the GPU are reported", "[gpu][embeddin
                                                  Catch::Contains("[0, 10)"));
   CHECK_NOTHROW(check_index_errors(gpu));
 }
+
+TEST_CASE("embedding: GPU backward is deterministic", "[gpu][embedding]") {
+  const Device gpu = Device::cuda(0);
+  std::vector<int32_t> v(20000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = i % 3 ? static_cast<int32_t>(i * 31 % 500) : 0;  // a frequent "pad" id
+  Tensor ids = Tensor::from_vector(v, Shape{20000}, gpu);
+  Tensor dout = test::random_tensor(Shape{20000, 36}, 4, -1, 1, DType::f32, gpu);
+  Tensor a = Tensor::zeros(Shape{500, 36}, DType::f32, gpu), b = Tensor::zeros(Shape{500, 36}, DType::f32, gpu);
+  embedding_backward(ids, dout, a, 0.5f);
+  embedding_backward(ids, dout, b, 0.5f);
+  CHECK(a.to_vector<float>() == b.to_vector<float>());
+  Tensor c = Tensor::zeros(Shape{500, 36}, DType::f32, Device::cpu());
+  embedding_backward(ids.to(Device::cpu()), dout.to(Device::cpu()), c, 0.5f);
+  CHECK(test::rel_error(a.to_vector<double>(), c.to_vector<double>()) < 1e-6);
+}
