@@ -12,6 +12,7 @@
 #include "common/cuda_types.cuh"
 #include "index_errors.cuh"
 #include "ops/embedding.h"
+#include "row_scatter.h"
 
 namespace moe::cuda {
 namespace {
@@ -56,14 +57,14 @@ __global__ void iota_kernel(int* p, long long n) {
 template <class TT, class TO>
 __global__ void embedding_backward_sorted_kernel(const int* __restrict__ keys, const int* __restrict__ pos,
                                                  const TO* __restrict__ dout, TT* dtable, long long n, long long V,
-                                                 long long D, float scale, unsigned long long* flag) {
+                                                 long long D, float scale, IndexOp op, unsigned long long* flag) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n * D;
        i += (long long)gridDim.x * blockDim.x) {
     const long long s = i / D, c = i - s * D;
     const int key = keys[s];
     if (s > 0 && keys[s - 1] == key) continue;  // not the start of a run
     if (key < 0 || key >= V) {
-      if (c == 0) record_bad_index(flag, IndexOp::embedding, key, V);
+      if (c == 0) record_bad_index(flag, op, key, V);
       continue;
     }
     float acc = 0.f;
@@ -98,13 +99,13 @@ void embedding_forward(const Tensor& table, const Tensor& ids, Tensor& out, floa
   after_index_launch(dev);
 }
 
-void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, float scale) {
+void sorted_row_add(const Tensor& ids, const Tensor& dout, Tensor& dtable, float scale, IndexOp op) {
   const Device device = dtable.device();
   const int dev = device.index;
   poll_index_errors(dev, false);
   unsigned long long* flag = index_error_flag(dev);
-  const long long n = ids.numel(), V = dtable.shape()[0], D = dtable.shape()[1];
-  MOE_CHECK(n < (1LL << 31), "embedding backward: ", n, " ids exceed the sort's 32-bit positions");
+  const long long n = ids.numel(), V = dtable.shape()[0], D = dtable.shape().inner(0);
+  MOE_CHECK(n < (1LL << 31), index_op_name(op), ": ", n, " indices exceed the sort's 32-bit positions");
   cudaStream_t st = stream(dev);
   // Sort (id, position) pairs so that equal ids form runs (deterministic accumulation).
   Tensor keys = Tensor::empty(Shape{n}, DType::i32, device), pos_in = Tensor::empty(Shape{n}, DType::i32, device),
@@ -117,14 +118,18 @@ void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, f
   CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, id, k, pi, po, static_cast<int>(n), 0, 32, st));
   Tensor temp = Tensor::empty(Shape{static_cast<int64_t>(bytes > 0 ? bytes : 1)}, DType::u8, device);
   CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.raw(), bytes, id, k, pi, po, static_cast<int>(n), 0, 32, st));
-  MOE_FLOAT_SWITCH(dtable.dtype(), "embedding backward (table gradient)", TT, {
-    MOE_FLOAT_SWITCH(dout.dtype(), "embedding backward (output gradient)", TO, {
+  MOE_FLOAT_SWITCH(dtable.dtype(), index_op_name(op), TT, {
+    MOE_FLOAT_SWITCH(dout.dtype(), index_op_name(op), TO, {
       embedding_backward_sorted_kernel<TT, TO><<<grid_for(n * D), 256, 0, st>>>(
-          k, po, static_cast<const TO*>(dout.raw()), static_cast<TT*>(dtable.raw()), n, V, D, scale, flag);
+          k, po, static_cast<const TO*>(dout.raw()), static_cast<TT*>(dtable.raw()), n, V, D, scale, op, flag);
     });
   });
   MOE_KERNEL_CHECK();
   after_index_launch(dev);
+}
+
+void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, float scale) {
+  sorted_row_add(ids, dout, dtable, scale, IndexOp::embedding);
 }
 
 }  // namespace moe::cuda

@@ -1,7 +1,8 @@
 // CUDA kernels of index_select / index_add / gather_last / scatter_add_last (lib/ops/gather_scatter.h).
 // index_select copies rows in the widest unit (up to 16 bytes) the row length and pointers allow;
-// index_add uses f32 atomics (float4 vector atomics on sm_90 when rows are 4-aligned); bad indices
-// are zero-filled or skipped and recorded in the device flag (ops/index_errors.h).
+// index_add is the deterministic sorted row scatter of row_scatter.h (no atomics); the last-axis
+// scatter uses f32 atomics. Bad indices are zero-filled or skipped and recorded in the device
+// flag (ops/index_errors.h).
 // Covered by tests/gpu/gather_scatter_parity_test.cpp.
 #include "atomic_add.cuh"
 #include "common/context.h"
@@ -9,6 +10,7 @@
 #include "copy_units.cuh"
 #include "index_errors.cuh"
 #include "ops/gather_scatter.h"
+#include "row_scatter.h"
 
 namespace moe::cuda {
 namespace {
@@ -28,34 +30,6 @@ __global__ void index_select_kernel(const U* __restrict__ x, const int* __restri
       continue;
     }
     put<Acc>(out + i, x[id * R + c]);
-  }
-}
-
-template <class T>
-__global__ void index_add_kernel(T* dst, const int* __restrict__ idx, const T* __restrict__ src, long long M,
-                                 long long N, long long R, unsigned long long* flag) {
-  MOE_GRID_STRIDE(i, M * R) {
-    const long long m = i / R, c = i - m * R;
-    const long long id = idx[m];
-    if (id < 0 || id >= N) {
-      if (c == 0) record_bad_index(flag, IndexOp::index_add, id, N);
-      continue;
-    }
-    atomic_add(dst + id * R + c, to_float(src[i]));
-  }
-}
-
-/// f32 rows with R % 4 == 0: four elements per thread, one vector atomic on sm_90.
-__global__ void index_add_vec4_kernel(float* dst, const int* __restrict__ idx, const float4* __restrict__ src,
-                                      long long M, long long N, long long R4, unsigned long long* flag) {
-  MOE_GRID_STRIDE(i, M * R4) {
-    const long long m = i / R4, c = i - m * R4;
-    const long long id = idx[m];
-    if (id < 0 || id >= N) {
-      if (c == 0) record_bad_index(flag, IndexOp::index_add, id, N);
-      continue;
-    }
-    atomic_add4(dst + (id * R4 + c) * 4, src[i]);
   }
 }
 
@@ -114,24 +88,7 @@ void index_select(const Tensor& x, const Tensor& idx, Tensor& out, bool accumula
 }
 
 void index_add(Tensor& dst, const Tensor& idx, const Tensor& src) {
-  const int dev = dst.device().index;
-  poll_index_errors(dev, false);
-  unsigned long long* flag = index_error_flag(dev);
-  cudaStream_t st = stream(dev);
-  const long long M = idx.numel(), N = dst.shape()[0], R = dst.shape().inner(0);
-  const int* id = static_cast<const int*>(idx.raw());
-  if (dst.dtype() == DType::f32 && pick_unit({R * 4}, {dst.raw(), src.raw()}) == 16) {
-    index_add_vec4_kernel<<<grid_for(M * R / 4), 256, 0, st>>>(static_cast<float*>(dst.raw()), id,
-                                                               static_cast<const float4*>(src.raw()), M, N, R / 4,
-                                                               flag);
-  } else {
-    MOE_FLOAT_SWITCH(dst.dtype(), "index_add", T, {
-      index_add_kernel<T><<<grid_for(M * R), 256, 0, st>>>(static_cast<T*>(dst.raw()), id,
-                                                           static_cast<const T*>(src.raw()), M, N, R, flag);
-    });
-  }
-  MOE_KERNEL_CHECK();
-  after_index_launch(dev);
+  sorted_row_add(idx, src, dst, 1.f, IndexOp::index_add);
 }
 
 void gather_last(const Tensor& x, const Tensor& idx, Tensor& out, bool accumulate) {

@@ -28,7 +28,7 @@ void scatter_add_last(Tensor& dst, const Tensor& idx, const Tensor& src);
 Shape index_select_shape(const char* op, const Shape& x, const Shape& idx);
 /// out (+)= x[idx]; plain copies work for any dtype of x, accumulation needs a floating dtype.
 void index_select_forward(const Tensor& x, const Tensor& idx, Tensor& out, bool accumulate = false);
-/// dst[idx[m]] += src[m] (floating dst; on CUDA f32 atomics, so the order of additions varies).
+/// dst[idx[m]] += src[m] (floating dst; on CUDA deterministic: sorted indices, ordered sums).
 void index_add_forward(Tensor& dst, const Tensor& idx, const Tensor& src);
 /// out (+)= x gathered along the last axis at idx (out has idx's shape).
 void gather_last_forward(const Tensor& x, const Tensor& idx, Tensor& out, bool accumulate = false);
