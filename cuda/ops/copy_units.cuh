@@ -25,19 +25,31 @@ inline int pick_unit(std::initializer_list<long long> byte_counts, std::initiali
 template <class Fn>
 void with_unit(int unit, Fn&& fn) {
   switch (unit) {
-    case 16: fn(uint4{}); break;
-    case 8: fn(uint2{}); break;
-    case 4: fn(uint32_t{}); break;
-    case 2: fn(uint16_t{}); break;
-    default: fn(uint8_t{}); break;
+    case 16:
+      fn(uint4{});
+      break;
+    case 8:
+      fn(uint2{});
+      break;
+    case 4:
+      fn(uint32_t{});
+      break;
+    case 2:
+      fn(uint16_t{});
+      break;
+    default:
+      fn(uint8_t{});
+      break;
   }
 }
 
 /// *d = v, or *d += v in f32 when Acc (Acc only with float storage types).
 template <bool Acc, class U>
 __device__ __forceinline__ void put(U* d, U v) {
-  if constexpr (Acc) *d = from_float<U>(to_float(*d) + to_float(v));
-  else *d = v;
+  if constexpr (Acc)
+    *d = from_float<U>(to_float(*d) + to_float(v));
+  else
+    *d = v;
 }
 
 }  // namespace moe::cuda

@@ -56,8 +56,10 @@ void launch(const Tensor& src, Tensor& dst, float p, uint64_t seed, uint64_t rng
                      reinterpret_cast<uintptr_t>(dst.raw()) % (4 * sizeof(T)) == 0;
     const T* s = static_cast<const T*>(src.raw());
     T* d = static_cast<T*>(dst.raw());
-    if (vec) dropout_kernel<T, Backward, true><<<grid, 256, 0, st>>>(s, d, n, p, scale, seed, rng_stream);
-    else dropout_kernel<T, Backward, false><<<grid, 256, 0, st>>>(s, d, n, p, scale, seed, rng_stream);
+    if (vec)
+      dropout_kernel<T, Backward, true><<<grid, 256, 0, st>>>(s, d, n, p, scale, seed, rng_stream);
+    else
+      dropout_kernel<T, Backward, false><<<grid, 256, 0, st>>>(s, d, n, p, scale, seed, rng_stream);
   });
   MOE_KERNEL_CHECK();
 }

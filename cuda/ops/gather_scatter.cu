@@ -100,10 +100,10 @@ void gather_last(const Tensor& x, const Tensor& idx, Tensor& out, bool accumulat
   MOE_FLOAT_SWITCH(x.dtype(), "gather_last", T, {
     if (accumulate)
       gather_last_kernel<T, true><<<grid_for(n), 256, 0, stream(dev)>>>(static_cast<const T*>(x.raw()), id,
-                                                                       static_cast<T*>(out.raw()), n, V, k, flag);
+                                                                        static_cast<T*>(out.raw()), n, V, k, flag);
     else
       gather_last_kernel<T, false><<<grid_for(n), 256, 0, stream(dev)>>>(static_cast<const T*>(x.raw()), id,
-                                                                        static_cast<T*>(out.raw()), n, V, k, flag);
+                                                                         static_cast<T*>(out.raw()), n, V, k, flag);
   });
   MOE_KERNEL_CHECK();
   after_index_launch(dev);
@@ -115,9 +115,9 @@ void scatter_add_last(Tensor& dst, const Tensor& idx, const Tensor& src) {
   unsigned long long* flag = index_error_flag(dev);
   const long long n = idx.numel(), V = dst.shape().last(), k = idx.shape().last();
   MOE_FLOAT_SWITCH(dst.dtype(), "scatter_add_last", T, {
-    scatter_add_last_kernel<T><<<grid_for(n), 256, 0, stream(dev)>>>(
-        static_cast<T*>(dst.raw()), static_cast<const int*>(idx.raw()), static_cast<const T*>(src.raw()), n, V, k,
-        flag);
+    scatter_add_last_kernel<T><<<grid_for(n), 256, 0, stream(dev)>>>(static_cast<T*>(dst.raw()),
+                                                                     static_cast<const int*>(idx.raw()),
+                                                                     static_cast<const T*>(src.raw()), n, V, k, flag);
   });
   MOE_KERNEL_CHECK();
   after_index_launch(dev);

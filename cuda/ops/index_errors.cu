@@ -67,8 +67,8 @@ void poll_index_errors(int device, bool wait) {
   const long long index = static_cast<long long>(s.host[2]), bound = static_cast<long long>(s.host[3]);
   s.host[0] = 0;
   CUDA_CHECK(cudaMemsetAsync(s.dev, 0, 4 * sizeof(unsigned long long), stream(device)));
-  MOE_FAIL(index_op_name(static_cast<IndexOp>(op)), ": index ", index, " is out of range [0, ", bound, ") on cuda:",
-           device, " (seen by an earlier kernel; the row was skipped or zero-filled)");
+  MOE_FAIL(index_op_name(static_cast<IndexOp>(op)), ": index ", index, " is out of range [0, ", bound,
+           ") on cuda:", device, " (seen by an earlier kernel; the row was skipped or zero-filled)");
 }
 
 }  // namespace moe::cuda

@@ -13,8 +13,8 @@ namespace moe::cuda {
 namespace {
 
 template <class U, bool Acc>
-__global__ void copy2d_kernel(const U* __restrict__ s, U* __restrict__ d, long long rows, long long len,
-                              long long ss, long long ds) {
+__global__ void copy2d_kernel(const U* __restrict__ s, U* __restrict__ d, long long rows, long long len, long long ss,
+                              long long ds) {
   const long long n = rows * len;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     const long long r = i / len, c = i - r * len;
@@ -113,9 +113,8 @@ void strided_copy(const Tensor& src, Tensor& dst, int64_t rows, int64_t len, int
   char* d = static_cast<char*>(dst.raw()) + dst_offset * es;
   if (accumulate) {
     MOE_FLOAT_SWITCH(src.dtype(), "strided_copy (accumulate)", T, {
-      copy2d_kernel<T, true><<<grid_for(rows * len), 256, 0, st>>>(reinterpret_cast<const T*>(s),
-                                                                   reinterpret_cast<T*>(d), rows, len, src_stride,
-                                                                   dst_stride);
+      copy2d_kernel<T, true><<<grid_for(rows * len), 256, 0, st>>>(
+          reinterpret_cast<const T*>(s), reinterpret_cast<T*>(d), rows, len, src_stride, dst_stride);
     });
   } else {
     const int unit = pick_unit({len * es, src_stride * es, dst_stride * es}, {s, d});
@@ -123,9 +122,9 @@ void strided_copy(const Tensor& src, Tensor& dst, int64_t rows, int64_t len, int
     with_unit(unit, [&](auto tag) {
       using U = decltype(tag);
       const long long u = static_cast<long long>(sizeof(U));
-      copy2d_kernel<U, false><<<grid_for(rows * len * k / u), 256, 0, st>>>(
-          reinterpret_cast<const U*>(s), reinterpret_cast<U*>(d), rows, len * k / u, src_stride * k / u,
-          dst_stride * k / u);
+      copy2d_kernel<U, false><<<grid_for(rows * len * k / u), 256, 0, st>>>(reinterpret_cast<const U*>(s),
+                                                                            reinterpret_cast<U*>(d), rows, len * k / u,
+                                                                            src_stride * k / u, dst_stride * k / u);
     });
   }
   MOE_KERNEL_CHECK();
@@ -137,7 +136,8 @@ void transpose(const Tensor& x, Tensor& y, const std::vector<int>& perm, bool ac
   collapse_perm(x.shape(), perm, d, p);
   cudaStream_t st = stream(x.device());
   if (accumulate) {
-    MOE_FLOAT_SWITCH(x.dtype(), "transpose (accumulate)", T, { launch_transpose<T, true>(x.raw(), y.raw(), d, p, st); });
+    MOE_FLOAT_SWITCH(x.dtype(), "transpose (accumulate)", T,
+                     { launch_transpose<T, true>(x.raw(), y.raw(), d, p, st); });
     return;
   }
   const long long es = static_cast<long long>(dtype_size(x.dtype()));

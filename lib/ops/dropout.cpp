@@ -13,22 +13,28 @@ void run(const T* src, T* dst, int64_t n, float p, uint64_t seed, uint64_t rng_s
   const T scale = T(1) / (T(1) - static_cast<T>(p));
   for (int64_t i = 0; i < n; ++i) {
     const T v = dropout_keep(seed, rng_stream, static_cast<uint64_t>(i), p) ? src[i] * scale : T(0);
-    if constexpr (Backward) dst[i] += v;
-    else dst[i] = v;
+    if constexpr (Backward)
+      dst[i] += v;
+    else
+      dst[i] = v;
   }
 }
 }  // namespace
 
 void dropout_forward(const Tensor& x, Tensor& y, float p, uint64_t seed, uint64_t rng_stream) {
   check_cpu_float("dropout", x);
-  if (x.dtype() == DType::f64) run<double, false>(x.data<double>(), y.data<double>(), x.numel(), p, seed, rng_stream);
-  else run<float, false>(x.data<float>(), y.data<float>(), x.numel(), p, seed, rng_stream);
+  if (x.dtype() == DType::f64)
+    run<double, false>(x.data<double>(), y.data<double>(), x.numel(), p, seed, rng_stream);
+  else
+    run<float, false>(x.data<float>(), y.data<float>(), x.numel(), p, seed, rng_stream);
 }
 
 void dropout_backward(const Tensor& dy, Tensor& dx, float p, uint64_t seed, uint64_t rng_stream) {
   check_cpu_float("dropout backward", dy);
-  if (dy.dtype() == DType::f64) run<double, true>(dy.data<double>(), dx.data<double>(), dy.numel(), p, seed, rng_stream);
-  else run<float, true>(dy.data<float>(), dx.data<float>(), dy.numel(), p, seed, rng_stream);
+  if (dy.dtype() == DType::f64)
+    run<double, true>(dy.data<double>(), dx.data<double>(), dy.numel(), p, seed, rng_stream);
+  else
+    run<float, true>(dy.data<float>(), dx.data<float>(), dy.numel(), p, seed, rng_stream);
 }
 }  // namespace cpu
 

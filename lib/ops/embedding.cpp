@@ -34,10 +34,14 @@ void embedding_forward(const Tensor& table, const Tensor& ids, Tensor& out, floa
   const int64_t n = ids.numel(), D = table.shape()[1];
   const int32_t* id = ids.data<int32_t>();
   const bool t64 = table.dtype() == DType::f64, o64 = out.dtype() == DType::f64;
-  if (t64 && o64) fwd(table.data<double>(), id, out.data<double>(), n, D, scale);
-  else if (t64) fwd(table.data<double>(), id, out.data<float>(), n, D, scale);
-  else if (o64) fwd(table.data<float>(), id, out.data<double>(), n, D, scale);
-  else fwd(table.data<float>(), id, out.data<float>(), n, D, scale);
+  if (t64 && o64)
+    fwd(table.data<double>(), id, out.data<double>(), n, D, scale);
+  else if (t64)
+    fwd(table.data<double>(), id, out.data<float>(), n, D, scale);
+  else if (o64)
+    fwd(table.data<float>(), id, out.data<double>(), n, D, scale);
+  else
+    fwd(table.data<float>(), id, out.data<float>(), n, D, scale);
 }
 
 void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, float scale) {
@@ -47,10 +51,14 @@ void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, f
   const int64_t n = ids.numel(), D = dtable.shape()[1];
   const int32_t* id = ids.data<int32_t>();
   const bool t64 = dtable.dtype() == DType::f64, o64 = dout.dtype() == DType::f64;
-  if (t64 && o64) bwd(id, dout.data<double>(), dtable.data<double>(), n, D, scale);
-  else if (t64) bwd(id, dout.data<float>(), dtable.data<double>(), n, D, scale);
-  else if (o64) bwd(id, dout.data<double>(), dtable.data<float>(), n, D, scale);
-  else bwd(id, dout.data<float>(), dtable.data<float>(), n, D, scale);
+  if (t64 && o64)
+    bwd(id, dout.data<double>(), dtable.data<double>(), n, D, scale);
+  else if (t64)
+    bwd(id, dout.data<float>(), dtable.data<double>(), n, D, scale);
+  else if (o64)
+    bwd(id, dout.data<double>(), dtable.data<float>(), n, D, scale);
+  else
+    bwd(id, dout.data<float>(), dtable.data<float>(), n, D, scale);
 }
 }  // namespace cpu
 

@@ -10,8 +10,8 @@
 namespace moe {
 namespace {
 void check_index(IndexOp op, int64_t i, int64_t bound, int64_t pos) {
-  MOE_CHECK(i >= 0 && i < bound, index_op_name(op), ": index ", i, " at position ", pos, " is out of range [0, ",
-            bound, ")");
+  MOE_CHECK(i >= 0 && i < bound, index_op_name(op), ": index ", i, " at position ", pos, " is out of range [0, ", bound,
+            ")");
 }
 void check_idx_tensor(const char* op, const Tensor& idx) {
   MOE_CHECK(idx.dtype() == DType::i32, op, ": indices must be i32, not ", dtype_name(idx.dtype()), " (shape ",
@@ -46,9 +46,12 @@ void index_select(const Tensor& x, const Tensor& idx, Tensor& out, bool accumula
   for (int64_t m = 0; m < M; ++m) {
     if (!accumulate)
       std::memcpy(static_cast<char*>(out.raw()) + m * R * static_cast<int64_t>(es),
-                  static_cast<const char*>(x.raw()) + id[m] * R * static_cast<int64_t>(es), static_cast<size_t>(R) * es);
-    else if (x.dtype() == DType::f64) add_row(x.data<double>() + id[m] * R, out.data<double>() + m * R, R);
-    else add_row(x.data<float>() + id[m] * R, out.data<float>() + m * R, R);
+                  static_cast<const char*>(x.raw()) + id[m] * R * static_cast<int64_t>(es),
+                  static_cast<size_t>(R) * es);
+    else if (x.dtype() == DType::f64)
+      add_row(x.data<double>() + id[m] * R, out.data<double>() + m * R, R);
+    else
+      add_row(x.data<float>() + id[m] * R, out.data<float>() + m * R, R);
   }
 }
 
@@ -58,8 +61,10 @@ void index_add(Tensor& dst, const Tensor& idx, const Tensor& src) {
   const int64_t M = idx.numel(), N = dst.shape()[0], R = dst.shape().inner(0);
   for (int64_t m = 0; m < M; ++m) check_index(IndexOp::index_add, id[m], N, m);
   for (int64_t m = 0; m < M; ++m) {
-    if (dst.dtype() == DType::f64) add_row(src.data<double>() + m * R, dst.data<double>() + id[m] * R, R);
-    else add_row(src.data<float>() + m * R, dst.data<float>() + id[m] * R, R);
+    if (dst.dtype() == DType::f64)
+      add_row(src.data<double>() + m * R, dst.data<double>() + id[m] * R, R);
+    else
+      add_row(src.data<float>() + m * R, dst.data<float>() + id[m] * R, R);
   }
 }
 
@@ -89,15 +94,18 @@ void gather_last(const Tensor& x, const Tensor& idx, Tensor& out, bool accumulat
   const int64_t V = x.shape().last(), k = idx.shape().last(), rows = idx.numel() / (k ? k : 1);
   if (x.dtype() == DType::f64)
     gather_impl(x.data<double>(), idx.data<int32_t>(), out.data<double>(), rows, V, k, accumulate);
-  else gather_impl(x.data<float>(), idx.data<int32_t>(), out.data<float>(), rows, V, k, accumulate);
+  else
+    gather_impl(x.data<float>(), idx.data<int32_t>(), out.data<float>(), rows, V, k, accumulate);
 }
 
 void scatter_add_last(Tensor& dst, const Tensor& idx, const Tensor& src) {
   check_cpu_float("scatter_add_last", dst);
   check_all(IndexOp::scatter_add_last, idx, dst.shape().last());
   const int64_t V = dst.shape().last(), k = idx.shape().last(), rows = idx.numel() / (k ? k : 1);
-  if (dst.dtype() == DType::f64) scatter_impl(dst.data<double>(), idx.data<int32_t>(), src.data<double>(), rows, V, k);
-  else scatter_impl(dst.data<float>(), idx.data<int32_t>(), src.data<float>(), rows, V, k);
+  if (dst.dtype() == DType::f64)
+    scatter_impl(dst.data<double>(), idx.data<int32_t>(), src.data<double>(), rows, V, k);
+  else
+    scatter_impl(dst.data<float>(), idx.data<int32_t>(), src.data<float>(), rows, V, k);
 }
 }  // namespace cpu
 

@@ -5,11 +5,16 @@ namespace moe {
 
 const char* index_op_name(IndexOp op) {
   switch (op) {
-    case IndexOp::embedding: return "embedding";
-    case IndexOp::index_select: return "index_select";
-    case IndexOp::index_add: return "index_add";
-    case IndexOp::gather_last: return "gather_last";
-    case IndexOp::scatter_add_last: return "scatter_add_last";
+    case IndexOp::embedding:
+      return "embedding";
+    case IndexOp::index_select:
+      return "index_select";
+    case IndexOp::index_add:
+      return "index_add";
+    case IndexOp::gather_last:
+      return "gather_last";
+    case IndexOp::scatter_add_last:
+      return "scatter_add_last";
   }
   return "index op";
 }

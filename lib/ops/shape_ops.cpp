@@ -61,8 +61,10 @@ void collapse_perm(const Shape& shape, const std::vector<int>& perm, std::vector
   // 2. Groups of input axes that stay consecutive in the output (in output order).
   std::vector<std::pair<int, int>> groups;  // [first, last] input axis
   for (int a : p) {
-    if (!groups.empty() && groups.back().second + 1 == a) groups.back().second = a;
-    else groups.push_back({a, a});
+    if (!groups.empty() && groups.back().second + 1 == a)
+      groups.back().second = a;
+    else
+      groups.push_back({a, a});
   }
   std::vector<size_t> order(groups.size());  // group indices sorted by input position
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -101,8 +103,10 @@ void transpose_impl(const T* x, T* y, const std::vector<int64_t>& dims, const st
   }
   int64_t src = 0;
   for (int64_t o = 0; o < total; ++o) {
-    if constexpr (Acc) y[o] += x[src];
-    else y[o] = x[src];
+    if constexpr (Acc)
+      y[o] += x[src];
+    else
+      y[o] = x[src];
     for (int k = n - 1; k >= 0; --k) {  // odometer over the output index
       src += stride[k];
       if (++idx[k] < out_dims[k]) break;
@@ -115,10 +119,17 @@ void transpose_impl(const T* x, T* y, const std::vector<int64_t>& dims, const st
 template <bool Acc>
 void transpose_sized(const Tensor& x, Tensor& y, const std::vector<int64_t>& d, const std::vector<int>& p) {
   switch (dtype_size(x.dtype())) {
-    case 1: transpose_impl<uint8_t, Acc>(static_cast<const uint8_t*>(x.raw()), static_cast<uint8_t*>(y.raw()), d, p); break;
-    case 2: transpose_impl<uint16_t, Acc>(static_cast<const uint16_t*>(x.raw()), static_cast<uint16_t*>(y.raw()), d, p); break;
-    case 4: transpose_impl<uint32_t, Acc>(static_cast<const uint32_t*>(x.raw()), static_cast<uint32_t*>(y.raw()), d, p); break;
-    default: transpose_impl<uint64_t, Acc>(static_cast<const uint64_t*>(x.raw()), static_cast<uint64_t*>(y.raw()), d, p);
+    case 1:
+      transpose_impl<uint8_t, Acc>(static_cast<const uint8_t*>(x.raw()), static_cast<uint8_t*>(y.raw()), d, p);
+      break;
+    case 2:
+      transpose_impl<uint16_t, Acc>(static_cast<const uint16_t*>(x.raw()), static_cast<uint16_t*>(y.raw()), d, p);
+      break;
+    case 4:
+      transpose_impl<uint32_t, Acc>(static_cast<const uint32_t*>(x.raw()), static_cast<uint32_t*>(y.raw()), d, p);
+      break;
+    default:
+      transpose_impl<uint64_t, Acc>(static_cast<const uint64_t*>(x.raw()), static_cast<uint64_t*>(y.raw()), d, p);
   }
 }
 }  // namespace
@@ -129,7 +140,8 @@ void strided_copy(const Tensor& src, Tensor& dst, int64_t rows, int64_t len, int
     check_cpu_float("strided_copy (accumulate)", src);
     if (src.dtype() == DType::f64)
       add_rows(src.data<double>() + src_offset, dst.data<double>() + dst_offset, rows, len, src_stride, dst_stride);
-    else add_rows(src.data<float>() + src_offset, dst.data<float>() + dst_offset, rows, len, src_stride, dst_stride);
+    else
+      add_rows(src.data<float>() + src_offset, dst.data<float>() + dst_offset, rows, len, src_stride, dst_stride);
     return;
   }
   const size_t es = dtype_size(src.dtype());
@@ -146,8 +158,10 @@ void transpose(const Tensor& x, Tensor& y, const std::vector<int>& perm, bool ac
   collapse_perm(x.shape(), perm, d, p);
   if (!accumulate) return transpose_sized<false>(x, y, d, p);
   check_cpu_float("transpose (accumulate)", x);
-  if (x.dtype() == DType::f64) transpose_impl<double, true>(x.data<double>(), y.data<double>(), d, p);
-  else transpose_impl<float, true>(x.data<float>(), y.data<float>(), d, p);
+  if (x.dtype() == DType::f64)
+    transpose_impl<double, true>(x.data<double>(), y.data<double>(), d, p);
+  else
+    transpose_impl<float, true>(x.data<float>(), y.data<float>(), d, p);
 }
 }  // namespace cpu
 

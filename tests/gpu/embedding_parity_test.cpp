@@ -17,8 +17,8 @@ TEST_CASE("embedding parity", "[gpu][embedding]") {
     Tensor ids = Tensor::from_vector(v, Shape{4, 37});
     for (DType dt : {DType::f32, DType::bf16}) {
       INFO("D " << D << " " << dtype_name(dt));
-      auto r = test::parity({table, ids}, [](Graph&, const std::vector<Expr>& in) { return embedding(in[0], in[1], 8.f); },
-                            dt, {0});
+      auto r = test::parity({table, ids},
+                            [](Graph&, const std::vector<Expr>& in) { return embedding(in[0], in[1], 8.f); }, dt, {0});
       CHECK(r.forward < (dt == DType::f32 ? 1e-6 : 1e-2));
       CHECK(r.backward < (dt == DType::f32 ? 1e-6 : 2e-2));
     }
@@ -35,9 +35,11 @@ TEST_CASE("embedding: f32 table, bf16 output on the GPU", "[gpu][embedding]") {
   embedding_forward(table.to(gpu), ids.to(gpu), yg, 2.f);
   CHECK(test::rel_error(yg.to_vector<double>(), yc.to_vector<double>()) < 1e-2);
   Tensor dout = test::random_tensor(Shape{5, 48}, 3, -1, 1, DType::f32);
-  Tensor dc = Tensor::zeros(Shape{100, 48}, DType::f32, Device::cpu()), dg = Tensor::zeros(Shape{100, 48}, DType::f32, gpu);
+  Tensor dc = Tensor::zeros(Shape{100, 48}, DType::f32, Device::cpu()),
+         dg = Tensor::zeros(Shape{100, 48}, DType::f32, gpu);
   embedding_backward(ids, dout, dc, 2.f);
-  embedding_backward(ids.to(gpu), Tensor::from_vector(dout.to_vector<double>(), dout.shape(), gpu, DType::bf16), dg, 2.f);
+  embedding_backward(ids.to(gpu), Tensor::from_vector(dout.to_vector<double>(), dout.shape(), gpu, DType::bf16), dg,
+                     2.f);
   CHECK(test::rel_error(dg.to_vector<double>(), dc.to_vector<double>()) < 1e-2);
 }
 
@@ -47,8 +49,8 @@ TEST_CASE("embedding: out-of-range ids on the GPU are reported", "[gpu][embeddin
   Tensor table = Tensor::zeros(Shape{10, 4}, DType::f32, gpu);
   Tensor out = Tensor::empty(Shape{2, 4}, DType::f32, gpu);
   embedding_forward(table, Tensor::from_vector(std::vector<int32_t>{3, 12}, Shape{2}, gpu), out);
-  CHECK_THROWS_WITH(check_index_errors(gpu), Catch::Contains("embedding") && Catch::Contains("index 12") &&
-                                                 Catch::Contains("[0, 10)"));
+  CHECK_THROWS_WITH(check_index_errors(gpu),
+                    Catch::Contains("embedding") && Catch::Contains("index 12") && Catch::Contains("[0, 10)"));
   CHECK_NOTHROW(check_index_errors(gpu));
 }
 

@@ -39,7 +39,8 @@ TEST_CASE("gather_scatter parity", "[gpu][gather_scatter]") {
   for (DType dt : {DType::f32, DType::bf16}) {
     INFO(dtype_name(dt));
     const double bar = dt == DType::f32 ? 1e-6 : 2e-2;
-    auto r = test::parity({v, k}, [](Graph&, const std::vector<Expr>& in) { return gather_last(in[0], in[1]); }, dt, {0});
+    auto r =
+        test::parity({v, k}, [](Graph&, const std::vector<Expr>& in) { return gather_last(in[0], in[1]); }, dt, {0});
     CHECK(r.forward < bar);
     CHECK(r.backward < bar);
     r = test::parity({v, k, s},
@@ -57,11 +58,11 @@ TEST_CASE("gather_scatter: out-of-range indices on the GPU are reported", "[gpu]
   Tensor idx = Tensor::from_vector(std::vector<int32_t>{1, 9, 2}, Shape{3}, gpu);
   Tensor out = Tensor::empty(Shape{3, 8}, DType::f32, gpu);
   index_select_forward(x, idx, out);
-  CHECK_THROWS_WITH(check_index_errors(gpu), Catch::Contains("index_select") && Catch::Contains("index 9") &&
-                                                 Catch::Contains("[0, 4)"));
+  CHECK_THROWS_WITH(check_index_errors(gpu),
+                    Catch::Contains("index_select") && Catch::Contains("index 9") && Catch::Contains("[0, 4)"));
   const auto o = out.to_vector<float>();
   for (int c = 8; c < 16; ++c) CHECK(o[static_cast<size_t>(c)] == 0.f);  // zero-filled row
-  CHECK_NOTHROW(check_index_errors(gpu));                                 // reported once
+  CHECK_NOTHROW(check_index_errors(gpu));                                // reported once
   Tensor bad = Tensor::from_vector(std::vector<int32_t>{-2}, Shape{1, 1}, gpu);
   Tensor g1 = Tensor::empty(Shape{1, 1}, DType::f32, gpu);
   gather_last_forward(x.rows(0, 1).view(Shape{1, 8}), bad, g1);

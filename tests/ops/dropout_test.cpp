@@ -1,11 +1,11 @@
 // Dropout: the mask follows philox_uniform >= p, the kept fraction is near 1 - p, the gradient is
 // mask / (1 - p) (finite differences in f64), identity in inference mode or at p = 0, and errors.
-#include <catch2/catch.hpp>
+#include "graph/expr/dropout.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 
-#include "graph/expr/dropout.h"
 #include "ops/dropout.h"
 #include "support/gradcheck.h"
 
@@ -93,6 +93,7 @@ TEST_CASE("dropout: errors name the op, probability and shape", "[ops][dropout][
   Expr x = g.input(Tensor::zeros(Shape{2, 3}, DType::f32, Device::cpu()));
   CHECK_THROWS_WITH(dropout(x, 1.f), Catch::Contains("dropout") && Catch::Contains("[2,3]"));
   CHECK_THROWS_WITH(dropout(x, -0.1f), Catch::Contains("dropout"));
-  Tensor a = Tensor::zeros(Shape{2, 3}, DType::f32, Device::cpu()), b = Tensor::zeros(Shape{3, 2}, DType::f32, Device::cpu());
+  Tensor a = Tensor::zeros(Shape{2, 3}, DType::f32, Device::cpu()),
+         b = Tensor::zeros(Shape{3, 2}, DType::f32, Device::cpu());
   CHECK_THROWS_WITH(dropout_forward(a, b, 0.5f, 1, 1), Catch::Contains("dropout") && Catch::Contains("[3,2]"));
 }

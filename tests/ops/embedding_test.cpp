@@ -1,8 +1,9 @@
 // Embedding lookup: hand-computed values with scale, ids of several shapes, mixed table/output
 // dtypes, finite-difference gradients (f64, repeated ids) and out-of-range errors.
+#include "graph/expr/embedding.h"
+
 #include <catch2/catch.hpp>
 
-#include "graph/expr/embedding.h"
 #include "ops/embedding.h"
 #include "support/gradcheck.h"
 

@@ -1,8 +1,9 @@
 // index_select / index_add / gather_last / scatter_add_last: hand-computed values, repeated
 // indices, finite-difference gradients (f64), empty index sets and error messages.
+#include "graph/expr/gather_scatter.h"
+
 #include <catch2/catch.hpp>
 
-#include "graph/expr/gather_scatter.h"
 #include "ops/gather_scatter.h"
 #include "support/gradcheck.h"
 
@@ -54,8 +55,8 @@ TEST_CASE("gather_scatter: empty index sets", "[ops][gather_scatter]") {
 TEST_CASE("gather_scatter: finite-difference gradients", "[ops][gather_scatter][grad]") {
   Tensor x = test::random_tensor(Shape{5, 3, 7}, 1);
   Tensor idx = ids({4, 0, 4, 2, 4, 1}, Shape{6});  // repeats: gradients add up
-  CHECK(test::gradcheck({x, idx}, [](Graph&, const std::vector<Expr>& in) { return index_select(in[0], in[1]); },
-                        1e-6, {0}) < 1e-6);
+  CHECK(test::gradcheck({x, idx}, [](Graph&, const std::vector<Expr>& in) { return index_select(in[0], in[1]); }, 1e-6,
+                        {0}) < 1e-6);
   Tensor src = test::random_tensor(Shape{6, 3, 7}, 2);
   CHECK(test::gradcheck({x, idx, src},
                         [](Graph&, const std::vector<Expr>& in) { return index_add(in[0], in[1], in[2]); }, 1e-6,
@@ -66,8 +67,8 @@ TEST_CASE("gather_scatter: finite-difference gradients", "[ops][gather_scatter][
                         {0}) < 1e-6);
   Tensor s = test::random_tensor(Shape{2, 3, 3}, 4);
   CHECK(test::gradcheck({v, k, s},
-                        [](Graph&, const std::vector<Expr>& in) { return scatter_add_last(in[0], in[1], in[2]); },
-                        1e-6, {0, 2}) < 1e-6);
+                        [](Graph&, const std::vector<Expr>& in) { return scatter_add_last(in[0], in[1], in[2]); }, 1e-6,
+                        {0, 2}) < 1e-6);
   Tensor one = test::random_tensor(Shape{1, 1}, 5);
   CHECK(test::gradcheck({one, ids({0, 0, 0}, Shape{3})},
                         [](Graph&, const std::vector<Expr>& in) { return index_select(in[0], in[1]); }, 1e-6,
@@ -82,7 +83,8 @@ TEST_CASE("gather_scatter: errors name the op, index and shapes", "[ops][gather_
   CHECK_THROWS_WITH(index_select(x, g.input(ids({-1}, Shape{1}))), Catch::Contains("index -1"));
   CHECK_THROWS_WITH(index_select(x, g.input(ids({0, 1}, Shape{1, 2}))),
                     Catch::Contains("index_select") && Catch::Contains("1-D") && Catch::Contains("[1,2]"));
-  CHECK_THROWS_WITH(index_select(x, g.input(vec({0}, Shape{1}))), Catch::Contains("index_select") && Catch::Contains("i32"));
+  CHECK_THROWS_WITH(index_select(x, g.input(vec({0}, Shape{1}))),
+                    Catch::Contains("index_select") && Catch::Contains("i32"));
   CHECK_THROWS_WITH(index_add(x, g.input(ids({0}, Shape{1})), g.input(vec({1, 2, 3}, Shape{1, 3}))),
                     Catch::Contains("index_add") && Catch::Contains("[1,3]") && Catch::Contains("[2,2]"));
   CHECK_THROWS_WITH(gather_last(x, g.input(ids({0, 5}, Shape{2, 1}))),

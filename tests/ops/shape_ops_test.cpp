@@ -1,8 +1,9 @@
 // Shape ops (concat / split / slice / transpose / reshape): hand-computed values, a naive
 // permutation reference, finite-difference gradients (f64), edge shapes and error messages.
+#include "graph/expr/shape_ops.h"
+
 #include <catch2/catch.hpp>
 
-#include "graph/expr/shape_ops.h"
 #include "ops/shape_ops.h"
 #include "support/gradcheck.h"
 
@@ -60,10 +61,13 @@ TEST_CASE("shape ops: transpose against a naive reference", "[ops][shape_ops]") 
   Graph g = eager();
   Expr m = g.input(vec({1, 2, 3, 4, 5, 6}, Shape{2, 3}));
   CHECK(transpose(m, {1, 0}).val().to_vector<double>() == std::vector<double>{1, 4, 2, 5, 3, 6});
-  const std::vector<std::pair<Shape, std::vector<int>>> cases = {
-      {Shape{2, 3, 4, 5}, {0, 2, 1, 3}}, {Shape{2, 3, 4, 5}, {2, 0, 3, 1}}, {Shape{3, 1, 33, 7}, {0, 1, 3, 2}},
-      {Shape{1, 5, 1}, {2, 1, 0}},       {Shape{4, 6, 2}, {0, 1, 2}},       {Shape{5, 3, 2, 2, 3}, {4, 3, 2, 1, 0}},
-      {Shape{1}, {0}}};
+  const std::vector<std::pair<Shape, std::vector<int>>> cases = {{Shape{2, 3, 4, 5}, {0, 2, 1, 3}},
+                                                                 {Shape{2, 3, 4, 5}, {2, 0, 3, 1}},
+                                                                 {Shape{3, 1, 33, 7}, {0, 1, 3, 2}},
+                                                                 {Shape{1, 5, 1}, {2, 1, 0}},
+                                                                 {Shape{4, 6, 2}, {0, 1, 2}},
+                                                                 {Shape{5, 3, 2, 2, 3}, {4, 3, 2, 1, 0}},
+                                                                 {Shape{1}, {0}}};
   for (const auto& [shape, perm] : cases) {
     INFO(shape);
     Tensor t = test::random_tensor(shape, 5);
@@ -100,8 +104,8 @@ TEST_CASE("shape ops: reshape is a view", "[ops][shape_ops]") {
   CHECK(r.shape() == Shape{6, 4});
   CHECK(r.val().shares_storage(t));
   CHECK(r.val().to_vector<double>() == t.to_vector<double>());
-  CHECK_THROWS_WITH(reshape(x, Shape{5, 5}), Catch::Contains("reshape") && Catch::Contains("[2,3,4]") &&
-                                                 Catch::Contains("[5,5]"));
+  CHECK_THROWS_WITH(reshape(x, Shape{5, 5}),
+                    Catch::Contains("reshape") && Catch::Contains("[2,3,4]") && Catch::Contains("[5,5]"));
   CHECK_THROWS_WITH(reshape(x, {-1, -1}), Catch::Contains("more than one -1"));
 }
 
@@ -131,7 +135,8 @@ TEST_CASE("shape ops: errors name the op and the shapes", "[ops][shape_ops][erro
   Graph g = eager();
   Expr a = g.input(Tensor::zeros(Shape{2, 3}, DType::f32, Device::cpu()));
   Expr b = g.input(Tensor::zeros(Shape{3, 3}, DType::f32, Device::cpu()));
-  CHECK_THROWS_WITH(concat({a, b}, 1), Catch::Contains("concat") && Catch::Contains("[3,3]") && Catch::Contains("[2,3]"));
+  CHECK_THROWS_WITH(concat({a, b}, 1),
+                    Catch::Contains("concat") && Catch::Contains("[3,3]") && Catch::Contains("[2,3]"));
   CHECK_NOTHROW(concat({a, b}, 0));
   CHECK_THROWS_WITH(slice(a, 1, 2, 2), Catch::Contains("slice") && Catch::Contains("[2,3]"));
   CHECK_THROWS_WITH(split(a, 1, {1, 1}), Catch::Contains("split") && Catch::Contains("[2,3]"));

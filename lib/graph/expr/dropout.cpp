@@ -11,8 +11,7 @@ Expr dropout(const Expr& x, float p) {
   if (!g.training() || p == 0.f) return x;
   const uint64_t seed = g.seed(), rng = g.next_rng_stream();
   return g.add(
-      "dropout", x.shape(), x.dtype(), {x},
-      [=](Node& n) { dropout_forward(n.in(0), n.alloc_val(), p, seed, rng); },
+      "dropout", x.shape(), x.dtype(), {x}, [=](Node& n) { dropout_forward(n.in(0), n.alloc_val(), p, seed, rng); },
       [=](Node& n) { dropout_backward(n.grad, n.grad_of(0), p, seed, rng); });
 }
 

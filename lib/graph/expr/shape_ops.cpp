@@ -2,7 +2,7 @@
 // an (outer, axis, inner) strided copy: a block of `outer` rows, each `size * inner` long.
 #include "graph/expr/shape_ops.h"
 
-#include <string>
+#include <sstream>
 
 #include "ops/shape_ops.h"
 
@@ -16,8 +16,8 @@ Expr concat(const std::vector<Expr>& xs, int axis_in) {
   std::vector<int64_t> offsets;
   int64_t total = 0;
   for (const Expr& x : xs) {
-    MOE_CHECK(x.dtype() == xs[0].dtype(), "concat: dtypes ", dtype_name(xs[0].dtype()), " and ",
-              dtype_name(x.dtype()), " differ");
+    MOE_CHECK(x.dtype() == xs[0].dtype(), "concat: dtypes ", dtype_name(xs[0].dtype()), " and ", dtype_name(x.dtype()),
+              " differ");
     MOE_CHECK(x.shape().ndim() == first.ndim() && x.shape().with(axis, first[axis]) == first, "concat: shape ",
               x.shape(), " does not match ", first, " outside axis ", axis);
     offsets.push_back(total);
@@ -85,9 +85,11 @@ Expr transpose(const Expr& x, const std::vector<int>& perm_in) {
 Expr reshape(const Expr& x, const std::vector<int64_t>& dims) {
   std::vector<int64_t> d = dims;
   auto text = [&] {
-    std::string s = "[";
-    for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
-    return s + "]";
+    std::ostringstream os;
+    os << '[';
+    for (size_t i = 0; i < dims.size(); ++i) os << (i ? "," : "") << dims[i];
+    os << ']';
+    return os.str();
   };
   int infer = -1;
   int64_t known = 1;
@@ -101,8 +103,7 @@ Expr reshape(const Expr& x, const std::vector<int64_t>& dims) {
     }
   }
   if (infer >= 0) {
-    MOE_CHECK(known > 0 && x.shape().numel() % known == 0, "reshape: cannot infer -1 in ", text(), " for ",
-              x.shape());
+    MOE_CHECK(known > 0 && x.shape().numel() % known == 0, "reshape: cannot infer -1 in ", text(), " for ", x.shape());
     d[static_cast<size_t>(infer)] = x.shape().numel() / known;
   }
   const Shape shape(d);
