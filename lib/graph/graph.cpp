@@ -1,6 +1,8 @@
 // graph.h and node.h implementation: node bookkeeping, lazy forward, reverse-mode backward.
 #include "graph/graph.h"
 
+#include "ops/unary.h"
+
 namespace moe {
 
 const Shape& Expr::shape() const { return node_->shape; }
@@ -144,7 +146,12 @@ void Graph::backward_from(const Expr& out, const Tensor& out_grad) {
             out_grad.shape(), " ", dtype_name(out_grad.dtype()), " does not match the output ", out.shape(), " ",
             dtype_name(out.dtype()));
   forward();
-  out.node().grad = out_grad.device() == device_ ? out_grad.clone() : out_grad.to(device_);
+  Node& root = out.node();
+  if (root.grad_alias_child >= 0) {  // a view: its gradient is its child's, so add the seed there
+    accumulate(root.ensure_grad(), out_grad.device() == device_ ? out_grad : out_grad.to(device_));
+  } else {
+    root.grad = out_grad.device() == device_ ? out_grad.clone() : out_grad.to(device_);
+  }
   for (size_t i = tape_.size(); i-- > 0;) {
     Node& n = *tape_[i];
     if (!n.requires_grad || !n.grad.defined() || !n.backward) continue;

@@ -27,5 +27,7 @@ void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& 
 void unary_forward(UnaryOp op, const Tensor& x, Tensor& y, float alpha = 1.f, float beta = 0.f);
 /// dx += dy * f'(x), given x and y = f(x).
 void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx, float alpha = 1.f);
+/// dst += src (same shape and dtype): the backward of `scale` with alpha 1.
+inline void accumulate(Tensor& dst, const Tensor& src) { unary_backward(UnaryOp::scale, src, src, src, dst, 1.f); }
 
 }  // namespace moe
