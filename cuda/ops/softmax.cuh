@@ -4,6 +4,7 @@
 // Covered through tests/gpu/softmax_parity_test.cpp and tests/gpu/cross_entropy_parity_test.cpp.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 
 #include "common/cuda_types.cuh"
 #include "common/reduce.cuh"
