@@ -1,7 +1,8 @@
 // CUDA layer normalisation (math in lib/ops/layer_norm.h). x in f32/bf16/f16, gamma/beta in f32
 // (masters) or x's dtype, statistics and all arithmetic in f32.
-// Row kernels: one warp per row for d <= 1024, one block per row above; two-pass mean/variance
-// (no cancellation), 16-byte packed loads/stores when rows are aligned. dgamma/dbeta: a two-stage
+// Row kernels: one warp per row for d <= 1024 (forward: the row is read once into registers), one
+// block per row above; two-pass mean/variance (no cancellation), 16-byte packed loads/stores when
+// rows are aligned. dgamma/dbeta: a two-stage
 // column reduction (per-chunk partial sums into a workspace, then one thread per column), no atomics.
 // Covered by tests/gpu/layer_norm_parity_test.cpp.
 #include "common/context.h"
@@ -65,6 +66,59 @@ __global__ void layer_norm_forward_kernel(const T* __restrict__ x, const G* __re
       for (int k = 0; k < VEC; ++k)
         o.v[k] = from_float<T>((to_float(p.v[k]) - mu) * rs * param(gamma, i + k, 1.f) + param(beta, i + k, 0.f));
       store_pack<T, VEC>(y + r * d + i, o);
+    }
+  }
+}
+
+// Rows of d <= 1024: one warp per row with the row held in registers (read once from memory):
+// lane l holds packs l, l+32, ... (at most 32 / VEC packs of VEC elements, i.e. 32 floats).
+template <class T, class G, int VEC>
+__global__ void layer_norm_forward_warp_kernel(const T* __restrict__ x, const G* __restrict__ gamma,
+                                               const G* __restrict__ beta, T* __restrict__ y, float* __restrict__ mean,
+                                               float* __restrict__ rstd, long long rows, int d, float eps) {
+  constexpr int kPacks = 32 / VEC;
+  const int lane = threadIdx.x & 31;
+  const long long stride = (long long)gridDim.x * (blockDim.x >> 5);
+  for (long long r = blockIdx.x * (long long)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows; r += stride) {
+    const T* xr = x + r * d;
+    float v[kPacks][VEC];
+    float s = 0.f;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int i = (p * 32 + lane) * VEC;
+      if (i < d) {
+        const Pack<T, VEC> pk = load_pack<T, VEC>(xr + i);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          v[p][k] = to_float(pk.v[k]);
+          s += v[p][k];
+        }
+      }
+    }
+    const float mu = warp_sum(s) / d;
+    float q = 0.f;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      if ((p * 32 + lane) * VEC < d) {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) q += (v[p][k] - mu) * (v[p][k] - mu);
+      }
+    }
+    const float rs = rsqrtf(warp_sum(q) / d + eps);
+    if (lane == 0) {
+      mean[r] = mu;
+      rstd[r] = rs;
+    }
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int i = (p * 32 + lane) * VEC;
+      if (i < d) {
+        Pack<T, VEC> o;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k)
+          o.v[k] = from_float<T>((v[p][k] - mu) * rs * param(gamma, i + k, 1.f) + param(beta, i + k, 0.f));
+        store_pack<T, VEC>(y + r * d + i, o);
+      }
     }
   }
 }
@@ -170,8 +224,8 @@ void forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y
   cudaStream_t st = stream(x.device());
   constexpr int V = 16 / sizeof(T);
   const bool vec = pack_width<T>(d, {px, py}) == V;
-  if (l.warp && vec) layer_norm_forward_kernel<T, G, V, true><<<l.blocks, l.threads, 0, st>>>(px, pg, pb, py, pm, pr, rows, d, eps);
-  else if (l.warp) layer_norm_forward_kernel<T, G, 1, true><<<l.blocks, l.threads, 0, st>>>(px, pg, pb, py, pm, pr, rows, d, eps);
+  if (l.warp && vec) layer_norm_forward_warp_kernel<T, G, V><<<l.blocks, l.threads, 0, st>>>(px, pg, pb, py, pm, pr, rows, d, eps);
+  else if (l.warp) layer_norm_forward_warp_kernel<T, G, 1><<<l.blocks, l.threads, 0, st>>>(px, pg, pb, py, pm, pr, rows, d, eps);
   else if (vec) layer_norm_forward_kernel<T, G, V, false><<<l.blocks, l.threads, 0, st>>>(px, pg, pb, py, pm, pr, rows, d, eps);
   else layer_norm_forward_kernel<T, G, 1, false><<<l.blocks, l.threads, 0, st>>>(px, pg, pb, py, pm, pr, rows, d, eps);
   MOE_KERNEL_CHECK();

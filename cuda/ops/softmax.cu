@@ -1,7 +1,8 @@
 // CUDA softmax / log-softmax over the last axis with an optional keep-mask (math in lib/ops/softmax.h).
-// One warp per row for rows of <= 1024 elements, one block per row above (vocabulary-size rows).
-// Forward: one online pass for (max, sum exp) then one pass writing y; backward: one pass for the
-// row sum then one pass updating dx. 16-byte packed loads/stores when rows are aligned; f32 math.
+// One warp per row for rows of <= 1024 elements (forward: the row is read once into registers),
+// one block per row above (vocabulary-size rows: one online pass for (max, sum exp), then one pass
+// writing y). Backward: one pass for the row sum, then one pass updating dx. 16-byte packed
+// loads/stores when rows are aligned; f32 math.
 // Covered by tests/gpu/softmax_parity_test.cpp.
 #include "common/context.h"
 #include "common/cuda_check.h"
@@ -60,6 +61,65 @@ __global__ void softmax_forward_kernel(const T* __restrict__ x, const uint8_t* _
         o.v[k] = from_float<T>(keep ? (log_out ? v - lse : expf(v - m) * inv) : (log_out ? -INFINITY : 0.f));
       }
       store_pack<T, VEC>(yr + i, o);
+    }
+  }
+}
+
+// Rows of <= 1024 elements: one warp per row with the row held in registers, so x is read once
+// (lane l holds packs l, l+32, ...: at most 32 / VEC packs of VEC elements). Masked entries are
+// stored as -inf; max, then sum of exp (kept in registers for softmax), then the write.
+template <class T, int VEC>
+__global__ void softmax_forward_warp_kernel(const T* __restrict__ x, const uint8_t* __restrict__ mask,
+                                            long long mask_stride, T* __restrict__ y, long long rows, int cols,
+                                            bool log_out) {
+  constexpr int kPacks = 32 / VEC;
+  const int lane = threadIdx.x & 31;
+  const long long stride = (long long)gridDim.x * (blockDim.x >> 5);
+  for (long long r = blockIdx.x * (long long)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows; r += stride) {
+    const T* xr = x + r * cols;
+    const uint8_t* mr = mask ? mask + r * mask_stride : nullptr;
+    float v[kPacks][VEC];
+    float m = -INFINITY;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int i = (p * 32 + lane) * VEC;
+      if (i < cols) {
+        const Pack<T, VEC> pk = load_pack<T, VEC>(xr + i);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          v[p][k] = mr && !mr[i + k] ? -INFINITY : to_float(pk.v[k]);
+          m = fmaxf(m, v[p][k]);
+        }
+      }
+    }
+    m = warp_max(m);
+    float s = 0.f;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      if ((p * 32 + lane) * VEC < cols) {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          const float e = v[p][k] == -INFINITY ? 0.f : expf(v[p][k] - m);
+          s += e;
+          if (!log_out) v[p][k] = e;
+        }
+      }
+    }
+    s = warp_sum(s);
+    const bool empty = s == 0.f;  // fully masked (or all -inf)
+    const float inv = empty ? 0.f : 1.f / s, lse = m + logf(s);
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int i = (p * 32 + lane) * VEC;
+      if (i < cols) {
+        Pack<T, VEC> o;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          const float e = v[p][k];
+          o.v[k] = from_float<T>(log_out ? (empty || e == -INFINITY ? -INFINITY : e - lse) : e * inv);
+        }
+        store_pack<T, VEC>(y + r * cols + i, o);
+      }
     }
   }
 }
@@ -123,8 +183,8 @@ void softmax_forward(const Tensor& x, const Tensor& mask, Tensor& y, bool log) {
     constexpr int V = 16 / sizeof(T);
     const bool vec = pack_width<T>(cols, {px, py}) == V;
     const int c = static_cast<int>(cols);
-    if (l.warp && vec) softmax_forward_kernel<T, V, true><<<l.blocks, l.threads, 0, st>>>(px, m, mstride, py, rows, c, log);
-    else if (l.warp) softmax_forward_kernel<T, 1, true><<<l.blocks, l.threads, 0, st>>>(px, m, mstride, py, rows, c, log);
+    if (l.warp && vec) softmax_forward_warp_kernel<T, V><<<l.blocks, l.threads, 0, st>>>(px, m, mstride, py, rows, c, log);
+    else if (l.warp) softmax_forward_warp_kernel<T, 1><<<l.blocks, l.threads, 0, st>>>(px, m, mstride, py, rows, c, log);
     else if (vec) softmax_forward_kernel<T, V, false><<<l.blocks, l.threads, 0, st>>>(px, m, mstride, py, rows, c, log);
     else softmax_forward_kernel<T, 1, false><<<l.blocks, l.threads, 0, st>>>(px, m, mstride, py, rows, c, log);
   });
