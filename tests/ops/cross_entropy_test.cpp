@@ -110,3 +110,17 @@ TEST_CASE("cross_entropy: errors name the op, the target and the shapes", "[ops]
   Tensor one = Tensor::zeros(Shape{2, 1}, DType::f64, Device::cpu());
   CHECK_THROWS_WITH(run(one, i32({0, 0}, Shape{2}), 0.1f), Catch::Contains("at least 2 classes"));
 }
+
+TEST_CASE("cross_entropy: no rows and all rows ignored", "[ops][cross_entropy]") {
+  Graph g(Device::cpu());
+  Expr x0 = g.input(Tensor::zeros(Shape{0, 7}, DType::f64, Device::cpu()), true);
+  Expr l0 = cross_entropy(x0, g.input(Tensor::from_vector(std::vector<int32_t>{}, Shape{0})));
+  g.forward();
+  CHECK(l0.val().numel() == 0);
+  Expr x = g.input(test::random_tensor(Shape{2, 7}, 4), true);
+  Expr l = cross_entropy(x, g.input(i32({-1, -1}, Shape{2})), 0.1f);
+  g.forward();
+  CHECK(l.val().to_vector<double>() == std::vector<double>{0, 0});
+  g.backward_from(l, Tensor::from_vector(std::vector<double>{1, 1}, Shape{2}));
+  for (double v : x.grad().to_vector<double>()) CHECK(v == 0);
+}

@@ -85,3 +85,9 @@ TEST_CASE("layer_norm: errors name the op and the shapes", "[ops][layer_norm][er
   Tensor m3 = Tensor::empty(Shape{3}, DType::f32, Device::cpu());
   CHECK_THROWS_WITH(layer_norm_forward(xi, {}, {}, y, m3, r), Catch::Contains("mean") && Catch::Contains("[3]"));
 }
+
+TEST_CASE("layer_norm: no rows", "[ops][layer_norm]") {
+  Graph g(Device::cpu(), nullptr, GraphOptions{.training = false});
+  Tensor x = Tensor::zeros(Shape{0, 6}, DType::f64, Device::cpu());
+  CHECK(layer_norm(g.input(x), {}, {}).val().shape() == Shape{0, 6});
+}

@@ -129,3 +129,14 @@ TEST_CASE("softmax: errors name the op and the shapes", "[ops][softmax][errors]"
   Graph g(Device::cpu());
   CHECK_THROWS_WITH(softmax(g.input(x), u8({1, 1, 1, 1}, Shape{4})), Catch::Contains("softmax") && Catch::Contains("[4]"));
 }
+
+TEST_CASE("softmax: empty inputs and an all-zero mask", "[ops][softmax][mask]") {
+  Graph g(Device::cpu(), nullptr, GraphOptions{.training = false});
+  Tensor empty = Tensor::zeros(Shape{0, 5}, DType::f64, Device::cpu());
+  CHECK(softmax(g.input(empty)).val().numel() == 0);
+  Tensor x = test::random_tensor(Shape{3, 33}, 2);
+  const auto y = log_softmax(g.input(x), u8(std::vector<int32_t>(33, 0), Shape{33})).val().to_vector<double>();
+  for (double v : y) CHECK(std::isinf(v));
+  const auto s = softmax(g.input(x), u8(std::vector<int32_t>(99, 0), Shape{3, 33})).val().to_vector<double>();
+  for (double v : s) CHECK(v == 0);
+}
