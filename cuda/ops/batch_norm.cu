@@ -17,9 +17,9 @@ enum class Sum { x, centred_sq, grad };
 // partial[0][chunk][c] = sum of a, partial[1][chunk][c] = sum of b over the chunk's rows, where
 // x: a = x; centred_sq: a = (x - mean)^2; grad: a = dy*xhat, b = dy.
 template <class T, Sum S>
-__global__ void batch_norm_partial_kernel(const T* __restrict__ x, const T* __restrict__ dy, const float* __restrict__ mean,
-                                          const float* __restrict__ rstd, float* __restrict__ partial, long long rows,
-                                          int C, long long chunk_rows) {
+__global__ void batch_norm_partial_kernel(const T* __restrict__ x, const T* __restrict__ dy,
+                                          const float* __restrict__ mean, const float* __restrict__ rstd,
+                                          float* __restrict__ partial, long long rows, int C, long long chunk_rows) {
   __shared__ float sa[8][33], sb[8][33];
   const int col = blockIdx.x * 32 + threadIdx.x;
   const long long chunk = blockIdx.y, begin = chunk * chunk_rows;
@@ -72,13 +72,14 @@ __global__ void batch_norm_var_kernel(const float* __restrict__ partial, const f
   rstd[col] = rsqrtf(var + eps);
   if (running_mean) {
     running_mean[col] = (1.f - momentum) * running_mean[col] + momentum * mean[col];
-    running_var[col] = (1.f - momentum) * running_var[col] +
-                       momentum * var * static_cast<float>(rows) / static_cast<float>(rows - 1);
+    running_var[col] =
+        (1.f - momentum) * running_var[col] + momentum * var * static_cast<float>(rows) / static_cast<float>(rows - 1);
   }
 }
 
-__global__ void batch_norm_eval_stats_kernel(const float* __restrict__ running_mean, const float* __restrict__ running_var,
-                                             float* __restrict__ mean, float* __restrict__ rstd, int C, float eps) {
+__global__ void batch_norm_eval_stats_kernel(const float* __restrict__ running_mean,
+                                             const float* __restrict__ running_var, float* __restrict__ mean,
+                                             float* __restrict__ rstd, int C, float eps) {
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
   if (col >= C) return;
   mean[col] = running_mean[col];
@@ -86,9 +87,9 @@ __global__ void batch_norm_eval_stats_kernel(const float* __restrict__ running_m
 }
 
 template <class T, class G>
-__global__ void batch_norm_apply_kernel(const T* __restrict__ x, const G* __restrict__ gamma, const G* __restrict__ beta,
-                                        const float* __restrict__ mean, const float* __restrict__ rstd, T* __restrict__ y,
-                                        long long n, int C) {
+__global__ void batch_norm_apply_kernel(const T* __restrict__ x, const G* __restrict__ gamma,
+                                        const G* __restrict__ beta, const float* __restrict__ mean,
+                                        const float* __restrict__ rstd, T* __restrict__ y, long long n, int C) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     const int c = static_cast<int>(i % C);
     const float g = gamma ? to_float(gamma[c]) : 1.f, b = beta ? to_float(beta[c]) : 0.f;
@@ -98,8 +99,8 @@ __global__ void batch_norm_apply_kernel(const T* __restrict__ x, const G* __rest
 
 // sums[0][c] = sum dy*xhat, sums[1][c] = sum dy; also adds them into dgamma / dbeta (either may be null).
 template <class G>
-__global__ void batch_norm_grad_sums_kernel(const float* __restrict__ partial, float* __restrict__ sums, G* dgamma, G* dbeta,
-                                            int chunks, int C) {
+__global__ void batch_norm_grad_sums_kernel(const float* __restrict__ partial, float* __restrict__ sums, G* dgamma,
+                                            G* dbeta, int chunks, int C) {
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
   if (col >= C) return;
   const float sdyx = chunk_total(partial, 0, chunks, C, col), sdy = chunk_total(partial, 1, chunks, C, col);
@@ -110,9 +111,10 @@ __global__ void batch_norm_grad_sums_kernel(const float* __restrict__ partial, f
 }
 
 template <class T, class G>
-__global__ void batch_norm_dx_kernel(const T* __restrict__ x, const G* __restrict__ gamma, const float* __restrict__ mean,
-                                     const float* __restrict__ rstd, const float* __restrict__ sums, const T* __restrict__ dy,
-                                     T* __restrict__ dx, long long n, int C, long long rows, bool training) {
+__global__ void batch_norm_dx_kernel(const T* __restrict__ x, const G* __restrict__ gamma,
+                                     const float* __restrict__ mean, const float* __restrict__ rstd,
+                                     const float* __restrict__ sums, const T* __restrict__ dy, T* __restrict__ dx,
+                                     long long n, int C, long long rows, bool training) {
   const float inv_rows = 1.f / static_cast<float>(rows);
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     const int c = static_cast<int>(i % C);
@@ -139,8 +141,8 @@ Chunks chunking(long long rows, int C) {
 template <class T, Sum S>
 void partial_sums(const T* x, const T* dy, const float* mean, const float* rstd, float* partial, long long rows, int C,
                   const Chunks& ch, cudaStream_t st) {
-  batch_norm_partial_kernel<T, S><<<dim3(ch.tiles, ch.count), dim3(32, 8), 0, st>>>(x, dy, mean, rstd, partial, rows, C,
-                                                                                     ch.rows_per);
+  batch_norm_partial_kernel<T, S>
+      <<<dim3(ch.tiles, ch.count), dim3(32, 8), 0, st>>>(x, dy, mean, rstd, partial, rows, C, ch.rows_per);
   MOE_KERNEL_CHECK();
 }
 
@@ -168,7 +170,8 @@ void forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& r
     batch_norm_mean_kernel<<<cblocks, 256, 0, st>>>(pp, pm, static_cast<int>(ch.count), C, rows);
     MOE_KERNEL_CHECK();
     partial_sums<T, Sum::centred_sq>(px, nullptr, pm, nullptr, pp, rows, C, ch, st);
-    batch_norm_var_kernel<<<cblocks, 256, 0, st>>>(pp, pm, pr, prm, prv, static_cast<int>(ch.count), C, rows, momentum, eps);
+    batch_norm_var_kernel<<<cblocks, 256, 0, st>>>(pp, pm, pr, prm, prv, static_cast<int>(ch.count), C, rows, momentum,
+                                                   eps);
     MOE_KERNEL_CHECK();
   } else {
     batch_norm_eval_stats_kernel<<<cblocks, 256, 0, st>>>(prm, prv, pm, pr, C, eps);
@@ -182,8 +185,8 @@ void forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& r
 }
 
 template <class T, class G>
-void backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, bool training, const Tensor& dy,
-              Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+void backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, bool training,
+              const Tensor& dy, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
   const int C = static_cast<int>(x.shape().last());
   const long long n = x.numel(), rows = n / C;
   if (n == 0) return;
@@ -200,8 +203,8 @@ void backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Te
   MOE_KERNEL_CHECK();
   if (!dx.defined()) return;
   const G* pg = gamma.defined() ? static_cast<const G*>(gamma.raw()) : nullptr;
-  batch_norm_dx_kernel<T, G><<<grid_for(n), 256, 0, st>>>(px, pg, pm, pr, sums, pdy, static_cast<T*>(dx.raw()), n, C, rows,
-                                                           training);
+  batch_norm_dx_kernel<T, G>
+      <<<grid_for(n), 256, 0, st>>>(px, pg, pm, pr, sums, pdy, static_cast<T*>(dx.raw()), n, C, rows, training);
   MOE_KERNEL_CHECK();
 }
 
@@ -217,8 +220,10 @@ void batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta
   MOE_CHECK(x.shape().last() < (1LL << 31), "batch_norm: ", x.shape().last(), " columns are too many");
   const bool f32 = params_f32(gamma, beta);
   MOE_FLOAT_SWITCH(x.dtype(), "batch_norm", T, {
-    if (f32) forward<T, float>(x, gamma, beta, running_mean, running_var, training, momentum, eps, y, mean, rstd);
-    else forward<T, T>(x, gamma, beta, running_mean, running_var, training, momentum, eps, y, mean, rstd);
+    if (f32)
+      forward<T, float>(x, gamma, beta, running_mean, running_var, training, momentum, eps, y, mean, rstd);
+    else
+      forward<T, T>(x, gamma, beta, running_mean, running_var, training, momentum, eps, y, mean, rstd);
   });
 }
 
@@ -227,8 +232,10 @@ void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mea
   MOE_CHECK(x.shape().last() < (1LL << 31), "batch_norm backward: ", x.shape().last(), " columns are too many");
   const bool f32 = params_f32(gamma, dgamma) && params_f32(dbeta, Tensor());
   MOE_FLOAT_SWITCH(x.dtype(), "batch_norm backward", T, {
-    if (f32) backward<T, float>(x, gamma, mean, rstd, training, dy, dx, dgamma, dbeta);
-    else backward<T, T>(x, gamma, mean, rstd, training, dy, dx, dgamma, dbeta);
+    if (f32)
+      backward<T, float>(x, gamma, mean, rstd, training, dy, dx, dgamma, dbeta);
+    else
+      backward<T, T>(x, gamma, mean, rstd, training, dy, dx, dgamma, dbeta);
   });
 }
 

@@ -56,7 +56,8 @@ __global__ void cross_entropy_backward_kernel(const T* __restrict__ x, const int
                                               const float* __restrict__ lse, const float* __restrict__ dloss,
                                               T* __restrict__ dx, long long packs, int V, float eps, float eps_i,
                                               int ignore) {
-  for (long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x; p < packs; p += (long long)gridDim.x * blockDim.x) {
+  for (long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x; p < packs;
+       p += (long long)gridDim.x * blockDim.x) {
     const long long i = p * VEC, r = i / V;
     const int t = targets[r];
     if (t == ignore || t < 0 || t >= V) continue;
@@ -77,8 +78,8 @@ float smoothing_per_class(float eps, long long V) { return V > 1 ? eps / static_
 
 }  // namespace
 
-void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& lse, float label_smoothing,
-                           int ignore_index) {
+void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& lse,
+                           float label_smoothing, int ignore_index) {
   const long long V = logits.shape().last(), rows = targets.numel();
   MOE_CHECK(V < (1LL << 31), "cross_entropy: rows of ", V, " logits are too long for the CUDA kernel");
   const float eps_i = smoothing_per_class(label_smoothing, V);
@@ -87,20 +88,25 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& 
   float *pl = static_cast<float*>(loss.raw()), *plse = static_cast<float*>(lse.raw());
   cudaStream_t st = stream(logits.device());
   const bool warp = V <= 1024;
-  const unsigned blocks = warp ? grid_for(rows * 32, 256) : static_cast<unsigned>(rows < (1LL << 20) ? rows : 1LL << 20);
+  const unsigned blocks =
+      warp ? grid_for(rows * 32, 256) : static_cast<unsigned>(rows < (1LL << 20) ? rows : 1LL << 20);
   const unsigned threads = warp ? 256 : (V >= 8192 ? 512 : 256);
   MOE_FLOAT_SWITCH(logits.dtype(), "cross_entropy", T, {
     const T* px = static_cast<const T*>(logits.raw());
     constexpr int N = 16 / sizeof(T);
     const bool vec = pack_width<T>(V, {px}) == N;
     if (warp && vec)
-      cross_entropy_forward_kernel<T, N, true><<<blocks, threads, 0, st>>>(px, pt, pl, plse, rows, v, label_smoothing, eps_i, ignore_index);
+      cross_entropy_forward_kernel<T, N, true>
+          <<<blocks, threads, 0, st>>>(px, pt, pl, plse, rows, v, label_smoothing, eps_i, ignore_index);
     else if (warp)
-      cross_entropy_forward_kernel<T, 1, true><<<blocks, threads, 0, st>>>(px, pt, pl, plse, rows, v, label_smoothing, eps_i, ignore_index);
+      cross_entropy_forward_kernel<T, 1, true>
+          <<<blocks, threads, 0, st>>>(px, pt, pl, plse, rows, v, label_smoothing, eps_i, ignore_index);
     else if (vec)
-      cross_entropy_forward_kernel<T, N, false><<<blocks, threads, 0, st>>>(px, pt, pl, plse, rows, v, label_smoothing, eps_i, ignore_index);
+      cross_entropy_forward_kernel<T, N, false>
+          <<<blocks, threads, 0, st>>>(px, pt, pl, plse, rows, v, label_smoothing, eps_i, ignore_index);
     else
-      cross_entropy_forward_kernel<T, 1, false><<<blocks, threads, 0, st>>>(px, pt, pl, plse, rows, v, label_smoothing, eps_i, ignore_index);
+      cross_entropy_forward_kernel<T, 1, false>
+          <<<blocks, threads, 0, st>>>(px, pt, pl, plse, rows, v, label_smoothing, eps_i, ignore_index);
   });
   MOE_KERNEL_CHECK();
 }
@@ -119,9 +125,11 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const T
     T* pdx = static_cast<T*>(dlogits.raw());
     constexpr int N = 16 / sizeof(T);
     if (pack_width<T>(V, {px, pdx}) == N)
-      cross_entropy_backward_kernel<T, N><<<grid_for(n / N), 256, 0, st>>>(px, pt, plse, pd, pdx, n / N, v, label_smoothing, eps_i, ignore_index);
+      cross_entropy_backward_kernel<T, N>
+          <<<grid_for(n / N), 256, 0, st>>>(px, pt, plse, pd, pdx, n / N, v, label_smoothing, eps_i, ignore_index);
     else
-      cross_entropy_backward_kernel<T, 1><<<grid_for(n), 256, 0, st>>>(px, pt, plse, pd, pdx, n, v, label_smoothing, eps_i, ignore_index);
+      cross_entropy_backward_kernel<T, 1>
+          <<<grid_for(n), 256, 0, st>>>(px, pt, plse, pd, pdx, n, v, label_smoothing, eps_i, ignore_index);
   });
   MOE_KERNEL_CHECK();
 }

@@ -31,9 +31,9 @@ __device__ __forceinline__ float param(const G* p, int j, float fill) {
 }
 
 template <class T, class G, int VEC, bool WARP>
-__global__ void layer_norm_forward_kernel(const T* __restrict__ x, const G* __restrict__ gamma, const G* __restrict__ beta,
-                                          T* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd,
-                                          long long rows, int d, float eps) {
+__global__ void layer_norm_forward_kernel(const T* __restrict__ x, const G* __restrict__ gamma,
+                                          const G* __restrict__ beta, T* __restrict__ y, float* __restrict__ mean,
+                                          float* __restrict__ rstd, long long rows, int d, float eps) {
   __shared__ float scratch[32];
   const Group<WARP> g;
   for (long long r = g.first; r < rows; r += g.stride) {
@@ -162,7 +162,8 @@ __global__ void layer_norm_backward_dx_kernel(const T* __restrict__ x, const G* 
 template <class T>
 __global__ void layer_norm_param_partial_kernel(const T* __restrict__ x, const float* __restrict__ mean,
                                                 const float* __restrict__ rstd, const T* __restrict__ dy,
-                                                float* __restrict__ partial, long long rows, int d, long long chunk_rows) {
+                                                float* __restrict__ partial, long long rows, int d,
+                                                long long chunk_rows) {
   __shared__ float sg[8][33], sb[8][33];
   const int col = blockIdx.x * 32 + threadIdx.x;
   const long long chunk = blockIdx.y, begin = chunk * chunk_rows;
@@ -190,7 +191,8 @@ __global__ void layer_norm_param_partial_kernel(const T* __restrict__ x, const f
 
 // Stage 2: one thread per column adds the chunk sums into dgamma / dbeta (either may be null).
 template <class G>
-__global__ void layer_norm_param_final_kernel(const float* __restrict__ partial, G* dgamma, G* dbeta, int chunks, int d) {
+__global__ void layer_norm_param_final_kernel(const float* __restrict__ partial, G* dgamma, G* dbeta, int chunks,
+                                              int d) {
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
   if (col >= d) return;
   float ag = 0.f, ab = 0.f;
@@ -212,7 +214,8 @@ Launch row_launch(long long rows, int d) {
 }
 
 template <class T, class G>
-void forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& mean, Tensor& rstd, float eps) {
+void forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& mean, Tensor& rstd,
+             float eps) {
   const int d = static_cast<int>(x.shape().last());
   const long long rows = x.numel() / d;
   const T* px = static_cast<const T*>(x.raw());
@@ -224,16 +227,20 @@ void forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y
   cudaStream_t st = stream(x.device());
   constexpr int V = 16 / sizeof(T);
   const bool vec = pack_width<T>(d, {px, py}) == V;
-  if (l.warp && vec) layer_norm_forward_warp_kernel<T, G, V><<<l.blocks, l.threads, 0, st>>>(px, pg, pb, py, pm, pr, rows, d, eps);
-  else if (l.warp) layer_norm_forward_warp_kernel<T, G, 1><<<l.blocks, l.threads, 0, st>>>(px, pg, pb, py, pm, pr, rows, d, eps);
-  else if (vec) layer_norm_forward_kernel<T, G, V, false><<<l.blocks, l.threads, 0, st>>>(px, pg, pb, py, pm, pr, rows, d, eps);
-  else layer_norm_forward_kernel<T, G, 1, false><<<l.blocks, l.threads, 0, st>>>(px, pg, pb, py, pm, pr, rows, d, eps);
+  if (l.warp && vec)
+    layer_norm_forward_warp_kernel<T, G, V><<<l.blocks, l.threads, 0, st>>>(px, pg, pb, py, pm, pr, rows, d, eps);
+  else if (l.warp)
+    layer_norm_forward_warp_kernel<T, G, 1><<<l.blocks, l.threads, 0, st>>>(px, pg, pb, py, pm, pr, rows, d, eps);
+  else if (vec)
+    layer_norm_forward_kernel<T, G, V, false><<<l.blocks, l.threads, 0, st>>>(px, pg, pb, py, pm, pr, rows, d, eps);
+  else
+    layer_norm_forward_kernel<T, G, 1, false><<<l.blocks, l.threads, 0, st>>>(px, pg, pb, py, pm, pr, rows, d, eps);
   MOE_KERNEL_CHECK();
 }
 
 template <class T, class G>
-void backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, const Tensor& dy, Tensor& dx,
-              Tensor& dgamma, Tensor& dbeta) {
+void backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+              Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
   const int d = static_cast<int>(x.shape().last());
   const long long rows = x.numel() / d;
   const T *px = static_cast<const T*>(x.raw()), *pdy = static_cast<const T*>(dy.raw());
@@ -245,23 +252,28 @@ void backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Te
     const Launch l = row_launch(rows, d);
     constexpr int V = 16 / sizeof(T);
     const bool vec = pack_width<T>(d, {px, pdy, pdx}) == V;
-    if (l.warp && vec) layer_norm_backward_dx_kernel<T, G, V, true><<<l.blocks, l.threads, 0, st>>>(px, pg, pm, pr, pdy, pdx, rows, d);
-    else if (l.warp) layer_norm_backward_dx_kernel<T, G, 1, true><<<l.blocks, l.threads, 0, st>>>(px, pg, pm, pr, pdy, pdx, rows, d);
-    else if (vec) layer_norm_backward_dx_kernel<T, G, V, false><<<l.blocks, l.threads, 0, st>>>(px, pg, pm, pr, pdy, pdx, rows, d);
-    else layer_norm_backward_dx_kernel<T, G, 1, false><<<l.blocks, l.threads, 0, st>>>(px, pg, pm, pr, pdy, pdx, rows, d);
+    if (l.warp && vec)
+      layer_norm_backward_dx_kernel<T, G, V, true><<<l.blocks, l.threads, 0, st>>>(px, pg, pm, pr, pdy, pdx, rows, d);
+    else if (l.warp)
+      layer_norm_backward_dx_kernel<T, G, 1, true><<<l.blocks, l.threads, 0, st>>>(px, pg, pm, pr, pdy, pdx, rows, d);
+    else if (vec)
+      layer_norm_backward_dx_kernel<T, G, V, false><<<l.blocks, l.threads, 0, st>>>(px, pg, pm, pr, pdy, pdx, rows, d);
+    else
+      layer_norm_backward_dx_kernel<T, G, 1, false><<<l.blocks, l.threads, 0, st>>>(px, pg, pm, pr, pdy, pdx, rows, d);
     MOE_KERNEL_CHECK();
   }
   if (!dgamma.defined() && !dbeta.defined()) return;
   const long long tiles = (d + 31) / 32;
-  long long chunks = 1024 / tiles;  // about a thousand blocks in stage 1
+  long long chunks = 1024 / tiles;                // about a thousand blocks in stage 1
   const long long max_chunks = (rows + 31) / 32;  // at least 32 rows per chunk
   chunks = chunks < 1 ? 1 : (chunks > max_chunks ? max_chunks : chunks);
   const long long chunk_rows = (rows + chunks - 1) / chunks;
   chunks = (rows + chunk_rows - 1) / chunk_rows;
   Tensor partial = Tensor::empty(Shape{2, chunks, d}, DType::f32, x.device());
   float* pp = static_cast<float*>(partial.raw());
-  layer_norm_param_partial_kernel<T><<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks)), dim3(32, 8), 0, st>>>(
-      px, pm, pr, pdy, pp, rows, d, chunk_rows);
+  layer_norm_param_partial_kernel<T>
+      <<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks)), dim3(32, 8), 0, st>>>(px, pm, pr, pdy, pp,
+                                                                                                  rows, d, chunk_rows);
   MOE_KERNEL_CHECK();
   G* dg = dgamma.defined() ? static_cast<G*>(dgamma.raw()) : nullptr;
   G* db = dbeta.defined() ? static_cast<G*>(dbeta.raw()) : nullptr;
@@ -280,18 +292,23 @@ void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta
   MOE_CHECK(x.shape().last() < (1LL << 31), "layer_norm: rows of ", x.shape().last(), " elements are too long");
   const bool f32 = params_f32(gamma, beta);
   MOE_FLOAT_SWITCH(x.dtype(), "layer_norm", T, {
-    if (f32) forward<T, float>(x, gamma, beta, y, mean, rstd, eps);
-    else forward<T, T>(x, gamma, beta, y, mean, rstd, eps);
+    if (f32)
+      forward<T, float>(x, gamma, beta, y, mean, rstd, eps);
+    else
+      forward<T, T>(x, gamma, beta, y, mean, rstd, eps);
   });
 }
 
 void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
                          Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
-  MOE_CHECK(x.shape().last() < (1LL << 31), "layer_norm backward: rows of ", x.shape().last(), " elements are too long");
+  MOE_CHECK(x.shape().last() < (1LL << 31), "layer_norm backward: rows of ", x.shape().last(),
+            " elements are too long");
   const bool f32 = params_f32(gamma, dgamma) && params_f32(dbeta, Tensor());
   MOE_FLOAT_SWITCH(x.dtype(), "layer_norm backward", T, {
-    if (f32) backward<T, float>(x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
-    else backward<T, T>(x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+    if (f32)
+      backward<T, float>(x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+    else
+      backward<T, T>(x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
   });
 }
 

@@ -6,8 +6,8 @@
 // Covered by tests/gpu/softmax_parity_test.cpp.
 #include "common/context.h"
 #include "common/cuda_check.h"
-#include "ops/softmax.h"
 #include "ops/softmax.cuh"
+#include "ops/softmax.h"
 
 namespace moe::cuda {
 namespace {
@@ -183,10 +183,14 @@ void softmax_forward(const Tensor& x, const Tensor& mask, Tensor& y, bool log) {
     constexpr int V = 16 / sizeof(T);
     const bool vec = pack_width<T>(cols, {px, py}) == V;
     const int c = static_cast<int>(cols);
-    if (l.warp && vec) softmax_forward_warp_kernel<T, V><<<l.blocks, l.threads, 0, st>>>(px, m, mstride, py, rows, c, log);
-    else if (l.warp) softmax_forward_warp_kernel<T, 1><<<l.blocks, l.threads, 0, st>>>(px, m, mstride, py, rows, c, log);
-    else if (vec) softmax_forward_kernel<T, V, false><<<l.blocks, l.threads, 0, st>>>(px, m, mstride, py, rows, c, log);
-    else softmax_forward_kernel<T, 1, false><<<l.blocks, l.threads, 0, st>>>(px, m, mstride, py, rows, c, log);
+    if (l.warp && vec)
+      softmax_forward_warp_kernel<T, V><<<l.blocks, l.threads, 0, st>>>(px, m, mstride, py, rows, c, log);
+    else if (l.warp)
+      softmax_forward_warp_kernel<T, 1><<<l.blocks, l.threads, 0, st>>>(px, m, mstride, py, rows, c, log);
+    else if (vec)
+      softmax_forward_kernel<T, V, false><<<l.blocks, l.threads, 0, st>>>(px, m, mstride, py, rows, c, log);
+    else
+      softmax_forward_kernel<T, 1, false><<<l.blocks, l.threads, 0, st>>>(px, m, mstride, py, rows, c, log);
   });
   MOE_KERNEL_CHECK();
 }
@@ -203,10 +207,14 @@ void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx, bool log) {
     constexpr int V = 16 / sizeof(T);
     const bool vec = pack_width<T>(cols, {py, pdy, pdx}) == V;
     const int c = static_cast<int>(cols);
-    if (l.warp && vec) softmax_backward_kernel<T, V, true><<<l.blocks, l.threads, 0, st>>>(py, pdy, pdx, rows, c, log);
-    else if (l.warp) softmax_backward_kernel<T, 1, true><<<l.blocks, l.threads, 0, st>>>(py, pdy, pdx, rows, c, log);
-    else if (vec) softmax_backward_kernel<T, V, false><<<l.blocks, l.threads, 0, st>>>(py, pdy, pdx, rows, c, log);
-    else softmax_backward_kernel<T, 1, false><<<l.blocks, l.threads, 0, st>>>(py, pdy, pdx, rows, c, log);
+    if (l.warp && vec)
+      softmax_backward_kernel<T, V, true><<<l.blocks, l.threads, 0, st>>>(py, pdy, pdx, rows, c, log);
+    else if (l.warp)
+      softmax_backward_kernel<T, 1, true><<<l.blocks, l.threads, 0, st>>>(py, pdy, pdx, rows, c, log);
+    else if (vec)
+      softmax_backward_kernel<T, V, false><<<l.blocks, l.threads, 0, st>>>(py, pdy, pdx, rows, c, log);
+    else
+      softmax_backward_kernel<T, 1, false><<<l.blocks, l.threads, 0, st>>>(py, pdy, pdx, rows, c, log);
   });
   MOE_KERNEL_CHECK();
 }

@@ -50,13 +50,17 @@ __device__ __forceinline__ void online_add(float& m, float& s, float v) {
 /// Sum / max over the group: a warp (WARP) or the whole block (needs blockDim.x % 32 == 0).
 template <bool WARP>
 __device__ __forceinline__ float group_sum(float v, float* scratch) {
-  if constexpr (WARP) return warp_sum(v);
-  else return block_sum(v, scratch);
+  if constexpr (WARP)
+    return warp_sum(v);
+  else
+    return block_sum(v, scratch);
 }
 template <bool WARP>
 __device__ __forceinline__ float group_max(float v, float* scratch) {
-  if constexpr (WARP) return warp_max(v);
-  else return block_max(v, scratch);
+  if constexpr (WARP)
+    return warp_max(v);
+  else
+    return block_max(v, scratch);
 }
 
 /// Combines per-thread (m, s) over the group; returns the group's (m, s), s = 0 when nothing was kept.

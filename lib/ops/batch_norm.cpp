@@ -18,8 +18,10 @@ std::vector<double> host(const Tensor& t, int64_t n, double fill) {
 // t = v (set) or t += v (add), for an f32 or f64 tensor.
 void store(Tensor& t, const std::vector<double>& v, bool add) {
   for (size_t i = 0; i < v.size(); ++i) {
-    if (t.dtype() == DType::f64) t.data<double>()[i] = (add ? t.data<double>()[i] : 0.0) + v[i];
-    else t.data<float>()[i] = (add ? t.data<float>()[i] : 0.f) + static_cast<float>(v[i]);
+    if (t.dtype() == DType::f64)
+      t.data<double>()[i] = (add ? t.data<double>()[i] : 0.0) + v[i];
+    else
+      t.data<float>()[i] = (add ? t.data<float>()[i] : 0.f) + static_cast<float>(v[i]);
   }
 }
 
@@ -93,21 +95,24 @@ void batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta
   check_cpu_float("batch_norm", x);
   if (x.dtype() == DType::f64)
     forward<double>(x, gamma, beta, running_mean, running_var, training, momentum, eps, y, mean, rstd);
-  else forward<float>(x, gamma, beta, running_mean, running_var, training, momentum, eps, y, mean, rstd);
+  else
+    forward<float>(x, gamma, beta, running_mean, running_var, training, momentum, eps, y, mean, rstd);
 }
 
 void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, bool training,
                          const Tensor& dy, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
   check_cpu_float("batch_norm backward", x);
-  if (x.dtype() == DType::f64) backward<double>(x, gamma, mean, rstd, training, dy, dx, dgamma, dbeta);
-  else backward<float>(x, gamma, mean, rstd, training, dy, dx, dgamma, dbeta);
+  if (x.dtype() == DType::f64)
+    backward<double>(x, gamma, mean, rstd, training, dy, dx, dgamma, dbeta);
+  else
+    backward<float>(x, gamma, mean, rstd, training, dy, dx, dgamma, dbeta);
 }
 }  // namespace cpu
 
 namespace {
 int64_t check_common(const char* op, const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd) {
-  MOE_CHECK(x.shape().ndim() >= 1 && x.shape().last() >= 1, op, ": the input needs a non-empty last (column) axis, not shape ",
-            x.shape());
+  MOE_CHECK(x.shape().ndim() >= 1 && x.shape().last() >= 1, op,
+            ": the input needs a non-empty last (column) axis, not shape ", x.shape());
   const int64_t C = x.shape().last();
   check_norm_param(op, "gamma", gamma, x, C);
   const DType sd = norm_stat_dtype(x.dtype());
@@ -130,7 +135,8 @@ void batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta
             dtype_name(gamma.dtype()), ") and beta (", dtype_name(beta.dtype()), ") must have the same dtype");
   MOE_CHECK(running_mean.defined() == running_var.defined(), op, ": give both running_mean and running_var or neither");
   MOE_CHECK(training || running_mean.defined(), op, ": eval mode needs running_mean and running_var");
-  for (const auto& [t, what] : {std::pair<const Tensor&, const char*>{running_mean, "running_mean"}, {running_var, "running_var"}}) {
+  for (const auto& [t, what] :
+       {std::pair<const Tensor&, const char*>{running_mean, "running_mean"}, {running_var, "running_var"}}) {
     if (!t.defined()) continue;
     check_same_device(op, x, t);
     check_shape(op, what, t, Shape{C});
@@ -143,7 +149,8 @@ void batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta
   check_same_device(op, x, y);
   check_shape(op, "output", y, x.shape());
   check_dtype(op, "output", y, x.dtype());
-  MOE_DISPATCH(x, batch_norm_forward, x, gamma, beta, running_mean, running_var, training, momentum, eps, y, mean, rstd);
+  MOE_DISPATCH(x, batch_norm_forward, x, gamma, beta, running_mean, running_var, training, momentum, eps, y, mean,
+               rstd);
 }
 
 void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, bool training,

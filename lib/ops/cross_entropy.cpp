@@ -63,18 +63,22 @@ void backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, co
 }
 }  // namespace
 
-void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& lse, float label_smoothing,
-                           int ignore_index) {
+void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& lse,
+                           float label_smoothing, int ignore_index) {
   check_cpu_float("cross_entropy", logits);
-  if (logits.dtype() == DType::f64) forward<double>(logits, targets, loss, lse, label_smoothing, ignore_index);
-  else forward<float>(logits, targets, loss, lse, label_smoothing, ignore_index);
+  if (logits.dtype() == DType::f64)
+    forward<double>(logits, targets, loss, lse, label_smoothing, ignore_index);
+  else
+    forward<float>(logits, targets, loss, lse, label_smoothing, ignore_index);
 }
 
 void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, const Tensor& dloss,
                             Tensor& dlogits, float label_smoothing, int ignore_index) {
   check_cpu_float("cross_entropy backward", logits);
-  if (logits.dtype() == DType::f64) backward<double>(logits, targets, lse, dloss, dlogits, label_smoothing, ignore_index);
-  else backward<float>(logits, targets, lse, dloss, dlogits, label_smoothing, ignore_index);
+  if (logits.dtype() == DType::f64)
+    backward<double>(logits, targets, lse, dloss, dlogits, label_smoothing, ignore_index);
+  else
+    backward<float>(logits, targets, lse, dloss, dlogits, label_smoothing, ignore_index);
 }
 }  // namespace cpu
 
@@ -95,8 +99,8 @@ void check_args(const char* op, const Tensor& logits, const Tensor& targets, flo
 }
 }  // namespace
 
-void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& lse, float label_smoothing,
-                           int ignore_index) {
+void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& lse,
+                           float label_smoothing, int ignore_index) {
   const char* op = "cross_entropy";
   check_args(op, logits, targets, label_smoothing);
   const DType ld = cross_entropy_loss_dtype(logits.dtype());

@@ -11,14 +11,14 @@
 namespace moe {
 
 namespace cpu {
-void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& lse, float label_smoothing,
-                           int ignore_index);
+void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& lse,
+                           float label_smoothing, int ignore_index);
 void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, const Tensor& dloss,
                             Tensor& dlogits, float label_smoothing, int ignore_index);
 }  // namespace cpu
 namespace cuda {
-void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& lse, float label_smoothing,
-                           int ignore_index);
+void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& lse,
+                           float label_smoothing, int ignore_index);
 void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, const Tensor& dloss,
                             Tensor& dlogits, float label_smoothing, int ignore_index);
 }  // namespace cuda

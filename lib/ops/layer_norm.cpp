@@ -52,8 +52,8 @@ void forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y
 }
 
 template <class T>
-void backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, const Tensor& dy, Tensor& dx,
-              Tensor& dgamma, Tensor& dbeta) {
+void backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+              Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
   const int64_t d = x.shape().last(), rows = x.numel() / d;
   const std::vector<double> g = host(gamma, d, 1);
   std::vector<double> dg(static_cast<size_t>(d), 0.0), db(static_cast<size_t>(d), 0.0);
@@ -83,15 +83,19 @@ void backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Te
 void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& mean, Tensor& rstd,
                         float eps) {
   check_cpu_float("layer_norm", x);
-  if (x.dtype() == DType::f64) forward<double>(x, gamma, beta, y, mean, rstd, eps);
-  else forward<float>(x, gamma, beta, y, mean, rstd, eps);
+  if (x.dtype() == DType::f64)
+    forward<double>(x, gamma, beta, y, mean, rstd, eps);
+  else
+    forward<float>(x, gamma, beta, y, mean, rstd, eps);
 }
 
 void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
                          Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
   check_cpu_float("layer_norm backward", x);
-  if (x.dtype() == DType::f64) backward<double>(x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
-  else backward<float>(x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+  if (x.dtype() == DType::f64)
+    backward<double>(x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+  else
+    backward<float>(x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
 }
 }  // namespace cpu
 

@@ -44,8 +44,10 @@ void forward(const Tensor& x, const Tensor& mask, Tensor& y, bool log, int64_t m
       if (kept(j)) s += std::exp(xr[j] - m);
     const T lse = m + std::log(s);
     for (int64_t j = 0; j < cols; ++j) {
-      if (!kept(j) || s == T(0)) yr[j] = log ? ninf : T(0);
-      else yr[j] = log ? xr[j] - lse : std::exp(xr[j] - m) / s;
+      if (!kept(j) || s == T(0))
+        yr[j] = log ? ninf : T(0);
+      else
+        yr[j] = log ? xr[j] - lse : std::exp(xr[j] - m) / s;
     }
   }
 }
@@ -61,12 +63,16 @@ void backward(const Tensor& y, const Tensor& dy, Tensor& dx, bool log) {
     T* dxr = pdx + r * cols;
     T s = 0;
     for (int64_t j = 0; j < cols; ++j) {
-      if (log) s += yr[j] == ninf ? T(0) : dyr[j];
-      else s += dyr[j] * yr[j];
+      if (log)
+        s += yr[j] == ninf ? T(0) : dyr[j];
+      else
+        s += dyr[j] * yr[j];
     }
     for (int64_t j = 0; j < cols; ++j) {
-      if (log) dxr[j] += yr[j] == ninf ? T(0) : dyr[j] - std::exp(yr[j]) * s;
-      else dxr[j] += yr[j] * (dyr[j] - s);
+      if (log)
+        dxr[j] += yr[j] == ninf ? T(0) : dyr[j] - std::exp(yr[j]) * s;
+      else
+        dxr[j] += yr[j] * (dyr[j] - s);
     }
   }
 }
@@ -76,14 +82,18 @@ void softmax_forward(const Tensor& x, const Tensor& mask, Tensor& y, bool log) {
   const char* op = log ? "log_softmax" : "softmax";
   check_cpu_float(op, x);
   const int64_t stride = softmax_mask_stride(op, x, mask);
-  if (x.dtype() == DType::f64) forward<double>(x, mask, y, log, stride);
-  else forward<float>(x, mask, y, log, stride);
+  if (x.dtype() == DType::f64)
+    forward<double>(x, mask, y, log, stride);
+  else
+    forward<float>(x, mask, y, log, stride);
 }
 
 void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx, bool log) {
   check_cpu_float(log ? "log_softmax backward" : "softmax backward", y);
-  if (y.dtype() == DType::f64) backward<double>(y, dy, dx, log);
-  else backward<float>(y, dy, dx, log);
+  if (y.dtype() == DType::f64)
+    backward<double>(y, dy, dx, log);
+  else
+    backward<float>(y, dy, dx, log);
 }
 }  // namespace cpu
 

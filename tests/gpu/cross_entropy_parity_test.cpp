@@ -2,7 +2,6 @@
 // rows (V <= 1024) and block rows, packed and scalar paths (V not a multiple of 8), label
 // smoothing and ignore_index rows; out-of-range targets give NaN on the GPU.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <random>
 
@@ -23,9 +22,9 @@ TEST_CASE("cross_entropy parity", "[gpu][cross_entropy]") {
     for (float eps : {0.f, 0.1f}) {
       for (DType dt : {DType::f32, DType::bf16}) {
         INFO(shape << " eps " << eps << " " << dtype_name(dt));
-        auto r = test::parity({x, targets}, [eps](Graph&, const std::vector<Expr>& in) {
-          return cross_entropy(in[0], in[1], eps, -100);
-        }, dt, {0});
+        auto r = test::parity(
+            {x, targets}, [eps](Graph&, const std::vector<Expr>& in) { return cross_entropy(in[0], in[1], eps, -100); },
+            dt, {0});
         CHECK(r.forward < (dt == DType::f32 ? 1e-5 : 2e-2));
         CHECK(r.backward < (dt == DType::f32 ? 1e-5 : 2e-2));
       }

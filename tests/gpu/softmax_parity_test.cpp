@@ -3,7 +3,6 @@
 // Masked log-softmax outputs (-inf) are mapped to 0 by a test node before comparison, after
 // checking that CPU and GPU put -inf in exactly the same places.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <random>
 
@@ -48,7 +47,8 @@ TEST_CASE("softmax parity", "[gpu][softmax]") {
     for (Tensor mask : {Tensor(), random_mask(shape, 5, true), random_mask(row, 6, false)}) {
       for (DType dt : {DType::f32, DType::bf16}) {
         for (bool log : {false, true}) {
-          INFO(shape << " mask " << (mask.defined() ? mask.shape().str() : "none") << " " << dtype_name(dt) << " log " << log);
+          INFO(shape << " mask " << (mask.defined() ? mask.shape().str() : "none") << " " << dtype_name(dt) << " log "
+                     << log);
           auto build = [mask, log](Graph& g, const std::vector<Expr>& in) {
             Tensor m = mask.defined() ? mask.to(g.device()) : mask;
             return log ? finite(log_softmax(in[0], m)) : softmax(in[0], m);

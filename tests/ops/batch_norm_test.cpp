@@ -1,11 +1,11 @@
 // Batch norm: hand-computed training values and running-statistics update (unbiased variance,
 // momentum), eval mode with running statistics, finite-difference gradients (f64) in both modes,
 // and errors (one row in training, shapes, missing running statistics).
-#include <catch2/catch.hpp>
+#include "graph/expr/batch_norm.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
-#include "graph/expr/batch_norm.h"
 #include "support/gradcheck.h"
 
 using namespace moe;
@@ -19,7 +19,8 @@ TEST_CASE("batch_norm: training values and running statistics", "[ops][batch_nor
   Tensor rm = f64({0, 1}, Shape{2}), rv = f64({1, 2}, Shape{2});
   Tensor gamma = f64({2, 1}, Shape{2}), beta = f64({0.5, 0}, Shape{2});
   Graph g(Device::cpu(), nullptr, GraphOptions{.training = false});
-  const auto y = batch_norm(g.input(x), g.input(gamma), g.input(beta), rm, rv, true, 0.1f, 1e-5f).val().to_vector<double>();
+  const auto y =
+      batch_norm(g.input(x), g.input(gamma), g.input(beta), rm, rv, true, 0.1f, 1e-5f).val().to_vector<double>();
   const double rs0 = 1 / std::sqrt(8.0 / 3 + 1e-5), rs1 = 1 / std::sqrt(200.0 + 1e-5);  // col 1: mean 20, var 200
   CHECK(y[0] == Approx(-2 * rs0 * 2 + 0.5));
   CHECK(y[2] == Approx(0.5));
@@ -42,7 +43,8 @@ TEST_CASE("batch_norm: eval mode uses the running statistics", "[ops][batch_norm
   CHECK(rm.to_vector<double>() == std::vector<double>{1, -1});  // untouched in eval
   // One row is fine in eval mode.
   Tensor one = f64({3, 0}, Shape{1, 2});
-  CHECK(batch_norm(g.input(one), {}, {}, rm, rv, false, 0.1f, 0.f).val().to_vector<double>() == std::vector<double>{1, 2});
+  CHECK(batch_norm(g.input(one), {}, {}, rm, rv, false, 0.1f, 0.f).val().to_vector<double>() ==
+        std::vector<double>{1, 2});
 }
 
 TEST_CASE("batch_norm: finite-difference gradients", "[ops][batch_norm][grad]") {
@@ -68,12 +70,12 @@ TEST_CASE("batch_norm: errors name the op and the shapes", "[ops][batch_norm][er
   Graph g(Device::cpu(), nullptr, GraphOptions{.training = false});
   Tensor rm = Tensor::zeros(Shape{3}, DType::f32, Device::cpu()), rv = rm.clone();
   Expr one = g.input(Tensor::zeros(Shape{1, 3}, DType::f32, Device::cpu()));
-  CHECK_THROWS_WITH(batch_norm(one, {}, {}, rm, rv, true), Catch::Contains("batch_norm") && Catch::Contains("more than one row") &&
-                                                              Catch::Contains("[1,3]"));
+  CHECK_THROWS_WITH(batch_norm(one, {}, {}, rm, rv, true),
+                    Catch::Contains("batch_norm") && Catch::Contains("more than one row") && Catch::Contains("[1,3]"));
   Expr x = g.input(Tensor::zeros(Shape{4, 3}, DType::f32, Device::cpu()));
   Tensor bad = Tensor::zeros(Shape{2}, DType::f32, Device::cpu());
-  CHECK_THROWS_WITH(batch_norm(x, {}, {}, bad, rv, true), Catch::Contains("running_mean") && Catch::Contains("[2]") &&
-                                                            Catch::Contains("[3]"));
+  CHECK_THROWS_WITH(batch_norm(x, {}, {}, bad, rv, true),
+                    Catch::Contains("running_mean") && Catch::Contains("[2]") && Catch::Contains("[3]"));
   CHECK_THROWS_WITH(batch_norm(x, {}, {}, Tensor(), Tensor(), false), Catch::Contains("eval mode needs running"));
   CHECK_THROWS_WITH(batch_norm(x, g.input(bad), {}, rm, rv, true), Catch::Contains("gamma") && Catch::Contains("[2]"));
 }

@@ -1,11 +1,11 @@
 // Fused cross-entropy: hand values, label smoothing against a direct sum over the smoothed target
 // distribution, ignore_index rows (zero loss and gradient), agreement with -log_softmax[target],
 // finite-difference gradients (f64) and errors (targets out of range, shapes).
-#include <catch2/catch.hpp>
+#include "graph/expr/cross_entropy.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
-#include "graph/expr/cross_entropy.h"
 #include "graph/expr/softmax.h"
 #include "support/gradcheck.h"
 
@@ -86,16 +86,17 @@ TEST_CASE("cross_entropy: finite-difference gradients", "[ops][cross_entropy][gr
     std::vector<int32_t> t;
     float eps;
   };
-  for (const Case& c : {Case{Shape{1, 1}, {0}, 0.f}, Case{Shape{1, 2}, {1}, 0.2f}, Case{Shape{4, 37}, {1, -1, 36, 0}, 0.1f},
-                        Case{Shape{2, 3, 5}, {0, 4, -1, 2, 3, 1}, 0.f}}) {
+  for (const Case& c : {Case{Shape{1, 1}, {0}, 0.f}, Case{Shape{1, 2}, {1}, 0.2f},
+                        Case{Shape{4, 37}, {1, -1, 36, 0}, 0.1f}, Case{Shape{2, 3, 5}, {0, 4, -1, 2, 3, 1}, 0.f}}) {
     INFO(c.shape << " eps " << c.eps);
     std::vector<int64_t> ts = c.shape.vec();
     ts.pop_back();
     Tensor x = test::random_tensor(c.shape, 21, -3, 3);
     Tensor t = i32(c.t, Shape(ts));
     const float eps = c.eps;
-    CHECK(test::gradcheck({x, t}, [eps](Graph&, const std::vector<Expr>& in) { return cross_entropy(in[0], in[1], eps); },
-                          1e-6, {0}) < 1e-6);
+    CHECK(test::gradcheck({x, t},
+                          [eps](Graph&, const std::vector<Expr>& in) { return cross_entropy(in[0], in[1], eps); }, 1e-6,
+                          {0}) < 1e-6);
   }
 }
 

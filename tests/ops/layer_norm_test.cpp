@@ -1,11 +1,11 @@
 // Layer norm: hand-computed values, the saved statistics, agreement with the composition
 // (x - mean)/sqrt(var + eps)*gamma + beta computed directly, finite-difference gradients for x,
 // gamma and beta (f64; with and without gamma/beta; d = 1 and d not a multiple of 32), and errors.
-#include <catch2/catch.hpp>
+#include "graph/expr/layer_norm.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
-#include "graph/expr/layer_norm.h"
 #include "support/gradcheck.h"
 
 using namespace moe;
@@ -61,15 +61,17 @@ TEST_CASE("layer_norm: finite-difference gradients", "[ops][layer_norm][grad]") 
     CHECK(test::gradcheck({x, gamma, beta}, [](Graph&, const std::vector<Expr>& in) {
             return layer_norm(in[0], in[1], in[2], 1e-3f);
           }) < 1e-6);
-    CHECK(test::gradcheck({x}, [](Graph&, const std::vector<Expr>& in) { return layer_norm(in[0], {}, {}, 1e-3f); }) < 1e-6);
-    CHECK(test::gradcheck({x, gamma}, [](Graph&, const std::vector<Expr>& in) { return layer_norm(in[0], in[1], {}); }) <
+    CHECK(test::gradcheck({x}, [](Graph&, const std::vector<Expr>& in) { return layer_norm(in[0], {}, {}, 1e-3f); }) <
           1e-6);
+    CHECK(test::gradcheck({x, gamma},
+                          [](Graph&, const std::vector<Expr>& in) { return layer_norm(in[0], in[1], {}); }) < 1e-6);
   }
   // Only gamma/beta take gradients (x is a constant input).
   Tensor x = test::random_tensor(Shape{4, 33}, 15, -2, 2);
   Tensor gamma = test::random_tensor(Shape{33}, 16, 0.5, 1.5), beta = test::random_tensor(Shape{33}, 17);
-  CHECK(test::gradcheck({x, gamma, beta}, [](Graph&, const std::vector<Expr>& in) { return layer_norm(in[0], in[1], in[2]); },
-                        1e-6, {1, 2}) < 1e-6);
+  CHECK(test::gradcheck({x, gamma, beta},
+                        [](Graph&, const std::vector<Expr>& in) { return layer_norm(in[0], in[1], in[2]); }, 1e-6,
+                        {1, 2}) < 1e-6);
 }
 
 TEST_CASE("layer_norm: errors name the op and the shapes", "[ops][layer_norm][errors]") {

@@ -1,11 +1,11 @@
 // Softmax / log-softmax with masks: hand-computed values, fully masked rows (zeros / -inf, zero
 // gradient, never NaN), broadcast row masks, finite-difference gradients (f64), and errors.
-#include <catch2/catch.hpp>
+#include "graph/expr/softmax.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 
-#include "graph/expr/softmax.h"
 #include "support/gradcheck.h"
 
 using namespace moe;
@@ -84,8 +84,8 @@ TEST_CASE("softmax: masks, fully masked rows and size-1 rows", "[ops][softmax][m
 TEST_CASE("softmax: fully masked rows take zero gradient, never NaN", "[ops][softmax][mask][grad]") {
   for (bool log : {false, true}) {
     Tensor y = Tensor::from_vector(std::vector<double>{1, 2, 3, 4}, Shape{2, 2});
-    softmax_forward(Tensor::from_vector(std::vector<double>{1, 2, 3, 4}, Shape{2, 2}), u8({1, 1, 0, 0}, Shape{2, 2}),
-                    y, log);
+    softmax_forward(Tensor::from_vector(std::vector<double>{1, 2, 3, 4}, Shape{2, 2}), u8({1, 1, 0, 0}, Shape{2, 2}), y,
+                    log);
     Tensor dy = Tensor::from_vector(std::vector<double>{0.3, -0.7, 5, 9}, Shape{2, 2});
     Tensor dx = Tensor::zeros(Shape{2, 2}, DType::f64, Device::cpu());
     softmax_backward(y, dy, dx, log);
@@ -112,8 +112,8 @@ TEST_CASE("softmax: finite-difference gradients", "[ops][softmax][grad]") {
   for (Tensor mask : {u8(mv, Shape{3, 37}), u8(std::vector<int32_t>(mv.begin(), mv.begin() + 37), Shape{1, 37})}) {
     INFO("mask " << mask.shape());
     CHECK(test::gradcheck({x}, [mask](Graph&, const std::vector<Expr>& in) { return softmax(in[0], mask); }) < 1e-6);
-    CHECK(test::gradcheck({x}, [mask](Graph&, const std::vector<Expr>& in) { return finite(log_softmax(in[0], mask)); }) <
-          1e-6);
+    CHECK(test::gradcheck(
+              {x}, [mask](Graph&, const std::vector<Expr>& in) { return finite(log_softmax(in[0], mask)); }) < 1e-6);
   }
 }
 
@@ -127,7 +127,8 @@ TEST_CASE("softmax: errors name the op and the shapes", "[ops][softmax][errors]"
   Tensor bad = Tensor::zeros(Shape{3, 2}, DType::f32, Device::cpu());
   CHECK_THROWS_WITH(softmax_forward(x, {}, bad, false), Catch::Contains("softmax") && Catch::Contains("[3,2]"));
   Graph g(Device::cpu());
-  CHECK_THROWS_WITH(softmax(g.input(x), u8({1, 1, 1, 1}, Shape{4})), Catch::Contains("softmax") && Catch::Contains("[4]"));
+  CHECK_THROWS_WITH(softmax(g.input(x), u8({1, 1, 1, 1}, Shape{4})),
+                    Catch::Contains("softmax") && Catch::Contains("[4]"));
 }
 
 TEST_CASE("softmax: empty inputs and an all-zero mask", "[ops][softmax][mask]") {

@@ -8,8 +8,8 @@
 namespace moe {
 
 Expr layer_norm(const Expr& x, const Expr& gamma, const Expr& beta, float eps) {
-  MOE_CHECK(x.shape().ndim() >= 1 && x.shape().last() >= 1, "layer_norm: the input needs a non-empty last axis, not shape ",
-            x.shape());
+  MOE_CHECK(x.shape().ndim() >= 1 && x.shape().last() >= 1,
+            "layer_norm: the input needs a non-empty last axis, not shape ", x.shape());
   const int64_t d = x.shape().last();
   for (const Expr* p : {&gamma, &beta})
     if (p->defined())
