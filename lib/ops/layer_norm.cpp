@@ -1,0 +1,155 @@
+// CPU reference of layer normalisation (math in layer_norm.h) in f32 and f64, with gamma/beta of
+// any float dtype, plus the argument checks and dispatch. Covered by tests/ops/layer_norm_test.cpp.
+#include "ops/layer_norm.h"
+
+#include <cmath>
+#include <vector>
+
+#include "ops/dispatch.h"
+
+namespace moe {
+
+DType norm_stat_dtype(DType x) { return x == DType::f64 ? DType::f64 : DType::f32; }
+
+void check_norm_param(const char* op, const char* what, const Tensor& p, const Tensor& x, int64_t d) {
+  if (!p.defined()) return;
+  check_same_device(op, x, p);
+  check_shape(op, what, p, Shape{d});
+  MOE_CHECK(p.dtype() == x.dtype() || p.dtype() == DType::f32, op, ": ", what, " has dtype ", dtype_name(p.dtype()),
+            " but must be f32 or the input's ", dtype_name(x.dtype()));
+}
+
+namespace cpu {
+namespace {
+std::vector<double> host(const Tensor& t, int64_t d, double fill) {
+  return t.defined() ? t.to_vector<double>() : std::vector<double>(static_cast<size_t>(d), fill);
+}
+void add_into(Tensor& t, const std::vector<double>& v) {
+  if (t.dtype() == DType::f64) {
+    for (size_t i = 0; i < v.size(); ++i) t.data<double>()[i] += v[i];
+  } else {
+    for (size_t i = 0; i < v.size(); ++i) t.data<float>()[i] += static_cast<float>(v[i]);
+  }
+}
+
+template <class T>
+void forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& mean, Tensor& rstd, T eps) {
+  const int64_t d = x.shape().last(), rows = x.numel() / d;
+  const std::vector<double> g = host(gamma, d, 1), b = host(beta, d, 0);
+  const T* px = x.data<T>();
+  T *py = y.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = px + r * d;
+    T mu = 0, var = 0;
+    for (int64_t j = 0; j < d; ++j) mu += xr[j];
+    mu /= T(d);
+    for (int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
+    const T rs = T(1) / std::sqrt(var / T(d) + eps);
+    pm[r] = mu;
+    pr[r] = rs;
+    for (int64_t j = 0; j < d; ++j) py[r * d + j] = (xr[j] - mu) * rs * T(g[j]) + T(b[j]);
+  }
+}
+
+template <class T>
+void backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+              Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+  const int64_t d = x.shape().last(), rows = x.numel() / d;
+  const std::vector<double> g = host(gamma, d, 1);
+  std::vector<double> dg(static_cast<size_t>(d), 0.0), db(static_cast<size_t>(d), 0.0);
+  const T *px = x.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>(), *pdy = dy.data<T>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *xr = px + r * d, *dyr = pdy + r * d;
+    T a = 0, b = 0;  // sum g, sum g*xhat
+    for (int64_t j = 0; j < d; ++j) {
+      const T xh = (xr[j] - pm[r]) * pr[r], gj = dyr[j] * T(g[j]);
+      a += gj;
+      b += gj * xh;
+      dg[j] += dyr[j] * xh;
+      db[j] += dyr[j];
+    }
+    if (!dx.defined()) continue;
+    T* dxr = dx.data<T>() + r * d;
+    for (int64_t j = 0; j < d; ++j) {
+      const T xh = (xr[j] - pm[r]) * pr[r];
+      dxr[j] += pr[r] * (dyr[j] * T(g[j]) - a / T(d) - xh * b / T(d));
+    }
+  }
+  if (dgamma.defined()) add_into(dgamma, dg);
+  if (dbeta.defined()) add_into(dbeta, db);
+}
+}  // namespace
+
+void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& mean, Tensor& rstd,
+                        float eps) {
+  check_cpu_float("layer_norm", x);
+  if (x.dtype() == DType::f64)
+    forward<double>(x, gamma, beta, y, mean, rstd, eps);
+  else
+    forward<float>(x, gamma, beta, y, mean, rstd, eps);
+}
+
+void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+                         Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+  check_cpu_float("layer_norm backward", x);
+  if (x.dtype() == DType::f64)
+    backward<double>(x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+  else
+    backward<float>(x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+}
+}  // namespace cpu
+
+namespace {
+int64_t check_common(const char* op, const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd) {
+  MOE_CHECK(x.shape().ndim() >= 1 && x.shape().last() >= 1, op, ": the input needs a non-empty last axis, not shape ",
+            x.shape());
+  const int64_t d = x.shape().last();
+  check_norm_param(op, "gamma", gamma, x, d);
+  check_same_device(op, x, mean, rstd);
+  check_shape(op, "mean", mean, Shape{x.numel() / d});
+  check_shape(op, "rstd", rstd, Shape{x.numel() / d});
+  check_dtype(op, "mean", mean, norm_stat_dtype(x.dtype()));
+  check_dtype(op, "rstd", rstd, norm_stat_dtype(x.dtype()));
+  return d;
+}
+}  // namespace
+
+void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& mean, Tensor& rstd,
+                        float eps) {
+  const char* op = "layer_norm";
+  const int64_t d = check_common(op, x, gamma, mean, rstd);
+  check_norm_param(op, "beta", beta, x, d);
+  MOE_CHECK(!gamma.defined() || !beta.defined() || gamma.dtype() == beta.dtype(), op, ": gamma (",
+            dtype_name(gamma.dtype()), ") and beta (", dtype_name(beta.dtype()), ") must have the same dtype");
+  MOE_CHECK(eps >= 0.f, op, ": eps must be >= 0, not ", eps);
+  check_same_device(op, x, y);
+  check_shape(op, "output", y, x.shape());
+  check_dtype(op, "output", y, x.dtype());
+  if (x.numel() == 0) return;
+  MOE_DISPATCH(x, layer_norm_forward, x, gamma, beta, y, mean, rstd, eps);
+}
+
+void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+                         Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+  const char* op = "layer_norm backward";
+  const int64_t d = check_common(op, x, gamma, mean, rstd);
+  check_same_device(op, x, dy, dx, dgamma, dbeta);
+  check_shape(op, "output gradient", dy, x.shape());
+  check_dtype(op, "output gradient", dy, x.dtype());
+  if (dx.defined()) {
+    check_shape(op, "input gradient", dx, x.shape());
+    check_dtype(op, "input gradient", dx, x.dtype());
+  }
+  MOE_CHECK(!dgamma.defined() || gamma.defined(), op, ": dgamma requested without gamma");
+  if (dgamma.defined()) {
+    check_shape(op, "gamma gradient", dgamma, Shape{d});
+    check_dtype(op, "gamma gradient", dgamma, gamma.dtype());
+  }
+  check_norm_param(op, "beta gradient", dbeta, x, d);
+  MOE_CHECK(!dbeta.defined() || !gamma.defined() || gamma.dtype() == dbeta.dtype(), op,
+            ": gamma and the beta gradient must have the same dtype");
+  if (x.numel() == 0 || (!dx.defined() && !dgamma.defined() && !dbeta.defined())) return;
+  MOE_DISPATCH(x, layer_norm_backward, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+}
+
+}  // namespace moe
