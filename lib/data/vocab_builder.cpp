@@ -101,4 +101,20 @@ int64_t build_word_vocab(const WordVocabOptions& o) {
   return static_cast<int64_t>(v.size());
 }
 
+bool ensure_vocab(const std::string& path, const std::vector<std::string>& inputs, SpmTrainOptions spm,
+                  WordVocabOptions word) {
+  if (fs::exists(path)) return false;
+  spdlog::info("moe-vocab: vocabulary {} is missing: building it from {} file(s)", path, inputs.size());
+  if (ends_with(path, ".spm") || ends_with(path, ".model")) {
+    spm.inputs = inputs;
+    spm.output = path;
+    train_sentencepiece(spm);
+  } else {
+    word.inputs = inputs;
+    word.output = path;
+    build_word_vocab(word);
+  }
+  return true;
+}
+
 }  // namespace moe::data

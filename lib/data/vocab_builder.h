@@ -34,4 +34,10 @@ struct WordVocabOptions {
 /// Counts whitespace-separated words and writes "token count" lines. Returns the number written.
 int64_t build_word_vocab(const WordVocabOptions& opts);
 
+/// Builds `path` from `inputs` when it does not exist yet (as Marian does for missing vocabularies):
+/// .spm/.model paths get a SentencePiece model (spm options, inputs and output overridden), other
+/// paths a word vocabulary (word options likewise). Returns true if it built one.
+bool ensure_vocab(const std::string& path, const std::vector<std::string>& inputs, SpmTrainOptions spm = {},
+                  WordVocabOptions word = {});
+
 }  // namespace moe::data

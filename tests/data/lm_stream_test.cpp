@@ -6,7 +6,11 @@
 #include <set>
 
 #include "common/error.h"
+#include "data/corpus.h"
 #include "data/lm_stream.h"
+#include "data/vocab.h"
+
+#include <filesystem>
 
 using namespace moe;
 using namespace moe::data;
@@ -82,4 +86,22 @@ TEST_CASE("lm: evaluation batches feed </s> then the stream", "[data]") {
   CHECK(b[0].mask.to_vector<float>() == std::vector<float>{1, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1});
   CHECK(b[0].tokens == 7);
   CHECK(eval_batches(s, 4, 2, 1, 3, 0).size() == 3);
+}
+
+TEST_CASE("lm: WikiText-103 valid through a word vocabulary, 512/480 windows", "[data]") {
+  const std::string path = std::string(MOE_SHARED_DATA) + "/wikitext-103-sample/wiki.valid.tokens";
+  if (!std::filesystem::exists(path)) {
+    WARN("no shared data: skipped");
+    return;
+  }
+  const auto lines = read_lines(path);
+  WordVocab v(std::vector<std::string>{"the", ",", ".", "of", "@-@", "="});
+  const auto stream = flatten_stream(EncodedCorpus::encode(lines, v), v.eos_id());
+  CHECK(stream.size() == 217646);  // 213,886 words + one </s> per line: the benchmark's valid token count
+  int64_t scored = 0;
+  for (const auto& b : eval_batches(stream, 512, 480, 16, v.eos_id(), v.pad_id())) {
+    CHECK(b.input.shape()[1] <= 512);
+    scored += b.tokens;
+  }
+  CHECK(scored == static_cast<int64_t>(stream.size()));
 }

@@ -124,3 +124,15 @@ TEST_CASE("vocab: identity-normalised SentencePiece keeps NBSP exactly", "[data]
   CHECK(v.decode(v.encode(x)) == x);
   CHECK(std::filesystem::exists(dir + "/id.vocab"));
 }
+
+TEST_CASE("vocab: ensure_vocab builds missing vocabularies only", "[data]") {
+  const auto dir = test::temp_dir("ensure");
+  const auto in = test::write_file(dir + "/t.txt", "a b c\nb c\nc\n");
+  CHECK(ensure_vocab(dir + "/v.txt", {in}));
+  CHECK(read_lines(dir + "/v.txt") == std::vector<std::string>{"c 3", "b 2", "a 1"});
+  CHECK(!ensure_vocab(dir + "/v.txt", {in}));
+  SpmTrainOptions o;
+  o.vocab_size = 20;
+  CHECK(ensure_vocab(dir + "/v.spm", {in}, o));
+  CHECK(SentencePieceVocab(dir + "/v.spm").decode(SentencePieceVocab(dir + "/v.spm").encode("a b c")) == "a b c");
+}
