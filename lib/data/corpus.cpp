@@ -16,7 +16,7 @@ namespace moe::data {
 LineReader::LineReader(const std::string& path) : path_(path), buf_(1 << 16) {
   gzFile f = gzopen(path.c_str(), "rb");
   MOE_CHECK(f != nullptr, "corpus: cannot open '", path, "': ", std::strerror(errno));
-  gzbuffer(f, 1 << 18);
+  gzbuffer(f, 1 << 17);
   gz_ = f;
 }
 
@@ -25,26 +25,37 @@ LineReader::~LineReader() {
 }
 
 bool LineReader::next(std::string& line) {
+  // buf_[pos_, end_) holds unread decompressed bytes; lines are cut at '\n' with memchr (NUL bytes
+  // inside a line are kept, so they cannot merge lines; the UTF-8 check accepts them as ASCII).
   auto* f = static_cast<gzFile>(gz_);
   line.clear();
-  bool got = false;
   while (true) {
-    char* r = gzgets(f, buf_.data(), static_cast<int>(buf_.size()));
-    if (r == nullptr) {
-      int err = 0;
-      const char* msg = gzerror(f, &err);
-      MOE_CHECK(err == Z_OK || err == Z_BUF_ERROR, "corpus: read error in '", path_, "' after line ", line_number_,
-                ": ", msg);
+    if (pos_ < end_) {
+      const char* b = buf_.data() + pos_;
+      const void* nl = std::memchr(b, '\n', end_ - pos_);
+      if (nl) {
+        const size_t n = static_cast<const char*>(nl) - b;
+        line.append(b, n);
+        pos_ += n + 1;
+        break;
+      }
+      line.append(b, end_ - pos_);
+      pos_ = end_;
+    }
+    if (eof_) {
+      if (line.empty()) return false;  // nothing after the last '\n'
       break;
     }
-    got = true;
-    const size_t n = std::strlen(buf_.data());  // lines with NUL bytes are cut there
-    line.append(buf_.data(), n);
-    if (n > 0 && buf_[n - 1] == '\n') break;
-    if (gzeof(f)) break;
+    const int got = gzread(f, buf_.data(), static_cast<unsigned>(buf_.size()));
+    if (got < 0) {
+      int err = 0;
+      const char* msg = gzerror(f, &err);
+      MOE_FAIL("corpus: read error in '", path_, "' after line ", line_number_, ": ", msg);
+    }
+    pos_ = 0;
+    end_ = static_cast<size_t>(got);
+    if (got == 0) eof_ = true;
   }
-  if (!got) return false;
-  if (!line.empty() && line.back() == '\n') line.pop_back();
   if (!line.empty() && line.back() == '\r') line.pop_back();
   ++line_number_;
   return true;

@@ -30,6 +30,8 @@ class LineReader {
   void* gz_ = nullptr;  // gzFile
   int64_t line_number_ = 0;
   std::vector<char> buf_;
+  size_t pos_ = 0, end_ = 0;
+  bool eof_ = false;
 };
 
 struct ReadOptions {

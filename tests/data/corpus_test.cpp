@@ -39,6 +39,12 @@ TEST_CASE("corpus: plain and gzip, CRLF, long lines", "[data]") {
   CHECK(plain[4] == "last without newline");
   CHECK(gz == plain);
   CHECK(read_lines(test::write_file(dir + "/empty.txt", "")).empty());
+  CHECK(read_lines(test::write_file(dir + "/nl.txt", "\n")) == std::vector<std::string>{""});
+  const std::string nul("a\0b\nc\n", 6);  // a NUL byte must not merge lines
+  auto n = read_lines(test::write_file(dir + "/nul.txt", nul));
+  REQUIRE(n.size() == 2);
+  CHECK(n[0] == std::string("a\0b", 3));
+  CHECK(n[1] == "c");
   CHECK_THROWS_WITH(read_lines(dir + "/missing.txt"), Contains("missing.txt"));
 }
 
