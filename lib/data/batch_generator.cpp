@@ -1,4 +1,4 @@
-// Token-budget batching with length bucketing, seeded shuffles, exact resume, and a prefetch thread.
+// Token-budget batching with length bucketing, seeded shuffles, exact resume.
 // Shuffles use our own Fisher-Yates on std::mt19937_64 (std::shuffle's algorithm is unspecified), so
 // the stream is the same with every standard library. Covered by tests/data/batch_generator_test.cpp.
 #include "data/batch_generator.h"
@@ -146,55 +146,6 @@ std::optional<Batch> BatchGenerator::next() {
     }
     return make_batch(s, t, ids, opts_.pad_id, opts_.bos_id, opts_.eos_id);
   }
-}
-
-BatchPrefetcher::BatchPrefetcher(std::unique_ptr<BatchGenerator> gen, size_t capacity)
-    : gen_(std::move(gen)), capacity_(std::max<size_t>(1, capacity)) {
-  thread_ = std::thread([this] { run(); });
-}
-
-BatchPrefetcher::~BatchPrefetcher() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-}
-
-void BatchPrefetcher::run() {
-  try {
-    while (true) {
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || queue_.size() < capacity_; });
-        if (stop_) return;
-      }
-      Item item;
-      item.batch = gen_->next();  // the slow part, outside the lock
-      item.state = gen_->state();
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        queue_.push_back(std::move(item));
-      }
-      cv_.notify_all();
-    }
-  } catch (...) {
-    std::lock_guard<std::mutex> lock(mu_);
-    error_ = std::current_exception();
-    cv_.notify_all();
-  }
-}
-
-BatchPrefetcher::Item BatchPrefetcher::next() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return !queue_.empty() || error_; });
-  if (queue_.empty()) std::rethrow_exception(error_);
-  Item item = std::move(queue_.front());
-  queue_.pop_front();
-  lock.unlock();
-  cv_.notify_all();
-  return item;
 }
 
 }  // namespace moe::data

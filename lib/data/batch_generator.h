@@ -3,21 +3,18 @@
 // and cut into batches with B * max_len <= max_tokens on each side (padding counted, </s> and <s>
 // included); the window's batches are shuffled (seeded by (seed, epoch, window)). The stream
 // position is State {epoch, window, batch}: restore() regenerates exactly the same continuation.
-// BatchPrefetcher runs a generator on a background thread into a bounded queue.
+// BatchPrefetcher (prefetcher.h) runs a generator on a background thread into a bounded queue.
 // Covered by tests/data/batch_generator_test.cpp.
 #pragma once
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "data/batch.h"
 #include "data/corpus.h"
+#include "data/prefetcher.h"
 #include "data/token_cache.h"
 
 namespace moe::data {
@@ -65,28 +62,7 @@ class BatchGenerator {
   State state_;
 };
 
-/// Runs generator.next() on a thread; items carry the state after their batch (for checkpoints).
-class BatchPrefetcher {
- public:
-  struct Item {
-    std::optional<Batch> batch;  // nullopt: end of an epoch
-    BatchGenerator::State state;
-  };
-  BatchPrefetcher(std::unique_ptr<BatchGenerator> gen, size_t capacity = 16);
-  ~BatchPrefetcher();
-  /// Blocks until an item is ready. Errors thrown by the generator are rethrown here.
-  Item next();
-
- private:
-  void run();
-  std::unique_ptr<BatchGenerator> gen_;
-  size_t capacity_;
-  std::deque<Item> queue_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::exception_ptr error_;
-  std::thread thread_;
-};
+/// The generator on a background thread (see prefetcher.h).
+using BatchPrefetcher = Prefetcher<BatchGenerator>;
 
 }  // namespace moe::data

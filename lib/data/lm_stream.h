@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "data/batch.h"
+#include "data/prefetcher.h"
 #include "data/token_cache.h"
 
 namespace moe::data {
@@ -47,6 +48,9 @@ class LmTrainStream {
   int64_t built_epoch_ = -1;
   State state_;
 };
+
+/// LM training blocks on a background thread (see prefetcher.h).
+using LmPrefetcher = Prefetcher<LmTrainStream>;
 
 struct EvalWindow {
   int64_t begin;        // first target position (index into the stream)

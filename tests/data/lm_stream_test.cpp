@@ -105,3 +105,17 @@ TEST_CASE("lm: WikiText-103 valid through a word vocabulary, 512/480 windows", "
   }
   CHECK(scored == static_cast<int64_t>(stream.size()));
 }
+
+TEST_CASE("lm: prefetcher yields the stream's batches and states", "[data]") {
+  std::vector<int32_t> s(1000);
+  for (int i = 0; i < 1000; ++i) s[i] = i % 50 + 4;
+  LmTrainStream ref(s, 64, 4, 3);
+  LmPrefetcher pf(std::make_unique<LmTrainStream>(s, 64, 4, 3), 2);
+  for (int k = 0; k < 20; ++k) {
+    auto b = ref.next();
+    auto item = pf.next();
+    REQUIRE(bool(b) == bool(item.batch));
+    if (b) CHECK(b->ids == item.batch->ids);
+    CHECK(item.state == ref.state());
+  }
+}
