@@ -1,5 +1,5 @@
 // SentencePiece training (sentencepiece::SentencePieceTrainer::Train, linked) and word counting.
-// Gzip inputs are decompressed to a temporary file because the trainer reads plain text only.
+// The trainer reads our LineReader through a SentenceIterator (plain or gzip, any path).
 // Covered by tests/data/vocab_test.cpp.
 #include "data/vocab_builder.h"
 
@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <unordered_map>
 
@@ -26,41 +27,59 @@ bool ends_with(const std::string& s, const std::string& e) {
 }
 }  // namespace
 
+namespace {
+// Feeds the trainer every line of every input (plain or .gz) through our LineReader, so paths with
+// commas or spaces and compressed files need no temporary copies.
+class FileLines : public sentencepiece::SentenceIterator {
+ public:
+  explicit FileLines(std::vector<std::string> files) : files_(std::move(files)) { Next(); }
+  bool done() const override { return done_; }
+  void Next() override {
+    while (true) {
+      if (reader_ && reader_->next(line_)) return;
+      if (index_ == files_.size()) {
+        done_ = true;
+        return;
+      }
+      reader_ = std::make_unique<LineReader>(files_[index_++]);
+    }
+  }
+  const std::string& value() const override { return line_; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+ private:
+  std::vector<std::string> files_;
+  size_t index_ = 0;
+  std::unique_ptr<LineReader> reader_;
+  std::string line_;
+  bool done_ = false;
+};
+}  // namespace
+
 void train_sentencepiece(const SpmTrainOptions& o) {
   MOE_CHECK(!o.inputs.empty(), "moe-vocab: no training inputs for '", o.output, "'");
   MOE_CHECK(o.model_type == "bpe" || o.model_type == "unigram", "moe-vocab: model type '", o.model_type,
             "' is not bpe or unigram");
-  std::vector<std::string> temps, files;
-  for (const auto& in : o.inputs) {
-    MOE_CHECK(fs::exists(in), "moe-vocab: training input '", in, "' does not exist");
-    if (!ends_with(in, ".gz")) {
-      files.push_back(in);
-      continue;
-    }
-    const std::string tmp = o.output + ".input" + std::to_string(temps.size()) + ".txt";
-    std::ofstream out(tmp);
-    LineReader r(in);
-    std::string line;
-    while (r.next(line)) out << line << '\n';
-    temps.push_back(tmp);
-    files.push_back(tmp);
-  }
+  for (const auto& in : o.inputs) MOE_CHECK(fs::exists(in), "moe-vocab: training input '", in, "' does not exist");
   std::string prefix = o.output;
   if (ends_with(prefix, ".model")) prefix.resize(prefix.size() - 6);
-  std::ostringstream a;
-  a << "--input=";
-  for (size_t i = 0; i < files.size(); ++i) a << (i ? "," : "") << files[i];
-  a << " --model_prefix=" << prefix << " --vocab_size=" << o.vocab_size << " --model_type=" << o.model_type
-    << " --normalization_rule_name=" << o.normalization << " --character_coverage=" << o.character_coverage
-    << " --input_sentence_size=" << o.input_sentence_size << " --shuffle_input_sentence=true"
-    << " --num_threads=" << o.threads
-    << " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3 --pad_piece=<pad> --unk_piece=<unk>"
-    << " --bos_piece=<s> --eos_piece=</s> --hard_vocab_limit=false";
+  const std::unordered_map<std::string, std::string> args{
+      {"model_prefix", prefix},
+      {"vocab_size", std::to_string(o.vocab_size)},
+      {"model_type", o.model_type},
+      {"normalization_rule_name", o.normalization},
+      {"character_coverage", std::to_string(o.character_coverage)},
+      {"input_sentence_size", std::to_string(o.input_sentence_size)},
+      {"shuffle_input_sentence", "true"},
+      {"num_threads", std::to_string(o.threads)},
+      {"pad_id", "0"}, {"unk_id", "1"}, {"bos_id", "2"}, {"eos_id", "3"},
+      {"pad_piece", "<pad>"}, {"unk_piece", "<unk>"}, {"bos_piece", "<s>"}, {"eos_piece", "</s>"},
+      {"hard_vocab_limit", "false"}};
   spdlog::info("moe-vocab: training SentencePiece {} ({} pieces) on {} file(s) -> {}", o.model_type, o.vocab_size,
-               files.size(), o.output);
+               o.inputs.size(), o.output);
   sentencepiece::SetRandomGeneratorSeed(o.seed);  // sampling of input sentences
-  const auto st = sentencepiece::SentencePieceTrainer::Train(a.str());
-  for (const auto& t : temps) fs::remove(t);
+  FileLines lines(o.inputs);
+  const auto st = sentencepiece::SentencePieceTrainer::Train(args, &lines);
   MOE_CHECK(st.ok(), "moe-vocab: SentencePiece training for '", o.output, "' failed: ", st.ToString());
   if (prefix + ".model" != o.output) {
     fs::rename(prefix + ".model", o.output);
