@@ -27,18 +27,20 @@ void shuffle(std::vector<T>& v, std::mt19937_64& rng) {
 }  // namespace
 
 std::string BatchGenerator::State::to_string() const {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "{\"epoch\":%lld,\"window\":%lld,\"batch\":%lld,\"seed\":%llu}", (long long)epoch,
-                (long long)window, (long long)batch, (unsigned long long)seed);
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "{\"epoch\":%lld,\"window\":%lld,\"batch\":%lld,\"seed\":%llu,\"config\":%llu}",
+                (long long)epoch, (long long)window, (long long)batch, (unsigned long long)seed,
+                (unsigned long long)config);
   return buf;
 }
 
 BatchGenerator::State BatchGenerator::State::from_string(const std::string& s) {
   long long e, w, b;
-  unsigned long long seed;
-  const int n = std::sscanf(s.c_str(), " {\"epoch\":%lld,\"window\":%lld,\"batch\":%lld,\"seed\":%llu}", &e, &w, &b, &seed);
-  MOE_CHECK(n == 4 && e >= 0 && w >= 0 && b >= 0, "BatchGenerator: cannot parse the data state '", s, "'");
-  return State{e, w, b, seed};
+  unsigned long long seed, config;
+  const int n = std::sscanf(s.c_str(), " {\"epoch\":%lld,\"window\":%lld,\"batch\":%lld,\"seed\":%llu,\"config\":%llu}",
+                            &e, &w, &b, &seed, &config);
+  MOE_CHECK(n == 5 && e >= 0 && w >= 0 && b >= 0, "BatchGenerator: cannot parse the data state '", s, "'");
+  return State{e, w, b, seed, config};
 }
 
 BatchGenerator::BatchGenerator(EncodedCorpus src, EncodedCorpus tgt, BatchOptions opts)
@@ -66,11 +68,19 @@ BatchGenerator::BatchGenerator(EncodedCorpus src, EncodedCorpus tgt, BatchOption
     const double mean = total / double(kept_.size());
     window_ = std::max<int64_t>(1, static_cast<int64_t>(100.0 * double(opts_.max_tokens) / mean));
   }
+  uint64_t h = mix(static_cast<uint64_t>(window_) ^ mix(static_cast<uint64_t>(opts_.max_tokens)));
+  h = mix(h ^ static_cast<uint64_t>(opts_.max_sentences) ^ (opts_.shuffle ? 1ull << 63 : 0));
+  for (int64_t id : kept_) h = mix(h ^ (static_cast<uint64_t>(id) << 24 ^ static_cast<uint64_t>(src_.length(id)) << 12 ^
+                                        static_cast<uint64_t>(tgt_.length(id))));
+  config_ = h;
   state_.seed = opts_.seed;
+  state_.config = config_;
 }
 
 void BatchGenerator::restore(const State& s) {
   MOE_CHECK(s.seed == opts_.seed, "BatchGenerator: the saved data state has seed ", s.seed, ", this run ", opts_.seed);
+  MOE_CHECK(s.config == config_, "BatchGenerator: the saved data state was made with other data, filters or batch "
+            "options (config ", s.config, ", this run ", config_, "): the batch stream cannot be resumed exactly");
   state_ = s;
   built_epoch_ = built_window_ = -1;
 }
@@ -126,7 +136,7 @@ std::optional<Batch> BatchGenerator::next() {
   const int64_t windows = (n + window_ - 1) / window_;
   while (true) {
     if (state_.window >= windows) {
-      state_ = State{state_.epoch + 1, 0, 0, opts_.seed};
+      state_ = State{state_.epoch + 1, 0, 0, opts_.seed, config_};
       return std::nullopt;
     }
     if (built_epoch_ != state_.epoch) build_epoch();

@@ -34,7 +34,8 @@ class BatchGenerator {
   struct State {
     int64_t epoch = 0, window = 0, batch = 0;
     uint64_t seed = 0;
-    std::string to_string() const;  // {"epoch":E,"window":W,"batch":K,"seed":S}
+    uint64_t config = 0;  // hash of the options and the kept sentences' lengths: resume needs the same
+    std::string to_string() const;  // {"epoch":E,"window":W,"batch":K,"seed":S,"config":C}
     static State from_string(const std::string& s);
     bool operator==(const State&) const = default;
   };
@@ -43,7 +44,7 @@ class BatchGenerator {
   /// The next batch of the current epoch; std::nullopt at the end of an epoch (the epoch advances).
   std::optional<Batch> next();
   State state() const { return state_; }
-  /// Continue from a saved state (the seed must match).
+  /// Continue from a saved state (seed and config must match: same data, filter and budget).
   void restore(const State& s);
   const FilterStats& filter_stats() const { return stats_; }
   int64_t kept() const { return static_cast<int64_t>(kept_.size()); }
@@ -59,6 +60,7 @@ class BatchGenerator {
   std::vector<int64_t> order_;                       // this epoch's order
   std::vector<std::vector<int64_t>> batches_;        // the current window's batches
   int64_t window_ = 0, built_epoch_ = -1, built_window_ = -1;
+  uint64_t config_ = 0;
   State state_;
 };
 

@@ -133,7 +133,11 @@ TEST_CASE("batch generator: exact resume from a saved state", "[data]") {
   }
   CHECK_THROWS_WITH(BatchGenerator::State::from_string("{\"epoch\":1}"), Contains("cannot parse"));
   BatchGenerator other(src, tgt, BatchOptions{});
-  CHECK_THROWS_WITH(other.restore(BatchGenerator::State{0, 0, 0, 42}), Contains("seed 42"));
+  CHECK_THROWS_WITH(other.restore(BatchGenerator::State{0, 0, 0, 42, 0}), Contains("seed 42"));
+  auto o2 = o;
+  o2.max_tokens = 300;  // a different budget cannot resume the same stream
+  BatchGenerator changed(src, tgt, o2);
+  CHECK_THROWS_WITH(changed.restore(ref.state()), Contains("other data, filters or batch options"));
 }
 
 TEST_CASE("batch generator: unshuffled keeps corpus order", "[data]") {
