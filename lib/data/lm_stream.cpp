@@ -21,18 +21,19 @@ std::vector<int32_t> flatten_stream(const EncodedCorpus& corpus, int32_t eos_id)
 }
 
 std::string LmTrainStream::State::to_string() const {
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "{\"epoch\":%lld,\"position\":%lld,\"seed\":%llu}", (long long)epoch,
-                (long long)position, (unsigned long long)seed);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "{\"epoch\":%lld,\"position\":%lld,\"seed\":%llu,\"config\":%llu}",
+                (long long)epoch, (long long)position, (unsigned long long)seed, (unsigned long long)config);
   return buf;
 }
 
 LmTrainStream::State LmTrainStream::State::from_string(const std::string& s) {
   long long e, p;
-  unsigned long long seed;
-  const int n = std::sscanf(s.c_str(), " {\"epoch\":%lld,\"position\":%lld,\"seed\":%llu}", &e, &p, &seed);
-  MOE_CHECK(n == 3 && e >= 0 && p >= 0, "LmTrainStream: cannot parse the data state '", s, "'");
-  return State{e, p, seed};
+  unsigned long long seed, config;
+  const int n = std::sscanf(s.c_str(), " {\"epoch\":%lld,\"position\":%lld,\"seed\":%llu,\"config\":%llu}", &e,
+                            &p, &seed, &config);
+  MOE_CHECK(n == 4 && e >= 0 && p >= 0, "LmTrainStream: cannot parse the data state '", s, "'");
+  return State{e, p, seed, config};
 }
 
 LmTrainStream::LmTrainStream(std::vector<int32_t> stream, int64_t tokens_per_sample, int64_t batch_size,
@@ -43,11 +44,16 @@ LmTrainStream::LmTrainStream(std::vector<int32_t> stream, int64_t tokens_per_sam
   const auto n = static_cast<int64_t>(stream_.size());
   MOE_CHECK(n >= 2, "LmTrainStream: the stream has ", n, " tokens; need at least 2");
   blocks_ = (n - 1 + L_ - 1) / L_;  // targets are x[1..n-1]
+  config_ = (static_cast<uint64_t>(n) * 0x9E3779B97F4A7C15ull) ^ (static_cast<uint64_t>(L_) << 40) ^
+            (static_cast<uint64_t>(B_) << 20) ^ (shuffle_ ? 1 : 0);
   state_.seed = seed_;
+  state_.config = config_;
 }
 
 void LmTrainStream::restore(const State& s) {
   MOE_CHECK(s.seed == seed_, "LmTrainStream: the saved data state has seed ", s.seed, ", this run ", seed_);
+  MOE_CHECK(s.config == config_, "LmTrainStream: the saved data state was made with another stream length, "
+            "tokens_per_sample or batch size (config ", s.config, ", this run ", config_, ")");
   state_ = s;
   built_epoch_ = -1;
 }
@@ -64,7 +70,7 @@ void LmTrainStream::build_epoch() {
 
 std::optional<LmBatch> LmTrainStream::next() {
   if (state_.position >= blocks_) {
-    state_ = State{state_.epoch + 1, 0, seed_};
+    state_ = State{state_.epoch + 1, 0, seed_, config_};
     return std::nullopt;
   }
   if (built_epoch_ != state_.epoch) build_epoch();

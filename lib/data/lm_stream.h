@@ -25,7 +25,8 @@ class LmTrainStream {
   struct State {
     int64_t epoch = 0, position = 0;  // position = blocks consumed in this epoch
     uint64_t seed = 0;
-    std::string to_string() const;  // {"epoch":E,"position":P,"seed":S}
+    uint64_t config = 0;  // hash of stream length, tokens_per_sample, batch size, shuffle
+    std::string to_string() const;  // {"epoch":E,"position":P,"seed":S,"config":C}
     static State from_string(const std::string& s);
     bool operator==(const State&) const = default;
   };
@@ -41,7 +42,7 @@ class LmTrainStream {
   void build_epoch();
   std::vector<int32_t> stream_;
   int64_t L_, B_, blocks_;
-  uint64_t seed_;
+  uint64_t seed_, config_;
   bool shuffle_;
   int32_t pad_;
   std::vector<int64_t> order_;

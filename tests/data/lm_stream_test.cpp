@@ -49,6 +49,8 @@ TEST_CASE("lm: training blocks cover the stream once, targets shifted", "[data]"
   a.next();
   a.next();
   r.restore(LmTrainStream::State::from_string(a.state().to_string()));
+  LmTrainStream other(s, 20, 3, 7);
+  CHECK_THROWS_WITH(other.restore(a.state()), Catch::Matchers::Contains("tokens_per_sample"));
   for (int k = 0; k < 6; ++k) {
     auto x = a.next(), y = r.next();
     REQUIRE(bool(x) == bool(y));
