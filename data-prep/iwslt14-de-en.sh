@@ -27,7 +27,8 @@ TMP="$OUT/.tmp"; mkdir -p "$TMP"
 lower() { python3 -c 'import sys
 for l in sys.stdin: sys.stdout.write(l.lower())'; }
 tags_text() { grep -v -e '<url>' -e '<talkid>' -e '<keywords>' -e '<speaker>' -e '<reviewer' -e '<translator' \
-  -e '<title>' -e '<description>' -e '<doc' -e '</doc>' | sed -e 's/^[[:space:]]*//'; }
+  -e '<doc' -e '</doc>' | sed -e 's/<title>//g' -e 's/<\/title>//g' -e 's/<description>//g' -e 's/<\/description>//g' \
+  -e 's/^[[:space:]]*//'; }
 xml_segs() { grep '<seg id' | sed -e 's/<seg id="[0-9]*">\s*//g' -e 's/\s*<\/seg>//g' -e "s/\’/\'/g"; }
 if [[ -n "$FROM" && -f "$FROM/valid.de-en.de" ]]; then
   for f in valid.de-en.de valid.de-en.en test.de-en.de test.de-en.en; do need_file "$FROM/$f"; done

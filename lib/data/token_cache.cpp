@@ -21,10 +21,10 @@ namespace fs = std::filesystem;
 namespace moe::data {
 
 namespace {
-constexpr char kMagic[8] = {'M', 'O', 'E', 'T', 'O', 'K', '0', '1'};
+constexpr char kMagic[8] = {'M', 'O', 'E', 'T', 'O', 'K', '0', '2'};
 struct Header {
   char magic[8];
-  uint64_t text_size, text_mtime_ns, vocab_hash;
+  uint64_t text_size, text_mtime_ns, vocab_hash, flags;  // flags: 1 = invalid UTF-8 lines were blanked
   int64_t lines, tokens;
 };
 
@@ -36,7 +36,7 @@ struct Mapping {
   }
 };
 
-Header key_of(const std::string& text_path, const std::string& vocab_path) {
+Header key_of(const std::string& text_path, const std::string& vocab_path, const ReadOptions& opts) {
   struct stat st {};
   MOE_CHECK(::stat(text_path.c_str(), &st) == 0, "token cache: cannot stat '", text_path, "'");
   Header h{};
@@ -44,6 +44,7 @@ Header key_of(const std::string& text_path, const std::string& vocab_path) {
   h.text_size = static_cast<uint64_t>(st.st_size);
   h.text_mtime_ns = static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000ull + static_cast<uint64_t>(st.st_mtim.tv_nsec);
   h.vocab_hash = hash_file(vocab_path);
+  h.flags = opts.skip_invalid_utf8 ? 1 : 0;
   return h;
 }
 }  // namespace
@@ -78,7 +79,7 @@ std::string cache_path(const std::string& text_path, const std::string& vocab_pa
 
 EncodedCorpus load_or_build_cache(const std::string& text_path, const Vocab& vocab, const std::string& vocab_path,
                                   const std::string& cache_dir, const ReadOptions& opts, bool* rebuilt) {
-  const Header key = key_of(text_path, vocab_path);
+  const Header key = key_of(text_path, vocab_path, opts);
   const std::string path = cache_path(text_path, vocab_path, cache_dir);
   // 1. A matching cache: map it.
   if (int fd = ::open(path.c_str(), O_RDONLY); fd >= 0) {
@@ -87,7 +88,7 @@ EncodedCorpus load_or_build_cache(const std::string& text_path, const Vocab& voc
     const bool ok = ::fstat(fd, &st) == 0 && st.st_size >= static_cast<off_t>(sizeof h) &&
                     ::pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) &&
                     std::memcmp(h.magic, kMagic, 8) == 0 && h.text_size == key.text_size &&
-                    h.text_mtime_ns == key.text_mtime_ns && h.vocab_hash == key.vocab_hash && h.lines >= 0 &&
+                    h.text_mtime_ns == key.text_mtime_ns && h.vocab_hash == key.vocab_hash && h.flags == key.flags && h.lines >= 0 &&
                     h.tokens >= 0 &&
                     static_cast<uint64_t>(st.st_size) == sizeof h + 8ull * (h.lines + 1) + 4ull * h.tokens;
     if (ok) {

@@ -1,8 +1,8 @@
 // Encoded corpora: token ids of every line (no <s>/</s>) plus line offsets, held in memory or mapped
 // from a binary cache file beside the text (or in a cache folder when the text's folder is read-only).
-// Cache file: header {magic "MOETOK01", text size, text mtime (ns), vocabulary hash (FNV-1a of the
-// vocabulary file), line count, token count}, int64 offsets[lines+1], int32 ids[tokens]; it is
-// rebuilt when the text or the vocabulary changes. Covered by tests/data/token_cache_test.cpp.
+// Cache file: header {magic "MOETOK02", text size, text mtime (ns), vocabulary hash (FNV-1a of the
+// vocabulary file), read flags (skip invalid UTF-8), line count, token count}, int64 offsets[lines+1],
+// int32 ids[tokens]; it is rebuilt when the text, the vocabulary or the read options change. Covered by tests/data/token_cache_test.cpp.
 #pragma once
 #include <cstdint>
 #include <memory>

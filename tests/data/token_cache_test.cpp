@@ -12,6 +12,7 @@
 
 using namespace moe;
 using namespace moe::data;
+using Catch::Matchers::Contains;
 
 namespace {
 std::vector<std::vector<int32_t>> all(const EncodedCorpus& c) {
@@ -57,6 +58,16 @@ TEST_CASE("token cache: build, map, rebuild on change", "[data]") {
   CHECK(all(e) == all(d));
   load_or_build_cache(text, v2, vpath, "", {}, &rebuilt);
   CHECK(!rebuilt);
+  ReadOptions skip;  // other read options -> another key
+  skip.skip_invalid_utf8 = true;
+  load_or_build_cache(text, v2, vpath, "", skip, &rebuilt);
+  CHECK(rebuilt);
+  // invalid UTF-8: an error without the option (even when a skip-mode cache exists), blanked with it
+  test::write_file(text, "mat\n\xFF the\n");
+  auto f = load_or_build_cache(text, v2, vpath, "", skip, &rebuilt);
+  CHECK(all(f) == std::vector<std::vector<int32_t>>{{8}, {}});
+  CHECK_THROWS_WITH(load_or_build_cache(text, v2, vpath, "", {}, &rebuilt),
+                    Contains("c.txt") && Contains("line 2") && Contains("invalid UTF-8"));
 }
 
 TEST_CASE("token cache: cache folder for read-only corpora", "[data]") {
