@@ -59,6 +59,7 @@ else
   SOURCE="IWSLT14 de-en TED archive"
 fi
 clean_pairs "$TMP/all.de" "$TMP/all.en" "$TMP/clean.de" "$TMP/clean.en" 1 175 1.5
+: > "$OUT/valid.src"; : > "$OUT/train.src"; : > "$OUT/valid.tgt"; : > "$OUT/train.tgt"
 awk '{ if (NR % 23 == 0) print > "'"$OUT"'/valid.src"; else print > "'"$OUT"'/train.src" }' "$TMP/clean.de"
 awk '{ if (NR % 23 == 0) print > "'"$OUT"'/valid.tgt"; else print > "'"$OUT"'/train.tgt" }' "$TMP/clean.en"
 "$MOE_VOCAB" -i "$OUT/train.src" -o "$OUT/vocab.src.spm" -t bpe -s "$SV"
