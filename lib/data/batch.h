@@ -1,0 +1,37 @@
+// Batches: CPU i32 tensors padded with the pad id, ready for the trainer to move to the GPU.
+// Translation: src = x </s>, tgt_in = <s> y, tgt_out = y </s>; masks are f32 1/0 of the same shape.
+// LM: input = x[t], target = x[t+1], mask marks scored targets. Covered by tests/data/batch_test.cpp.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace moe::data {
+
+struct Batch {
+  Tensor src, src_mask;                 // [B, S]
+  Tensor tgt_in, tgt_out, tgt_mask;     // [B, T]
+  std::vector<int64_t> ids;             // sentence ids (line numbers, 0-based) to restore order
+  std::vector<int32_t> src_lengths, tgt_lengths;  // with </s> (resp. <s>) counted
+  int64_t src_tokens = 0, tgt_tokens = 0;         // real (unpadded) tokens
+  int64_t size() const { return static_cast<int64_t>(ids.size()); }
+};
+
+/// Builds a translation batch from token spans (without specials).
+Batch make_batch(const std::vector<std::span<const int32_t>>& src, const std::vector<std::span<const int32_t>>& tgt,
+                 std::vector<int64_t> ids, int32_t pad_id, int32_t bos_id, int32_t eos_id);
+
+struct LmBatch {
+  Tensor input, target, mask;  // [B, T]; mask 1 where the target is scored
+  std::vector<int64_t> ids;    // block / window indices
+  int64_t tokens = 0;          // scored targets
+  int64_t size() const { return static_cast<int64_t>(ids.size()); }
+};
+
+/// Packs rows (input, target, mask) of possibly different lengths, padding to the longest.
+LmBatch make_lm_batch(const std::vector<std::vector<int32_t>>& inputs, const std::vector<std::vector<int32_t>>& targets,
+                      const std::vector<std::vector<float>>& masks, std::vector<int64_t> ids, int32_t pad_id);
+
+}  // namespace moe::data
