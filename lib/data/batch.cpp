@@ -1,4 +1,4 @@
-// Batch packing (row-major [B, T] i32 tensors padded with pad_id, f32 masks).
+// Batch packing (row-major [B, T] i32 tensors padded with pad_id; u8 masks for translation, f32 for LM).
 // Covered by tests/data/batch_test.cpp.
 #include "data/batch.h"
 
@@ -39,10 +39,10 @@ Batch make_batch(const std::vector<std::span<const int32_t>>& src, const std::ve
   }
   const auto Bi = static_cast<int64_t>(B), Si = static_cast<int64_t>(S), Ti = static_cast<int64_t>(T);
   batch.src = Tensor::from_vector<int32_t>(s, Shape{Bi, Si});
-  batch.src_mask = Tensor::from_vector<float>(sm, Shape{Bi, Si});
+  batch.src_mask = Tensor::from_vector<float>(sm, Shape{Bi, Si}, Device::cpu(), DType::u8);
   batch.tgt_in = Tensor::from_vector<int32_t>(ti, Shape{Bi, Ti});
   batch.tgt_out = Tensor::from_vector<int32_t>(to, Shape{Bi, Ti});
-  batch.tgt_mask = Tensor::from_vector<float>(tm, Shape{Bi, Ti});
+  batch.tgt_mask = Tensor::from_vector<float>(tm, Shape{Bi, Ti}, Device::cpu(), DType::u8);
   batch.ids = std::move(ids);
   return batch;
 }

@@ -1,5 +1,6 @@
 // Batches: CPU i32 tensors padded with the pad id, ready for the trainer to move to the GPU.
-// Translation: src = x </s>, tgt_in = <s> y, tgt_out = y </s>; masks are f32 1/0 of the same shape.
+// Translation: src = x </s>, tgt_in = <s> y, tgt_out = y </s>; masks are u8 1/0 of the same shape (the attention
+// op's key-padding format).
 // LM: input = x[t], target = x[t+1], mask marks scored targets. Covered by tests/data/batch_test.cpp.
 #pragma once
 #include <cstdint>
