@@ -1,6 +1,8 @@
 // create_model(): the table of architectures, and the default (error) implementations of Model.
 #include "common/error.h"
+#include "models/lstm_lm.h"
 #include "models/model.h"
+#include "models/transformer_lm.h"
 #include "models/transformer_model.h"
 
 namespace moe {
@@ -16,7 +18,9 @@ Expr Model::lm_loss(const Builder&, const data::LmBatch&, float) const {
 std::unique_ptr<Model> create_model(const YAML::Node& model) {
   const std::string type = model && model["type"] ? model["type"].as<std::string>() : "transformer";
   if (type == "transformer") return std::make_unique<TransformerModel>(TransformerConfig::from_yaml(model));
-  MOE_FAIL("model.type: unknown model type '", type, "' (known: transformer)");
+  if (type == "transformer_lm") return std::make_unique<TransformerLm>(TransformerLmConfig::from_yaml(model));
+  if (type == "lstm_lm") return std::make_unique<LstmLm>(LstmLmConfig::from_yaml(model));
+  MOE_FAIL("model.type: unknown model type '", type, "' (known: transformer, transformer_lm, lstm_lm)");
 }
 
 }  // namespace moe

@@ -1,0 +1,117 @@
+// lstm_lm.h implementation.
+#include "models/lstm_lm.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "graph/expr/binary.h"
+#include "graph/expr/cast.h"
+#include "graph/expr/cross_entropy.h"
+#include "graph/expr/dropout.h"
+#include "graph/expr/embedding.h"
+#include "graph/expr/gather_scatter.h"
+#include "graph/expr/matmul.h"
+#include "graph/expr/reduce.h"
+#include "graph/expr/shape_ops.h"
+#include "graph/expr/softmax.h"
+#include "graph/expr/unary.h"
+#include "layers/sites.h"
+
+namespace moe {
+
+LstmLm::LstmLm(LstmLmConfig config) : c_(std::move(config)) {
+  MOE_CHECK(c_.vocab > 0, "lstm_lm: model.vocab is ", c_.vocab, " (it is filled from the vocabulary)");
+  if (!c_.adaptive_softmax_cutoffs.empty()) softmax_spec().validate("model.adaptive_softmax_cutoffs");
+}
+
+Expr LstmLm::hidden(const Builder& b, const Tensor& input, std::vector<LstmState>* states) const {
+  MOE_CHECK(input.shape().ndim() == 2 && input.dtype() == DType::i32, "lstm_lm: input must be i32 [B, T], not ",
+            dtype_name(input.dtype()), " ", input.shape());
+  MOE_CHECK(!states || static_cast<int>(states->size()) == c_.layers, "lstm_lm: ", states ? states->size() : 0,
+            " recurrent states for ", c_.layers, " layers");
+  Expr table = b.param("embed.tokens", Shape{c_.vocab, c_.embed_dim}, Init::normal(0, std::pow(c_.embed_dim, -0.5)));
+  Expr x = dropout(embedding(table, input, 1.f, b.dtype()), c_.dropout);
+  int64_t dim = c_.embed_dim;
+  for (int l = 0; l < c_.layers; ++l) {
+    const LstmSpec spec{dim, c_.hidden, c_.projection};
+    Expr y = dropout(lstm_layer(b.sub("lstm" + std::to_string(l)), x, spec,
+                                states ? &(*states)[static_cast<size_t>(l)] : nullptr),
+                     c_.dropout);
+    x = c_.residual && spec.out() == dim ? add(y, x) : y;
+    dim = spec.out();
+    if (std::find(c_.moe_after.begin(), c_.moe_after.end(), l) == c_.moe_after.end()) continue;
+    YAML::Node options = c_.moe ? YAML::Clone(c_.moe) : YAML::Node(YAML::NodeType::Map);
+    if (!options["type"]) options["type"] = "moe";
+    const int64_t hidden = options["hidden"] ? options["hidden"].as<int64_t>() : 1024;
+    const std::string act = options["activation"] ? options["activation"].as<std::string>() : "relu";
+    const FfnSiteSpec moe_spec{dim, hidden, act, 0.f, options};
+    Expr m = ffn_site(b.sub("moe" + std::to_string(l)), x, moe_spec);
+    x = add(dropout(sigmoid(m), c_.dropout), x);
+  }
+  return x;
+}
+
+Expr LstmLm::output_matrix(const Builder& b) const {
+  if (c_.tie_embeddings)
+    return b.weight("embed.tokens", Shape{c_.vocab, c_.embed_dim}, Init::normal(0, std::pow(c_.embed_dim, -0.5)));
+  return b.weight("out.w", Shape{c_.vocab, c_.out_dim()}, Init::glorot_uniform());
+}
+
+AdaptiveSoftmaxWeights LstmLm::softmax_weights(const Builder& b) const {
+  return adaptive_softmax_weights(b.sub("adaptive_softmax"), b.sub("adaptive_input"), softmax_spec(), {});
+}
+
+Expr LstmLm::loss(const Builder& b, const Tensor& input, const Tensor& target, const Tensor& mask,
+                  float label_smoothing) const {
+  MOE_CHECK(target.shape() == input.shape(), "lstm_lm: targets ", target.shape(), " do not match inputs ",
+            input.shape());
+  MOE_CHECK(!mask.defined() || mask.numel() == input.numel(), "lstm_lm: mask ", mask.shape(), " for inputs ",
+            input.shape());
+  const int64_t n = input.numel();
+  Expr rows = reshape(hidden(b, input), Shape{n, c_.out_dim()});
+  const Tensor flat_target = target.view(Shape{n});
+  const Tensor flat_mask = mask.defined() ? mask.view(Shape{n}) : Tensor();
+  if (!c_.adaptive_softmax_cutoffs.empty())
+    return adaptive_softmax_loss(softmax_weights(b), softmax_spec(), rows, flat_target, flat_mask, label_smoothing,
+                                 c_.adaptive_softmax_dropout);
+  Expr logits = matmul(rows, output_matrix(b), false, true);
+  Expr ce = cross_entropy(logits, b.graph().input(flat_target), label_smoothing, -1);
+  if (flat_mask.defined()) {
+    const Tensor m = flat_mask.dtype() == ce.dtype()
+                         ? flat_mask
+                         : Tensor::from_vector(flat_mask.to_vector<double>(), Shape{n}, Device::cpu(), ce.dtype());
+    ce = mul(ce, b.graph().input(m));
+  }
+  return sum_all(ce);
+}
+
+Expr LstmLm::lm_loss(const Builder& b, const data::LmBatch& batch, float label_smoothing) const {
+  return loss(b, batch.input, batch.target, batch.mask, label_smoothing);
+}
+
+Expr LstmLm::output_log_probs(const Builder& b, const Expr& rows) const {
+  if (!c_.adaptive_softmax_cutoffs.empty()) return adaptive_log_probs(softmax_weights(b), softmax_spec(), rows);
+  const DType out = rows.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  return log_softmax(cast(matmul(rows, output_matrix(b), false, true), out));
+}
+
+Expr LstmLm::log_probs(const Builder& b, const Tensor& input) const {
+  return output_log_probs(b, reshape(hidden(b, input), Shape{input.numel(), c_.out_dim()}));
+}
+
+Expr LstmLm::step(const Builder& b, State& st, const Tensor& prev) const {
+  MOE_CHECK(!b.training(), "LstmLm::step: incremental decoding runs in inference graphs");
+  const int64_t n = prev.numel();
+  Expr h = hidden(b, prev.view(Shape{n, 1}), &st.layers);
+  return output_log_probs(b, reshape(h, Shape{n, c_.out_dim()}));
+}
+
+void LstmLm::reorder(const Builder& b, State& st, const Tensor& origin) {
+  Expr idx = b.graph().input(origin);
+  for (LstmState& s : st.layers) {
+    if (s.h.defined()) s.h = index_select(s.h, idx);
+    if (s.c.defined()) s.c = index_select(s.c, idx);
+  }
+}
+
+}  // namespace moe

@@ -1,0 +1,76 @@
+// LSTM language models (type "lstm_lm") as in Shazeer et al. 2017 App. C.1 and Jozefowicz et al.
+// 2016: embedding -> dropout -> LSTM layers (optional output projection, LSTM-2048-512), each
+//   x <- dropout(lstm(x)) + x     (the residual when the sizes agree and `residual` is on)
+// with, after the layers listed in `moe_after`, the sparse mixture-of-experts layer
+//   x <- dropout(sigmoid(moe(x))) + x
+// (the feed-forward site of lib/layers/sites.h, type "moe" unless `moe.type` says otherwise), then a
+// softmax over the vocabulary (plain, tied to the embedding, or adaptive).
+// Covered by tests/models/lstm_lm_test.cpp.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <vector>
+
+#include "layers/lstm.h"
+#include "models/adaptive.h"
+#include "models/model.h"
+
+namespace moe {
+
+struct LstmLmConfig {
+  int64_t vocab = 0;  // filled from the vocabulary
+  int pad_id = 0, bos_id = 2, eos_id = 3;
+  int64_t embed_dim = 512, hidden = 512, projection = 0;  // projection 0: none
+  int layers = 2;
+  float dropout = 0.1f;
+  bool residual = true;
+  std::vector<int> moe_after;  // layer indices (0-based) followed by a MoE layer
+  YAML::Node moe;              // the MoE site's options ({type: moe, experts, k, hidden, ...})
+  bool tie_embeddings = false;
+  std::vector<int64_t> adaptive_softmax_cutoffs;  // empty = full softmax
+  double adaptive_softmax_factor = 4;
+  float adaptive_softmax_dropout = 0.f;
+
+  static LstmLmConfig from_yaml(const YAML::Node& node);
+  YAML::Node to_yaml() const;
+  int64_t out_dim() const { return projection > 0 ? projection : hidden; }
+};
+
+class LstmLm : public Model {
+ public:
+  explicit LstmLm(LstmLmConfig config);
+  const LstmLmConfig& config() const { return c_; }
+  std::string type() const override { return "lstm_lm"; }
+  YAML::Node config_yaml() const override { return c_.to_yaml(); }
+  bool is_language_model() const override { return true; }
+  Expr lm_loss(const Builder& b, const data::LmBatch& batch, float label_smoothing) const override;
+
+  /// Top-layer states [B, T, out_dim] for input ids [B, T]; `states` (one per layer) carry the recurrence.
+  Expr hidden(const Builder& b, const Tensor& input, std::vector<LstmState>* states = nullptr) const;
+  /// Summed loss of targets [B, T] over mask != 0 (mask undefined = all).
+  Expr loss(const Builder& b, const Tensor& input, const Tensor& target, const Tensor& mask,
+            float label_smoothing) const;
+  /// Log-probabilities [B * T, V] (f32).
+  Expr log_probs(const Builder& b, const Tensor& input) const;
+
+  struct State {
+    std::vector<LstmState> layers;
+  };
+  State start() const { return State{std::vector<LstmState>(static_cast<size_t>(c_.layers))}; }
+  /// Log-probabilities [N, V] of the token after `prev` [N] (i32); advances the state.
+  Expr step(const Builder& b, State& state, const Tensor& prev) const;
+  /// Row i of the new state is row origin[i] (i32 [M]) of the old one.
+  static void reorder(const Builder& b, State& state, const Tensor& origin);
+
+ private:
+  Expr output_log_probs(const Builder& b, const Expr& rows) const;
+  AdaptiveSpec softmax_spec() const {
+    return AdaptiveSpec{c_.vocab, c_.out_dim(), c_.adaptive_softmax_cutoffs, c_.adaptive_softmax_factor};
+  }
+  AdaptiveSoftmaxWeights softmax_weights(const Builder& b) const;
+  Expr output_matrix(const Builder& b) const;
+
+  LstmLmConfig c_;
+};
+
+}  // namespace moe

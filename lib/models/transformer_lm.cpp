@@ -1,0 +1,170 @@
+// transformer_lm.h implementation.
+#include "models/transformer_lm.h"
+
+#include <cmath>
+
+#include "graph/expr/binary.h"
+#include "graph/expr/cast.h"
+#include "graph/expr/cross_entropy.h"
+#include "graph/expr/dropout.h"
+#include "graph/expr/embedding.h"
+#include "graph/expr/matmul.h"
+#include "graph/expr/reduce.h"
+#include "graph/expr/shape_ops.h"
+#include "graph/expr/softmax.h"
+#include "layers/basic.h"
+#include "layers/sites.h"
+#include "ops/gather_scatter.h"
+
+namespace moe {
+
+namespace {
+/// Residual block: post-norm LN(x + drop(f(x))) or pre-norm x + drop(f(LN(x))).
+template <class F>
+Expr residual(const Builder& b, const Expr& x, int64_t d, bool pre_norm, float p, F f) {
+  if (pre_norm) return add(x, dropout(f(layer_norm_layer(b.sub("ln"), x, d)), p));
+  return layer_norm_layer(b.sub("ln"), add(x, dropout(f(x), p)), d);
+}
+
+/// `mask` as a [n] tensor of `dtype` (a host conversion only when its dtype differs).
+Tensor mask_as(const Tensor& mask, int64_t n, DType dtype) {
+  MOE_CHECK(mask.numel() == n, "transformer_lm: mask ", mask.shape(), " does not match ", n, " targets");
+  if (mask.dtype() == dtype) return mask.view(Shape{n});
+  return Tensor::from_vector(mask.to_vector<double>(), Shape{n}, Device::cpu(), dtype);
+}
+}  // namespace
+
+TransformerLm::TransformerLm(TransformerLmConfig config) : c_(std::move(config)) {
+  MOE_CHECK(c_.vocab > 0, "transformer_lm: model.vocab is ", c_.vocab, " (it is filled from the vocabulary)");
+  if (c_.adaptive_input()) input_spec().validate("model.adaptive_input_cutoffs");
+  if (c_.adaptive_softmax()) softmax_spec().validate("model.adaptive_softmax_cutoffs");
+}
+
+AdaptiveSpec TransformerLm::input_spec() const {
+  return AdaptiveSpec{c_.vocab, c_.d_model, c_.adaptive_input_cutoffs, c_.adaptive_input_factor};
+}
+
+AdaptiveSpec TransformerLm::softmax_spec() const {
+  return AdaptiveSpec{c_.vocab, c_.d_model, c_.adaptive_softmax_cutoffs, c_.adaptive_softmax_factor};
+}
+
+Expr TransformerLm::embed(const Builder& b, const Tensor& input, int64_t offset) const {
+  MOE_CHECK(input.shape().ndim() == 2 && input.dtype() == DType::i32, "transformer_lm: input must be i32 [B, T], not ",
+            dtype_name(input.dtype()), " ", input.shape());
+  const int64_t t = input.shape()[1];
+  MOE_CHECK(offset + t <= c_.max_positions, "transformer_lm: sequence of ", offset + t,
+            " tokens exceeds model.max_positions = ", c_.max_positions);
+  const float scale = c_.scale_embeddings ? std::sqrt(static_cast<float>(c_.d_model)) : 1.f;
+  Expr x;
+  if (c_.adaptive_input()) {
+    x = adaptive_input(b.sub("adaptive_input"), input_spec(), input, scale);
+  } else {
+    Expr table = b.param("embed.tokens", Shape{c_.vocab, c_.d_model}, Init::normal(0, std::pow(c_.d_model, -0.5)));
+    x = embedding(table, input, scale, b.dtype());
+  }
+  Graph& g = b.graph();
+  if (c_.positions == "sinusoidal") {
+    x = add(x, g.input(sinusoidal_positions(t, c_.d_model, offset, b.dtype(), g.device())));
+  } else if (c_.positions == "learned") {
+    std::vector<int32_t> pos(static_cast<size_t>(t));
+    for (int64_t i = 0; i < t; ++i) pos[static_cast<size_t>(i)] = static_cast<int32_t>(offset + i);
+    Expr table =
+        b.param("embed.positions", Shape{c_.max_positions, c_.d_model}, Init::normal(0, std::pow(c_.d_model, -0.5)));
+    x = add(x, embedding(table, Tensor::from_vector(pos, Shape{t}), 1.f, b.dtype()));
+  }
+  return dropout(x, c_.dropout);
+}
+
+Expr TransformerLm::layer(const Builder& b, Expr x, KVCache* cache) const {
+  const AttentionSiteSpec att{c_.d_model, c_.heads, c_.attention};
+  x = residual(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
+    AttentionInput in{h, h, Tensor(), true, true, cache};
+    return attention_site(b.sub("self_attn"), in, att);
+  });
+  const FfnSiteSpec ffn{c_.d_model, c_.ffn_dim, c_.activation, c_.activation_dropout, c_.ffn};
+  return residual(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,
+                  [&](const Expr& h) { return ffn_site(b.sub("ffn"), h, ffn); });
+}
+
+Expr TransformerLm::hidden(const Builder& b, const Tensor& input, std::vector<KVCache>* caches, int64_t offset) const {
+  Expr x = embed(b, input, offset);
+  const Builder dec = b.sub("decoder");
+  for (int l = 0; l < c_.layers; ++l)
+    x = layer(dec.sub("l" + std::to_string(l)), x, caches ? &(*caches)[static_cast<size_t>(l)] : nullptr);
+  if (c_.final_norm) x = layer_norm_layer(dec.sub("final_ln"), x, c_.d_model);
+  return x;
+}
+
+Expr TransformerLm::output_matrix(const Builder& b) const {
+  const Init init = Init::normal(0, std::pow(c_.d_model, -0.5));
+  return b.weight(c_.tie_embeddings ? "embed.tokens" : "out.w", Shape{c_.vocab, c_.d_model}, init);
+}
+
+AdaptiveSoftmaxWeights TransformerLm::softmax_weights(const Builder& b) const {
+  const AdaptiveSoftmaxOptions opt{c_.tie_embeddings, c_.tie_embeddings && c_.tie_adaptive_proj};
+  return adaptive_softmax_weights(b.sub("adaptive_softmax"), b.sub("adaptive_input"), softmax_spec(), opt);
+}
+
+Expr TransformerLm::loss(const Builder& b, const Tensor& input, const Tensor& target, const Tensor& mask,
+                         float label_smoothing) const {
+  MOE_CHECK(target.shape() == input.shape(), "transformer_lm: targets ", target.shape(), " do not match inputs ",
+            input.shape());
+  const int64_t n = input.numel();
+  Expr rows = reshape(hidden(b, input), Shape{n, c_.d_model});
+  Tensor flat_target = target.view(Shape{n});
+  if (c_.adaptive_softmax())
+    return adaptive_softmax_loss(softmax_weights(b), softmax_spec(), rows, flat_target,
+                                 mask.defined() ? mask.view(Shape{n}) : Tensor(), label_smoothing,
+                                 c_.adaptive_softmax_dropout);
+  Expr logits = matmul(rows, output_matrix(b), false, true);
+  Expr ce = cross_entropy(logits, b.graph().input(flat_target), label_smoothing, -1);
+  if (mask.defined()) ce = mul(ce, b.graph().input(mask_as(mask, n, ce.dtype())));
+  return sum_all(ce);
+}
+
+Expr TransformerLm::lm_loss(const Builder& b, const data::LmBatch& batch, float label_smoothing) const {
+  return loss(b, batch.input, batch.target, batch.mask, label_smoothing);
+}
+
+Expr TransformerLm::output_log_probs(const Builder& b, const Expr& rows) const {
+  if (c_.adaptive_softmax()) return adaptive_log_probs(softmax_weights(b), softmax_spec(), rows);
+  const DType out = rows.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  return log_softmax(cast(matmul(rows, output_matrix(b), false, true), out));
+}
+
+Expr TransformerLm::log_probs(const Builder& b, const Tensor& input) const {
+  return output_log_probs(b, reshape(hidden(b, input), Shape{input.numel(), c_.d_model}));
+}
+
+TransformerLm::State TransformerLm::start() const {
+  State st;
+  st.caches.resize(static_cast<size_t>(c_.layers));
+  return st;
+}
+
+Expr TransformerLm::step(const Builder& b, State& st, const Tensor& prev) const {
+  MOE_CHECK(!b.training(), "TransformerLm::step: incremental decoding runs in inference graphs");
+  MOE_CHECK(static_cast<int>(st.caches.size()) == c_.layers, "TransformerLm::step: state has ", st.caches.size(),
+            " layer caches for ", c_.layers, " layers (use start())");
+  const int64_t n = prev.numel();
+  Expr h = hidden(b, prev.view(Shape{n, 1}), &st.caches, st.step);
+  ++st.step;
+  return output_log_probs(b, reshape(h, Shape{n, c_.d_model}));
+}
+
+void TransformerLm::reorder(State& st, const Tensor& origin) {
+  auto pick = [&](Tensor& t) {
+    if (!t.defined()) return;
+    Shape s = t.shape();
+    s[0] = origin.numel();
+    Tensor out = Tensor::empty(s, t.dtype(), t.device());
+    index_select_forward(t, origin.device() == t.device() ? origin : origin.to(t.device()), out);
+    t = out;
+  };
+  for (KVCache& c : st.caches) {
+    pick(c.k);
+    pick(c.v);
+  }
+}
+
+}  // namespace moe
