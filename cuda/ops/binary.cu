@@ -36,8 +36,10 @@ struct alignas(16) Pack {
 /// forward: op(a, b); grad: prev + g * d op / d(a or b).
 template <Mode M>
 __device__ __forceinline__ float combine(BinaryOp op, float a, float b, float g, float prev) {
-  if constexpr (M == Mode::forward) return binary_value<float>(op, a, b);
-  else return prev + g * binary_partial<float>(op, a, b, M == Mode::grad_b);
+  if constexpr (M == Mode::forward)
+    return binary_value<float>(op, a, b);
+  else
+    return prev + g * binary_partial<float>(op, a, b, M == Mode::grad_b);
 }
 
 template <class T, Mode M>
@@ -123,8 +125,8 @@ void launch(BinaryOp op, const Tensor& a, const Tensor& b, const T* g, T* y, con
   const T* pb = static_cast<const T*>(b.raw());
   const std::vector<BroadcastGroup> groups = collapse_broadcast(a.shape(), b.shape(), out_shape);
   if (groups.size() > 2) {
-    binary_general_kernel<T, M><<<grid_for(n), 256, 0, s>>>(op, pa, pb, g, y, make_broadcast_index(groups), n,
-                                                           accumulate);
+    binary_general_kernel<T, M>
+        <<<grid_for(n), 256, 0, s>>>(op, pa, pb, g, y, make_broadcast_index(groups), n, accumulate);
     MOE_KERNEL_CHECK();
     return;
   }
@@ -146,8 +148,8 @@ void launch(BinaryOp op, const Tensor& a, const Tensor& b, const T* g, T* y, con
                       (ob.cs == 0 || aligned16(pb));
   const long long vec_cols = vec_ok ? cols / N * N : 0;  // rows > 1 implies vec_cols == cols
   if (vec_cols > 0) {
-    binary2d_vec_kernel<T, M, N><<<grid_for(rows * (vec_cols / N)), 256, 0, s>>>(op, pa, oa, pb, ob, g, y, rows,
-                                                                                 vec_cols, cols, accumulate);
+    binary2d_vec_kernel<T, M, N>
+        <<<grid_for(rows * (vec_cols / N)), 256, 0, s>>>(op, pa, oa, pb, ob, g, y, rows, vec_cols, cols, accumulate);
     MOE_KERNEL_CHECK();
   }
   if (vec_cols < cols) {  // the scalar tail of a single row, or everything
@@ -174,14 +176,18 @@ void binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor
       Tensor* dx = side == 0 ? da : db;
       if (!dx) continue;
       if (dx->shape() == dout.shape()) {
-        if (side == 0) launch<T, Mode::grad_a>(op, a, b, g, static_cast<T*>(dx->raw()), dout.shape(), true, s);
-        else launch<T, Mode::grad_b>(op, a, b, g, static_cast<T*>(dx->raw()), dout.shape(), true, s);
+        if (side == 0)
+          launch<T, Mode::grad_a>(op, a, b, g, static_cast<T*>(dx->raw()), dout.shape(), true, s);
+        else
+          launch<T, Mode::grad_b>(op, a, b, g, static_cast<T*>(dx->raw()), dout.shape(), true, s);
       } else if (op == BinaryOp::add || (op == BinaryOp::sub && side == 0)) {
         ::moe::cuda::sum_to_shape(dout, dx->shape(), *dx);
       } else {
         Tensor tmp = Tensor::empty(dout.shape(), dout.dtype(), dout.device());
-        if (side == 0) launch<T, Mode::grad_a>(op, a, b, g, static_cast<T*>(tmp.raw()), dout.shape(), false, s);
-        else launch<T, Mode::grad_b>(op, a, b, g, static_cast<T*>(tmp.raw()), dout.shape(), false, s);
+        if (side == 0)
+          launch<T, Mode::grad_a>(op, a, b, g, static_cast<T*>(tmp.raw()), dout.shape(), false, s);
+        else
+          launch<T, Mode::grad_b>(op, a, b, g, static_cast<T*>(tmp.raw()), dout.shape(), false, s);
         ::moe::cuda::sum_to_shape(tmp, dx->shape(), *dx);
       }
     }

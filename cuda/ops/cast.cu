@@ -19,8 +19,14 @@ __device__ __forceinline__ float load_f(__nv_bfloat16 v) { return __bfloat162flo
 __device__ __forceinline__ float load_f(__half v) { return __half2float(v); }
 __device__ __forceinline__ float load_f(int v) { return __int2float_rn(v); }
 
-template <class T> __device__ __forceinline__ T store_f(float v) { return from_float<T>(v); }
-template <> __device__ __forceinline__ int store_f<int>(float v) { return __float2int_rz(v); }
+template <class T>
+__device__ __forceinline__ T store_f(float v) {
+  return from_float<T>(v);
+}
+template <>
+__device__ __forceinline__ int store_f<int>(float v) {
+  return __float2int_rz(v);
+}
 
 template <class TI, class TO>
 __global__ void cast_kernel(const TI* x, TO* y, long long n, bool accumulate) {
@@ -34,19 +40,24 @@ __global__ void cast_kernel(const TI* x, TO* y, long long n, bool accumulate) {
 template <class TI, class TO>
 void launch(const Tensor& x, Tensor& out, bool accumulate) {
   const long long n = x.numel();
-  cast_kernel<TI, TO><<<grid_for(n), 256, 0, stream(x.device())>>>(
-      static_cast<const TI*>(x.raw()), static_cast<TO*>(out.raw()), n, accumulate);
+  cast_kernel<TI, TO><<<grid_for(n), 256, 0, stream(x.device())>>>(static_cast<const TI*>(x.raw()),
+                                                                   static_cast<TO*>(out.raw()), n, accumulate);
   MOE_KERNEL_CHECK();
 }
 
 template <class TI>
 void launch_from(const Tensor& x, Tensor& out, bool accumulate) {
   switch (out.dtype()) {
-    case DType::f32: return launch<TI, float>(x, out, accumulate);
-    case DType::bf16: return launch<TI, __nv_bfloat16>(x, out, accumulate);
-    case DType::f16: return launch<TI, __half>(x, out, accumulate);
-    case DType::i32: return launch<TI, int>(x, out, false);
-    default: MOE_FAIL("cast: the CUDA kernel cannot write ", dtype_name(out.dtype()), " (shape ", out.shape(), ")");
+    case DType::f32:
+      return launch<TI, float>(x, out, accumulate);
+    case DType::bf16:
+      return launch<TI, __nv_bfloat16>(x, out, accumulate);
+    case DType::f16:
+      return launch<TI, __half>(x, out, accumulate);
+    case DType::i32:
+      return launch<TI, int>(x, out, false);
+    default:
+      MOE_FAIL("cast: the CUDA kernel cannot write ", dtype_name(out.dtype()), " (shape ", out.shape(), ")");
   }
 }
 
@@ -55,11 +66,16 @@ void launch_from(const Tensor& x, Tensor& out, bool accumulate) {
 void cast_forward(const Tensor& x, Tensor& out, bool accumulate) {
   if (x.numel() == 0) return;
   switch (x.dtype()) {
-    case DType::f32: return launch_from<float>(x, out, accumulate);
-    case DType::bf16: return launch_from<__nv_bfloat16>(x, out, accumulate);
-    case DType::f16: return launch_from<__half>(x, out, accumulate);
-    case DType::i32: return launch_from<int>(x, out, accumulate);
-    default: MOE_FAIL("cast: the CUDA kernel cannot read ", dtype_name(x.dtype()), " (shape ", x.shape(), ")");
+    case DType::f32:
+      return launch_from<float>(x, out, accumulate);
+    case DType::bf16:
+      return launch_from<__nv_bfloat16>(x, out, accumulate);
+    case DType::f16:
+      return launch_from<__half>(x, out, accumulate);
+    case DType::i32:
+      return launch_from<int>(x, out, accumulate);
+    default:
+      MOE_FAIL("cast: the CUDA kernel cannot read ", dtype_name(x.dtype()), " (shape ", x.shape(), ")");
   }
 }
 

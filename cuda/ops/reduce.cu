@@ -3,7 +3,8 @@
 // row above. Inner axes: 32x8 blocks, the 32 lanes over consecutive inner positions (coalesced),
 // the 8 rows of threads splitting n; sum/mean with few blocks also split n across blockIdx.z into
 // an f32 workspace that a second kernel adds up. Two passes for logsumexp (max, then sum of exp)
-// and var (mean, then squared deviations). f32 accumulation. Tests: tests/gpu/reduce_parity_test.cpp.
+// and var (mean, then squared deviations); their backward recomputes the row statistic in f32.
+// f32 accumulation. Tests: tests/gpu/reduce_parity_test.cpp.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -25,10 +26,14 @@ __device__ __forceinline__ bool uses_max(ReduceOp op) { return op == ReduceOp::m
 /// The result from the pass-1 value r (sum or max) and, for logsumexp/var, the pass-2 sum t.
 __device__ __forceinline__ float finish(ReduceOp op, float r, float t, long long n) {
   switch (op) {
-    case ReduceOp::mean: return r / float(n);
-    case ReduceOp::logsumexp: return isinf(r) ? r : r + logf(t);
-    case ReduceOp::var: return t / float(n);
-    default: return r;
+    case ReduceOp::mean:
+      return r / float(n);
+    case ReduceOp::logsumexp:
+      return isinf(r) ? r : r + logf(t);
+    case ReduceOp::var:
+      return t / float(n);
+    default:
+      return r;
   }
 }
 
@@ -40,12 +45,16 @@ __global__ void reduce_last_kernel(ReduceOp op, const T* x, long long rows, long
   const long long per_block = kBlock ? 1 : blockDim.x / 32;
   const long long first = blockIdx.x * per_block + (kBlock ? 0 : threadIdx.x / 32);
   auto all_sum = [&](float v) {
-    if constexpr (kBlock) return block_sum(v, scratch);
-    else return warp_sum(v);
+    if constexpr (kBlock)
+      return block_sum(v, scratch);
+    else
+      return warp_sum(v);
   };
   auto all_max = [&](float v) {
-    if constexpr (kBlock) return block_max(v, scratch);
-    else return warp_max(v);
+    if constexpr (kBlock)
+      return block_max(v, scratch);
+    else
+      return warp_max(v);
   };
   for (long long row = first; row < rows; row += (long long)gridDim.x * per_block) {
     const T* p = x + row * n;
@@ -94,7 +103,8 @@ __global__ void reduce_inner_kernel(ReduceOp op, const T* x, long long outer, lo
     const T* p = x + o * n * inner + j;
     float v = mx ? -INFINITY : 0.f;
     if (valid)
-      for (long long k = k0 + threadIdx.y; k < k1; k += 8) v = mx ? fmaxf(v, to_float(p[k * inner])) : v + to_float(p[k * inner]);
+      for (long long k = k0 + threadIdx.y; k < k1; k += 8)
+        v = mx ? fmaxf(v, to_float(p[k * inner])) : v + to_float(p[k * inner]);
     const float r = column_all(sm, v, mx);
     float s = 0.f;
     if (op == ReduceOp::logsumexp || op == ReduceOp::var) {
@@ -108,7 +118,8 @@ __global__ void reduce_inner_kernel(ReduceOp op, const T* x, long long outer, lo
     }
     if (valid && threadIdx.y == 0) {
       const long long yi = o * inner + j;
-      if (partial) partial[blockIdx.z * outer * inner + yi] = r;
+      if (partial)
+        partial[blockIdx.z * outer * inner + yi] = r;
       else {
         const float res = finish(op, r, s, n);
         y[yi] = from_float<TO>(accumulate ? to_float(y[yi]) + res : res);
@@ -118,7 +129,8 @@ __global__ void reduce_inner_kernel(ReduceOp op, const T* x, long long outer, lo
 }
 
 template <class TO>
-__global__ void reduce_splits_kernel(const float* partial, int splits, long long m, float scale, TO* y, bool accumulate) {
+__global__ void reduce_splits_kernel(const float* partial, int splits, long long m, float scale, TO* y,
+                                     bool accumulate) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < m; i += (long long)gridDim.x * blockDim.x) {
     float s = 0.f;
     for (int z = 0; z < splits; ++z) s += partial[z * m + i];
@@ -127,25 +139,32 @@ __global__ void reduce_splits_kernel(const float* partial, int splits, long long
   }
 }
 
+/// `stat` (f32, per output) is the mean for var and the logsumexp itself for logsumexp, recomputed
+/// in f32 so that a bf16-rounded forward output does not bias the gradient.
 template <class T>
-__global__ void reduce_backward_kernel(ReduceOp op, const T* x, const T* y, const T* dy, const float* mean, long long n,
+__global__ void reduce_backward_kernel(ReduceOp op, const T* x, const T* dy, const float* stat, long long n,
                                        long long inner, long long total, T* dx) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
        i += (long long)gridDim.x * blockDim.x) {
     const long long o = i / (n * inner), j = i % inner, yi = o * inner + j;
     const float g = to_float(dy[yi]);
     float d = g;
-    if (op == ReduceOp::mean) d = g / float(n);
-    else if (op == ReduceOp::logsumexp) d = g * expf(to_float(x[i]) - to_float(y[yi]));
-    else if (op == ReduceOp::var) d = g * 2.f * (to_float(x[i]) - mean[yi]) / float(n);
+    if (op == ReduceOp::mean)
+      d = g / float(n);
+    else if (op == ReduceOp::logsumexp)
+      d = g * expf(to_float(x[i]) - stat[yi]);
+    else if (op == ReduceOp::var)
+      d = g * 2.f * (to_float(x[i]) - stat[yi]) / float(n);
     dx[i] = from_float<T>(to_float(dx[i]) + d);
   }
 }
 
 /// max backward: one thread per output finds the first element equal to the maximum.
 template <class T>
-__global__ void max_backward_kernel(const T* x, const T* y, const T* dy, long long n, long long inner, long long m, T* dx) {
-  for (long long yi = blockIdx.x * (long long)blockDim.x + threadIdx.x; yi < m; yi += (long long)gridDim.x * blockDim.x) {
+__global__ void max_backward_kernel(const T* x, const T* y, const T* dy, long long n, long long inner, long long m,
+                                    T* dx) {
+  for (long long yi = blockIdx.x * (long long)blockDim.x + threadIdx.x; yi < m;
+       yi += (long long)gridDim.x * blockDim.x) {
     const long long o = yi / inner, j = yi - o * inner;
     const float target = to_float(y[yi]);
     for (long long k = 0; k < n; ++k) {
@@ -194,8 +213,8 @@ void launch_reduce(ReduceOp op, const T* x, long long outer, long long n, long l
   reduce_inner_kernel<T, TO><<<grid, block, 0, s>>>(op, x, outer, n, inner, chunk, y, pw, accumulate);
   MOE_KERNEL_CHECK();
   const float scale = op == ReduceOp::mean ? 1.f / float(n) : 1.f;
-  reduce_splits_kernel<TO><<<grid_for(outer * inner), 256, 0, s>>>(pw, static_cast<int>(splits), outer * inner, scale,
-                                                                    y, accumulate);
+  reduce_splits_kernel<TO>
+      <<<grid_for(outer * inner), 256, 0, s>>>(pw, static_cast<int>(splits), outer * inner, scale, y, accumulate);
   MOE_KERNEL_CHECK();
 }
 
@@ -222,13 +241,14 @@ void reduce_backward(ReduceOp op, const Tensor& x, int axis, const Tensor& out, 
       max_backward_kernel<T><<<grid_for(outer * inner), 256, 0, s>>>(px, py, pg, n, inner, outer * inner, pdx);
       MOE_KERNEL_CHECK();
     } else {
-      Tensor mean;
-      if (op == ReduceOp::var) {  // the mean in f32, recomputed rather than stored by forward
-        mean = Tensor::empty(Shape{outer * inner}, DType::f32, x.device());
-        launch_reduce<T, float>(ReduceOp::mean, px, outer, n, inner, static_cast<float*>(mean.raw()), false, x.device());
+      Tensor stat;
+      if (op == ReduceOp::var || op == ReduceOp::logsumexp) {
+        stat = Tensor::empty(Shape{outer * inner}, DType::f32, x.device());
+        launch_reduce<T, float>(op == ReduceOp::var ? ReduceOp::mean : ReduceOp::logsumexp, px, outer, n, inner,
+                                static_cast<float*>(stat.raw()), false, x.device());
       }
-      const float* pm = mean.defined() ? static_cast<const float*>(mean.raw()) : nullptr;
-      reduce_backward_kernel<T><<<grid_for(x.numel()), 256, 0, s>>>(op, px, py, pg, pm, n, inner, x.numel(), pdx);
+      const float* ps = stat.defined() ? static_cast<const float*>(stat.raw()) : nullptr;
+      reduce_backward_kernel<T><<<grid_for(x.numel()), 256, 0, s>>>(op, px, pg, ps, n, inner, x.numel(), pdx);
       MOE_KERNEL_CHECK();
     }
   });

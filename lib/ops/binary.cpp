@@ -48,14 +48,18 @@ void backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dout,
 
 void binary_forward(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   check_cpu_float(binary_op_name(op), a);
-  if (a.dtype() == DType::f64) forward<double>(op, a, b, out);
-  else forward<float>(op, a, b, out);
+  if (a.dtype() == DType::f64)
+    forward<double>(op, a, b, out);
+  else
+    forward<float>(op, a, b, out);
 }
 
 void binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dout, Tensor* da, Tensor* db) {
   check_cpu_float(binary_op_name(op), a);
-  if (a.dtype() == DType::f64) backward<double>(op, a, b, dout, da, db);
-  else backward<float>(op, a, b, dout, da, db);
+  if (a.dtype() == DType::f64)
+    backward<double>(op, a, b, dout, da, db);
+  else
+    backward<float>(op, a, b, dout, da, db);
 }
 }  // namespace cpu
 

@@ -16,12 +16,18 @@ namespace moe {
 template <class T>
 MOE_HD T binary_value(BinaryOp op, T a, T b) {
   switch (op) {
-    case BinaryOp::add: return a + b;
-    case BinaryOp::sub: return a - b;
-    case BinaryOp::mul: return a * b;
-    case BinaryOp::div: return a / b;
-    case BinaryOp::maximum: return a >= b ? a : b;
-    case BinaryOp::minimum: return a <= b ? a : b;
+    case BinaryOp::add:
+      return a + b;
+    case BinaryOp::sub:
+      return a - b;
+    case BinaryOp::mul:
+      return a * b;
+    case BinaryOp::div:
+      return a / b;
+    case BinaryOp::maximum:
+      return a >= b ? a : b;
+    case BinaryOp::minimum:
+      return a <= b ? a : b;
   }
   return a;
 }
@@ -30,12 +36,18 @@ MOE_HD T binary_value(BinaryOp op, T a, T b) {
 template <class T>
 MOE_HD T binary_partial(BinaryOp op, T a, T b, bool wrt_b) {
   switch (op) {
-    case BinaryOp::add: return T(1);
-    case BinaryOp::sub: return wrt_b ? T(-1) : T(1);
-    case BinaryOp::mul: return wrt_b ? a : b;
-    case BinaryOp::div: return wrt_b ? -a / (b * b) : T(1) / b;
-    case BinaryOp::maximum: return (a >= b) != wrt_b ? T(1) : T(0);
-    case BinaryOp::minimum: return (a <= b) != wrt_b ? T(1) : T(0);
+    case BinaryOp::add:
+      return T(1);
+    case BinaryOp::sub:
+      return wrt_b ? T(-1) : T(1);
+    case BinaryOp::mul:
+      return wrt_b ? a : b;
+    case BinaryOp::div:
+      return wrt_b ? -a / (b * b) : T(1) / b;
+    case BinaryOp::maximum:
+      return (a >= b) != wrt_b ? T(1) : T(0);
+    case BinaryOp::minimum:
+      return (a <= b) != wrt_b ? T(1) : T(0);
   }
   return T(0);
 }
@@ -73,8 +85,10 @@ inline std::vector<BroadcastGroup> collapse_broadcast(const Shape& a, const Shap
     if (out[k] == 1) continue;
     const int ia = a.ndim() - n + k, ib = b.ndim() - n + k;
     const bool ab = ia < 0 || a[ia] == 1, bb = ib < 0 || b[ib] == 1;
-    if (!groups.empty() && groups.back().a_bcast == ab && groups.back().b_bcast == bb) groups.back().size *= out[k];
-    else groups.push_back({out[k], ab, bb});
+    if (!groups.empty() && groups.back().a_bcast == ab && groups.back().b_bcast == bb)
+      groups.back().size *= out[k];
+    else
+      groups.push_back({out[k], ab, bb});
   }
   return groups;
 }

@@ -14,8 +14,10 @@ namespace {
 template <class T>
 double load(const void* p, int64_t i) {
   const T v = static_cast<const T*>(p)[i];
-  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>) return static_cast<float>(v);
-  else return static_cast<double>(v);
+  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>)
+    return static_cast<float>(v);
+  else
+    return static_cast<double>(v);
 }
 
 int32_t to_i32(double v) {
@@ -27,24 +29,41 @@ int32_t to_i32(double v) {
 
 double load_any(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DType::f32: return load<float>(t.raw(), i);
-    case DType::f64: return load<double>(t.raw(), i);
-    case DType::bf16: return load<bf16>(t.raw(), i);
-    case DType::f16: return load<f16>(t.raw(), i);
-    case DType::i32: return load<int32_t>(t.raw(), i);
-    default: MOE_FAIL("cast: unsupported source dtype ", dtype_name(t.dtype()));
+    case DType::f32:
+      return load<float>(t.raw(), i);
+    case DType::f64:
+      return load<double>(t.raw(), i);
+    case DType::bf16:
+      return load<bf16>(t.raw(), i);
+    case DType::f16:
+      return load<f16>(t.raw(), i);
+    case DType::i32:
+      return load<int32_t>(t.raw(), i);
+    default:
+      MOE_FAIL("cast: unsupported source dtype ", dtype_name(t.dtype()));
   }
 }
 
 void store_any(Tensor& t, int64_t i, double v) {
   switch (t.dtype()) {
-    case DType::f32: static_cast<float*>(t.raw())[i] = static_cast<float>(v); break;
-    case DType::f64: static_cast<double*>(t.raw())[i] = v; break;
+    case DType::f32:
+      static_cast<float*>(t.raw())[i] = static_cast<float>(v);
+      break;
+    case DType::f64:
+      static_cast<double*>(t.raw())[i] = v;
+      break;
     // bf16/f16 round from f32 (as on the GPU); f64 -> f32 -> bf16 may double-round in rare ties.
-    case DType::bf16: static_cast<bf16*>(t.raw())[i] = bf16(static_cast<float>(v)); break;
-    case DType::f16: static_cast<f16*>(t.raw())[i] = f16(static_cast<float>(v)); break;
-    case DType::i32: static_cast<int32_t*>(t.raw())[i] = to_i32(v); break;
-    default: MOE_FAIL("cast: unsupported target dtype ", dtype_name(t.dtype()));
+    case DType::bf16:
+      static_cast<bf16*>(t.raw())[i] = bf16(static_cast<float>(v));
+      break;
+    case DType::f16:
+      static_cast<f16*>(t.raw())[i] = f16(static_cast<float>(v));
+      break;
+    case DType::i32:
+      static_cast<int32_t*>(t.raw())[i] = to_i32(v);
+      break;
+    default:
+      MOE_FAIL("cast: unsupported target dtype ", dtype_name(t.dtype()));
   }
 }
 }  // namespace

@@ -21,8 +21,10 @@ Shape reduced_shape(const Shape& x, int axis, bool keepdim) {
   const int ax = x.axis(axis);
   std::vector<int64_t> dims;
   for (int i = 0; i < x.ndim(); ++i) {
-    if (i != ax) dims.push_back(x[i]);
-    else if (keepdim) dims.push_back(1);
+    if (i != ax)
+      dims.push_back(x[i]);
+    else if (keepdim)
+      dims.push_back(1);
   }
   return Shape(dims);
 }
@@ -40,8 +42,10 @@ void forward(ReduceOp op, const T* x, int64_t outer, int64_t n, int64_t inner, T
       if (op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::var)
         for (int64_t k = 0; k < n; ++k) acc += p[k * inner];
       double r = acc;
-      if (op == ReduceOp::mean) r = acc / double(n);
-      else if (op == ReduceOp::max) r = m;
+      if (op == ReduceOp::mean)
+        r = acc / double(n);
+      else if (op == ReduceOp::max)
+        r = m;
       else if (op == ReduceOp::logsumexp) {
         double s = 0;
         for (int64_t k = 0; k < n; ++k) s += std::exp(double(p[k * inner]) - m);
@@ -70,10 +74,18 @@ void backward(ReduceOp op, const T* x, int64_t outer, int64_t n, int64_t inner, 
       for (int64_t k = 0; k < n; ++k) {
         const int64_t i = base + k * inner;
         switch (op) {
-          case ReduceOp::sum: dx[i] += T(g); break;
-          case ReduceOp::mean: dx[i] += T(g / double(n)); break;
-          case ReduceOp::logsumexp: dx[i] += T(g * std::exp(double(x[i]) - yv)); break;
-          case ReduceOp::var: dx[i] += T(g * 2.0 * (double(x[i]) - mean) / double(n)); break;
+          case ReduceOp::sum:
+            dx[i] += T(g);
+            break;
+          case ReduceOp::mean:
+            dx[i] += T(g / double(n));
+            break;
+          case ReduceOp::logsumexp:
+            dx[i] += T(g * std::exp(double(x[i]) - yv));
+            break;
+          case ReduceOp::var:
+            dx[i] += T(g * 2.0 * (double(x[i]) - mean) / double(n));
+            break;
           case ReduceOp::max:
             if (double(x[i]) == yv) {
               dx[i] += T(g);
@@ -104,8 +116,10 @@ void sum_to(const Tensor& x, const Shape& shape, Tensor& out) {
 void reduce_forward(ReduceOp op, const Tensor& x, int axis, Tensor& out) {
   check_cpu_float(reduce_op_name(op), x);
   const Shape& s = x.shape();
-  if (x.dtype() == DType::f64) forward<double>(op, x.data<double>(), s.outer(axis), s[axis], s.inner(axis), out.data<double>());
-  else forward<float>(op, x.data<float>(), s.outer(axis), s[axis], s.inner(axis), out.data<float>());
+  if (x.dtype() == DType::f64)
+    forward<double>(op, x.data<double>(), s.outer(axis), s[axis], s.inner(axis), out.data<double>());
+  else
+    forward<float>(op, x.data<float>(), s.outer(axis), s[axis], s.inner(axis), out.data<float>());
 }
 
 void reduce_backward(ReduceOp op, const Tensor& x, int axis, const Tensor& out, const Tensor& dout, Tensor& dx) {
@@ -121,8 +135,10 @@ void reduce_backward(ReduceOp op, const Tensor& x, int axis, const Tensor& out, 
 
 void sum_to_shape(const Tensor& x, const Shape& shape, Tensor& out) {
   check_cpu_float("sum_to_shape", x);
-  if (x.dtype() == DType::f64) sum_to<double>(x, shape, out);
-  else sum_to<float>(x, shape, out);
+  if (x.dtype() == DType::f64)
+    sum_to<double>(x, shape, out);
+  else
+    sum_to<float>(x, shape, out);
 }
 }  // namespace cpu
 

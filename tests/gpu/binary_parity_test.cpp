@@ -10,13 +10,13 @@ using namespace moe;
 
 TEST_CASE("binary parity", "[gpu][binary]") {
   const std::pair<Shape, Shape> cases[] = {
-      {Shape{33, 257}, Shape{33, 257}},  // same shape, odd size (vector part + scalar tail)
-      {Shape{64, 512}, Shape{64, 512}},  // same shape, vector path
-      {Shape{65, 512}, Shape{512}},      // bias add
-      {Shape{37, 100}, Shape{100}},      // row broadcast, cols not a multiple of 8
-      {Shape{64, 256}, Shape{64, 1}},    // column broadcast
-      {Shape{1}, Shape{1000}},           // scalar
-      {Shape{4, 1, 40}, Shape{7, 1}},    // [B,1,D] with [T,1]
+      {Shape{33, 257}, Shape{33, 257}},        // same shape, odd size (vector part + scalar tail)
+      {Shape{64, 512}, Shape{64, 512}},        // same shape, vector path
+      {Shape{65, 512}, Shape{512}},            // bias add
+      {Shape{37, 100}, Shape{100}},            // row broadcast, cols not a multiple of 8
+      {Shape{64, 256}, Shape{64, 1}},          // column broadcast
+      {Shape{1}, Shape{1000}},                 // scalar
+      {Shape{4, 1, 40}, Shape{7, 1}},          // [B,1,D] with [T,1]
       {Shape{3, 1, 5, 1}, Shape{1, 4, 1, 6}},  // general (4 groups)
       {Shape{1}, Shape{1}}};
   for (int op = 0; op <= static_cast<int>(BinaryOp::minimum); ++op) {
@@ -37,7 +37,8 @@ TEST_CASE("binary parity", "[gpu][binary]") {
 TEST_CASE("binary parity: x op x and unaligned views", "[gpu][binary]") {
   Tensor x = test::random_tensor(Shape{17, 33}, 3, 0.5, 2);
   for (DType dt : {DType::f32, DType::bf16}) {
-    auto r = test::parity({x}, [](Graph&, const std::vector<Expr>& in) { return in[0] * in[0] - in[0] / in[0]; }, dt, {0});
+    auto r =
+        test::parity({x}, [](Graph&, const std::vector<Expr>& in) { return in[0] * in[0] - in[0] / in[0]; }, dt, {0});
     CHECK(r.forward < (dt == DType::f32 ? 1e-6 : 1e-2));
     CHECK(r.backward < (dt == DType::f32 ? 1e-5 : 2e-2));
   }

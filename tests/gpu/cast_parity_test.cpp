@@ -2,7 +2,6 @@
 // i32 <-> f32 must match the CPU bit for bit (both round to nearest even / truncate and saturate),
 // and gradients through casts match in f32 and bf16.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "graph/expr/binary.h"
@@ -30,10 +29,10 @@ TEST_CASE("cast parity: bit-exact conversions", "[gpu][cast]") {
       const Tensor x = cast_on(base, from, Device::cpu());
       const std::vector<float> cpu = cast_on(x, to, Device::cpu()).to_vector<float>();
       const std::vector<float> gpu = cast_on(x, to, Device::cuda(0)).to_vector<float>();
-      for (size_t i = 0; i < cpu.size(); ++i)
-        CHECK(((std::isnan(cpu[i]) && std::isnan(gpu[i])) || cpu[i] == gpu[i]));
+      for (size_t i = 0; i < cpu.size(); ++i) CHECK(((std::isnan(cpu[i]) && std::isnan(gpu[i])) || cpu[i] == gpu[i]));
     }
-  const Tensor ints_cpu = cast_on(base, DType::i32, Device::cpu()), ints_gpu = cast_on(base, DType::i32, Device::cuda(0));
+  const Tensor ints_cpu = cast_on(base, DType::i32, Device::cpu()),
+               ints_gpu = cast_on(base, DType::i32, Device::cuda(0));
   CHECK(ints_cpu.to_vector<int32_t>() == ints_gpu.to_vector<int32_t>());
   CHECK(cast_on(ints_cpu, DType::f32, Device::cpu()).to_vector<float>() ==
         cast_on(ints_cpu, DType::f32, Device::cuda(0)).to_vector<float>());
@@ -42,10 +41,12 @@ TEST_CASE("cast parity: bit-exact conversions", "[gpu][cast]") {
 TEST_CASE("cast parity: gradients", "[gpu][cast]") {
   Tensor x = test::random_tensor(Shape{31, 67}, 5);
   for (DType dt : {DType::f32, DType::bf16}) {
-    auto r = test::parity({x}, [dt](Graph&, const std::vector<Expr>& in) {
-      const DType other = dt == DType::f32 ? DType::bf16 : DType::f32;
-      return cast(cast(in[0], other) * cast(in[0], other), dt);
-    }, dt, {0});
+    auto r = test::parity({x},
+                          [dt](Graph&, const std::vector<Expr>& in) {
+                            const DType other = dt == DType::f32 ? DType::bf16 : DType::f32;
+                            return cast(cast(in[0], other) * cast(in[0], other), dt);
+                          },
+                          dt, {0});
     CHECK(r.forward < 1e-2);
     CHECK(r.backward < 2e-2);
   }

@@ -9,7 +9,7 @@
 using namespace moe;
 
 TEST_CASE("reduce parity", "[gpu][reduce]") {
-  const std::pair<Shape, int> cases[] = {{Shape{33, 257}, 1},   {Shape{5, 3000}, -1}, {Shape{1, 1}, 0},
+  const std::pair<Shape, int> cases[] = {{Shape{33, 257}, 1},   {Shape{5, 3000}, -1},  {Shape{1, 1}, 0},
                                          {Shape{4000, 40}, 0},  {Shape{6, 77, 35}, 1}, {Shape{3, 2, 1000, 3}, 2},
                                          {Shape{2, 300, 70}, 0}};
   for (int op = 0; op <= static_cast<int>(ReduceOp::var); ++op) {
@@ -35,10 +35,10 @@ TEST_CASE("reduce parity", "[gpu][reduce]") {
 }
 
 TEST_CASE("sum_to_shape parity", "[gpu][reduce]") {
-  const std::pair<Shape, Shape> cases[] = {{Shape{300, 512}, Shape{512}},      {Shape{300, 512}, Shape{300, 1}},
-                                           {Shape{4, 50, 6}, Shape{4, 1, 6}},  {Shape{4, 50, 6}, Shape{50, 1}},
-                                           {Shape{3, 4, 5, 6}, Shape{1, 4, 1, 6}}, {Shape{7}, Shape{1, 7}},
-                                           {Shape{5, 9}, Shape{}}};
+  const std::pair<Shape, Shape> cases[] = {
+      {Shape{300, 512}, Shape{512}},   {Shape{300, 512}, Shape{300, 1}},       {Shape{4, 50, 6}, Shape{4, 1, 6}},
+      {Shape{4, 50, 6}, Shape{50, 1}}, {Shape{3, 4, 5, 6}, Shape{1, 4, 1, 6}}, {Shape{1, 7}, Shape{7}},
+      {Shape{5, 9}, Shape{}}};
   for (const auto& [xs, s] : cases) {
     INFO(xs << " -> " << s);
     Tensor x = test::random_tensor(xs, 2);

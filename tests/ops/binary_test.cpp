@@ -1,8 +1,9 @@
 // Broadcasting binary ops: hand-computed values, broadcasting edge cases, finite-difference
 // gradients (CPU, f64) including broadcast operands and x op x, and error messages.
+#include "graph/expr/binary.h"
+
 #include <catch2/catch.hpp>
 
-#include "graph/expr/binary.h"
 #include "support/gradcheck.h"
 
 using namespace moe;
@@ -13,7 +14,9 @@ std::vector<double> run(BinaryOp op, const Tensor& a, const Tensor& b) {
   binary_forward(op, a, b, out);
   return out.to_vector<double>();
 }
-Tensor vec(std::vector<double> v, Shape s, DType dt = DType::f64) { return Tensor::from_vector(v, s, Device::cpu(), dt); }
+Tensor vec(std::vector<double> v, Shape s, DType dt = DType::f64) {
+  return Tensor::from_vector(v, s, Device::cpu(), dt);
+}
 }  // namespace
 
 TEST_CASE("binary: same-shape values", "[ops][binary]") {
@@ -38,8 +41,7 @@ TEST_CASE("binary: broadcasting", "[ops][binary]") {
   CHECK(run(BinaryOp::div, m, vec({2}, Shape{})) == std::vector<double>{0.5, 1, 1.5, 2, 2.5, 3});
   // [B,1,D] with [T,1] -> [B,T,D].
   Tensor a = vec({1, 2, 3, 4}, Shape{2, 1, 2}), b = vec({10, 20, 30}, Shape{3, 1});
-  CHECK(run(BinaryOp::add, a, b) ==
-        std::vector<double>{11, 12, 21, 22, 31, 32, 13, 14, 23, 24, 33, 34});
+  CHECK(run(BinaryOp::add, a, b) == std::vector<double>{11, 12, 21, 22, 31, 32, 13, 14, 23, 24, 33, 34});
   // Both operands broadcast: [3,1] x [1,2] (outer product).
   CHECK(run(BinaryOp::mul, vec({1, 2, 3}, Shape{3, 1}), vec({10, 100}, Shape{1, 2})) ==
         std::vector<double>{10, 100, 20, 200, 30, 300});
@@ -56,10 +58,9 @@ TEST_CASE("binary: broadcasting", "[ops][binary]") {
 }
 
 TEST_CASE("binary: finite-difference gradients", "[ops][binary][grad]") {
-  const std::pair<Shape, Shape> cases[] = {{Shape{1}, Shape{1}},       {Shape{3, 37}, Shape{3, 37}},
-                                           {Shape{4, 5}, Shape{5}},    {Shape{4, 5}, Shape{4, 1}},
-                                           {Shape{1}, Shape{6}},       {Shape{2, 1, 3}, Shape{4, 1}},
-                                           {Shape{3, 1}, Shape{1, 4}}, {Shape{}, Shape{2, 3}}};
+  const std::pair<Shape, Shape> cases[] = {
+      {Shape{1}, Shape{1}}, {Shape{3, 37}, Shape{3, 37}},  {Shape{4, 5}, Shape{5}},    {Shape{4, 5}, Shape{4, 1}},
+      {Shape{1}, Shape{6}}, {Shape{2, 1, 3}, Shape{4, 1}}, {Shape{3, 1}, Shape{1, 4}}, {Shape{}, Shape{2, 3}}};
   for (int op = 0; op <= static_cast<int>(BinaryOp::minimum); ++op) {
     const BinaryOp o = static_cast<BinaryOp>(op);
     for (const auto& [sa, sb] : cases) {
@@ -73,8 +74,7 @@ TEST_CASE("binary: finite-difference gradients", "[ops][binary][grad]") {
   }
   // x op x: both gradient contributions land in the same buffer.
   Tensor x = test::random_tensor(Shape{3, 4}, 5, 0.5, 2);
-  CHECK(test::gradcheck({x}, [](Graph&, const std::vector<Expr>& in) { return in[0] * in[0] + in[0] / in[0]; }) <
-        1e-6);
+  CHECK(test::gradcheck({x}, [](Graph&, const std::vector<Expr>& in) { return in[0] * in[0] + in[0] / in[0]; }) < 1e-6);
   // Only one side takes a gradient.
   Tensor w = test::random_tensor(Shape{4}, 6);
   CHECK(test::gradcheck({x, w}, [](Graph&, const std::vector<Expr>& in) { return in[0] - in[1]; }, 1e-6, {1}) < 1e-6);
@@ -88,7 +88,8 @@ TEST_CASE("binary: gradients of broadcast operands by hand", "[ops][binary][grad
   CHECK(da.to_vector<double>() == std::vector<double>{1, 2, 4, 2, 4, 8});
   CHECK(db.to_vector<double>() == std::vector<double>{109, 112, 115});  // accumulates: 100 + 1*1+2*4, ...
   // maximum: ties go to a.
-  Tensor dx = Tensor::zeros(Shape{2}, DType::f64, Device::cpu()), dy = Tensor::zeros(Shape{2}, DType::f64, Device::cpu());
+  Tensor dx = Tensor::zeros(Shape{2}, DType::f64, Device::cpu()),
+         dy = Tensor::zeros(Shape{2}, DType::f64, Device::cpu());
   binary_backward(BinaryOp::maximum, vec({1, 3}, Shape{2}), vec({1, 5}, Shape{2}), vec({1, 1}, Shape{2}), &dx, &dy);
   CHECK(dx.to_vector<double>() == std::vector<double>{1, 0});
   CHECK(dy.to_vector<double>() == std::vector<double>{0, 1});
@@ -106,15 +107,18 @@ TEST_CASE("binary: expressions and scalars", "[ops][binary]") {
 }
 
 TEST_CASE("binary: errors name the op and both shapes", "[ops][binary][errors]") {
-  Tensor a = Tensor::zeros(Shape{2, 3}, DType::f32, Device::cpu()), b = Tensor::zeros(Shape{4}, DType::f32, Device::cpu());
+  Tensor a = Tensor::zeros(Shape{2, 3}, DType::f32, Device::cpu()),
+         b = Tensor::zeros(Shape{4}, DType::f32, Device::cpu());
   Tensor out = Tensor::zeros(Shape{2, 3}, DType::f32, Device::cpu());
   CHECK_THROWS_WITH(binary_forward(BinaryOp::mul, a, b, out),
                     Catch::Contains("mul") && Catch::Contains("[2,3]") && Catch::Contains("[4]"));
-  Tensor c = Tensor::zeros(Shape{3}, DType::f32, Device::cpu()), wrong = Tensor::zeros(Shape{3, 2}, DType::f32, Device::cpu());
+  Tensor c = Tensor::zeros(Shape{3}, DType::f32, Device::cpu()),
+         wrong = Tensor::zeros(Shape{3, 2}, DType::f32, Device::cpu());
   CHECK_THROWS_WITH(binary_forward(BinaryOp::add, a, c, wrong),
                     Catch::Contains("add") && Catch::Contains("[3,2]") && Catch::Contains("[2,3]"));
   Tensor d = Tensor::zeros(Shape{3}, DType::f64, Device::cpu());
   CHECK_THROWS_WITH(binary_forward(BinaryOp::sub, a, d, out), Catch::Contains("sub") && Catch::Contains("f64"));
   Graph g(Device::cpu());
-  CHECK_THROWS_WITH(g.input(a) + g.input(b), Catch::Contains("add") && Catch::Contains("[2,3]") && Catch::Contains("[4]"));
+  CHECK_THROWS_WITH(g.input(a) + g.input(b),
+                    Catch::Contains("add") && Catch::Contains("[2,3]") && Catch::Contains("[4]"));
 }

@@ -1,9 +1,10 @@
 // dtype casts: exact and rounded values between f32/f64/bf16/f16/i32, the identity shortcut of the
 // expression, gradients through casts (finite differences in f64 and by hand), and errors.
+#include "graph/expr/cast.h"
+
 #include <catch2/catch.hpp>
 
 #include "graph/expr/binary.h"
-#include "graph/expr/cast.h"
 #include "support/gradcheck.h"
 
 using namespace moe;
@@ -52,8 +53,9 @@ TEST_CASE("cast: expressions and gradients", "[ops][cast][grad]") {
   CHECK(x.grad().to_vector<double>() == std::vector<double>{2, 4, 6});
   // f64 -> f32 -> f64 in the finite-difference check: cast gradients are the identity.
   Tensor t = test::random_tensor(Shape{4, 3}, 2);
-  CHECK(test::gradcheck({t}, [](Graph&, const std::vector<Expr>& in) { return cast(cast(in[0], DType::f32), DType::f64); },
-                        1e-3) < 1e-4);
+  CHECK(test::gradcheck(
+            {t}, [](Graph&, const std::vector<Expr>& in) { return cast(cast(in[0], DType::f32), DType::f64); }, 1e-3) <
+        1e-4);
   // Integer casts pass no gradient (the f32 branch still does).
   Graph g2(Device::cpu());
   Expr a = g2.input(Tensor::from_vector(std::vector<float>{1.5f, 2.5f}, Shape{2}), true);
@@ -72,7 +74,8 @@ TEST_CASE("cast: backward accumulates in the target dtype", "[ops][cast]") {
 TEST_CASE("cast: errors name the op, dtypes and shapes", "[ops][cast][errors]") {
   Tensor x = Tensor::zeros(Shape{2, 3}, DType::f32, Device::cpu());
   Tensor bad = Tensor::zeros(Shape{3, 2}, DType::bf16, Device::cpu());
-  CHECK_THROWS_WITH(cast_forward(x, bad), Catch::Contains("cast") && Catch::Contains("[2,3]") && Catch::Contains("[3,2]"));
+  CHECK_THROWS_WITH(cast_forward(x, bad),
+                    Catch::Contains("cast") && Catch::Contains("[2,3]") && Catch::Contains("[3,2]"));
   Tensor u = Tensor::zeros(Shape{2, 3}, DType::u8, Device::cpu());
   CHECK_THROWS_WITH(cast_forward(x, u), Catch::Contains("cast") && Catch::Contains("u8"));
   Tensor i = Tensor::zeros(Shape{2, 3}, DType::i32, Device::cpu());

@@ -1,10 +1,10 @@
 // Axis reductions and sum_to_shape: hand-computed values, keepdim and whole-tensor reductions,
 // edge shapes (size-1 and size-0 axes), finite-difference gradients (CPU, f64) and errors.
-#include <catch2/catch.hpp>
+#include "graph/expr/reduce.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
-#include "graph/expr/reduce.h"
 #include "support/gradcheck.h"
 
 using namespace moe;
@@ -66,8 +66,8 @@ TEST_CASE("reduce: expressions, keepdim, sum_all, mean_all", "[ops][reduce]") {
 }
 
 TEST_CASE("reduce: finite-difference gradients", "[ops][reduce][grad]") {
-  const std::pair<Shape, int> cases[] = {{Shape{1}, 0},      {Shape{3, 37}, 1}, {Shape{3, 37}, 0},
-                                         {Shape{2, 5, 3}, 1}, {Shape{4, 1}, 1}, {Shape{2, 3, 4}, -1}};
+  const std::pair<Shape, int> cases[] = {{Shape{1}, 0},       {Shape{3, 37}, 1}, {Shape{3, 37}, 0},
+                                         {Shape{2, 5, 3}, 1}, {Shape{4, 1}, 1},  {Shape{2, 3, 4}, -1}};
   for (int op = 0; op <= static_cast<int>(ReduceOp::var); ++op) {
     const ReduceOp r = static_cast<ReduceOp>(op);
     for (const auto& [shape, axis] : cases)
@@ -106,13 +106,15 @@ TEST_CASE("sum_to_shape: broadcast axes are summed and added", "[ops][reduce]") 
   Tensor y = test::random_tensor(Shape{2, 3, 4}, 4);
   const std::vector<double> r = to(y, Shape{2, 1, 4}), v = y.to_vector<double>();
   for (int b = 0; b < 2; ++b)
-    for (int d = 0; d < 4; ++d) CHECK(r[b * 4 + d] == Approx(1 + v[b * 12 + d] + v[b * 12 + 4 + d] + v[b * 12 + 8 + d]));
-  CHECK_THROWS_WITH(to(x, Shape{3, 1}), Catch::Contains("sum_to_shape") && Catch::Contains("[3,1]") &&
-                                            Catch::Contains("[2,3]"));
+    for (int d = 0; d < 4; ++d)
+      CHECK(r[b * 4 + d] == Approx(1 + v[b * 12 + d] + v[b * 12 + 4 + d] + v[b * 12 + 8 + d]));
+  CHECK_THROWS_WITH(to(x, Shape{3, 1}),
+                    Catch::Contains("sum_to_shape") && Catch::Contains("[3,1]") && Catch::Contains("[2,3]"));
 }
 
 TEST_CASE("reduce: errors name the op and shapes", "[ops][reduce][errors]") {
-  Tensor x = Tensor::zeros(Shape{2, 3}, DType::f32, Device::cpu()), out = Tensor::zeros(Shape{3}, DType::f32, Device::cpu());
+  Tensor x = Tensor::zeros(Shape{2, 3}, DType::f32, Device::cpu()),
+         out = Tensor::zeros(Shape{3}, DType::f32, Device::cpu());
   CHECK_THROWS_WITH(reduce_forward(ReduceOp::sum, x, 1, out),
                     Catch::Contains("sum") && Catch::Contains("[3]") && Catch::Contains("[2,3]"));
   CHECK_THROWS_WITH(reduce_forward(ReduceOp::var, x, 2, out), Catch::Contains("var") && Catch::Contains("axis 2"));
