@@ -3,7 +3,9 @@
 #include "graph/expr/binary.h"
 
 #include <catch2/catch.hpp>
+#include <tuple>
 
+#include "ops/binary_math.h"
 #include "support/gradcheck.h"
 
 using namespace moe;
@@ -121,4 +123,26 @@ TEST_CASE("binary: errors name the op and both shapes", "[ops][binary][errors]")
   Graph g(Device::cpu());
   CHECK_THROWS_WITH(g.input(a) + g.input(b),
                     Catch::Contains("add") && Catch::Contains("[2,3]") && Catch::Contains("[4]"));
+}
+
+TEST_CASE("binary: broadcast collapse used to pick the CUDA fast paths", "[ops][binary]") {
+  auto groups = [](Shape a, Shape b) {
+    std::vector<std::tuple<int64_t, bool, bool>> r;
+    for (const BroadcastGroup& g : collapse_broadcast(a, b, broadcast_shapes(a, b, "test")))
+      r.emplace_back(g.size, g.a_bcast, g.b_bcast);
+    return r;
+  };
+  using G = std::vector<std::tuple<int64_t, bool, bool>>;
+  CHECK(groups(Shape{4, 5, 6}, Shape{4, 5, 6}) == G{{120, false, false}});                   // same shape: 1-D
+  CHECK(groups(Shape{4, 5, 6}, Shape{6}) == G{{20, false, true}, {6, false, false}});        // bias add
+  CHECK(groups(Shape{4, 5, 6}, Shape{4, 5, 1}) == G{{20, false, false}, {6, false, true}});  // column
+  CHECK(groups(Shape{1}, Shape{7}) == G{{7, true, false}});                                  // scalar
+  CHECK(groups(Shape{1, 1}, Shape{1}).empty());                                              // one element
+  CHECK(groups(Shape{2, 1, 3}, Shape{4, 1}) == G{{2, false, true}, {4, true, false}, {3, false, true}});
+  // The index map of the last case: out (i, t, d) -> a (i, d), b (t).
+  const BroadcastIndex ix = make_broadcast_index(collapse_broadcast(Shape{2, 1, 3}, Shape{4, 1}, Shape{2, 4, 3}));
+  int64_t ia, ib;
+  ix.map((1 * 4 + 2) * 3 + 1, ia, ib);
+  CHECK(ia == 1 * 3 + 1);
+  CHECK(ib == 2);
 }
