@@ -5,7 +5,7 @@
 // dV += (w p)^T dout, dK += scale ds^T q, dQ += scale ds k (f32 atomics into a workspace) and
 // dw += sum_j p dout.v (f32 atomics). Causal mode starts at the first query tile that sees the key
 // tile. A last pass adds the f32 workspaces into dq and dhead_weight. Covered by
-// tests/gpu/attention_parity_test.cpp.
+// tests/gpu/attention_parity_test.cpp. bf16/f16 run the main pass on tensor cores (attention_bwd_tc.cu).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -207,7 +207,9 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
                                                                    static_cast<const T*>(out.raw()),
                                                                    delta.data<float>(), p.Tq, p.H, p.D, rows);
     MOE_KERNEL_CHECK();
-    switch (padded_head_size(p.D)) {
+    if (q.dtype() != DType::f32)  // bf16 / f16: tensor cores
+      attention_backward_tc(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv);
+    else switch (padded_head_size(p.D)) {
       case 32: launch_bwd<T, 32>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;
       case 64: launch_bwd<T, 64>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;
       case 128: launch_bwd<T, 128>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;

@@ -105,4 +105,12 @@ namespace moe::cuda {
 /// The kernel parameters of one attention call (shapes already checked by lib/ops/attention.cpp).
 attn::Params attention_params(const Tensor& q, const Tensor& k, const Tensor& key_padding, bool causal, float scale,
                               const Tensor& head_weight);
+/// Tensor-core forward for bf16/f16 (attention_fwd_tc.cu).
+void attention_forward_tc(const attn::Params& p, const Tensor& q, const Tensor& k, const Tensor& v,
+                          const Tensor& head_weight, Tensor& out, Tensor& lse);
+/// Tensor-core backward main pass for bf16/f16 (attention_bwd_tc.cu); delta and the f32 workspaces
+/// (dq_acc [B,Tq,H,D], dw_acc [B,Tq,H], either may be undefined) come from attention_bwd.cu.
+void attention_backward_tc(const attn::Params& p, const Tensor& q, const Tensor& k, const Tensor& v,
+                           const Tensor& head_weight, const Tensor& dout, const Tensor& lse, const Tensor& delta,
+                           Tensor& dq_acc, Tensor& dw_acc, Tensor& dk, Tensor& dv);
 }  // namespace moe::cuda

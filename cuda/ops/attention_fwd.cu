@@ -3,7 +3,8 @@
 // S = Q K^T live only in shared memory; an online softmax keeps the running max m and sum l per row
 // (base 2: s2 = scale*log2(e)*q.k) and rescales the O accumulator (registers) by 2^(m_old - m_new).
 // out = w * O / l (0 for rows with no visible key), lse = (m + log2 l) * ln 2. Causal mode stops at the
-// last key tile any row of the block can see. Covered by tests/gpu/attention_parity_test.cpp.
+// last key tile any row of the block can see. bf16/f16 go to the tensor-core kernel in
+// attention_fwd_tc.cu; this one serves f32. Covered by tests/gpu/attention_parity_test.cpp.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -152,6 +153,10 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
     out.zero_();
     std::vector<float> inf(static_cast<size_t>(lse.numel()), -INFINITY);
     lse.copy_from(Tensor::from_vector(inf, lse.shape()));
+    return;
+  }
+  if (q.dtype() == DType::bf16 || q.dtype() == DType::f16) {  // tensor cores
+    attention_forward_tc(p, q, k, v, head_weight, out, lse);
     return;
   }
   MOE_FLOAT_SWITCH(q.dtype(), "attention", T, {
