@@ -193,7 +193,8 @@ void launch_bwd(const Params& p, const Tensor& q, const Tensor& k, const Tensor&
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
                         float scale, const Tensor& head_weight, const Tensor& out, const Tensor& lse,
                         const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dhead_weight) {
-  const Params p = attention_params(q, k, key_padding, causal, scale, head_weight);
+  Params p = attention_params(q, k, key_padding, causal, scale, head_weight);
+  p.vec16 = p.vec16 && reinterpret_cast<uintptr_t>(v.raw()) % 16 == 0 && reinterpret_cast<uintptr_t>(dout.raw()) % 16 == 0;
   if (q.numel() == 0 || k.numel() == 0) return;  // no visible pair: every gradient is zero
   if (!dq.defined() && !dk.defined() && !dv.defined() && !dhead_weight.defined()) return;
   const Device dev = q.device();

@@ -28,14 +28,6 @@ struct TcBwdTile {
   static_assert(kTiles >= 1 && (BK / 16) * (DP / 16) % kWarps == 0, "dK/dV tiles must split over the warps");
 };
 
-template <class T, int R, int DP, int LD>
-__device__ __forceinline__ void load_raw(T* s, const T* x, int b, int t0, int T_, int heads, int head, int D) {
-  for (int idx = threadIdx.x; idx < R * DP; idx += kThreads) {
-    const int r = idx / DP, d = idx % DP, t = t0 + r;
-    s[r * LD + d] = (t < T_ && d < D) ? x[(((long long)b * T_ + t) * heads + head) * D + d] : from_float<T>(0.f);
-  }
-}
-
 using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 
 /// C (f32, row-major, ldc) = A B^T for (M/16) x (N/16) tiles over the warps; A [M][.], B [N][.] row-major.
@@ -95,8 +87,8 @@ __global__ void __launch_bounds__(kThreads)
   const int k0 = blockIdx.x * BK, hk = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / 32;
 
-  load_raw<T, BK, DP, LT>(sK, k, b, k0, p.Tk, p.Hk, hk, p.D);
-  load_raw<T, BK, DP, LT>(sV, v, b, k0, p.Tk, p.Hk, hk, p.D);
+  load_raw<T, BK, DP, LT>(sK, k, b, k0, p.Tk, p.Hk, hk, p.D, p.vec16);
+  load_raw<T, BK, DP, LT>(sV, v, b, k0, p.Tk, p.Hk, hk, p.D, p.vec16);
   Acc dk_acc[NT], dv_acc[NT];
 #pragma unroll
   for (int n = 0; n < NT; ++n) wmma::fill_fragment(dk_acc[n], 0.f), wmma::fill_fragment(dv_acc[n], 0.f);
@@ -105,8 +97,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int h = hk * p.group; h < (hk + 1) * p.group; ++h) {
     for (int q0 = q_begin; q0 < p.Tq; q0 += BQ) {
       __syncthreads();
-      load_raw<T, BQ, DP, LT>(sQ, q, b, q0, p.Tq, p.H, h, p.D);
-      load_raw<T, BQ, DP, LT>(sO, dout, b, q0, p.Tq, p.H, h, p.D);
+      load_raw<T, BQ, DP, LT>(sQ, q, b, q0, p.Tq, p.H, h, p.D, p.vec16);
+      load_raw<T, BQ, DP, LT>(sO, dout, b, q0, p.Tq, p.H, h, p.D, p.vec16);
       if (tid < BQ) {
         const int i = q0 + tid;
         const bool ok = i < p.Tq;

@@ -21,6 +21,7 @@ struct Params {
   float scale;                     // the softmax scale
   float scale_log2;                // scale * log2(e): scores live in the base-2 domain
   const uint8_t* pad;              // [B,Tk] or nullptr
+  bool vec16;                      // 16-bit storage, D % 8 == 0 and 16-byte aligned q/k/v/dout: 16-byte loads
 };
 
 __device__ __forceinline__ bool visible(const Params& p, int b, int i, int j) {
@@ -39,6 +40,27 @@ __device__ __forceinline__ void load_tile(float* s, const T* x, int b, int t0, i
     float val = 0.f;
     if (t < T_ && d < D) val = to_float(x[(((long long)b * T_ + t) * heads + head) * D + d]) * mult;
     s[r * (DP + 1) + d] = val;
+  }
+}
+
+/// Rows [t0, t0+R) of one head of a [B,T,heads,D] tensor of a 16-bit type into s[R][LD] (same type),
+/// zero-filled beyond T and D; with `vec16`, 8 elements (16 bytes) per load. LD % 8 == 0.
+template <class T, int R, int DP, int LD>
+__device__ __forceinline__ void load_raw(T* s, const T* x, int b, int t0, int T_, int heads, int head, int D,
+                                         bool vec16) {
+  static_assert(sizeof(T) == 2 && LD % 8 == 0 && DP % 8 == 0, "load_raw: 16-bit types, 16-byte rows");
+  if (vec16) {
+    for (int idx = threadIdx.x; idx < R * DP / 8; idx += kThreads) {
+      const int r = idx / (DP / 8), d = idx % (DP / 8) * 8, t = t0 + r;
+      uint4 val = make_uint4(0, 0, 0, 0);
+      if (t < T_ && d < D) val = *reinterpret_cast<const uint4*>(x + (((long long)b * T_ + t) * heads + head) * D + d);
+      *reinterpret_cast<uint4*>(s + r * LD + d) = val;
+    }
+    return;
+  }
+  for (int idx = threadIdx.x; idx < R * DP; idx += kThreads) {
+    const int r = idx / DP, d = idx % DP, t = t0 + r;
+    s[r * LD + d] = (t < T_ && d < D) ? x[(((long long)b * T_ + t) * heads + head) * D + d] : from_float<T>(0.f);
   }
 }
 
@@ -102,7 +124,8 @@ inline int padded_head_size(int D) { return D <= 32 ? 32 : D <= 64 ? 64 : D <= 1
 }  // namespace moe::cuda::attn
 
 namespace moe::cuda {
-/// The kernel parameters of one attention call (shapes already checked by lib/ops/attention.cpp).
+/// The kernel parameters of one attention call (shapes already checked by lib/ops/attention.cpp);
+/// vec16 covers q and k only: callers also check v (and dout).
 attn::Params attention_params(const Tensor& q, const Tensor& k, const Tensor& key_padding, bool causal, float scale,
                               const Tensor& head_weight);
 /// Tensor-core forward for bf16/f16 (attention_fwd_tc.cu).

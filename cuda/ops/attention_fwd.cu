@@ -142,12 +142,15 @@ attn::Params attention_params(const Tensor& q, const Tensor& k, const Tensor& ke
   p.scale = scale;
   p.scale_log2 = scale * attn::kLog2e;
   p.pad = key_padding.defined() ? key_padding.data<uint8_t>() : nullptr;
+  auto aligned = [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw()) % 16 == 0; };
+  p.vec16 = dtype_size(q.dtype()) == 2 && p.D % 8 == 0 && aligned(q) && aligned(k);
   return p;
 }
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
                        float scale, const Tensor& head_weight, Tensor& out, Tensor& lse) {
-  const attn::Params p = attention_params(q, k, key_padding, causal, scale, head_weight);
+  attn::Params p = attention_params(q, k, key_padding, causal, scale, head_weight);
+  p.vec16 = p.vec16 && reinterpret_cast<uintptr_t>(v.raw()) % 16 == 0;
   if (q.numel() == 0) return;
   if (k.numel() == 0) {  // no keys at all: every row is empty
     out.zero_();

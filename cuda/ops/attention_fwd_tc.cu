@@ -25,15 +25,6 @@ struct TcTile {
   static constexpr size_t smem = bytes_t + 4 * (size_t(BQ) * LS + size_t(BQ) * LO + 3 * BQ);
 };
 
-/// Rows [t0, t0+R) of one head of a [B,T,heads,D] tensor into s[R][LD] (storage type), zero-filled.
-template <class T, int R, int DP, int LD>
-__device__ __forceinline__ void load_raw(T* s, const T* x, int b, int t0, int T_, int heads, int head, int D) {
-  for (int idx = threadIdx.x; idx < R * DP; idx += kThreads) {
-    const int r = idx / DP, d = idx % DP, t = t0 + r;
-    s[r * LD + d] = (t < T_ && d < D) ? x[(((long long)b * T_ + t) * heads + head) * D + d] : from_float<T>(0.f);
-  }
-}
-
 template <class T, int DP>
 __global__ void __launch_bounds__(kThreads)
     attention_fwd_tc_kernel(Params p, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
@@ -48,7 +39,7 @@ __global__ void __launch_bounds__(kThreads)
   const int q0 = blockIdx.x * BQ, h = blockIdx.y, b = blockIdx.z, hk = h / p.group;
   const int tid = threadIdx.x, warp = tid / 32;
 
-  load_raw<T, BQ, DP, LT>(sQ, q, b, q0, p.Tq, p.H, h, p.D);
+  load_raw<T, BQ, DP, LT>(sQ, q, b, q0, p.Tq, p.H, h, p.D, p.vec16);
   for (int idx = tid; idx < BQ * LO; idx += kThreads) sO[idx] = 0.f;
   if (tid < BQ) sM[tid] = -INFINITY, sL[tid] = 0.f;
 
@@ -56,8 +47,8 @@ __global__ void __launch_bounds__(kThreads)
   if (p.causal) k_end = min(p.Tk, q0 + BQ + (p.Tk - p.Tq));
   for (int k0 = 0; k0 < k_end; k0 += BK) {
     __syncthreads();
-    load_raw<T, BK, DP, LT>(sK, k, b, k0, p.Tk, p.Hk, hk, p.D);
-    load_raw<T, BK, DP, LT>(sV, v, b, k0, p.Tk, p.Hk, hk, p.D);
+    load_raw<T, BK, DP, LT>(sK, k, b, k0, p.Tk, p.Hk, hk, p.D, p.vec16);
+    load_raw<T, BK, DP, LT>(sV, v, b, k0, p.Tk, p.Hk, hk, p.D, p.vec16);
     __syncthreads();
     // S = Q K^T: (BQ/16) x (BK/16) tiles over the 8 warps.
     for (int t = warp; t < (BQ / 16) * (BK / 16); t += kThreads / 32) {
