@@ -1,14 +1,14 @@
 // lstm.h implementation: one matmul for the input projection of all steps, then per step a
-// recurrent matmul, one sigmoid over the i/f/o slices, a tanh, and element-wise products.
+// recurrent matmul and the fused cell ops (lib/graph/expr/lstm_cell.h: two point-wise kernels).
 // The sequence runs time-major ([T, B, *]) so each step's slice is contiguous.
 #include "layers/lstm.h"
 
 #include <vector>
 
 #include "graph/expr/binary.h"
+#include "graph/expr/lstm_cell.h"
 #include "graph/expr/matmul.h"
 #include "graph/expr/shape_ops.h"
-#include "graph/expr/unary.h"
 
 namespace moe {
 
@@ -24,15 +24,11 @@ LstmState lstm_cell(const Expr& gates_x, const LstmState& prev, const Expr& w_h,
               " does not match gates ", gates_x.shape(), " and w_h ", w_h.shape());
     gates = add(gates, matmul(prev.h, w_h));
   }
-  std::vector<Expr> parts = split(gates, 1, {3 * hidden, hidden});
-  std::vector<Expr> ifo = split(sigmoid(parts[0]), 1, {hidden, hidden, hidden});
-  Expr g = tanh(parts[1]);
-  Expr c = mul(ifo[0], g);
-  if (prev.c.defined()) {
-    MOE_CHECK(prev.c.shape() == c.shape(), "lstm_cell: state c ", prev.c.shape(), " is not ", c.shape());
-    c = add(mul(ifo[1], prev.c), c);
-  }
-  Expr h = mul(ifo[2], tanh(c));
+  if (prev.c.defined())
+    MOE_CHECK(prev.c.shape() == Shape({gates.shape()[0], hidden}), "lstm_cell: state c ", prev.c.shape(),
+              " does not match gates ", gates.shape());
+  Expr c = lstm_cell_state(gates, prev.c);  // fused: sigmoid(f) c_prev + sigmoid(i) tanh(g)
+  Expr h = lstm_cell_output(gates, c);      // fused: sigmoid(o) tanh(c)
   if (w_p.defined()) {
     MOE_CHECK(w_p.shape().ndim() == 2 && w_p.shape()[0] == hidden, "lstm_cell: projection ", w_p.shape(),
               " does not take ", hidden, " features");
