@@ -5,6 +5,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
+
 #include "models/lstm_lm.h"
 
 using namespace moe;
@@ -40,6 +42,19 @@ TEST_CASE("lm recipes: model sections build", "[models][recipes]") {
     auto model = create_model(model_section(r));
     CHECK(model->is_language_model());
   }
+  // Every other recipe with a language-model section (e.g. the 1B-word MoE recipes) parses too.
+  int seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(MOE_SOURCE_DIR) + "/recipes")) {
+    if (entry.path().extension() != ".yml") continue;
+    const YAML::Node root = YAML::LoadFile(entry.path().string());
+    if (!root["model"] || !root["model"]["type"]) continue;
+    const std::string type = root["model"]["type"].as<std::string>();
+    if (type != "transformer_lm" && type != "lstm_lm") continue;
+    INFO(entry.path().filename().string());
+    CHECK_NOTHROW(create_model(model_section(entry.path().filename().string())));
+    ++seen;
+  }
+  CHECK(seen >= 4);
 }
 
 TEST_CASE("lm recipes: 1B-word baselines match the paper's sizes", "[models][recipes]") {
