@@ -64,8 +64,8 @@ Expr lstm_sequence(const Expr& x, const Expr& w_x, const Expr& bias, const Expr&
 Expr lstm_layer(const Builder& b, const Expr& x, const LstmSpec& spec, LstmState* state) {
   MOE_CHECK(spec.input > 0 && spec.hidden > 0 && spec.projection >= 0, b.name("wx"), ": bad LSTM sizes input ",
             spec.input, ", hidden ", spec.hidden, ", projection ", spec.projection);
-  MOE_CHECK(x.shape().ndim() == 3 && x.shape()[2] == spec.input, b.name("wx"), ": input ", x.shape(),
-            " does not have ", spec.input, " features");
+  MOE_CHECK(x.shape().ndim() == 3 && x.shape()[2] == spec.input, b.name("wx"), ": input ", x.shape(), " does not have ",
+            spec.input, " features");
   const int64_t H = spec.hidden;
   std::vector<float> bias(static_cast<size_t>(4 * H), 0.f);
   for (int64_t j = H; j < 2 * H; ++j) bias[static_cast<size_t>(j)] = 1.f;  // forget gate starts open

@@ -41,8 +41,8 @@ void AdaptiveSpec::validate(const std::string& what) const {
   MOE_CHECK(factor >= 1, what, ": factor ", factor, " must be >= 1");
   int64_t prev = 0;
   for (int64_t c : cutoffs) {
-    MOE_CHECK(c > prev && c < vocab, what, ": cutoffs must increase strictly inside (0, vocab = ", vocab, "); got ",
-              c, " after ", prev);
+    MOE_CHECK(c > prev && c < vocab, what, ": cutoffs must increase strictly inside (0, vocab = ", vocab, "); got ", c,
+              " after ", prev);
     prev = c;
   }
   MOE_CHECK(band_dim(bands() - 1) >= 1, what, ": dimension ", dim, " / factor ", factor, "^", bands() - 1,
@@ -108,8 +108,8 @@ AdaptiveSoftmaxWeights adaptive_softmax_weights(const Builder& b, const Builder&
   AdaptiveSoftmaxWeights w;
   if (opt.tie_weights) {
     Expr words = input.weight("emb0", Shape{c1, spec.band_dim(0)}, embedding_init(spec.band_dim(0)));
-    w.head = tails == 0 ? words
-                        : concat({words, b.weight("head.clusters", Shape{tails, d}, Init::glorot_uniform())}, 0);
+    w.head =
+        tails == 0 ? words : concat({words, b.weight("head.clusters", Shape{tails, d}, Init::glorot_uniform())}, 0);
   } else {
     w.head = b.weight("head", Shape{c1 + tails, d}, Init::glorot_uniform());
   }

@@ -38,9 +38,9 @@ Expr adaptive_input(const std::vector<Expr>& emb, const std::vector<Expr>& proj,
 
 /// The output side's weights, in "rows are outputs" layout (logits = x W^T).
 struct AdaptiveSoftmaxWeights {
-  Expr head;                       // [c1 + bands - 1, dim]
-  std::vector<Expr> tail_proj;     // per tail band: [d_i, dim]
-  std::vector<Expr> tail_out;      // per tail band: [size_i, d_i]
+  Expr head;                    // [c1 + bands - 1, dim]
+  std::vector<Expr> tail_proj;  // per tail band: [d_i, dim]
+  std::vector<Expr> tail_out;   // per tail band: [size_i, d_i]
 };
 
 struct AdaptiveSoftmaxOptions {
@@ -58,8 +58,7 @@ AdaptiveSoftmaxWeights adaptive_softmax_weights(const Builder& b, const Builder&
 /// Label smoothing applies within the head and within each tail softmax; `dropout` acts on the
 /// tail projections (training graphs only).
 Expr adaptive_softmax_loss(const AdaptiveSoftmaxWeights& w, const AdaptiveSpec& spec, const Expr& h,
-                           const Tensor& targets, const Tensor& mask, float label_smoothing = 0.f,
-                           float dropout = 0.f);
+                           const Tensor& targets, const Tensor& mask, float label_smoothing = 0.f, float dropout = 0.f);
 
 /// Full log-probabilities [N, vocab] (f32; f64 for f64 h), for scoring and sampling.
 Expr adaptive_log_probs(const AdaptiveSoftmaxWeights& w, const AdaptiveSpec& spec, const Expr& h);

@@ -19,10 +19,23 @@ void read(const YAML::Node& node, const char* key, T& out) {
 }  // namespace
 
 LstmLmConfig LstmLmConfig::from_yaml(const YAML::Node& node) {
-  static const std::set<std::string> known = {
-      "type", "vocab", "pad_id", "bos_id", "eos_id", "embed_dim", "hidden", "projection", "layers", "dropout",
-      "residual", "moe_after", "moe", "tie_embeddings", "adaptive_softmax_cutoffs", "adaptive_softmax_factor",
-      "adaptive_softmax_dropout"};
+  static const std::set<std::string> known = {"type",
+                                              "vocab",
+                                              "pad_id",
+                                              "bos_id",
+                                              "eos_id",
+                                              "embed_dim",
+                                              "hidden",
+                                              "projection",
+                                              "layers",
+                                              "dropout",
+                                              "residual",
+                                              "moe_after",
+                                              "moe",
+                                              "tie_embeddings",
+                                              "adaptive_softmax_cutoffs",
+                                              "adaptive_softmax_factor",
+                                              "adaptive_softmax_dropout"};
   LstmLmConfig c;
   if (!node || node.IsNull()) return c;
   MOE_CHECK(node.IsMap(), "model: expected a mapping of model options");

@@ -19,6 +19,12 @@
 namespace moe {
 
 namespace {
+/// prefix + index ("l3"), built by appending (GCC 12 warns falsely about "l" + std::to_string(i)).
+std::string scoped(const char* prefix, int index) {
+  std::string s = prefix;
+  s += std::to_string(index);
+  return s;
+}
 /// Residual block: post-norm LN(x + drop(f(x))) or pre-norm x + drop(f(LN(x))).
 template <class F>
 Expr residual(const Builder& b, const Expr& x, int64_t d, bool pre_norm, float p, F f) {
@@ -90,7 +96,7 @@ Expr TransformerLm::hidden(const Builder& b, const Tensor& input, std::vector<KV
   Expr x = embed(b, input, offset);
   const Builder dec = b.sub("decoder");
   for (int l = 0; l < c_.layers; ++l)
-    x = layer(dec.sub("l" + std::to_string(l)), x, caches ? &(*caches)[static_cast<size_t>(l)] : nullptr);
+    x = layer(dec.sub(scoped("l", l)), x, caches ? &(*caches)[static_cast<size_t>(l)] : nullptr);
   if (c_.final_norm) x = layer_norm_layer(dec.sub("final_ln"), x, c_.d_model);
   return x;
 }

@@ -20,11 +20,32 @@ void read(const YAML::Node& node, const char* key, T& out) {
 }  // namespace
 
 TransformerLmConfig TransformerLmConfig::from_yaml(const YAML::Node& node) {
-  static const std::set<std::string> known = {
-      "type", "vocab", "pad_id", "bos_id", "eos_id", "d_model", "ffn_dim", "heads", "layers", "pre_norm",
-      "final_norm", "positions", "tie_embeddings", "scale_embeddings", "dropout", "activation_dropout", "activation",
-      "max_positions", "adaptive_input_cutoffs", "adaptive_softmax_cutoffs", "adaptive_input_factor",
-      "adaptive_softmax_factor", "adaptive_softmax_dropout", "tie_adaptive_proj", "attention", "ffn"};
+  static const std::set<std::string> known = {"type",
+                                              "vocab",
+                                              "pad_id",
+                                              "bos_id",
+                                              "eos_id",
+                                              "d_model",
+                                              "ffn_dim",
+                                              "heads",
+                                              "layers",
+                                              "pre_norm",
+                                              "final_norm",
+                                              "positions",
+                                              "tie_embeddings",
+                                              "scale_embeddings",
+                                              "dropout",
+                                              "activation_dropout",
+                                              "activation",
+                                              "max_positions",
+                                              "adaptive_input_cutoffs",
+                                              "adaptive_softmax_cutoffs",
+                                              "adaptive_input_factor",
+                                              "adaptive_softmax_factor",
+                                              "adaptive_softmax_dropout",
+                                              "tie_adaptive_proj",
+                                              "attention",
+                                              "ffn"};
   TransformerLmConfig c;
   if (!node || node.IsNull()) return c;
   MOE_CHECK(node.IsMap(), "model: expected a mapping of model options");
@@ -64,9 +85,9 @@ TransformerLmConfig TransformerLmConfig::from_yaml(const YAML::Node& node) {
             ") must be divisible by model.heads (", c.heads, ")");
   MOE_CHECK(c.layers >= 0, "model.layers: ", c.layers, " is negative");
   if (c.tie_embeddings && (c.adaptive_input() || c.adaptive_softmax()))
-    MOE_CHECK(c.adaptive_input_cutoffs == c.adaptive_softmax_cutoffs &&
-                  c.adaptive_input_factor == c.adaptive_softmax_factor,
-              "model.tie_embeddings with adaptive input/softmax needs equal cutoffs and factors on both sides");
+    MOE_CHECK(
+        c.adaptive_input_cutoffs == c.adaptive_softmax_cutoffs && c.adaptive_input_factor == c.adaptive_softmax_factor,
+        "model.tie_embeddings with adaptive input/softmax needs equal cutoffs and factors on both sides");
   return c;
 }
 

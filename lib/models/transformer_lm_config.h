@@ -17,10 +17,10 @@ struct TransformerLmConfig {
   int64_t d_model = 512, ffn_dim = 2048;
   int heads = 8, layers = 6;
   bool pre_norm = true;
-  bool final_norm = true;           // a layer norm after the last pre-norm layer
+  bool final_norm = true;                // a layer norm after the last pre-norm layer
   std::string positions = "sinusoidal";  // sinusoidal | learned | none
-  bool tie_embeddings = true;       // output matrix = input embedding (or tied adaptive weights)
-  bool scale_embeddings = true;     // multiply embeddings by sqrt(d_model)
+  bool tie_embeddings = true;            // output matrix = input embedding (or tied adaptive weights)
+  bool scale_embeddings = true;          // multiply embeddings by sqrt(d_model)
   float dropout = 0.1f, activation_dropout = 0.0f;
   std::string activation = "relu";
   int64_t max_positions = 1024;
@@ -28,9 +28,9 @@ struct TransformerLmConfig {
   std::vector<int64_t> adaptive_input_cutoffs, adaptive_softmax_cutoffs;
   double adaptive_input_factor = 4, adaptive_softmax_factor = 4;
   float adaptive_softmax_dropout = 0.f;
-  bool tie_adaptive_proj = true;    // tail projections = the adaptive input's projections
-  YAML::Node attention;             // {type: mha | mae | moa, ...}
-  YAML::Node ffn;                   // {type: dense | moe, ...}
+  bool tie_adaptive_proj = true;  // tail projections = the adaptive input's projections
+  YAML::Node attention;           // {type: mha | mae | moa, ...}
+  YAML::Node ffn;                 // {type: dense | moe, ...}
 
   /// Reads `node`; unknown keys are an error naming the key.
   static TransformerLmConfig from_yaml(const YAML::Node& node);

@@ -67,32 +67,39 @@ void output_bwd(const Tensor& gates, const Tensor& c, const Tensor& dh, Tensor& 
 
 void lstm_cell_state_forward(const Tensor& gates, const Tensor& c_prev, Tensor& c) {
   check_cpu_float("lstm_cell", gates);
-  if (gates.dtype() == DType::f64) state_fwd<double>(gates, c_prev, c);
-  else state_fwd<float>(gates, c_prev, c);
+  if (gates.dtype() == DType::f64)
+    state_fwd<double>(gates, c_prev, c);
+  else
+    state_fwd<float>(gates, c_prev, c);
 }
 void lstm_cell_state_backward(const Tensor& gates, const Tensor& c_prev, const Tensor& dc, Tensor& dgates,
                               Tensor& dc_prev) {
   check_cpu_float("lstm_cell", gates);
-  if (gates.dtype() == DType::f64) state_bwd<double>(gates, c_prev, dc, dgates, dc_prev);
-  else state_bwd<float>(gates, c_prev, dc, dgates, dc_prev);
+  if (gates.dtype() == DType::f64)
+    state_bwd<double>(gates, c_prev, dc, dgates, dc_prev);
+  else
+    state_bwd<float>(gates, c_prev, dc, dgates, dc_prev);
 }
 void lstm_cell_output_forward(const Tensor& gates, const Tensor& c, Tensor& h) {
   check_cpu_float("lstm_cell", gates);
-  if (gates.dtype() == DType::f64) output_fwd<double>(gates, c, h);
-  else output_fwd<float>(gates, c, h);
+  if (gates.dtype() == DType::f64)
+    output_fwd<double>(gates, c, h);
+  else
+    output_fwd<float>(gates, c, h);
 }
 void lstm_cell_output_backward(const Tensor& gates, const Tensor& c, const Tensor& dh, Tensor& dgates, Tensor& dc) {
   check_cpu_float("lstm_cell", gates);
-  if (gates.dtype() == DType::f64) output_bwd<double>(gates, c, dh, dgates, dc);
-  else output_bwd<float>(gates, c, dh, dgates, dc);
+  if (gates.dtype() == DType::f64)
+    output_bwd<double>(gates, c, dh, dgates, dc);
+  else
+    output_bwd<float>(gates, c, dh, dgates, dc);
 }
 }  // namespace cpu
 
 namespace {
 /// gates [B, 4H] and every defined [B, H] tensor of the same dtype and device.
 void check_cell(const char* op, const Tensor& gates, std::initializer_list<std::pair<const char*, const Tensor*>> s) {
-  MOE_CHECK(gates.shape().ndim() == 2 && gates.shape()[1] % 4 == 0, op, ": gates must be [B, 4H], not ",
-            gates.shape());
+  MOE_CHECK(gates.shape().ndim() == 2 && gates.shape()[1] % 4 == 0, op, ": gates must be [B, 4H], not ", gates.shape());
   const Shape state{gates.shape()[0], gates.shape()[1] / 4};
   for (const auto& [what, t] : s) {
     if (!t->defined()) continue;
@@ -112,8 +119,8 @@ void lstm_cell_state_forward(const Tensor& gates, const Tensor& c_prev, Tensor& 
 void lstm_cell_state_backward(const Tensor& gates, const Tensor& c_prev, const Tensor& dc, Tensor& dgates,
                               Tensor& dc_prev) {
   check_cell("lstm_cell_state backward", gates, {{"c_prev", &c_prev}, {"dc", &dc}, {"dc_prev", &dc_prev}});
-  MOE_CHECK(!dgates.defined() || dgates.shape() == gates.shape(), "lstm_cell_state backward: dgates ",
-            dgates.shape(), " is not ", gates.shape());
+  MOE_CHECK(!dgates.defined() || dgates.shape() == gates.shape(), "lstm_cell_state backward: dgates ", dgates.shape(),
+            " is not ", gates.shape());
   MOE_CHECK(!dc_prev.defined() || c_prev.defined(), "lstm_cell_state backward: dc_prev without c_prev");
   MOE_DISPATCH(gates, lstm_cell_state_backward, gates, c_prev, dc, dgates, dc_prev);
 }
@@ -126,8 +133,8 @@ void lstm_cell_output_forward(const Tensor& gates, const Tensor& c, Tensor& h) {
 
 void lstm_cell_output_backward(const Tensor& gates, const Tensor& c, const Tensor& dh, Tensor& dgates, Tensor& dc) {
   check_cell("lstm_cell_output backward", gates, {{"c", &c}, {"dh", &dh}, {"dc", &dc}});
-  MOE_CHECK(!dgates.defined() || dgates.shape() == gates.shape(), "lstm_cell_output backward: dgates ",
-            dgates.shape(), " is not ", gates.shape());
+  MOE_CHECK(!dgates.defined() || dgates.shape() == gates.shape(), "lstm_cell_output backward: dgates ", dgates.shape(),
+            " is not ", gates.shape());
   MOE_DISPATCH(gates, lstm_cell_output_backward, gates, c, dh, dgates, dc);
 }
 

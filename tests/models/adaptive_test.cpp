@@ -2,12 +2,12 @@
 // over the vocabulary, the band-wise loss equal to -log p from the full distribution (masks
 // respected, tied and untied weights), finite-difference gradients in f64, the adaptive input equal
 // to its per-token definition, and option checks.
-#include <catch2/catch.hpp>
+#include "models/adaptive.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "graph/expr/shape_ops.h"
-#include "models/adaptive.h"
 #include "support/gradcheck.h"
 
 using namespace moe;

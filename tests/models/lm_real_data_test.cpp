@@ -2,9 +2,8 @@
 // WikiText-103 sample and a small LSTM LM on the 1B-word held-out shard, fed by lib/data's
 // LmTrainStream and evaluated with its Baevski & Auli windows; validation loss must fall clearly.
 // Skipped (with a warning) when the shared data folder is missing.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <map>

@@ -1,10 +1,9 @@
 // The language-model recipes (recipes/wikitext103-*.yml, recipes/1b-word-lstm*.yml): every model
 // section builds through create_model, and the 1B-word baselines have the paper's parameter counts
 // without embedding and softmax (Shazeer et al. 2017 Table 7: LSTM-2048-512 9.4M, 4xLSTM-512 8.4M).
-#include <catch2/catch.hpp>
-
 #include <yaml-cpp/yaml.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "models/lstm_lm.h"

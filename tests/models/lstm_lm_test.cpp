@@ -1,11 +1,11 @@
 // The LSTM language model (lib/models/lstm_lm.h): a repeating sequence learned on CPU, incremental
 // steps equal to the full sequence (and hypothesis reordering), causality, the projection
 // (LSTM-2048-512 shape) and the mixture-of-experts hook (exercised with a dense site), the factory.
-#include <catch2/catch.hpp>
+#include "models/lstm_lm.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
-#include "models/lstm_lm.h"
 #include "training/optimizer.h"
 
 using namespace moe;
@@ -37,13 +37,15 @@ TEST_CASE("lstm_lm: incremental steps equal the full sequence", "[models][lstm_l
   const auto full = lm.log_probs(b, ids(seq, 2, 4)).val().to_vector<float>();
   auto st = lm.start();
   for (int t = 0; t < 4; ++t) {
-    const auto got =
-        lm.step(b, st, Tensor::from_vector(std::vector<int32_t>{seq[t], seq[4 + t]}, Shape{2})).val().to_vector<float>();
+    const auto got = lm.step(b, st, Tensor::from_vector(std::vector<int32_t>{seq[t], seq[4 + t]}, Shape{2}))
+                         .val()
+                         .to_vector<float>();
     for (int r = 0; r < 2; ++r)
       for (int v = 0; v < 12; ++v) CHECK(got[r * 12 + v] == Approx(full[(r * 4 + t) * 12 + v]).margin(1e-5));
   }
   LstmLm::reorder(b, st, Tensor::from_vector(std::vector<int32_t>{1, 1, 0}, Shape{3}));
-  const auto after = lm.step(b, st, Tensor::from_vector(std::vector<int32_t>{3, 3, 3}, Shape{3})).val().to_vector<float>();
+  const auto after =
+      lm.step(b, st, Tensor::from_vector(std::vector<int32_t>{3, 3, 3}, Shape{3})).val().to_vector<float>();
   for (int v = 0; v < 12; ++v) CHECK(after[v] == Approx(after[12 + v]));
   CHECK(store.value("lstm0.wp").shape() == Shape{24, 8});
   // Causal: a changed future token leaves earlier positions alone.

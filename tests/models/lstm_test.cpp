@@ -1,19 +1,21 @@
 // The LSTM cell and layer (lib/layers/lstm.h): a hand-computed step, finite-difference gradients
 // of the cell and of the whole sequence (with and without projection), a sequence equal to single
 // steps carried through the state, and error messages.
-#include <catch2/catch.hpp>
+#include "layers/lstm.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "graph/expr/shape_ops.h"
-#include "layers/lstm.h"
 #include "support/gradcheck.h"
 
 using namespace moe;
 
 namespace {
 double sig(double x) { return 1 / (1 + std::exp(-x)); }
-Tensor f64(const std::vector<double>& v, const Shape& s) { return Tensor::from_vector(v, s, Device::cpu(), DType::f64); }
+Tensor f64(const std::vector<double>& v, const Shape& s) {
+  return Tensor::from_vector(v, s, Device::cpu(), DType::f64);
+}
 }  // namespace
 
 TEST_CASE("lstm: one cell step by hand", "[models][lstm]") {
@@ -88,10 +90,10 @@ TEST_CASE("lstm: layer parameters and error messages", "[models][lstm]") {
   CHECK(store.value("rnn.wh").shape() == Shape{4, 24});
   const auto bias = store.value("rnn.b").to_vector<float>();
   CHECK(bias[0] == 0.f);
-  CHECK(bias[6] == 1.f);   // forget gate
+  CHECK(bias[6] == 1.f);  // forget gate
   CHECK(bias[12] == 0.f);
   CHECK_THROWS_WITH(lstm_layer(b, x, LstmSpec{4, 6, 0}), Catch::Contains("rnn.wx") && Catch::Contains("[2,7,5]"));
-  CHECK_THROWS_WITH(lstm_cell(g.input(Tensor::zeros(Shape{2, 7}, DType::f32, Device::cpu())), LstmState{}, Expr(),
-                              Expr()),
-                    Catch::Contains("lstm_cell"));
+  CHECK_THROWS_WITH(
+      lstm_cell(g.input(Tensor::zeros(Shape{2, 7}, DType::f32, Device::cpu())), LstmState{}, Expr(), Expr()),
+      Catch::Contains("lstm_cell"));
 }

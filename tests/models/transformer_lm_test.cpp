@@ -2,11 +2,11 @@
 // token leaves earlier log-probabilities and masked losses unchanged), the masked loss equal to the
 // log-probabilities it sums, incremental decoding equal to full recomputation, a repeating sequence
 // learned on CPU, adaptive input/softmax tying, and the model factory.
-#include <catch2/catch.hpp>
+#include "models/transformer_lm.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
-#include "models/transformer_lm.h"
 #include "training/optimizer.h"
 
 using namespace moe;
@@ -82,13 +82,15 @@ TEST_CASE("transformer_lm: incremental decoding equals full recomputation", "[mo
     const auto full = lm.log_probs(b, ids(seq, 2, 4)).val().to_vector<float>();
     auto st = lm.start();
     for (int t = 0; t < 4; ++t) {
-      const auto got =
-          lm.step(b, st, Tensor::from_vector(std::vector<int32_t>{seq[t], seq[4 + t]}, Shape{2})).val().to_vector<float>();
+      const auto got = lm.step(b, st, Tensor::from_vector(std::vector<int32_t>{seq[t], seq[4 + t]}, Shape{2}))
+                           .val()
+                           .to_vector<float>();
       for (int r = 0; r < 2; ++r)
         for (int v = 0; v < 12; ++v) CHECK(got[r * 12 + v] == Approx(full[(r * 4 + t) * 12 + v]).margin(1e-5));
     }
     TransformerLm::reorder(st, Tensor::from_vector(std::vector<int32_t>{1, 1}, Shape{2}));
-    const auto after = lm.step(b, st, Tensor::from_vector(std::vector<int32_t>{3, 3}, Shape{2})).val().to_vector<float>();
+    const auto after =
+        lm.step(b, st, Tensor::from_vector(std::vector<int32_t>{3, 3}, Shape{2})).val().to_vector<float>();
     for (int v = 0; v < 12; ++v) CHECK(after[v] == Approx(after[12 + v]));
   }
 }

@@ -1,12 +1,12 @@
 // The fused LSTM cell ops (lib/ops/lstm_cell.h): hand-computed values, equality with the same cell
 // written with split / sigmoid / tanh / mul graph ops, finite-difference gradients in f64 (with and
 // without a previous state, only some inputs taking gradients), edge shapes and error messages.
-#include <catch2/catch.hpp>
+#include "graph/expr/lstm_cell.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "graph/expr/binary.h"
-#include "graph/expr/lstm_cell.h"
 #include "graph/expr/shape_ops.h"
 #include "graph/expr/unary.h"
 #include "ops/lstm_cell.h"
@@ -31,7 +31,8 @@ TEST_CASE("lstm_cell: hand-computed values", "[ops][lstm_cell]") {
   // B = 1, H = 2: gates [i0 i1 f0 f1 o0 o1 g0 g1].
   const std::vector<float> g = {0.5f, -1.f, 2.f, 0.f, -0.5f, 1.f, 0.3f, -2.f}, cp = {0.7f, -0.4f};
   Tensor gates = Tensor::from_vector(g, Shape{1, 8}), c_prev = Tensor::from_vector(cp, Shape{1, 2});
-  Tensor c = Tensor::empty(Shape{1, 2}, DType::f32, Device::cpu()), h = Tensor::empty(Shape{1, 2}, DType::f32, Device::cpu());
+  Tensor c = Tensor::empty(Shape{1, 2}, DType::f32, Device::cpu()),
+         h = Tensor::empty(Shape{1, 2}, DType::f32, Device::cpu());
   lstm_cell_state_forward(gates, c_prev, c);
   lstm_cell_output_forward(gates, c, h);
   const auto vc = c.to_vector<float>(), vh = h.to_vector<float>();
@@ -90,8 +91,8 @@ TEST_CASE("lstm_cell: edge shapes and errors", "[ops][lstm_cell]") {
                     Catch::Contains("lstm_cell_state") && Catch::Contains("[2,6]"));
   Tensor g8 = Tensor::zeros(Shape{2, 8}, DType::f32, Device::cpu());
   Tensor wrong = Tensor::empty(Shape{2, 3}, DType::f32, Device::cpu());
-  CHECK_THROWS_WITH(lstm_cell_output_forward(g8, wrong, wrong), Catch::Contains("lstm_cell_output") &&
-                                                                   Catch::Contains("[2,3]") && Catch::Contains("[2,2]"));
+  CHECK_THROWS_WITH(lstm_cell_output_forward(g8, wrong, wrong),
+                    Catch::Contains("lstm_cell_output") && Catch::Contains("[2,3]") && Catch::Contains("[2,2]"));
   Tensor c64 = Tensor::empty(Shape{2, 2}, DType::f64, Device::cpu());
   CHECK_THROWS_WITH(lstm_cell_state_forward(g8, Tensor(), c64), Catch::Contains("f64"));
   Graph g(Device::cpu());

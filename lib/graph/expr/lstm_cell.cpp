@@ -14,8 +14,8 @@ Expr lstm_cell_state(const Expr& gates, const Expr& c_prev) {
   std::vector<Expr> children{gates};
   if (c_prev.defined()) {
     MOE_CHECK(c_prev.shape() == state && c_prev.dtype() == gates.dtype(), "lstm_cell_state: c_prev ",
-              dtype_name(c_prev.dtype()), " ", c_prev.shape(), " does not match gates ", dtype_name(gates.dtype()),
-              " ", g);
+              dtype_name(c_prev.dtype()), " ", c_prev.shape(), " does not match gates ", dtype_name(gates.dtype()), " ",
+              g);
     children.push_back(c_prev);
   }
   const bool has_prev = c_prev.defined();
