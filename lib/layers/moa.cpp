@@ -4,7 +4,9 @@
 //           gates as per-(position, head) weights; z = index_add(0, tok_sorted, grouped_matmul(o_sorted, B))
 //   dense (k = E): q = x [A_1 .. A_E] (one GEMM), z = (w * o) [B_1; ..; B_E] (one GEMM).
 // Covered by tests/layers/moa_test.cpp.
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "graph/expr/attention.h"
 #include "graph/expr/binary.h"
@@ -21,13 +23,31 @@ namespace moe {
 namespace {
 DType router_dtype(DType compute) { return compute == DType::f64 ? DType::f64 : DType::f32; }
 
-/// keep [B*T] in `dtype` from a u8 [B, T] padding mask (1 = real token), built on the host.
-Expr keep_from_mask(Graph& g, const Tensor& mask, int64_t b, int64_t t, DType dtype) {
+/// keep [B*T] in `dtype` from a u8 [B, T] padding mask (1 = real token), converted on the host, and the
+/// number of real tokens. The last conversion is remembered per thread (holding the mask keeps its
+/// storage alive, so the same storage means the same mask): the layers of one encoder read the mask once.
+struct Keep {
+  Tensor keep;
+  int64_t real = 0;
+};
+Keep keep_from_mask(const Tensor& mask, int64_t b, int64_t t, DType dtype, Device device) {
   MOE_CHECK(mask.dtype() == DType::u8 && mask.shape() == Shape({b, t}), "moa: query padding ", mask.shape(), " ",
             dtype_name(mask.dtype()), " does not fit queries [", b, ", ", t, "] (u8 required)");
+  struct Last {
+    Tensor mask;
+    Keep keep;
+  };
+  thread_local Last last;
+  if (last.mask.defined() && last.mask.shares_storage(mask) && last.mask.raw() == mask.raw() &&
+      last.mask.shape() == mask.shape() && last.keep.keep.dtype() == dtype && last.keep.keep.device() == device)
+    return last.keep;
   const std::vector<uint8_t> m = mask.to(Device::cpu()).to_vector<uint8_t>();
   std::vector<double> v(m.begin(), m.end());
-  return g.input(Tensor::from_vector(v, Shape{b * t}, Device::cpu(), dtype));
+  Keep k;
+  for (uint8_t x : m) k.real += x != 0;
+  k.keep = Tensor::from_vector(v, Shape{b * t}, device, dtype);
+  last = Last{mask, k};
+  return k;
 }
 
 /// Shared keys and values [B, S, 1, D] with the cache applied (as project_heads does for MHA).
@@ -67,8 +87,14 @@ MoaResult moa_attention(const AttentionInput& in, const MoaWeights& w, const Moa
   Graph& g = in.x.graph();
   const DType rdt = router_dtype(in.x.dtype());
   Expr x2 = reshape(in.x, Shape{n, d});
-  Expr keep = query_padding.defined() ? keep_from_mask(g, query_padding, bsz, t, rdt) : Expr();
   MoaResult res;
+  Expr keep;
+  res.real_tokens = n;
+  if (query_padding.defined()) {
+    const Keep kp = keep_from_mask(query_padding, bsz, t, rdt, g.device());
+    keep = g.input(kp.keep);
+    res.real_tokens = kp.real;
+  }
   res.routing = moa_route(cast(x2, rdt), w.router, keep, o, with_aux < 0 ? g.training() : with_aux > 0);
   const MoaRouting& r = res.routing;
   auto [kk, vv] = shared_kv(in, w);
@@ -120,7 +146,17 @@ Expr moa_attention_layer(const Builder& b, const AttentionInput& in, int64_t dim
   const bool encoder_like = in.self_attention && !in.cache && in.key_padding.defined() &&
                             in.key_padding.shape().ndim() == 2 && in.key_padding.shape()[1] == in.x.shape()[1];
   MoaResult r = moa_attention(in, moa_weights(b, dim, o), o, encoder_like ? in.key_padding : Tensor());
-  if (b.training() && r.routing.aux.defined()) b.add_aux_loss("moa.aux", cast(r.routing.aux, DType::f32));
+  if (b.training() && r.routing.aux.defined()) {
+    // The trainer weights each aux term by the batch's target tokens (per-token-mean strength); "sum"
+    // undoes that so the term lands on the token-summed loss as in the released code.
+    Expr aux = cast(r.routing.aux, DType::f32);
+    if (o.aux_normalization == "sum") {
+      const std::string flag = b.flag("batch.tgt_tokens");
+      const double tokens = flag.empty() ? static_cast<double>(r.real_tokens) : std::stod(flag);
+      aux = mul_scalar(aux, static_cast<float>(1.0 / std::max(tokens, 1.0)));
+    }
+    b.add_aux_loss("moa.aux", aux);
+  }
   return r.out;
 }
 

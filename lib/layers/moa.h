@@ -21,8 +21,8 @@ struct MoaOptions {
   std::string renormalize = "none";         // none (released code) | detached: w / stopgrad(sum w + 1e-6)
   std::string dispatch = "auto";            // auto (dense when k == E) | sparse | dense
   float switch_loss = 0.01f, z_loss = 0.001f, cv_loss = 0.f;  // aux coefficients (§2.5)
-  std::string aux_normalization = "sum";    // sum: added to the token-summed loss as is (code);
-                                            // mean: times the call's real query tokens (nominal strength)
+  std::string aux_normalization = "sum";    // sum: lands on the token-summed loss (released code);
+                                            // mean: on the per-token mean loss (nominal strength)
 
   /// Reads model.attention (type moa): k, experts, head_dim, or name: "8K8E128D" (KkEeDd), and the
   /// options above. Unknown keys and inconsistent values are errors naming them.
@@ -45,7 +45,7 @@ struct MoaRouting {
   Expr gates;    // [N, k] the k largest probabilities (renormalised if asked), descending
   Expr experts;  // i32 [N, k] their expert ids
   Expr dense_gates;  // [N, E] gates in expert order (set when k == E)
-  Expr switch_loss, z_loss, cv_loss, aux;  // aux = weighted sum (normalised as asked); training only
+  Expr switch_loss, z_loss, cv_loss, aux;  // aux = coefficient-weighted sum; only when asked for
 };
 
 /// Routes x2 [N, d] (router dtype); keep [N] 1 = real token (undefined: all real).
@@ -54,6 +54,7 @@ MoaRouting moa_route(const Expr& x2, const Expr& router, const Expr& keep, const
 struct MoaResult {
   Expr out;  // [B, Tq, d] in x's dtype
   MoaRouting routing;
+  int64_t real_tokens = 0;  // queries that are not padding
 };
 
 /// The MoA sublayer on explicit weights. query_padding: optional u8 [B, Tq] (1 = real token); padded
@@ -67,8 +68,11 @@ MoaResult moa_attention(const AttentionInput& in, const MoaWeights& w, const Moa
 MoaWeights moa_weights(const Builder& b, int64_t dim, const MoaOptions& o);
 
 /// The layer: declares the weights, runs moa_attention and, in training graphs, adds the aux loss
-/// (f32 scalar) through Builder::add_aux_loss("moa.aux"). The query padding is in.key_padding for
-/// self-attention without a cache (encoder), none otherwise.
+/// (f32 scalar) through Builder::add_aux_loss("moa.aux"). The trainer multiplies aux terms by the
+/// batch's target tokens before dividing the summed loss by the update's tokens, so "mean" adds aux
+/// as is, and "sum" divides it by the batch's target tokens (builder flag "batch.tgt_tokens"; when
+/// unset, the call's real query tokens). The query padding is in.key_padding for self-attention
+/// without a cache (encoder), none otherwise.
 Expr moa_attention_layer(const Builder& b, const AttentionInput& in, int64_t dim, const MoaOptions& o);
 
 /// Decoding: fills a cross-attention cache with the shared k/v of `memory` ([B, S, 1, D] each).

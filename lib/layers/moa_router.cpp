@@ -139,8 +139,6 @@ MoaRouting moa_route(const Expr& x2, const Expr& router, const Expr& keep, const
     }
     aux = add(aux, mul_scalar(r.cv_loss, o.cv_loss));
   }
-  if (o.aux_normalization == "mean")
-    aux = keep.defined() ? mul(aux, detach(sum_all(keep))) : mul_scalar(aux, static_cast<float>(n));
   r.aux = aux;
   return r;
 }

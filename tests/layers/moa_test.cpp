@@ -150,9 +150,8 @@ TEST_CASE("moa: aux losses on a hand-computed router", "[layers][moa]") {
   // Router = identity (d = E = 2), so the logits are the tokens: r1 = [0, ln 3] (p = 1/4, 3/4),
   // r2 = [0, ln 7] (p = 1/8, 7/8), r3 = [1, 2] padded. k = 1: both real tokens pick expert 1.
   // P = [3/8, 13/8] / 2, f = [0, 1]: switch = 2 * 13/16 = 1.625. z = mean of lse^2 over all 3 tokens.
-  for (const std::string norm : {"sum", "mean"}) {
-    MoaOptions o = opts(1, 2, 2);
-    o.aux_normalization = norm;
+  {
+    const MoaOptions o = opts(1, 2, 2);
     Graph g(Device::cpu());
     Expr x = g.input(Tensor::from_vector(std::vector<double>{0, std::log(3.0), 0, std::log(7.0), 1, 2}, Shape{3, 2}));
     Expr w = g.input(Tensor::from_vector(std::vector<double>{1, 0, 0, 1}, Shape{2, 2}), true);
@@ -169,7 +168,32 @@ TEST_CASE("moa: aux losses on a hand-computed router", "[layers][moa]") {
     const double z = (std::pow(std::log(4.0), 2) + std::pow(std::log(8.0), 2) + lse3 * lse3) / 3;
     CHECK(r.z_loss.val().item() == Approx(z).epsilon(1e-12));
     const double aux = double(0.01f) * 1.625 + double(0.001f) * z;  // the coefficients are floats
-    CHECK(r.aux.val().item() == Approx(norm == "sum" ? aux : 2 * aux).epsilon(1e-12));
+    CHECK(r.aux.val().item() == Approx(aux).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("moa: the layer adds its aux loss normalised as asked", "[layers][moa]") {
+  // Zero-initialised router: p = 1/2, ties pick expert 0 for every token (k = 1): switch = 2 * 1/2 = 1,
+  // z = ln(2)^2. Two real tokens of three; the trainer multiplies aux terms by the batch's target tokens.
+  const double raw = double(0.01f) + double(0.001f) * std::log(2.0) * std::log(2.0);
+  for (const std::string norm : {"sum", "mean", "sum+flag"}) {
+    INFO(norm);
+    MoaOptions o = opts(1, 2, 4);
+    o.aux_normalization = norm == "mean" ? "mean" : "sum";
+    ParameterStore store(Device::cpu(), 3);
+    Graph g(Device::cpu(), &store);
+    Builder b(g, "enc");
+    if (norm == "sum+flag") b.set_flag("batch.tgt_tokens", "10");
+    Expr x = g.input(test::random_tensor(Shape{1, 3, 6}, 5, -1, 1, DType::f32));
+    const Tensor kp = mask({1, 1, 0}, 1, 3);
+    Expr out = moa_attention_layer(b, {x, x, kp, false, true, nullptr}, 6, o);
+    REQUIRE(b.aux_losses().size() == 1);
+    CHECK(b.aux_losses()[0].name == "enc.moa.aux");
+    g.forward();
+    const double want = norm == "mean" ? raw : norm == "sum" ? raw / 2 : raw / 10;
+    CHECK(b.aux_losses()[0].value.val().item() == Approx(want).epsilon(1e-6));
+    const auto y = out.val().to_vector<double>();
+    for (size_t i = 12; i < 18; ++i) CHECK(y[i] == 0.0);  // the padded query
   }
 }
 
@@ -322,7 +346,14 @@ TEST_CASE("moa: a Transformer with attention type moa trains and adds one aux lo
   Expr total = loss;
   for (const AuxLoss& a : bld.aux_losses()) total = add(total, a.value);
   g.forward();
-  for (const AuxLoss& a : bld.aux_losses()) CHECK(a.value.val().item() >= 0.01);  // zero router: uniform p, switch = 1, z = ln(3)^2
+  // Zero router: p = 1/3, ties pick experts 0 and 1 everywhere: switch = 1, z = ln(3)^2; "sum" divides by
+  // the real query tokens (7 in the encoder, 6 decoder queries).
+  const double raw = double(0.01f) + double(0.001f) * std::log(3.0) * std::log(3.0);
+  for (const AuxLoss& a : bld.aux_losses()) {
+    INFO(a.name);
+    const bool enc = a.name.rfind("encoder.", 0) == 0;
+    CHECK(a.value.val().item() == Approx(raw / (enc ? 7 : 6)).epsilon(1e-6));
+  }
   store.zero_grads();
   g.backward(total);
   const auto router_grad = store.grad("encoder.l0.self_attn.router.w").to_vector<float>();
