@@ -362,3 +362,27 @@ TEST_CASE("moa: a Transformer with attention type moa trains and adds one aux lo
   CHECK(norm > 0);  // the zero-initialised router learns from the loss and the aux terms
   CHECK(store.value("decoder.l1.cross_attn.k.w").shape() == Shape({8, 4}));
 }
+
+TEST_CASE("moa: the recipes' model sections are valid MoA configurations", "[layers][moa]") {
+  const std::string dir = std::string(MOE_SOURCE_DIR) + "/recipes/";
+  struct Want {
+    const char* file;
+    const char* name;
+  };
+  for (const Want& w : {Want{"wmt14-en-de-moa-8K8E128D.yml", "8K8E128D"}, Want{"wmt14-en-de-moa-16K32E256D.yml", "16K32E256D"},
+                        Want{"multi30k-en-de-moa.yml", "8K8E64D"}}) {
+    INFO(w.file);
+    const YAML::Node model = YAML::LoadFile(dir + w.file)["model"];
+    const TransformerConfig c = TransformerConfig::from_yaml(model);
+    CHECK(c.attention_type() == "moa");
+    const MoaOptions o = MoaOptions::from_yaml(c.attention, c.heads);
+    CHECK(o.name() == w.name);
+    CHECK(o.renormalize == "none");
+    CHECK(o.aux_normalization == "sum");
+  }
+  for (const char* v : {"8K8E128D", "8K8E256D", "8K16E256D", "8K32E256D", "8K64E256D"}) {
+    const YAML::Node rec = YAML::LoadFile(dir + "wikitext103-mlm-moa-" + v + ".yml");
+    CHECK(rec["include"].as<std::string>() == "wikitext103-mlm-moa-base.yml");
+    CHECK(MoaOptions::from_yaml(rec["model"]["attention"], 8).name() == v);
+  }
+}
