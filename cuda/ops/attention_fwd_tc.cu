@@ -1,8 +1,9 @@
 // Tensor-core attention forward for bf16/f16 storage (wmma m16n16k16, f32 accumulation): the same
 // FlashAttention-2 schedule as attention_fwd.cu (query tile per block, K/V tiles streamed through
-// shared memory, online softmax in base 2), with S = Q K^T and O += P V on tensor cores. S and O
-// (f32) live in shared memory so the softmax and the per-row rescale 2^(m_old - m_new) are plain
-// element loops; P is rounded to the storage type for the P V product. Covered by the bf16 cases of
+// shared memory, online softmax in base 2), with S = Q K^T and O += P V on tensor cores. S is
+// staged in shared memory (f32) for the softmax; O stays in accumulator fragments (registers) and is rescaled
+// per row by 2^(m_old - m_new) through a factor fragment of the same layout; P is rounded to the
+// storage type for the P V product. Covered by the bf16 cases of
 // tests/gpu/attention_parity_test.cpp.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -17,12 +18,16 @@ namespace {
 using namespace attn;
 using namespace nvcuda;
 
+using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+
 template <int DP>
 struct TcTile {
   static constexpr int BQ = 64, BK = DP >= 256 ? 32 : 64;
   static constexpr int LT = DP + 8, LP = BK + 8, LS = BK + 4, LO = DP + 4;  // leading dimensions
   static constexpr size_t bytes_t = 2 * (size_t(BQ) * LT + 2 * size_t(BK) * LT + size_t(BQ) * LP);
-  static constexpr size_t smem = bytes_t + 4 * (size_t(BQ) * LS + size_t(BQ) * LO + 3 * BQ);
+  static constexpr int kOTiles = (BQ / 16) * (DP / 16) / (kThreads / 32);  // O fragments per warp
+  static constexpr size_t smem = bytes_t + 4 * (size_t(BQ) * LS + size_t(BQ) * 16 + size_t(BQ) * LO + 2 * BQ);
+  static_assert(kOTiles >= 1 && (BQ / 16) * (DP / 16) % (kThreads / 32) == 0, "O tiles must split over the warps");
 };
 
 template <class T, int DP>
@@ -35,12 +40,16 @@ __global__ void __launch_bounds__(kThreads)
   T* sQ = reinterpret_cast<T*>(smem_raw);
   T *sK = sQ + BQ * LT, *sV = sK + BK * LT, *sP = sV + BK * LT;
   float* sS = reinterpret_cast<float*>(smem_raw + C::bytes_t);
-  float *sO = sS + BQ * LS, *sM = sO + BQ * LO, *sL = sM + BQ, *sA = sL + BQ;
+  // sR: one 16-wide row of a per-row factor (2^(m_old-m_new), then w/l) per query row: loaded as an
+  // accumulator fragment it has the same element layout as the O fragments, so O scales element-wise.
+  float *sR = sS + BQ * LS, *sO = sR + BQ * 16, *sM = sO + BQ * LO, *sL = sM + BQ;
   const int q0 = blockIdx.x * BQ, h = blockIdx.y, b = blockIdx.z, hk = h / p.group;
   const int tid = threadIdx.x, warp = tid / 32;
 
   load_raw<T, BQ, DP, LT>(sQ, q, b, q0, p.Tq, p.H, h, p.D, p.vec16);
-  for (int idx = tid; idx < BQ * LO; idx += kThreads) sO[idx] = 0.f;
+  Acc o[C::kOTiles];  // this warp's O tiles: t = warp + 8n
+#pragma unroll
+  for (int n = 0; n < C::kOTiles; ++n) wmma::fill_fragment(o[n], 0.f);
   if (tid < BQ) sM[tid] = -INFINITY, sL[tid] = 0.f;
 
   int k_end = p.Tk;
@@ -53,7 +62,7 @@ __global__ void __launch_bounds__(kThreads)
     // S = Q K^T: (BQ/16) x (BK/16) tiles over the 8 warps.
     for (int t = warp; t < (BQ / 16) * (BK / 16); t += kThreads / 32) {
       const int tm = t / (BK / 16), tn = t % (BK / 16);
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+      Acc acc;
       wmma::fill_fragment(acc, 0.f);
 #pragma unroll
       for (int kk = 0; kk < DP / 16; ++kk) {
@@ -88,16 +97,19 @@ __global__ void __launch_bounds__(kThreads)
       }
 #pragma unroll
       for (int off = TPR / 2; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off, TPR);
-      if (lane == 0) sM[r] = m_new, sL[r] = sL[r] * alpha + sum, sA[r] = alpha;
+      for (int c = lane; c < 16; c += TPR) sR[r * 16 + c] = alpha;
+      if (lane == 0) sM[r] = m_new, sL[r] = sL[r] * alpha + sum;
     }
     __syncthreads();
-    for (int idx = tid; idx < BQ * DP; idx += kThreads) sO[(idx / DP) * LO + idx % DP] *= sA[idx / DP];
-    __syncthreads();
-    // O += P V: (BQ/16) x (DP/16) tiles over the 8 warps.
-    for (int t = warp; t < (BQ / 16) * (DP / 16); t += kThreads / 32) {
-      const int tm = t / (DP / 16), tn = t % (DP / 16);
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::load_matrix_sync(acc, sO + tm * 16 * LO + tn * 16, LO, wmma::mem_row_major);
+    // O = O * alpha (per row) + P V on this warp's tiles.
+#pragma unroll
+    for (int n = 0; n < C::kOTiles; ++n) {
+      const int t = warp + n * (kThreads / 32), tm = t / (DP / 16), tn = t % (DP / 16);
+      Acc& acc = o[n];
+      Acc alpha;
+      wmma::load_matrix_sync(alpha, sR + tm * 16 * 16, 16, wmma::mem_row_major);
+#pragma unroll
+      for (int e = 0; e < acc.num_elements; ++e) acc.x[e] *= alpha.x[e];
 #pragma unroll
       for (int kk = 0; kk < BK / 16; ++kk) {
         wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
@@ -106,22 +118,32 @@ __global__ void __launch_bounds__(kThreads)
         wmma::load_matrix_sync(fb, sV + kk * 16 * LT + tn * 16, LT);
         wmma::mma_sync(acc, fa, fb, acc);
       }
-      wmma::store_matrix_sync(sO + tm * 16 * LO + tn * 16, acc, LO, wmma::mem_row_major);
     }
   }
-  __syncthreads();
+  __syncthreads();  // sM / sL final, sR free (also when no key tile ran)
 
-  for (int idx = tid; idx < BQ * DP; idx += kThreads) {
-    const int r = idx / DP, d = idx % DP, i = q0 + r;
-    if (i >= p.Tq || d >= p.D) continue;
-    const float l = sL[r];
-    float f = l > 0.f ? 1.f / l : 0.f;
-    if (w) f *= to_float(w[p.w_per_position ? ((long long)b * p.Tq + i) * p.H + h : (long long)b * p.H + h]);
-    out[(((long long)b * p.Tq + i) * p.H + h) * p.D + d] = from_float<T>(sO[r * LO + d] * f);
-  }
-  if (tid < BQ && q0 + tid < p.Tq) {
+  if (tid < BQ) {  // final row factor w / l (0 for a row with no visible key) and lse
+    const int i = q0 + tid;
     const float l = sL[tid];
-    lse[((long long)b * p.H + h) * p.Tq + q0 + tid] = l > 0.f ? (sM[tid] + log2f(l)) * kLn2 : -INFINITY;
+    float f = l > 0.f ? 1.f / l : 0.f;
+    if (w && i < p.Tq) f *= to_float(w[p.w_per_position ? ((long long)b * p.Tq + i) * p.H + h : (long long)b * p.H + h]);
+    for (int c = 0; c < 16; ++c) sR[tid * 16 + c] = f;
+    if (i < p.Tq) lse[((long long)b * p.H + h) * p.Tq + i] = l > 0.f ? (sM[tid] + log2f(l)) * kLn2 : -INFINITY;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int n = 0; n < C::kOTiles; ++n) {
+    const int t = warp + n * (kThreads / 32), tm = t / (DP / 16), tn = t % (DP / 16);
+    Acc f;
+    wmma::load_matrix_sync(f, sR + tm * 16 * 16, 16, wmma::mem_row_major);
+#pragma unroll
+    for (int e = 0; e < o[n].num_elements; ++e) o[n].x[e] *= f.x[e];
+    wmma::store_matrix_sync(sO + tm * 16 * LO + tn * 16, o[n], LO, wmma::mem_row_major);
+  }
+  __syncthreads();
+  for (int idx = tid; idx < BQ * DP; idx += kThreads) {  // coalesced over d
+    const int r = idx / DP, d = idx % DP, i = q0 + r;
+    if (i < p.Tq && d < p.D) out[(((long long)b * p.Tq + i) * p.H + h) * p.D + d] = from_float<T>(sO[r * LO + d]);
   }
 }
 
