@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "graph/expr/attention.h"
 #include "graph/expr/binary.h"
@@ -48,6 +49,25 @@ Keep keep_from_mask(const Tensor& mask, int64_t b, int64_t t, DType dtype, Devic
   k.keep = Tensor::from_vector(v, Shape{b * t}, device, dtype);
   last = Last{mask, k};
   return k;
+}
+
+/// tok[s] = s / k for the n*k slots, on `device`; a few recent tables are kept per thread (contents
+/// depend only on (pairs, k)), so repeated sublayers of one batch upload nothing.
+Tensor slot_tokens(int64_t pairs, int64_t k, Device device) {
+  struct Entry {
+    int64_t pairs, k;
+    Device device;
+    Tensor tok;
+  };
+  thread_local std::vector<Entry> recent;
+  for (const Entry& e : recent)
+    if (e.pairs == pairs && e.k == k && e.device == device) return e.tok;
+  std::vector<int32_t> tok(static_cast<size_t>(pairs));
+  for (int64_t s = 0; s < pairs; ++s) tok[static_cast<size_t>(s)] = static_cast<int32_t>(s / k);
+  Tensor t = Tensor::from_vector(tok, Shape{pairs}, device);
+  if (recent.size() >= 8) recent.erase(recent.begin());
+  recent.push_back(Entry{pairs, k, device, t});
+  return t;
 }
 
 /// Shared keys and values [B, S, 1, D] with the cache applied (as project_heads does for MHA).
@@ -115,9 +135,7 @@ MoaResult moa_attention(const AttentionInput& in, const MoaWeights& w, const Moa
   const int64_t pairs = n * k;
   SortedSegments seg = sort_by_key(reshape(r.experts, Shape{pairs}), static_cast<int>(e));
   Expr inv = inverse_permutation(seg.perm);
-  std::vector<int32_t> tok(static_cast<size_t>(pairs));
-  for (int64_t s = 0; s < pairs; ++s) tok[static_cast<size_t>(s)] = static_cast<int32_t>(s / k);
-  Expr tok_sorted = index_select(g.input(Tensor::from_vector(tok, Shape{pairs})), seg.perm);
+  Expr tok_sorted = index_select(g.input(slot_tokens(pairs, k, g.device())), seg.perm);
   Expr q_sorted = grouped_matmul(index_select(x2, tok_sorted), w.q, seg.offsets);  // [P, D]
   Expr q = reshape(index_select(q_sorted, inv), Shape{bsz, t, k, dd});
   Expr hw = reshape(cast(r.gates, in.x.dtype()), Shape{bsz, t, k});
