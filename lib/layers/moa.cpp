@@ -33,7 +33,7 @@ struct Keep {
 };
 Keep keep_from_mask(const Tensor& mask, int64_t b, int64_t t, DType dtype, Device device) {
   MOE_CHECK(mask.dtype() == DType::u8 && mask.shape() == Shape({b, t}), "moa: query padding ", mask.shape(), " ",
-            dtype_name(mask.dtype()), " does not fit queries [", b, ", ", t, "] (u8 required)");
+            dtype_name(mask.dtype()), " does not fit queries [", b, ",", t, "] (u8 required)");
   struct Last {
     Tensor mask;
     Keep keep;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "graph/expr/attention.h"
 #include "graph/expr/binary.h"
@@ -228,6 +229,19 @@ TEST_CASE("moa: detached renormalisation and the cv loss", "[layers][moa]") {
   CHECK(dx[2] == 0.0);
 }
 
+TEST_CASE("moa: weight and padding shape errors name the layer and the shapes", "[layers][moa]") {
+  Graph g(Device::cpu(), nullptr, GraphOptions{.training = false});
+  const MoaOptions o = opts(2, 3, 4);
+  std::vector<Expr> w;
+  for (const Tensor& x : random_weights(6, o, 1)) w.push_back(g.input(x));
+  Expr x = g.input(test::random_tensor(Shape{1, 2, 5}, 2));  // d = 5, weights for d = 6
+  CHECK_THROWS_WITH(moa_attention({x, x, Tensor(), false, true, nullptr}, as_weights(w, 0), o),
+                    Catch::Contains("moa 2K3E4D") && Catch::Contains("[3,6,4]") && Catch::Contains("d = 5"));
+  Expr x6 = g.input(test::random_tensor(Shape{1, 2, 6}, 2));
+  CHECK_THROWS_WITH(moa_attention({x6, x6, Tensor(), false, true, nullptr}, as_weights(w, 0), o, mask({1, 1, 1}, 1, 3)),
+                    Catch::Contains("moa: query padding [1,3]"));
+}
+
 TEST_CASE("moa: sparse path equals dense path at k = E", "[layers][moa]") {
   const int64_t b = 2, t = 5, d = 6;
   for (const std::string renorm : {"none", "detached"}) {
@@ -250,12 +264,15 @@ TEST_CASE("moa: sparse path equals dense path at k = E", "[layers][moa]") {
 }
 
 TEST_CASE("moa: grouped dispatch equals a loop over experts", "[layers][moa]") {
-  // k < E, T not a multiple of anything, one padded query, causal and not.
-  const int64_t b = 2, t = 7, d = 5;
-  for (bool causal : {false, true}) {
-    INFO("causal " << causal);
+  // k < E, T not a multiple of anything, one padded query, causal and not; and a single token.
+  for (const auto& [b, t, causal] : std::vector<std::tuple<int64_t, int64_t, bool>>{
+           {2, 7, false}, {2, 7, true}, {1, 1, false}, {1, 1, true}}) {
+    INFO("B " << b << " T " << t << " causal " << causal);
+    const int64_t d = 5;
     const MoaOptions o = opts(2, 5, 3);
-    const Tensor kp = causal ? Tensor() : mask({1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0}, b, t);
+    std::vector<uint8_t> m(static_cast<size_t>(b * t), 1);
+    if (b * t > 1) m.back() = 0;
+    const Tensor kp = causal ? Tensor() : mask(m, b, t);
     std::vector<Tensor> in = {test::random_tensor(Shape{b, t, d}, 21)};
     for (const Tensor& w : random_weights(d, o, 30)) in.push_back(w);
     const Run grouped = run(in, [&](Graph&, const std::vector<Expr>& l) {
