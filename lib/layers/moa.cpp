@@ -4,6 +4,8 @@
 //           gates as per-(position, head) weights; z = index_add(0, tok_sorted, grouped_matmul(o_sorted, B))
 //   dense (k = E): q = x [A_1 .. A_E] (one GEMM), z = (w * o) [B_1; ..; B_E] (one GEMM).
 // Covered by tests/layers/moa_test.cpp.
+#include "layers/moa.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -17,7 +19,6 @@
 #include "graph/expr/matmul.h"
 #include "graph/expr/shape_ops.h"
 #include "graph/expr/sort.h"
-#include "layers/moa.h"
 
 namespace moe {
 
@@ -95,8 +96,8 @@ std::pair<Expr, Expr> shared_kv(const AttentionInput& in, const MoaWeights& w) {
 }
 }  // namespace
 
-MoaResult moa_attention(const AttentionInput& in, const MoaWeights& w, const MoaOptions& o,
-                        const Tensor& query_padding, int with_aux) {
+MoaResult moa_attention(const AttentionInput& in, const MoaWeights& w, const MoaOptions& o, const Tensor& query_padding,
+                        int with_aux) {
   const Shape& xs = in.x.shape();
   MOE_CHECK(xs.ndim() == 3, "moa: queries must be [B, T, d], not ", xs);
   const int64_t bsz = xs[0], t = xs[1], d = xs[2], n = bsz * t, dd = o.head_dim, e = o.experts, k = o.k;
@@ -139,9 +140,9 @@ MoaResult moa_attention(const AttentionInput& in, const MoaWeights& w, const Moa
   Expr q_sorted = grouped_matmul(index_select(x2, tok_sorted), w.q, seg.offsets);  // [P, D]
   Expr q = reshape(index_select(q_sorted, inv), Shape{bsz, t, k, dd});
   Expr hw = reshape(cast(r.gates, in.x.dtype()), Shape{bsz, t, k});
-  Expr att = attention(q, kk, vv, in.key_padding, in.causal, sc, hw);               // gated heads
+  Expr att = attention(q, kk, vv, in.key_padding, in.causal, sc, hw);  // gated heads
   Expr o_sorted = index_select(reshape(att, Shape{pairs, dd}), seg.perm);
-  Expr y_sorted = grouped_matmul(o_sorted, w.o, seg.offsets);                        // [P, d]
+  Expr y_sorted = grouped_matmul(o_sorted, w.o, seg.offsets);  // [P, d]
   Expr zeros = g.input(Tensor::zeros(Shape{n, d}, in.x.dtype(), g.device()));
   res.out = reshape(index_add(zeros, tok_sorted, y_sorted), Shape{bsz, t, d});
   return res;

@@ -15,14 +15,14 @@
 namespace moe {
 
 struct MoaOptions {
-  int k = 8;                 // experts (heads) per token; defaults to model.heads
-  int experts = 8;           // E
-  int64_t head_dim = 128;    // D
-  std::string renormalize = "none";         // none (released code) | detached: w / stopgrad(sum w + 1e-6)
-  std::string dispatch = "auto";            // auto (dense when k == E) | sparse | dense
+  int k = 8;                         // experts (heads) per token; defaults to model.heads
+  int experts = 8;                   // E
+  int64_t head_dim = 128;            // D
+  std::string renormalize = "none";  // none (released code) | detached: w / stopgrad(sum w + 1e-6)
+  std::string dispatch = "auto";     // auto (dense when k == E) | sparse | dense
   float switch_loss = 0.01f, z_loss = 0.001f, cv_loss = 0.f;  // aux coefficients (§2.5)
-  std::string aux_normalization = "sum";    // sum: lands on the token-summed loss (released code);
-                                            // mean: on the per-token mean loss (nominal strength)
+  std::string aux_normalization = "sum";                      // sum: lands on the token-summed loss (released code);
+                                                              // mean: on the per-token mean loss (nominal strength)
 
   /// Reads model.attention (type moa): k, experts, head_dim, or name: "8K8E128D" (KkEeDd), and the
   /// options above. Unknown keys and inconsistent values are errors naming them.
@@ -40,11 +40,11 @@ struct MoaWeights {
 
 /// Router output for N flattened tokens.
 struct MoaRouting {
-  Expr logits;   // [N, E] router dtype
-  Expr probs;    // [N, E] softmax, 0 for padded tokens
-  Expr gates;    // [N, k] the k largest probabilities (renormalised if asked), descending
-  Expr experts;  // i32 [N, k] their expert ids
-  Expr dense_gates;  // [N, E] gates in expert order (set when k == E)
+  Expr logits;                             // [N, E] router dtype
+  Expr probs;                              // [N, E] softmax, 0 for padded tokens
+  Expr gates;                              // [N, k] the k largest probabilities (renormalised if asked), descending
+  Expr experts;                            // i32 [N, k] their expert ids
+  Expr dense_gates;                        // [N, E] gates in expert order (set when k == E)
   Expr switch_loss, z_loss, cv_loss, aux;  // aux = coefficient-weighted sum; only when asked for
 };
 

@@ -7,12 +7,12 @@
 #include <set>
 
 #include "graph/expr/binary.h"
+#include "graph/expr/gather_scatter.h"
 #include "graph/expr/matmul.h"
 #include "graph/expr/reduce.h"
 #include "graph/expr/shape_ops.h"
 #include "graph/expr/softmax.h"
 #include "graph/expr/topk.h"
-#include "graph/expr/gather_scatter.h"
 #include "graph/expr/unary.h"
 #include "layers/moa.h"
 
@@ -38,9 +38,9 @@ void read(const YAML::Node& node, const char* key, T& out) {
 }  // namespace
 
 MoaOptions MoaOptions::from_yaml(const YAML::Node& node, int default_k) {
-  static const std::set<std::string> known = {"type",      "name",        "k",       "experts",
-                                              "head_dim",  "renormalize", "dispatch", "switch_loss",
-                                              "z_loss",    "cv_loss",     "aux_normalization"};
+  static const std::set<std::string> known = {
+      "type",     "name",        "k",      "experts", "head_dim",         "renormalize",
+      "dispatch", "switch_loss", "z_loss", "cv_loss", "aux_normalization"};
   MoaOptions o;
   o.k = default_k;
   if (node && node.IsMap()) {
@@ -62,9 +62,8 @@ MoaOptions MoaOptions::from_yaml(const YAML::Node& node, int default_k) {
     read(node, "experts", o.experts);
     read(node, "head_dim", o.head_dim);
     if (node["name"])
-      MOE_CHECK(o.k == named.k && o.experts == named.experts && o.head_dim == named.head_dim,
-                "model.attention: name ", named.name(), " disagrees with k/experts/head_dim = ", o.k, "/", o.experts,
-                "/", o.head_dim);
+      MOE_CHECK(o.k == named.k && o.experts == named.experts && o.head_dim == named.head_dim, "model.attention: name ",
+                named.name(), " disagrees with k/experts/head_dim = ", o.k, "/", o.experts, "/", o.head_dim);
     read(node, "renormalize", o.renormalize);
     read(node, "dispatch", o.dispatch);
     read(node, "switch_loss", o.switch_loss);
@@ -79,8 +78,8 @@ MoaOptions MoaOptions::from_yaml(const YAML::Node& node, int default_k) {
             "' is not one of none, detached");
   MOE_CHECK(o.dispatch == "auto" || o.dispatch == "sparse" || o.dispatch == "dense", "model.attention.dispatch: '",
             o.dispatch, "' is not one of auto, sparse, dense");
-  MOE_CHECK(o.dispatch != "dense" || o.k == o.experts, "model.attention.dispatch: dense needs k == experts, not k = ",
-            o.k, ", experts = ", o.experts);
+  MOE_CHECK(o.dispatch != "dense" || o.k == o.experts,
+            "model.attention.dispatch: dense needs k == experts, not k = ", o.k, ", experts = ", o.experts);
   MOE_CHECK(o.aux_normalization == "sum" || o.aux_normalization == "mean", "model.attention.aux_normalization: '",
             o.aux_normalization, "' is not one of sum, mean");
   return o;
@@ -114,13 +113,13 @@ MoaRouting moa_route(const Expr& x2, const Expr& router, const Expr& keep, const
 
   // Load per expert: the surviving (token, slot) pairs routed to each expert (no gradient).
   Expr pd = detach(r.probs);
-  Expr zeros = scale(pd, 0.f, 0.f);                                  // [N, E]
-  Expr ones = scale(detach(top.values), 0.f, 1.f);                   // [N, k]
-  Expr hits = scatter_add_last(zeros, r.experts, ones);              // [N, E]
+  Expr zeros = scale(pd, 0.f, 0.f);                      // [N, E]
+  Expr ones = scale(detach(top.values), 0.f, 1.f);       // [N, k]
+  Expr hits = scatter_add_last(zeros, r.experts, ones);  // [N, E]
   if (keep_col.defined()) hits = mul(hits, keep_col);
-  Expr counts = sum(hits, 0);                                        // [E]
+  Expr counts = sum(hits, 0);  // [E]
   Expr f = div(counts, add_scalar(sum_all(counts), 1e-30f));
-  Expr p_mass = sum(r.probs, 0);                                     // [E]
+  Expr p_mass = sum(r.probs, 0);  // [E]
   Expr big_p = div(p_mass, add_scalar(sum_all(p_mass), 1e-30f));
   r.switch_loss = mul_scalar(sum_all(mul(big_p, f)), static_cast<float>(o.experts));
   r.z_loss = mean_all(square(logsumexp(r.logits, 1)));

@@ -2,8 +2,9 @@
 // sparse path equal to the dense path at k = E, the grouped dispatch equal to a loop over experts
 // (values and gradients), finite-difference gradients of a tiny layer, incremental decoding equal to
 // full recomputation (self and cross attention), and a Transformer with type moa end to end.
-#include <catch2/catch.hpp>
+#include "layers/moa.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
 #include <tuple>
@@ -14,7 +15,6 @@
 #include "graph/expr/matmul.h"
 #include "graph/expr/reduce.h"
 #include "graph/expr/shape_ops.h"
-#include "layers/moa.h"
 #include "layers/sites.h"
 #include "models/transformer.h"
 #include "support/gradcheck.h"
@@ -265,8 +265,8 @@ TEST_CASE("moa: sparse path equals dense path at k = E", "[layers][moa]") {
 
 TEST_CASE("moa: grouped dispatch equals a loop over experts", "[layers][moa]") {
   // k < E, T not a multiple of anything, one padded query, causal and not; and a single token.
-  for (const auto& [b, t, causal] : std::vector<std::tuple<int64_t, int64_t, bool>>{
-           {2, 7, false}, {2, 7, true}, {1, 1, false}, {1, 1, true}}) {
+  for (const auto& [b, t, causal] :
+       std::vector<std::tuple<int64_t, int64_t, bool>>{{2, 7, false}, {2, 7, true}, {1, 1, false}, {1, 1, true}}) {
     INFO("B " << b << " T " << t << " causal " << causal);
     const int64_t d = 5;
     const MoaOptions o = opts(2, 5, 3);
@@ -301,10 +301,12 @@ TEST_CASE("moa: finite-difference gradients of a tiny layer", "[layers][moa]") {
     });
     CHECK(err < 1e-6);
     // The aux loss (switch + z) as a function of the router and the tokens.
-    const double aux_err = test::gradcheck(in, [&](Graph&, const std::vector<Expr>& l) {
-      AttentionInput ai{l[0], l[1], Tensor(), false, false, nullptr};
-      return moa_attention(ai, as_weights(l, 2), o, kp, true).routing.aux;
-    }, 1e-6, {0, 2});
+    const double aux_err = test::gradcheck(in,
+                                           [&](Graph&, const std::vector<Expr>& l) {
+                                             AttentionInput ai{l[0], l[1], Tensor(), false, false, nullptr};
+                                             return moa_attention(ai, as_weights(l, 2), o, kp, true).routing.aux;
+                                           },
+                                           1e-6, {0, 2});
     CHECK(aux_err < 1e-6);
   }
 }
@@ -321,13 +323,16 @@ TEST_CASE("moa: incremental decoding equals full recomputation", "[layers][moa]"
     const MoaWeights mw = as_weights(w, 0);
     Expr x = g.input(xt), mem = g.input(mt);
     const auto self_full = moa_attention({x, x, Tensor(), true, true, nullptr}, mw, o).out.val().to_vector<double>();
-    const auto cross_full = moa_attention({x, mem, src_mask, false, false, nullptr}, mw, o).out.val().to_vector<double>();
+    const auto cross_full =
+        moa_attention({x, mem, src_mask, false, false, nullptr}, mw, o).out.val().to_vector<double>();
     KVCache self_cache, cross_cache;
     for (int64_t i = 0; i < t; ++i) {
       Expr xi = slice(x, 1, i, 1);
-      const auto self_step = moa_attention({xi, xi, Tensor(), true, true, &self_cache}, mw, o).out.val().to_vector<double>();
-      const auto cross_step =
-          moa_attention({xi, i == 0 ? mem : Expr(), src_mask, false, false, &cross_cache}, mw, o).out.val().to_vector<double>();
+      const auto self_step =
+          moa_attention({xi, xi, Tensor(), true, true, &self_cache}, mw, o).out.val().to_vector<double>();
+      const auto cross_step = moa_attention({xi, i == 0 ? mem : Expr(), src_mask, false, false, &cross_cache}, mw, o)
+                                  .out.val()
+                                  .to_vector<double>();
       CHECK(self_cache.k.shape() == Shape({b, i + 1, 1, o.head_dim}));  // one shared head of width D
       CHECK(cross_cache.v.shape() == Shape({b, s, 1, o.head_dim}));
       for (int64_t bb = 0; bb < b; ++bb)
@@ -386,8 +391,9 @@ TEST_CASE("moa: the recipes' model sections are valid MoA configurations", "[lay
     const char* file;
     const char* name;
   };
-  for (const Want& w : {Want{"wmt14-en-de-moa-8K8E128D.yml", "8K8E128D"}, Want{"wmt14-en-de-moa-16K32E256D.yml", "16K32E256D"},
-                        Want{"multi30k-en-de-moa.yml", "8K8E64D"}}) {
+  for (const Want& w :
+       {Want{"wmt14-en-de-moa-8K8E128D.yml", "8K8E128D"}, Want{"wmt14-en-de-moa-16K32E256D.yml", "16K32E256D"},
+        Want{"multi30k-en-de-moa.yml", "8K8E64D"}}) {
     INFO(w.file);
     const YAML::Node model = YAML::LoadFile(dir + w.file)["model"];
     const TransformerConfig c = TransformerConfig::from_yaml(model);
