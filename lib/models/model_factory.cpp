@@ -18,9 +18,11 @@ Expr Model::lm_loss(const Builder&, const data::LmBatch&, float) const {
 std::unique_ptr<Model> create_model(const YAML::Node& model) {
   const std::string type = model && model["type"] ? model["type"].as<std::string>() : "transformer";
   if (type == "transformer") return std::make_unique<TransformerModel>(TransformerConfig::from_yaml(model));
-  if (type == "transformer_lm") return std::make_unique<TransformerLm>(TransformerLmConfig::from_yaml(model));
+  if (type == "transformer_lm" || type == "transformer_mlm")
+    return std::make_unique<TransformerLm>(TransformerLmConfig::from_yaml(model));
   if (type == "lstm_lm") return std::make_unique<LstmLm>(LstmLmConfig::from_yaml(model));
-  MOE_FAIL("model.type: unknown model type '", type, "' (known: transformer, transformer_lm, lstm_lm)");
+  MOE_FAIL("model.type: unknown model type '", type,
+           "' (known: transformer, transformer_lm, transformer_mlm, lstm_lm)");
 }
 
 }  // namespace moe

@@ -32,6 +32,18 @@ Expr residual(const Builder& b, const Expr& x, int64_t d, bool pre_norm, float p
   return layer_norm_layer(b.sub("ln"), add(x, dropout(f(x), p)), d);
 }
 
+/// u8 [B, T]: 1 where input != pad_id; undefined when no position is padding (read on the host).
+Tensor padding_mask(const Tensor& input, int pad_id) {
+  const std::vector<int32_t> ids = input.to_vector<int32_t>();
+  std::vector<uint8_t> keep(ids.size());
+  bool any_pad = false;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    keep[i] = ids[i] != pad_id;
+    any_pad |= !keep[i];
+  }
+  return any_pad ? Tensor::from_vector(keep, input.shape()) : Tensor();
+}
+
 /// `mask` as a [n] tensor of `dtype` (a host conversion only when its dtype differs).
 Tensor mask_as(const Tensor& mask, int64_t n, DType dtype) {
   MOE_CHECK(mask.numel() == n, "transformer_lm: mask ", mask.shape(), " does not match ", n, " targets");
@@ -81,10 +93,10 @@ Expr TransformerLm::embed(const Builder& b, const Tensor& input, int64_t offset)
   return dropout(x, c_.dropout);
 }
 
-Expr TransformerLm::layer(const Builder& b, Expr x, KVCache* cache) const {
+Expr TransformerLm::layer(const Builder& b, Expr x, const Tensor& key_padding, KVCache* cache) const {
   const AttentionSiteSpec att{c_.d_model, c_.heads, c_.attention};
   x = residual(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
-    AttentionInput in{h, h, Tensor(), true, true, cache};
+    AttentionInput in{h, h, key_padding, c_.causal, true, cache};
     return attention_site(b.sub("self_attn"), in, att);
   });
   const FfnSiteSpec ffn{c_.d_model, c_.ffn_dim, c_.activation, c_.activation_dropout, c_.ffn};
@@ -94,9 +106,11 @@ Expr TransformerLm::layer(const Builder& b, Expr x, KVCache* cache) const {
 
 Expr TransformerLm::hidden(const Builder& b, const Tensor& input, std::vector<KVCache>* caches, int64_t offset) const {
   Expr x = embed(b, input, offset);
+  // Causal models need no key padding: padding only ever follows the real tokens of a row.
+  const Tensor key_padding = c_.causal ? Tensor() : padding_mask(input, c_.pad_id);
   const Builder dec = b.sub("decoder");
   for (int l = 0; l < c_.layers; ++l)
-    x = layer(dec.sub(scoped("l", l)), x, caches ? &(*caches)[static_cast<size_t>(l)] : nullptr);
+    x = layer(dec.sub(scoped("l", l)), x, key_padding, caches ? &(*caches)[static_cast<size_t>(l)] : nullptr);
   if (c_.final_norm) x = layer_norm_layer(dec.sub("final_ln"), x, c_.d_model);
   return x;
 }
@@ -150,6 +164,7 @@ TransformerLm::State TransformerLm::start() const {
 
 Expr TransformerLm::step(const Builder& b, State& st, const Tensor& prev) const {
   MOE_CHECK(!b.training(), "TransformerLm::step: incremental decoding runs in inference graphs");
+  MOE_CHECK(c_.causal, "TransformerLm::step: a bidirectional transformer_mlm has no incremental decoding");
   MOE_CHECK(static_cast<int>(st.caches.size()) == c_.layers, "TransformerLm::step: state has ", st.caches.size(),
             " layer caches for ", c_.layers, " layers (use start())");
   const int64_t n = prev.numel();

@@ -3,7 +3,10 @@
 // lib/layers/sites.h so MAE / MoA / MoE variants plug in), an optional final layer norm, and a
 // softmax over the vocabulary (plain, tied to the input embedding, or adaptive).
 //   loss = sum over targets with mask != 0 of -log p(target_t | input_<=t)   (label-smoothed)
-// Incremental decoding keeps per-layer key/value caches. Covered by tests/models/transformer_lm_test.cpp.
+// Incremental decoding keeps per-layer key/value caches. With config.causal = false (type
+// "transformer_mlm") the same stack is a bidirectional encoder whose self-attention ignores padding
+// (input == pad_id) keys, for masked-LM batches (lib/data/mlm.h: loss on the selected positions).
+// Covered by tests/models/transformer_lm_test.cpp.
 #pragma once
 #include <vector>
 
@@ -19,7 +22,7 @@ class TransformerLm : public Model {
   explicit TransformerLm(TransformerLmConfig config);
   const TransformerLmConfig& config() const { return c_; }
 
-  std::string type() const override { return "transformer_lm"; }
+  std::string type() const override { return c_.causal ? "transformer_lm" : "transformer_mlm"; }
   YAML::Node config_yaml() const override { return c_.to_yaml(); }
   bool is_language_model() const override { return true; }
   Expr lm_loss(const Builder& b, const data::LmBatch& batch, float label_smoothing) const override;
@@ -44,7 +47,7 @@ class TransformerLm : public Model {
 
  private:
   Expr embed(const Builder& b, const Tensor& input, int64_t offset) const;
-  Expr layer(const Builder& b, Expr x, KVCache* cache) const;
+  Expr layer(const Builder& b, Expr x, const Tensor& key_padding, KVCache* cache) const;
   Expr output_log_probs(const Builder& b, const Expr& rows) const;
   AdaptiveSpec input_spec() const;
   AdaptiveSpec softmax_spec() const;

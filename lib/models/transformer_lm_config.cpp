@@ -49,9 +49,11 @@ TransformerLmConfig TransformerLmConfig::from_yaml(const YAML::Node& node) {
   TransformerLmConfig c;
   if (!node || node.IsNull()) return c;
   MOE_CHECK(node.IsMap(), "model: expected a mapping of model options");
+  if (node["type"]) c.causal = node["type"].as<std::string>() != "transformer_mlm";
   for (const auto& kv : node) {
     const std::string k = kv.first.as<std::string>();
-    MOE_CHECK(known.count(k), "unknown model option 'model.", k, "' for a transformer_lm");
+    MOE_CHECK(known.count(k), "unknown model option 'model.", k, "' for a ",
+              c.causal ? "transformer_lm" : "transformer_mlm");
   }
   read(node, "vocab", c.vocab);
   read(node, "pad_id", c.pad_id);
@@ -93,7 +95,7 @@ TransformerLmConfig TransformerLmConfig::from_yaml(const YAML::Node& node) {
 
 YAML::Node TransformerLmConfig::to_yaml() const {
   YAML::Node n;
-  n["type"] = "transformer_lm";
+  n["type"] = causal ? "transformer_lm" : "transformer_mlm";
   n["vocab"] = vocab;
   n["pad_id"] = pad_id;
   n["bos_id"] = bos_id;

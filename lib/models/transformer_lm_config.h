@@ -1,4 +1,5 @@
-// The architecture of a decoder-only Transformer language model (type "transformer_lm"), read from
+// The architecture of a decoder-only Transformer language model (type "transformer_lm"; its
+// bidirectional twin for masked language modelling is type "transformer_mlm"), read from
 // the recipe's `model:` section and stored in checkpoints: sizes, pre/post-norm, positions
 // (sinusoidal | learned | none), tied input/output embeddings, adaptive input and adaptive softmax
 // (Baevski & Auli 2019) and the attention / feed-forward site options (MAE, MoA, MoE variants).
@@ -12,7 +13,8 @@
 namespace moe {
 
 struct TransformerLmConfig {
-  int64_t vocab = 0;  // filled from the vocabulary
+  bool causal = true;  // false: type "transformer_mlm", a bidirectional encoder for masked-LM batches
+  int64_t vocab = 0;   // filled from the vocabulary
   int pad_id = 0, bos_id = 2, eos_id = 3;
   int64_t d_model = 512, ffn_dim = 2048;
   int heads = 8, layers = 6;

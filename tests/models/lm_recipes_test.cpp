@@ -48,7 +48,7 @@ TEST_CASE("lm recipes: model sections build", "[models][recipes]") {
     const YAML::Node root = YAML::LoadFile(entry.path().string());
     if (!root["model"] || !root["model"]["type"]) continue;
     const std::string type = root["model"]["type"].as<std::string>();
-    if (type != "transformer_lm" && type != "lstm_lm") continue;
+    if (type != "transformer_lm" && type != "transformer_mlm" && type != "lstm_lm") continue;
     INFO(entry.path().filename().string());
     CHECK_NOTHROW(create_model(model_section(entry.path().filename().string())));
     ++seen;

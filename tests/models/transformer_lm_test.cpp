@@ -171,3 +171,32 @@ TEST_CASE("transformer_lm: tied adaptive weights and the model factory", "[model
   bad["type"] = "gru_lm";
   CHECK_THROWS_WITH(create_model(bad), Catch::Contains("lstm_lm"));
 }
+
+TEST_CASE("transformer_mlm: bidirectional, padding keys ignored", "[models][transformer_lm][mlm]") {
+  TransformerLmConfig c = tiny(false);
+  c.causal = false;
+  YAML::Node node = c.to_yaml();
+  CHECK(node["type"].as<std::string>() == "transformer_mlm");
+  auto model = create_model(node);
+  REQUIRE(model->type() == "transformer_mlm");
+  const auto& mlm = dynamic_cast<const TransformerLm&>(*model);
+  ParameterStore store(Device::cpu(), 5);
+  Graph g(Device::cpu(), &store, GraphOptions{.training = false});
+  Builder b(g);
+  // A later token changes the prediction at position 0.
+  const auto a = mlm.log_probs(b, ids({4, 7, 1, 10}, 1, 4)).val().to_vector<float>();
+  const auto d = mlm.log_probs(b, ids({4, 7, 1, 11}, 1, 4)).val().to_vector<float>();
+  bool differs = false;
+  for (int v = 0; v < 12; ++v) differs |= std::abs(a[v] - d[v]) > 1e-4;
+  CHECK(differs);
+  // Padding (id 0) at the end of a row is not attended to.
+  const auto padded = mlm.log_probs(b, ids({4, 7, 1, 10, 0, 0}, 1, 6)).val().to_vector<float>();
+  for (int k = 0; k < 4 * 12; ++k) CHECK(padded[k] == Approx(a[k]).margin(1e-5));
+  // Masked-LM loss: the selected positions only.
+  data::LmBatch batch = data::make_lm_batch({{4, 1, 1, 10}}, {{4, 7, 9, 10}}, {{0, 1, 1, 0}}, {0}, 0);
+  const auto lp = mlm.log_probs(b, batch.input).val().to_vector<float>();
+  CHECK(mlm.lm_loss(b, batch, 0.f).val().item() == Approx(-(lp[1 * 12 + 7] + lp[2 * 12 + 9])).epsilon(1e-5));
+  auto st = mlm.start();
+  CHECK_THROWS_WITH(mlm.step(b, st, Tensor::from_vector(std::vector<int32_t>{3}, Shape{1})),
+                    Catch::Contains("transformer_mlm"));
+}
