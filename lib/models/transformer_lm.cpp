@@ -143,6 +143,7 @@ Expr TransformerLm::loss(const Builder& b, const Tensor& input, const Tensor& ta
 }
 
 Expr TransformerLm::lm_loss(const Builder& b, const data::LmBatch& batch, float label_smoothing) const {
+  b.set_flag("batch.tgt_tokens", std::to_string(batch.tokens));  // aux losses (MoA) normalise against it
   return loss(b, batch.input, batch.target, batch.mask, label_smoothing);
 }
 
