@@ -23,7 +23,8 @@ template <class T>
 __global__ void beam_scores_kernel(const T* logp, const float* cum, const uint8_t* mode, BeamSpecials ids, float* out,
                                    long long n, long long v) {
   const long long total = n * v;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
     const long long r = i / v, t = i - r * v;
     out[i] = masked(cum[r] + to_float(logp[i]), t, mode[r], ids);
   }
@@ -33,7 +34,8 @@ __global__ void beam_scores_kernel(const T* logp, const float* cum, const uint8_
 __global__ void beam_scores_vec4_kernel(const float4* logp, const float* cum, const uint8_t* mode, BeamSpecials ids,
                                         float4* out, long long n, long long v4) {
   const long long total = n * v4;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
     const long long r = i / v4, t = (i - r * v4) * 4;
     const float c = cum[r];
     const uint8_t m = mode[r];
@@ -54,8 +56,8 @@ void beam_scores(const Tensor& logp, const Tensor& cum, const Tensor& mode, Beam
   cudaStream_t s = stream(logp.device());
   const auto* c = static_cast<const float*>(cum.raw());
   const auto* m = static_cast<const uint8_t*>(mode.raw());
-  const bool aligned = (reinterpret_cast<uintptr_t>(logp.raw()) % 16 == 0) &&
-                       (reinterpret_cast<uintptr_t>(out.raw()) % 16 == 0);
+  const bool aligned =
+      (reinterpret_cast<uintptr_t>(logp.raw()) % 16 == 0) && (reinterpret_cast<uintptr_t>(out.raw()) % 16 == 0);
   if (logp.dtype() == DType::f32 && v % 4 == 0 && aligned) {
     beam_scores_vec4_kernel<<<grid_for(n * v / 4), 256, 0, s>>>(static_cast<const float4*>(logp.raw()), c, m, ids,
                                                                 static_cast<float4*>(out.raw()), n, v / 4);
@@ -64,7 +66,7 @@ void beam_scores(const Tensor& logp, const Tensor& cum, const Tensor& mode, Beam
   }
   MOE_FLOAT_SWITCH(logp.dtype(), "beam_scores", T, {
     beam_scores_kernel<T><<<grid_for(n * v), 256, 0, s>>>(static_cast<const T*>(logp.raw()), c, m, ids,
-                                                        static_cast<float*>(out.raw()), n, v);
+                                                          static_cast<float*>(out.raw()), n, v);
   });
   MOE_KERNEL_CHECK();
 }

@@ -49,8 +49,8 @@ void beam_scores(const Tensor& logp, const Tensor& cum, const Tensor& mode, Beam
   check_dtype("beam_scores", "mode", mode, DType::u8);
   check_dtype("beam_scores", "out", out, DType::f32);
   check_same_device("beam_scores", logp, cum, mode, out);
-  MOE_CHECK(ids.eos >= 0 && ids.eos < logp.shape()[1], "beam_scores: </s> id ", ids.eos, " is outside the vocabulary [0, ",
-            logp.shape()[1], ")");
+  MOE_CHECK(ids.eos >= 0 && ids.eos < logp.shape()[1], "beam_scores: </s> id ", ids.eos,
+            " is outside the vocabulary [0, ", logp.shape()[1], ")");
   if (logp.numel() == 0) return;
   MOE_DISPATCH(logp, beam_scores, logp, cum, mode, ids, out);
 }

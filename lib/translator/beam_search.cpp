@@ -78,8 +78,9 @@ std::vector<std::vector<Hypothesis>> beam_search(const std::vector<int64_t>& src
     for (int64_t r = 0; r < n; ++r) {
       cum[r] = static_cast<float>(rows[r].score);
       const int64_t limit = max_len[rows[r].sentence];
-      mode[r] = static_cast<uint8_t>(t >= limit ? BeamRowMode::eos_only
-                                                : t < o.min_len ? BeamRowMode::no_eos : BeamRowMode::normal);
+      mode[r] = static_cast<uint8_t>(t >= limit      ? BeamRowMode::eos_only
+                                     : t < o.min_len ? BeamRowMode::no_eos
+                                                     : BeamRowMode::normal);
     }
     Tensor scores = Tensor::empty(Shape{n, v}, DType::f32, dev);
     beam_scores(logp, Tensor::from_vector(cum, Shape{n}, dev), Tensor::from_vector(mode, Shape{n}, dev), ids, scores);

@@ -26,13 +26,13 @@ double normalized_score(double log_prob, int64_t length, LengthPenalty kind, dou
 
 struct BeamOptions {
   int beam = 5;
-  int n_best = 1;                 // hypotheses returned per sentence (<= beam)
-  double lenpen = 1.0;            // fairseq --lenpen / GNMT alpha
+  int n_best = 1;       // hypotheses returned per sentence (<= beam)
+  double lenpen = 1.0;  // fairseq --lenpen / GNMT alpha
   LengthPenalty penalty = LengthPenalty::fairseq;
-  double max_len_a = 0.0;         // max output tokens = min(a * src_len + b, max_positions - 1)
+  double max_len_a = 0.0;  // max output tokens = min(a * src_len + b, max_positions - 1)
   int64_t max_len_b = 200;
-  int64_t min_len = 1;            // fewest output tokens before </s> may be chosen
-  int64_t max_positions = 1024;   // the decoder's position limit (step t reads position t)
+  int64_t min_len = 1;           // fewest output tokens before </s> may be chosen
+  int64_t max_positions = 1024;  // the decoder's position limit (step t reads position t)
   int32_t pad_id = 0, bos_id = 2, eos_id = 3;
 };
 

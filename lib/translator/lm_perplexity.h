@@ -23,11 +23,11 @@ struct PerplexityOptions {
 };
 
 struct PerplexityResult {
-  int64_t tokens = 0;  // scored tokens (every stream token, </s> of each line included)
+  int64_t tokens = 0;            // scored tokens (every stream token, </s> of each line included)
   int64_t lines = 0, words = 0;  // input lines and their whitespace-separated words
-  double nll = 0;      // summed negative log-likelihood (natural log)
-  double ppl() const;       // exp(nll / tokens)
-  double word_ppl() const;  // exp(nll / (words + lines)): per word, with one </s> per line
+  double nll = 0;                // summed negative log-likelihood (natural log)
+  double ppl() const;            // exp(nll / tokens)
+  double word_ppl() const;       // exp(nll / (words + lines)): per word, with one </s> per line
 };
 
 /// Encodes `lines` into one stream: each line's ids followed by eos_id.
@@ -35,7 +35,7 @@ std::vector<int32_t> lm_stream_of(const std::vector<std::string>& lines, const d
 
 /// Scores `stream` with `model` (a language model) on `device`; `params` must be on `device`.
 PerplexityResult lm_perplexity(const Model& model, ParameterStore& params, Device device,
-                               const std::vector<int32_t>& stream, const PerplexityOptions& options,
-                               int32_t eos_id = 3, int32_t pad_id = 0);
+                               const std::vector<int32_t>& stream, const PerplexityOptions& options, int32_t eos_id = 3,
+                               int32_t pad_id = 0);
 
 }  // namespace moe

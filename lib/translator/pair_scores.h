@@ -20,7 +20,7 @@ struct PairScore {
 struct PairScoreOptions {
   int64_t max_tokens = 4096;  // padded (source + target) tokens per batch
   DType dtype = DType::f32;
-  bool per_pair = false;      // force the one-pair-per-batch Model::loss path
+  bool per_pair = false;  // force the one-pair-per-batch Model::loss path
 };
 
 /// Scores pairs of token sequences (without specials); sources longer than the model's positions

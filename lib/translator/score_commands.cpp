@@ -63,10 +63,11 @@ metrics::SubcommandRunner setup_ppl(CLI::App& sub) {
   add_model_options(sub, a->m);
   sub.add_option("-i,--input", a->input, "text to score, one line per line ('-' = stdin)")->capture_default_str();
   sub.add_option("--context", a->opt.context, "window length (tokens of history + scored)")->capture_default_str();
-  sub.add_option("--stride", a->opt.stride, "targets scored per later window (0 = context / 2)")
-      ->capture_default_str();
+  sub.add_option("--stride", a->opt.stride, "targets scored per later window (0 = context / 2)")->capture_default_str();
   sub.add_option("--batch-size", a->opt.batch_size, "windows per forward pass")->capture_default_str();
-  sub.add_option("-f,--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  sub.add_option("-f,--format", a->format, "output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   sub.add_flag("-b,--score-only", a->score_only, "print only the perplexity");
   return [a](std::ostream& out) {
     const auto [device, dtype] = placement(a->m, "ppl");
@@ -82,8 +83,9 @@ metrics::SubcommandRunner setup_ppl(CLI::App& sub) {
     if (a->format == "json") {
       out << "{\n \"name\": \"PPL\",\n \"score\": " << num(r.ppl(), 4) << ",\n \"tokens\": " << r.tokens
           << ",\n \"nll_per_token\": " << num(r.nll / static_cast<double>(std::max<int64_t>(r.tokens, 1)), 6)
-          << ",\n \"word_ppl\": " << num(r.word_ppl(), 4) << ",\n \"words\": " << r.words << ",\n \"lines\": "
-          << r.lines << ",\n \"context\": " << a->opt.context << ",\n \"stride\": " << stride << "\n}\n";
+          << ",\n \"word_ppl\": " << num(r.word_ppl(), 4) << ",\n \"words\": " << r.words
+          << ",\n \"lines\": " << r.lines << ",\n \"context\": " << a->opt.context << ",\n \"stride\": " << stride
+          << "\n}\n";
     } else if (a->score_only) {
       out << num(r.ppl(), 4) << "\n";
     } else {

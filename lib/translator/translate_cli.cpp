@@ -38,8 +38,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   to.search.min_len = o.min_len;
   to.max_tokens = o.max_tokens;
   to.dtype = dtype;
-  MOE_CHECK(o.n_best >= 1 && o.n_best <= o.beam, "--n-best ", o.n_best, " must be in [1, --beam = ",
-            o.beam, "]");
+  MOE_CHECK(o.n_best >= 1 && o.n_best <= o.beam, "--n-best ", o.n_best, " must be in [1, --beam = ", o.beam, "]");
 
   LoadedCheckpoint ck = load_checkpoint(o.model, device);
   const Transformer* net = ck.model->seq2seq();
@@ -92,8 +91,8 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
     const double rate = secs > 0 ? 1.0 / secs : 0.0;
     err << "moe-translate: " << stats.lines << " lines (" << stats.empty_lines << " empty), " << stats.src_words
         << " source words, " << stats.src_tokens << " source tokens, " << stats.tgt_tokens << " target tokens in "
-        << secs << " s on " << device << " (" << o.dtype << ", beam " << o.beam << "): "
-        << static_cast<int64_t>(stats.src_words * rate) << " words/s, "
+        << secs << " s on " << device << " (" << o.dtype << ", beam " << o.beam
+        << "): " << static_cast<int64_t>(stats.src_words * rate) << " words/s, "
         << static_cast<int64_t>(stats.tgt_tokens * rate) << " tokens/s; loading took " << load << " s\n";
   }
 }

@@ -15,7 +15,7 @@
 namespace moe {
 
 struct TranslatorOptions {
-  BeamOptions search;        // special ids and max_positions are taken from the model
+  BeamOptions search;         // special ids and max_positions are taken from the model
   int64_t max_tokens = 4096;  // padded source tokens (with </s>) per batch
   DType dtype = DType::f32;   // compute dtype of the decoding graphs (f32 or bf16)
 };

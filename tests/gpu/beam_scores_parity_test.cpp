@@ -2,7 +2,6 @@
 // float4 path (V % 4 == 0) and the scalar path, bf16 log-probs within rounding, and a whole beam
 // search whose scorer lives on the GPU giving the CPU's hypotheses. Skipped without a GPU.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <random>
 

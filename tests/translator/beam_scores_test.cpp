@@ -1,11 +1,10 @@
 // beam_scores on the CPU: hand-computed sums, the three row modes, special-token masking, f64 input,
 // empty inputs and argument errors.
-#include <catch2/catch.hpp>
+#include "translator/beam_scores.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
-
-#include "translator/beam_scores.h"
 
 using namespace moe;
 
@@ -15,9 +14,9 @@ const float kInf = std::numeric_limits<float>::infinity();
 
 TEST_CASE("beam_scores adds hypothesis scores and masks specials", "[translator][beam_scores]") {
   // V = 6: pad 0, unk 1, bos 2, eos 3, a 4, b 5.
-  const std::vector<float> lp = {-1, -2, -3, -4, -5, -6,  //
+  const std::vector<float> lp = {-1,   -2,   -3,   -4,   -5,   -6,    //
                                  -0.5, -1.5, -2.5, -3.5, -4.5, -5.5,  //
-                                 -7, -8, -9, -10, -11, -12};
+                                 -7,   -8,   -9,   -10,  -11,  -12};
   for (DType dt : {DType::f32, DType::f64}) {
     Tensor logp = Tensor::from_vector(lp, Shape{3, 6}, Device::cpu(), dt);
     Tensor cum = Tensor::from_vector<float>({-1.f, 0.f, -kInf}, Shape{3});
@@ -25,8 +24,8 @@ TEST_CASE("beam_scores adds hypothesis scores and masks specials", "[translator]
     Tensor out = Tensor::empty(Shape{3, 6}, DType::f32, Device::cpu());
     beam_scores(logp, cum, mode, BeamSpecials{0, 2, 3}, out);
     const auto o = out.to_vector<float>();
-    CHECK(o == std::vector<float>{-kInf, -3, -kInf, -5, -6, -7,             //
-                                  -kInf, -1.5f, -kInf, -kInf, -4.5f, -5.5f,  // mode 1: no </s>
+    CHECK(o == std::vector<float>{-kInf, -3, -kInf, -5, -6, -7,                //
+                                  -kInf, -1.5f, -kInf, -kInf, -4.5f, -5.5f,    // mode 1: no </s>
                                   -kInf, -kInf, -kInf, -kInf, -kInf, -kInf});  // -inf row, mode 2
   }
   // mode 2 on a finite row keeps only </s>; ids of -1 mask nothing.
@@ -44,8 +43,8 @@ TEST_CASE("beam_scores edge shapes and errors", "[translator][beam_scores]") {
   // No rows: nothing to do.
   Tensor none = Tensor::empty(Shape{0, 7}, DType::f32, Device::cpu());
   Tensor out0 = Tensor::empty(Shape{0, 7}, DType::f32, Device::cpu());
-  beam_scores(none, Tensor::empty(Shape{0}, DType::f32, Device::cpu()), Tensor::empty(Shape{0}, DType::u8, Device::cpu()),
-              BeamSpecials{}, out0);
+  beam_scores(none, Tensor::empty(Shape{0}, DType::f32, Device::cpu()),
+              Tensor::empty(Shape{0}, DType::u8, Device::cpu()), BeamSpecials{}, out0);
   // One row of 37 tokens (not a multiple of 4).
   std::vector<float> lp(37);
   for (int i = 0; i < 37; ++i) lp[i] = -0.1f * i;

@@ -2,9 +2,8 @@
 // greedy misses, beam 1 == greedy argmax, the complete n-best list against brute-force enumeration,
 // length penalties (arithmetic and effect), max/min length, batches equal to single sentences with
 // finished sentences leaving the batch, and argument errors.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -52,9 +51,9 @@ TEST_CASE("length penalty arithmetic", "[translator][beam]") {
   CHECK(normalized_score(-2.0, 4, LengthPenalty::fairseq, 1.0) == Approx(-0.5));
   CHECK(normalized_score(-2.0, 4, LengthPenalty::fairseq, 0.0) == Approx(-2.0));
   CHECK(normalized_score(-3.0, 9, LengthPenalty::fairseq, 0.5) == Approx(-1.0));
-  CHECK(normalized_score(-2.0, 7, LengthPenalty::gnmt, 1.0) == Approx(-1.0));          // (5+7)/6 = 2
+  CHECK(normalized_score(-2.0, 7, LengthPenalty::gnmt, 1.0) == Approx(-1.0));  // (5+7)/6 = 2
   CHECK(normalized_score(-2.0, 4, LengthPenalty::gnmt, 0.6) == Approx(-2.0 / std::pow(1.5, 0.6)));
-  CHECK(normalized_score(-2.0, 1, LengthPenalty::gnmt, 0.6) == Approx(-2.0));          // (5+1)/6 = 1
+  CHECK(normalized_score(-2.0, 1, LengthPenalty::gnmt, 0.6) == Approx(-2.0));  // (5+1)/6 = 1
   CHECK(length_penalty_from_name("gnmt") == LengthPenalty::gnmt);
   CHECK_THROWS_WITH(length_penalty_from_name("marian"), Catch::Contains("'marian'") && Catch::Contains("fairseq"));
 }
@@ -63,11 +62,11 @@ TEST_CASE("max output length", "[translator][beam]") {
   BeamOptions o;
   CHECK(max_output_length(10, o) == 200);  // fairseq defaults a = 0, b = 200
   o.max_positions = 64;
-  CHECK(max_output_length(10, o) == 63);   // capped by the positions (step t reads position t)
+  CHECK(max_output_length(10, o) == 63);  // capped by the positions (step t reads position t)
   o.max_len_a = 1.5;
   o.max_len_b = 2;
   CHECK(max_output_length(5, o) == 9);
-  CHECK(max_output_length(7, o) == 12);    // floor(12.5)
+  CHECK(max_output_length(7, o) == 12);  // floor(12.5)
 }
 
 TEST_CASE("beam search finds the sequence greedy misses", "[translator][beam]") {
@@ -143,8 +142,8 @@ TEST_CASE("beam 1 equals greedy argmax decoding", "[translator][beam]") {
 TEST_CASE("a beam wider than the search space returns the full n-best list in order", "[translator][beam]") {
   // 3 real tokens (1, 4, 5; 0 and 2 are masked), outputs of 0..3 tokens: 1 + 3 + 9 + 27 = 40 hypotheses.
   const int64_t V = 6;
-  for (auto [kind, lenpen] : {std::pair{LengthPenalty::fairseq, 1.0}, {LengthPenalty::fairseq, 0.0},
-                              {LengthPenalty::gnmt, 0.6}}) {
+  for (auto [kind, lenpen] :
+       {std::pair{LengthPenalty::fairseq, 1.0}, {LengthPenalty::fairseq, 0.0}, {LengthPenalty::gnmt, 0.6}}) {
     BeamOptions o;
     o.beam = 64;
     o.n_best = 64;
@@ -286,12 +285,17 @@ TEST_CASE("beam search argument errors", "[translator][beam]") {
   CHECK_THROWS_WITH(search(m, {1}, o), Catch::Contains("beam must be at least 1"));
   o.beam = 2;
   auto bad = [](const Tensor&) { return Tensor::zeros(Shape{5, 6}, DType::f32, Device::cpu()); };
-  CHECK_THROWS_WITH(beam_search({1, 2}, bad, [](const Tensor&) {}, o),
+  CHECK_THROWS_WITH(beam_search(
+                        {1, 2}, bad, [](const Tensor&) {}, o),
                     Catch::Contains("[5,6]") && Catch::Contains("2 rows"));
-  CHECK(beam_search({}, bad, [](const Tensor&) {}, o).empty());
+  CHECK(beam_search(
+            {}, bad, [](const Tensor&) {}, o)
+            .empty());
   // Scores that are NaN are an error, not a silent choice.
   auto nan = [](const Tensor& p) {
     return Tensor::from_vector(std::vector<float>(static_cast<size_t>(p.numel()) * 6, NAN), Shape{p.numel(), 6});
   };
-  CHECK_THROWS_WITH(beam_search({1}, nan, [](const Tensor&) {}, o), Catch::Contains("NaN"));
+  CHECK_THROWS_WITH(beam_search(
+                        {1}, nan, [](const Tensor&) {}, o),
+                    Catch::Contains("NaN"));
 }

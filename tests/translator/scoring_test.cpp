@@ -3,7 +3,6 @@
 // decoding in padded batches equal to one-pair Model::loss, perplexity arithmetic, and the two
 // subcommands through the moe-score table on a saved checkpoint.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <sstream>
 
@@ -156,9 +155,9 @@ TEST_CASE("moe-score pairs and ppl subcommands", "[translator][pairs][ppl]") {
   // Misaligned files are an error naming both.
   test::write_file(dir / "short.txt", "w1\n");
   std::ostringstream out3, err3;
-  CHECK(table.run({"moe-score", "pairs", "-m", ckpt, "--src", src, "--tgt", (dir / "short.txt").string(), "--device",
-                   "cpu"},
-                  out3, err3) == 1);
+  CHECK(table.run(
+            {"moe-score", "pairs", "-m", ckpt, "--src", src, "--tgt", (dir / "short.txt").string(), "--device", "cpu"},
+            out3, err3) == 1);
   CHECK(err3.str().find("has 3 lines but") != std::string::npos);
   std::filesystem::remove_all(dir);
 }

@@ -2,13 +2,13 @@
 // (empty lines stay empty, over-long lines are truncated with a warning), the same translations as
 // the library, n-best blocks, files vs streams, the summary, and option errors; the built binary
 // (when present) with --help and a pipe.
-#include <catch2/catch.hpp>
+#include "translator/translate_cli.h"
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <sstream>
 
 #include "tiny_model.h"
-#include "translator/translate_cli.h"
 #include "translator/translate_text.h"
 
 using namespace moe;
@@ -104,7 +104,8 @@ TEST_CASE("moe-translate option errors", "[translator][cli]") {
   CHECK_THROWS_WITH(run_translate(o, in, out, err), Catch::Contains("'average'"));
   o.length_penalty = "fairseq";
   o.input = (dir / "missing.txt").string();
-  CHECK_THROWS_WITH(run_translate(o, in, out, err), Catch::Contains("cannot open input") && Catch::Contains("missing.txt"));
+  CHECK_THROWS_WITH(run_translate(o, in, out, err),
+                    Catch::Contains("cannot open input") && Catch::Contains("missing.txt"));
   o.model = (dir / "nope.safetensors").string();
   CHECK_THROWS_WITH(run_translate(o, in, out, err), Catch::Contains("nope.safetensors"));
   std::filesystem::remove_all(dir);
@@ -133,8 +134,8 @@ TEST_CASE("the moe-translate binary", "[translator][cli]") {
   std::ifstream h(dir / "help.txt");
   std::stringstream hb;
   hb << h.rdbuf();
-  for (const char* opt : {"--beam", "--n-best", "--lenpen", "--max-len-a", "--max-len-b", "--device", "--dtype",
-                          "--max-tokens"})
+  for (const char* opt :
+       {"--beam", "--n-best", "--lenpen", "--max-len-a", "--max-len-b", "--device", "--dtype", "--max-tokens"})
     CHECK(hb.str().find(opt) != std::string::npos);
   CHECK(std::system((bin + " --device cpu 2> /dev/null").c_str()) != 0);  // -m is required
   std::filesystem::remove_all(dir);

@@ -2,9 +2,10 @@
 // scratch (teacher-forced decode of each prefix, no caches), a batch equals its sentences alone,
 // n-best lists are ordered and their log-probs equal forced decoding, token batching, and
 // translate_lines keeps one output line per input line (empty lines, truncation, n-best).
-#include <catch2/catch.hpp>
+#include "translator/translator.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 
@@ -12,7 +13,6 @@
 #include "tiny_model.h"
 #include "translator/pair_scores.h"
 #include "translator/translate_text.h"
-#include "translator/translator.h"
 
 using namespace moe;
 
@@ -160,8 +160,7 @@ TEST_CASE("translate_lines keeps one line per input line", "[translator]") {
   TranslateStats st2;
   CHECK(translate_lines(tr, *m.vocab, *m.vocab, {"w4 w5 w6 w7 w8 w9 w10"}, 1, 0, st2)[0] == out[3]);
   // Outputs are words of the vocabulary (no specials).
-  for (const auto& l : out)
-    CHECK(l.find("<") == std::string::npos);
+  for (const auto& l : out) CHECK(l.find("<") == std::string::npos);
 
   TranslateStats st3;
   const auto nb = translate_lines(tr, *m.vocab, *m.vocab, lines, 2, 100, st3);
