@@ -161,3 +161,73 @@ TEST_CASE("moe-score pairs and ppl subcommands", "[translator][pairs][ppl]") {
   CHECK(err3.str().find("has 3 lines but") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("moe-score ppl with a Transformer language model", "[translator][ppl]") {
+  YAML::Node cfg;
+  cfg["type"] = "transformer_lm";
+  cfg["vocab"] = 24;
+  cfg["d_model"] = 16;
+  cfg["ffn_dim"] = 32;
+  cfg["heads"] = 2;
+  cfg["layers"] = 2;
+  cfg["dropout"] = 0.0;
+  cfg["max_positions"] = 64;
+  std::unique_ptr<Model> lm;
+  try {
+    lm = create_model(cfg);
+  } catch (const Error& e) {
+    WARN("no transformer_lm in this build (" << e.what() << "): skipping");
+    return;
+  }
+  REQUIRE(lm->is_language_model());
+  ParameterStore params(Device::cpu(), 21);
+  data::WordVocab vocab(test::tiny_words());
+  std::vector<std::string> lines;
+  for (int i = 0; i < 9; ++i) {
+    std::string l;
+    for (int w = 0; w < (i * 5) % 11; ++w) l += (w ? " w" : "w") + std::to_string((i * 3 + w * 7) % 20);
+    lines.push_back(l);
+  }
+  const auto stream = lm_stream_of(lines, vocab);
+  PerplexityOptions o;
+  o.context = 12;
+  o.stride = 5;
+  o.batch_size = 1;
+  const PerplexityResult one = lm_perplexity(*lm, params, Device::cpu(), stream, o);
+  o.batch_size = 4;  // padded batches of windows give the same sums
+  const PerplexityResult four = lm_perplexity(*lm, params, Device::cpu(), stream, o);
+  CHECK(one.tokens == static_cast<int64_t>(stream.size()));
+  CHECK(four.nll == Approx(one.nll).epsilon(1e-5));
+  CHECK(one.ppl() > 1.0);
+  // Through moe-score ppl on a saved checkpoint (vocabulary role "lm").
+  const auto dir = test::temp_dir("ppl");
+  std::ofstream(dir / "words.vocab") << [] {
+    std::string s;
+    for (const auto& w : test::tiny_words()) s += w + "\n";
+    return s;
+  }();
+  save_checkpoint((dir / "lm.safetensors").string(), *lm, params,
+                  {VocabFile::read("lm", (dir / "words.vocab").string())});
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  test::write_file(dir / "text.txt", text);
+  metrics::SubcommandTable table("moe-score", "test");
+  register_model_subcommands(table);
+  std::ostringstream out, err;
+  REQUIRE(table.run({"moe-score", "ppl", "-m", (dir / "lm.safetensors").string(), "-i", (dir / "text.txt").string(),
+                     "--context", "12", "--stride", "5", "--device", "cpu", "-b"},
+                    out, err) == 0);
+  CHECK(std::stod(out.str()) == Approx(one.ppl()).epsilon(1e-4));
+  std::ostringstream json;
+  REQUIRE(table.run({"moe-score", "ppl", "-m", (dir / "lm.safetensors").string(), "-i", (dir / "text.txt").string(),
+                     "--context", "12", "--stride", "5", "--device", "cpu", "--format", "json"},
+                    json, err) == 0);
+  CHECK(json.str().find("\"tokens\": " + std::to_string(stream.size())) != std::string::npos);
+  // A language model has no translation loss: pairs says so.
+  std::ostringstream out2, err2;
+  CHECK(table.run({"moe-score", "pairs", "-m", (dir / "lm.safetensors").string(), "--src", (dir / "text.txt").string(),
+                   "--tgt", (dir / "text.txt").string(), "--device", "cpu"},
+                  out2, err2) == 1);
+  CHECK(err2.str().find("use moe-score ppl") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
