@@ -73,6 +73,8 @@ metrics::SubcommandRunner setup_ppl(CLI::App& sub) {
     const auto [device, dtype] = placement(a->m, "ppl");
     a->opt.dtype = dtype;
     LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
+    MOE_CHECK(ck.model->is_language_model(), "'", a->m.model, "' holds a ", ck.model->type(),
+              " (translation) model; use moe-score pairs for translation models");
     const data::Vocab& vocab = first_vocab(ck, {"lm", "tgt", "src"});
     const auto lines = metrics::read_lines(a->input);
     const auto stream = lm_stream_of(lines, vocab);
@@ -116,6 +118,8 @@ metrics::SubcommandRunner setup_pairs(CLI::App& sub) {
     const auto [device, dtype] = placement(a->m, "pairs");
     a->opt.dtype = dtype;
     LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
+    MOE_CHECK(!ck.model->is_language_model(), "'", a->m.model, "' holds a ", ck.model->type(),
+              " language model; use moe-score ppl for language models");
     const data::Vocab& sv = first_vocab(ck, {"src", "tgt"});
     const data::Vocab& tv = first_vocab(ck, {"tgt", "src"});
     const auto src_lines = metrics::read_lines(a->src), tgt_lines = metrics::read_lines(a->tgt);
