@@ -29,7 +29,7 @@ MoeOptions moe_options_from_yaml(const YAML::Node& node, int64_t dim, int64_t de
   static const std::set<std::string> known = {
       "type",   "experts", "k",           "hidden",   "hidden_layers", "w_importance",          "w_load",
       "noisy",  "noise_epsilon", "groups", "k_secondary", "gating", "batchwise_inference_k", "expert_bias",
-      "autoscale"};
+      "autoscale", "activation"};
   MoeOptions o;
   o.dim = dim;
   o.hidden = default_hidden;
@@ -52,6 +52,9 @@ MoeOptions moe_options_from_yaml(const YAML::Node& node, int64_t dim, int64_t de
     read(node, "batchwise_inference_k", o.batchwise_inference_k);
     read(node, "expert_bias", o.expert_bias);
     read(node, "autoscale", o.autoscale);
+    if (node["activation"])  // accepted for the FFN-site convention; the experts are ReLU networks
+      MOE_CHECK(node["activation"].as<std::string>() == "relu", "model.ffn.activation: the MoE experts use relu, not '",
+                node["activation"].as<std::string>(), "'");
   }
   validate(o);
   return o;
@@ -117,7 +120,9 @@ Expr moe_layer(const Builder& b, const Expr& x, const MoeOptions& opt) {
   const bool hier = opt.groups > 1 && opt.gating == "noisy_topk";
   const int64_t d = opt.dim, n = opt.experts, first = hier ? opt.groups : opt.experts;
   MoeWeights w;
-  w.w_gate = b.param("gate.w", Shape{d, first}, Init::zeros());
+  // W_g = W_noise = 0 (§3.5). The batchwise gate ranks rows per expert, so zeros would give every
+  // expert the same rows: it starts from Glorot-uniform logits instead.
+  w.w_gate = b.param("gate.w", Shape{d, first}, opt.gating == "batchwise" ? Init::glorot_uniform() : Init::zeros());
   const bool noise_on = b.training() && opt.noisy && opt.gating == "noisy_topk";
   const bool has_noise = opt.noisy && opt.gating == "noisy_topk";  // declared in every mode (checkpoints)
   if (has_noise) w.w_noise = b.param("gate.noise_w", Shape{d, first}, Init::zeros());
