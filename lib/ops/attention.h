@@ -1,0 +1,48 @@
+// Fused scaled dot-product attention (FlashAttention-2 style on the GPU), forward and backward.
+//   q [B,Tq,H,D], k and v [B,Tk,Hk,D] (H % Hk == 0; query head h reads key head h / (H/Hk)).
+//   s_ij = scale * q_i.k_j; key j visible to query i iff key_padding[b,j] != 0 (when given) and, when
+//   causal, j <= i + (Tk - Tq). p = softmax over visible keys, o_i = sum_j p_ij v_j (0 if none visible),
+//   out = w * o with w = head_weight [B,H] or [B,Tq,H] (when given); lse [B,H,Tq] = log sum_j e^{s_ij}
+//   (-inf for a row with no visible key; f32, or f64 for f64 inputs).
+// Backward adds dq, dk, dv (dk/dv summed over the heads sharing a key head) and dw = sum_d dout*o.
+// CPU reference: lib/ops/attention.cpp; CUDA: cuda/ops/attention.cu. Tests: tests/ops/attention_test.cpp,
+// tests/gpu/attention_parity_test.cpp.
+#pragma once
+#include "tensor/tensor.h"
+
+namespace moe {
+
+namespace cpu {
+void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
+                       float scale, const Tensor& head_weight, Tensor& out, Tensor& lse);
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
+                        float scale, const Tensor& head_weight, const Tensor& out, const Tensor& lse,
+                        const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dhead_weight);
+}  // namespace cpu
+namespace cuda {
+void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
+                       float scale, const Tensor& head_weight, Tensor& out, Tensor& lse);
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
+                        float scale, const Tensor& head_weight, const Tensor& out, const Tensor& lse,
+                        const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dhead_weight);
+}  // namespace cuda
+
+/// The dtype of the saved log-sum-exp for inputs of dtype `dt` (f64 for f64, else f32).
+DType attention_lse_dtype(DType dt);
+
+/// Forward. key_padding (u8 [B,Tk]) and head_weight ([B,H] or [B,Tq,H], q's dtype) may be undefined
+/// Tensors. out [B,Tq,H,D] (q's dtype) and lse [B,H,Tq] (attention_lse_dtype) are written.
+void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
+                       float scale, const Tensor& head_weight, Tensor& out, Tensor& lse);
+
+/// Backward: dq, dk, dv, dhead_weight are ADDED to; any of them may be undefined (not wanted).
+/// `out` and `lse` are the forward's outputs; dout has out's shape.
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
+                        float scale, const Tensor& head_weight, const Tensor& out, const Tensor& lse,
+                        const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dhead_weight);
+
+/// Floating-point operations of attention: 2 GEMMs forward, 5 backward (FlashAttention's convention), each
+/// 2*D flops per visible (query, key) pair (causal counts only visible pairs); `backward`: backward pass only.
+double attention_flops(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D, bool causal, bool backward);
+
+}  // namespace moe

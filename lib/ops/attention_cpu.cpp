@@ -1,0 +1,145 @@
+// CPU reference of fused attention (math in attention.h), f32 and f64, with plain loops that
+// materialise one row of scores at a time. Backward recomputes p_ij = exp(s_ij - lse_i) and uses
+//   dp_ij = w_i dout_i.v_j, delta_i = sum_j p_ij dp_ij, ds_ij = p_ij (dp_ij - delta_i),
+//   dq_i += scale sum_j ds_ij k_j, dk_j += scale ds_ij q_i, dv_j += p_ij w_i dout_i, dw += dout_i.o_i.
+// Covered by tests/ops/attention_test.cpp (hand-computed values, finite differences in f64).
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ops/attention.h"
+#include "ops/dispatch.h"
+
+namespace moe::cpu {
+namespace {
+
+struct Geometry {
+  int64_t B, Tq, H, D, Tk, Hk;
+  bool causal;
+  const uint8_t* pad;
+  bool per_position;  // head_weight is [B,Tq,H]
+  Geometry(const Tensor& q, const Tensor& k, const Tensor& key_padding, bool c, const Tensor& hw)
+      : B(q.shape()[0]), Tq(q.shape()[1]), H(q.shape()[2]), D(q.shape()[3]), Tk(k.shape()[1]), Hk(k.shape()[2]),
+        causal(c), pad(key_padding.defined() ? key_padding.data<uint8_t>() : nullptr),
+        per_position(hw.defined() && hw.shape().ndim() == 3) {}
+  bool visible(int64_t b, int64_t i, int64_t j) const {
+    if (pad && !pad[b * Tk + j]) return false;
+    return !causal || j <= i + (Tk - Tq);
+  }
+  int64_t qi(int64_t b, int64_t t, int64_t h) const { return ((b * Tq + t) * H + h) * D; }
+  int64_t ki(int64_t b, int64_t t, int64_t hk) const { return ((b * Tk + t) * Hk + hk) * D; }
+  int64_t wi(int64_t b, int64_t t, int64_t h) const { return per_position ? (b * Tq + t) * H + h : b * H + h; }
+};
+
+/// Scores of row (b, i, h) into s (visible keys only; others -inf); returns the row maximum.
+template <class T>
+T row_scores(const Geometry& g, const T* q, const T* k, int64_t b, int64_t i, int64_t h, T scale, std::vector<T>& s) {
+  const int64_t hk = h / (g.H / g.Hk);
+  T m = -std::numeric_limits<T>::infinity();
+  for (int64_t j = 0; j < g.Tk; ++j) {
+    if (!g.visible(b, i, j)) {
+      s[j] = -std::numeric_limits<T>::infinity();
+      continue;
+    }
+    T dot = 0;
+    for (int64_t d = 0; d < g.D; ++d) dot += q[g.qi(b, i, h) + d] * k[g.ki(b, j, hk) + d];
+    s[j] = scale * dot;
+    m = std::max(m, s[j]);
+  }
+  return m;
+}
+
+template <class T>
+void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal, T scale,
+             const Tensor& head_weight, Tensor& out, Tensor& lse) {
+  const Geometry g(q, k, key_padding, causal, head_weight);
+  const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>();
+  const T* pw = head_weight.defined() ? head_weight.data<T>() : nullptr;
+  T *po = out.data<T>(), *pl = lse.data<T>();
+  std::vector<T> s(static_cast<size_t>(g.Tk));
+  for (int64_t b = 0; b < g.B; ++b)
+    for (int64_t i = 0; i < g.Tq; ++i)
+      for (int64_t h = 0; h < g.H; ++h) {
+        const int64_t hk = h / (g.H / g.Hk);
+        const T m = row_scores(g, pq, pk, b, i, h, scale, s);
+        T* o = po + g.qi(b, i, h);
+        for (int64_t d = 0; d < g.D; ++d) o[d] = 0;
+        if (m == -std::numeric_limits<T>::infinity()) {  // no visible key: o = 0, lse = -inf
+          pl[(b * g.H + h) * g.Tq + i] = m;
+          continue;
+        }
+        T sum = 0;
+        for (int64_t j = 0; j < g.Tk; ++j) sum += s[j] = std::exp(s[j] - m);  // exp(-inf) = 0
+        const T w = pw ? pw[g.wi(b, i, h)] : T(1);
+        for (int64_t j = 0; j < g.Tk; ++j) {
+          if (s[j] == 0) continue;
+          const T p = w * s[j] / sum;
+          for (int64_t d = 0; d < g.D; ++d) o[d] += p * pv[g.ki(b, j, hk) + d];
+        }
+        pl[(b * g.H + h) * g.Tq + i] = m + std::log(sum);
+      }
+}
+
+template <class T>
+void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal, T scale,
+              const Tensor& head_weight, const Tensor& lse, const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv,
+              Tensor& dhw) {
+  const Geometry g(q, k, key_padding, causal, head_weight);
+  const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>(), *pl = lse.data<T>(), *pdo = dout.data<T>();
+  const T* pw = head_weight.defined() ? head_weight.data<T>() : nullptr;
+  T* pdq = dq.defined() ? dq.data<T>() : nullptr;
+  T* pdk = dk.defined() ? dk.data<T>() : nullptr;
+  T* pdv = dv.defined() ? dv.data<T>() : nullptr;
+  T* pdw = dhw.defined() ? dhw.data<T>() : nullptr;
+  std::vector<T> s(static_cast<size_t>(g.Tk)), dp(static_cast<size_t>(g.Tk));
+  for (int64_t b = 0; b < g.B; ++b)
+    for (int64_t i = 0; i < g.Tq; ++i)
+      for (int64_t h = 0; h < g.H; ++h) {
+        const int64_t hk = h / (g.H / g.Hk);
+        const T l = pl[(b * g.H + h) * g.Tq + i];
+        if (l == -std::numeric_limits<T>::infinity()) continue;  // fully masked row: no gradient
+        row_scores(g, pq, pk, b, i, h, scale, s);
+        const T* gdo = pdo + g.qi(b, i, h);
+        const T w = pw ? pw[g.wi(b, i, h)] : T(1);
+        T delta = 0, dw = 0;
+        for (int64_t j = 0; j < g.Tk; ++j) {
+          s[j] = std::exp(s[j] - l);  // p_ij (0 where masked)
+          T dov = 0;
+          if (s[j] != 0)
+            for (int64_t d = 0; d < g.D; ++d) dov += gdo[d] * pv[g.ki(b, j, hk) + d];
+          dp[j] = w * dov;
+          delta += s[j] * dp[j];
+          dw += s[j] * dov;  // dout.o = sum_j p_ij dout.v_j
+        }
+        if (pdw) pdw[g.wi(b, i, h)] += dw;
+        for (int64_t j = 0; j < g.Tk; ++j) {
+          if (s[j] == 0) continue;
+          const T ds = s[j] * (dp[j] - delta) * scale;
+          const int64_t kj = g.ki(b, j, hk), qi = g.qi(b, i, h);
+          for (int64_t d = 0; d < g.D; ++d) {
+            if (pdq) pdq[qi + d] += ds * pk[kj + d];
+            if (pdk) pdk[kj + d] += ds * pq[qi + d];
+            if (pdv) pdv[kj + d] += s[j] * w * gdo[d];
+          }
+        }
+      }
+}
+}  // namespace
+
+void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
+                       float scale, const Tensor& head_weight, Tensor& out, Tensor& lse) {
+  check_cpu_float("attention", q);
+  if (q.dtype() == DType::f64) forward<double>(q, k, v, key_padding, causal, scale, head_weight, out, lse);
+  else forward<float>(q, k, v, key_padding, causal, scale, head_weight, out, lse);
+}
+
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
+                        float scale, const Tensor& head_weight, const Tensor& /*out*/, const Tensor& lse,
+                        const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dhead_weight) {
+  check_cpu_float("attention", q);
+  if (q.dtype() == DType::f64)
+    backward<double>(q, k, v, key_padding, causal, scale, head_weight, lse, dout, dq, dk, dv, dhead_weight);
+  else backward<float>(q, k, v, key_padding, causal, scale, head_weight, lse, dout, dq, dk, dv, dhead_weight);
+}
+
+}  // namespace moe::cpu

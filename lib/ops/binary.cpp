@@ -1,0 +1,108 @@
+// CPU reference of the broadcasting binary ops (see binary.h for the math) and their dispatch.
+// Readable loops over the output; each output index is mapped to both operands' indices.
+// Backward accumulates straight into the (smaller) gradient of a broadcast operand.
+#include "ops/binary.h"
+
+#include "ops/binary_math.h"
+#include "ops/dispatch.h"
+
+namespace moe {
+
+const char* binary_op_name(BinaryOp op) {
+  static const char* names[] = {"add", "sub", "mul", "div", "maximum", "minimum"};
+  return names[static_cast<int>(op)];
+}
+
+namespace cpu {
+namespace {
+template <class T>
+void forward(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  const BroadcastIndex ix = make_broadcast_index(collapse_broadcast(a.shape(), b.shape(), out.shape()));
+  const T *pa = a.data<T>(), *pb = b.data<T>();
+  T* po = out.data<T>();
+  for (int64_t i = 0, n = out.numel(); i < n; ++i) {
+    int64_t ia, ib;
+    ix.map(i, ia, ib);
+    po[i] = binary_value<T>(op, pa[ia], pb[ib]);
+  }
+}
+
+template <class T>
+void backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dout, Tensor* da, Tensor* db) {
+  const BroadcastIndex ix = make_broadcast_index(collapse_broadcast(a.shape(), b.shape(), dout.shape()));
+  const T *pa = a.data<T>(), *pb = b.data<T>(), *pg = dout.data<T>();
+  T* pda = da ? da->data<T>() : nullptr;
+  T* pdb = db ? db->data<T>() : nullptr;
+  // Two separate passes so that da and db may be the same tensor (x op x).
+  for (int pass = 0; pass < 2; ++pass) {
+    T* dst = pass == 0 ? pda : pdb;
+    if (!dst) continue;
+    for (int64_t i = 0, n = dout.numel(); i < n; ++i) {
+      int64_t ia, ib;
+      ix.map(i, ia, ib);
+      dst[pass == 0 ? ia : ib] += pg[i] * binary_partial<T>(op, pa[ia], pb[ib], pass == 1);
+    }
+  }
+}
+}  // namespace
+
+void binary_forward(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  check_cpu_float(binary_op_name(op), a);
+  if (a.dtype() == DType::f64)
+    forward<double>(op, a, b, out);
+  else
+    forward<float>(op, a, b, out);
+}
+
+void binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dout, Tensor* da, Tensor* db) {
+  check_cpu_float(binary_op_name(op), a);
+  if (a.dtype() == DType::f64)
+    backward<double>(op, a, b, dout, da, db);
+  else
+    backward<float>(op, a, b, dout, da, db);
+}
+}  // namespace cpu
+
+namespace {
+void check_operands(const char* name, const Tensor& a, const Tensor& b) {
+  MOE_CHECK(a.defined() && b.defined(), name, ": an operand is undefined");
+  MOE_CHECK(a.dtype() == b.dtype(), name, ": operands have different dtypes (", dtype_name(a.dtype()), " ", a.shape(),
+            " and ", dtype_name(b.dtype()), " ", b.shape(), "); cast one first");
+  MOE_CHECK(is_floating(a.dtype()), name, ": operands must be floating point, not ", dtype_name(a.dtype()));
+}
+}  // namespace
+
+void binary_forward(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  const char* name = binary_op_name(op);
+  check_operands(name, a, b);
+  check_same_device(name, a, b, out);
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  MOE_CHECK(out.shape() == shape, name, ": output has shape ", out.shape(), " but operands ", a.shape(), " and ",
+            b.shape(), " broadcast to ", shape);
+  check_dtype(name, "output", out, a.dtype());
+  MOE_DISPATCH(a, binary_forward, op, a, b, out);
+}
+
+void binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dout, Tensor* da, Tensor* db) {
+  const char* name = binary_op_name(op);
+  check_operands(name, a, b);
+  check_same_device(name, a, b, dout);
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  MOE_CHECK(dout.shape() == shape, name, ": output gradient has shape ", dout.shape(), " but operands ", a.shape(),
+            " and ", b.shape(), " broadcast to ", shape);
+  check_dtype(name, "output gradient", dout, a.dtype());
+  if (da) {
+    check_same_device(name, a, *da);
+    check_shape(name, "gradient of a", *da, a.shape());
+    check_dtype(name, "gradient of a", *da, a.dtype());
+  }
+  if (db) {
+    check_same_device(name, b, *db);
+    check_shape(name, "gradient of b", *db, b.shape());
+    check_dtype(name, "gradient of b", *db, b.dtype());
+  }
+  if ((!da && !db) || dout.numel() == 0) return;
+  MOE_DISPATCH(a, binary_backward, op, a, b, dout, da, db);
+}
+
+}  // namespace moe

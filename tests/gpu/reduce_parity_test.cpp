@@ -1,0 +1,57 @@
+// CPU-vs-CUDA parity of the axis reductions and sum_to_shape in f32 and bf16 (skipped without a
+// GPU): last axis (warp and block kernels), inner axes (with and without split-n), keepdim,
+// whole-tensor sums, and sum_to_shape with one and several summed groups.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "graph/expr/reduce.h"
+#include "support/parity.h"
+
+using namespace moe;
+
+TEST_CASE("reduce parity", "[gpu][reduce]") {
+  const std::pair<Shape, int> cases[] = {{Shape{33, 257}, 1},   {Shape{5, 3000}, -1},  {Shape{1, 1}, 0},
+                                         {Shape{4000, 40}, 0},  {Shape{6, 77, 35}, 1}, {Shape{3, 2, 1000, 3}, 2},
+                                         {Shape{2, 300, 70}, 0}};
+  for (int op = 0; op <= static_cast<int>(ReduceOp::var); ++op) {
+    const ReduceOp r = static_cast<ReduceOp>(op);
+    for (const auto& [shape, axis] : cases) {
+      // Multiples of 1/32: exact in bf16, so both devices see the same ties for max.
+      std::vector<double> v = test::random_tensor(shape, 3 + op, -3, 3).to_vector<double>();
+      for (double& e : v) e = std::floor(e * 32) / 32;
+      Tensor x = Tensor::from_vector(v, shape, Device::cpu(), DType::f64);
+      for (DType dt : {DType::f32, DType::bf16}) {
+        INFO(reduce_op_name(r) << " " << shape << " axis " << axis << " " << dtype_name(dt));
+        auto res = test::parity({x}, [&](Graph&, const std::vector<Expr>& in) { return reduce(r, in[0], axis, true); },
+                                dt, {0});
+        CHECK(res.forward < (dt == DType::f32 ? 1e-5 : 1e-2));
+        CHECK(res.backward < (dt == DType::f32 ? 1e-5 : 2e-2));
+      }
+    }
+  }
+  Tensor x = test::random_tensor(Shape{123, 45}, 1);
+  for (DType dt : {DType::f32, DType::bf16}) {
+    auto res = test::parity({x}, [](Graph&, const std::vector<Expr>& in) { return mean_all(in[0]); }, dt, {0});
+    CHECK(res.forward < (dt == DType::f32 ? 1e-5 : 1e-2));
+    CHECK(res.backward < (dt == DType::f32 ? 1e-5 : 2e-2));
+  }
+}
+
+TEST_CASE("sum_to_shape parity", "[gpu][reduce]") {
+  const std::pair<Shape, Shape> cases[] = {
+      {Shape{300, 512}, Shape{512}},   {Shape{300, 512}, Shape{300, 1}},       {Shape{4, 50, 6}, Shape{4, 1, 6}},
+      {Shape{4, 50, 6}, Shape{50, 1}}, {Shape{3, 4, 5, 6}, Shape{1, 4, 1, 6}}, {Shape{1, 7}, Shape{7}},
+      {Shape{5, 9}, Shape{}}};
+  for (const auto& [xs, s] : cases) {
+    INFO(xs << " -> " << s);
+    Tensor x = test::random_tensor(xs, 2);
+    Tensor init = test::random_tensor(s, 3);
+    Tensor ref = Tensor::from_vector(init.to_vector<double>(), s, Device::cpu(), DType::f32);
+    sum_to_shape(Tensor::from_vector(x.to_vector<double>(), xs, Device::cpu(), DType::f32), s, ref);
+    for (DType dt : {DType::f32, DType::bf16}) {
+      Tensor out = Tensor::from_vector(init.to_vector<double>(), s, Device::cuda(0), dt);
+      sum_to_shape(Tensor::from_vector(x.to_vector<double>(), xs, Device::cuda(0), dt), s, out);
+      CHECK(test::rel_error(out.to_vector<double>(), ref.to_vector<double>()) < (dt == DType::f32 ? 1e-5 : 2e-2));
+    }
+  }
+}

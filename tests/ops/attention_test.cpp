@@ -1,0 +1,131 @@
+// Fused attention on the CPU: hand-computed values (2 keys), masks (causal with Tq != Tk, padding,
+// fully masked rows), finite-difference gradients in f64 for q, k, v and both head_weight shapes
+// (Hk = 1 and Hk = H, T not a multiple of 32), attention_flops and error messages.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "graph/expr/attention.h"
+#include "support/gradcheck.h"
+
+using namespace moe;
+
+namespace {
+struct Run {
+  std::vector<double> out, lse;
+};
+Run run(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pad, bool causal, float scale,
+        const Tensor& w = {}) {
+  Tensor out = Tensor::empty(q.shape(), q.dtype(), Device::cpu());
+  Tensor lse = Tensor::empty(Shape{q.shape()[0], q.shape()[2], q.shape()[1]}, attention_lse_dtype(q.dtype()),
+                             Device::cpu());
+  attention_forward(q, k, v, pad, causal, scale, w, out, lse);
+  return {out.to_vector<double>(), lse.to_vector<double>()};
+}
+Tensor t64(std::vector<double> v, Shape s) { return Tensor::from_vector(v, s); }
+Tensor mask(std::vector<int32_t> m, Shape s) { return Tensor::from_vector(m, s, Device::cpu(), DType::u8); }
+}  // namespace
+
+TEST_CASE("attention: two keys by hand", "[ops][attention]") {
+  // q = [1, 0], keys [1, 0] and [0, 2] (scale 1): scores 1 and 0; v = [10, 1] and [20, 3].
+  Tensor q = t64({1, 0}, Shape{1, 1, 1, 2});
+  Tensor k = t64({1, 0, 0, 2}, Shape{1, 2, 1, 2});
+  Tensor v = t64({10, 1, 20, 3}, Shape{1, 2, 1, 2});
+  const double e = std::exp(1.0), p0 = e / (e + 1), p1 = 1 / (e + 1);
+  Run r = run(q, k, v, {}, false, 1.f);
+  CHECK(r.out[0] == Approx(10 * p0 + 20 * p1));
+  CHECK(r.out[1] == Approx(1 * p0 + 3 * p1));
+  CHECK(r.lse[0] == Approx(std::log(e + 1)));
+  // Scale 2: scores 2 and 0.
+  r = run(q, k, v, {}, false, 2.f);
+  const double e2 = std::exp(2.0);
+  CHECK(r.out[0] == Approx((10 * e2 + 20) / (e2 + 1)));
+  // Padding hides key 0: o = v1. A head weight of 0.5 halves it.
+  r = run(q, k, v, mask({0, 1}, Shape{1, 2}), false, 1.f, t64({0.5}, Shape{1, 1}));
+  CHECK(r.out == std::vector<double>{10, 1.5});
+  CHECK(r.lse[0] == Approx(0.0).margin(1e-12));
+  // Causal with Tq = 1, Tk = 2 (decoding): the single query sees both keys.
+  r = run(q, k, v, {}, true, 1.f);
+  CHECK(r.out[0] == Approx(10 * p0 + 20 * p1));
+}
+
+TEST_CASE("attention: causal masks, Tq != Tk, fully masked rows give 0", "[ops][attention]") {
+  // Tq = Tk = 2 causal: query 0 sees key 0 only.
+  Tensor q = t64({1, 0, 0, 1}, Shape{1, 2, 1, 2});
+  Tensor k = t64({1, 0, 0, 2}, Shape{1, 2, 1, 2});
+  Tensor v = t64({10, 1, 20, 3}, Shape{1, 2, 1, 2});
+  Run r = run(q, k, v, {}, true, 1.f);
+  CHECK(r.out[0] == 10);
+  CHECK(r.out[1] == 1);
+  CHECK(r.out[2] == Approx((10 + 20 * std::exp(2.0)) / (1 + std::exp(2.0))));
+  // Tq = 2 > Tk = 1 causal: query 0 sees key j <= 0 + (1 - 2) = -1: none (o = 0, lse = -inf).
+  Tensor k1 = t64({1, 0}, Shape{1, 1, 1, 2}), v1 = t64({5, 6}, Shape{1, 1, 1, 2});
+  r = run(q, k1, v1, {}, true, 1.f);
+  CHECK(r.out == std::vector<double>{0, 0, 5, 6});
+  CHECK(std::isinf(r.lse[0]));
+  CHECK(r.lse[0] < 0);
+  // All keys padded: zero output, no NaN, and zero gradients.
+  r = run(q, k, v, mask({0, 0}, Shape{1, 2}), false, 1.f);
+  CHECK(r.out == std::vector<double>{0, 0, 0, 0});
+  CHECK(test::gradcheck({q, k, v}, [&](Graph&, const std::vector<Expr>& in) {
+          return attention(in[0], in[1], in[2], mask({0, 0}, Shape{1, 2}), false, 1.f);
+        }) < 1e-9);
+}
+
+TEST_CASE("attention: finite-difference gradients", "[ops][attention][grad]") {
+  struct Case {
+    int64_t B, Tq, Tk, H, Hk, D;
+    bool causal, pad;
+    int weight;  // 0 none, 1 [B,H], 2 [B,Tq,H]
+  };
+  const Case cases[] = {{1, 1, 1, 1, 1, 1, false, false, 0}, {2, 3, 5, 2, 2, 3, false, true, 0},
+                        {2, 4, 4, 2, 1, 3, true, true, 1},   {1, 5, 3, 4, 2, 2, true, false, 2},
+                        {2, 3, 6, 2, 1, 4, true, true, 2},   {1, 33, 33, 1, 1, 2, true, false, 1}};
+  uint32_t seed = 10;
+  for (const Case& c : cases) {
+    INFO("B=" << c.B << " Tq=" << c.Tq << " Tk=" << c.Tk << " H=" << c.H << " Hk=" << c.Hk << " D=" << c.D
+              << " causal=" << c.causal << " pad=" << c.pad << " weight=" << c.weight);
+    std::vector<Tensor> in{test::random_tensor(Shape{c.B, c.Tq, c.H, c.D}, ++seed, -1.5, 1.5),
+                           test::random_tensor(Shape{c.B, c.Tk, c.Hk, c.D}, ++seed, -1.5, 1.5),
+                           test::random_tensor(Shape{c.B, c.Tk, c.Hk, c.D}, ++seed, -1, 1)};
+    if (c.weight == 1) in.push_back(test::random_tensor(Shape{c.B, c.H}, ++seed, -1, 1));
+    if (c.weight == 2) in.push_back(test::random_tensor(Shape{c.B, c.Tq, c.H}, ++seed, -1, 1));
+    Tensor pad;
+    if (c.pad) {  // the last key of batch 0 and the first of the last batch are padding
+      std::vector<int32_t> m(static_cast<size_t>(c.B * c.Tk), 1);
+      m[static_cast<size_t>(c.Tk - 1)] = 0;
+      m[static_cast<size_t>((c.B - 1) * c.Tk)] = 0;
+      pad = mask(m, Shape{c.B, c.Tk});
+    }
+    const bool causal = c.causal;
+    const double err = test::gradcheck(in, [&](Graph&, const std::vector<Expr>& x) {
+      return attention(x[0], x[1], x[2], pad, causal, 0.8f, x.size() > 3 ? x[3] : Expr());
+    });
+    CHECK(err < 1e-6);
+  }
+}
+
+TEST_CASE("attention: flops", "[ops][attention]") {
+  CHECK(attention_flops(2, 3, 4, 4, 8, false, false) == 2.0 * 2 * 2 * 3 * 16 * 8);
+  CHECK(attention_flops(1, 1, 4, 4, 1, true, true) == 5.0 * 2 * 10);  // 1+2+3+4 visible pairs
+  CHECK(attention_flops(1, 1, 1, 4, 1, true, false) == 2.0 * 2 * 4);  // decoding: the query sees all keys
+}
+
+TEST_CASE("attention: errors name the op and the shapes", "[ops][attention][errors]") {
+  Tensor q = Tensor::zeros(Shape{2, 3, 4, 8}, DType::f32, Device::cpu());
+  Tensor k = Tensor::zeros(Shape{2, 5, 3, 8}, DType::f32, Device::cpu());
+  Tensor out = Tensor::empty(q.shape(), DType::f32, Device::cpu());
+  Tensor lse = Tensor::empty(Shape{2, 4, 3}, DType::f32, Device::cpu());
+  CHECK_THROWS_WITH(attention_forward(q, k, k, {}, false, 1.f, {}, out, lse),
+                    Catch::Contains("attention") && Catch::Contains("[2,5,3,8]") && Catch::Contains("multiple"));
+  Tensor k2 = Tensor::zeros(Shape{2, 5, 2, 8}, DType::f32, Device::cpu());
+  Tensor w = Tensor::zeros(Shape{2, 3}, DType::f32, Device::cpu());
+  CHECK_THROWS_WITH(attention_forward(q, k2, k2, {}, false, 1.f, w, out, lse),
+                    Catch::Contains("attention") && Catch::Contains("head_weight") && Catch::Contains("[2,3]"));
+  Tensor pad = Tensor::zeros(Shape{2, 4}, DType::u8, Device::cpu());
+  CHECK_THROWS_WITH(attention_forward(q, k2, k2, pad, false, 1.f, {}, out, lse),
+                    Catch::Contains("key_padding") && Catch::Contains("[2,4]") && Catch::Contains("[2,5]"));
+  Tensor big = Tensor::zeros(Shape{1, 1, 1, 300}, DType::f32, Device::cpu());
+  Tensor bo = Tensor::empty(big.shape(), DType::f32, Device::cpu());
+  Tensor bl = Tensor::empty(Shape{1, 1, 1}, DType::f32, Device::cpu());
+  CHECK_THROWS_WITH(attention_forward(big, big, big, {}, false, 1.f, {}, bo, bl), Catch::Contains("256"));
+}
