@@ -384,3 +384,16 @@ TEST_CASE("moe: every MoE recipe's options parse and validate", "[layers][moe][c
   }
   CHECK(checked == 9);
 }
+
+TEST_CASE("moe: the 1B-word LM block is x + dropout(sigmoid(moe(x)))", "[layers][moe]") {
+  ParameterStore store(Device::cpu());
+  Graph g(Device::cpu(), &store, GraphOptions{.training = false});
+  const MoeOptions opt = small_options(4, 2, 6, 8);
+  Expr x = g.input(test::random_tensor(Shape{5, 6}, 91, -1, 1, DType::f32));
+  Builder b(g, "moe0");
+  const std::vector<float> block = moe_lm_block(b, x, opt, 0.1f).val().to_vector<float>();
+  const std::vector<float> raw = moe_layer(b, x, opt).val().to_vector<float>();  // same parameters, no noise
+  const std::vector<float> xv = x.val().to_vector<float>();
+  for (size_t i = 0; i < block.size(); ++i) CHECK(block[i] == Approx(xv[i] + 1 / (1 + std::exp(-raw[i]))).margin(1e-6));
+  CHECK(b.aux_losses().empty());
+}
