@@ -397,3 +397,28 @@ TEST_CASE("moe: the 1B-word LM block is x + dropout(sigmoid(moe(x)))", "[layers]
   for (size_t i = 0; i < block.size(); ++i) CHECK(block[i] == Approx(xv[i] + 1 / (1 + std::exp(-raw[i]))).margin(1e-6));
   CHECK(b.aux_losses().empty());
 }
+
+TEST_CASE("moe: batchwise rows that no expert takes get a zero output", "[layers][moe][batchwise][edge]") {
+  const int64_t R = 12, d = 3, h = 5;
+  MoeOptions opt = small_options(4, 1, d, h);  // m = k R / n = 3 rows per expert
+  opt.gating = "batchwise";
+  Graph g(Device::cpu(), nullptr, GraphOptions{.training = false});
+  Expr x = g.input(test::random_tensor(Shape{R, d}, 95));
+  Expr wg = g.input(Tensor::zeros(Shape{d, 4}, DType::f64, Device::cpu()));  // ties: all experts take rows 0-2
+  MoeWeights w{wg, {}, {}, {}, g.input(Tensor::zeros(Shape{4}, DType::f64, Device::cpu())),
+               {{g.input(test::random_tensor(Shape{4, d, h}, 97)), g.input(test::random_tensor(Shape{4, h, d}, 98))}, {}}};
+  BatchwiseGate gate = batchwise_gate(matmul(x, wg), w.thresholds, 1, true, 0);
+  const std::vector<int32_t> token = gate.routing.token.val().to_vector<int32_t>();
+  const Vec y = moe_forward(x, w, opt, {}, {}, true).y.val().to_vector<double>();
+  int empty_rows = 0;
+  for (int64_t r = 0; r < R; ++r) {
+    if (std::find(token.begin(), token.end(), int32_t(r)) != token.end()) continue;
+    ++empty_rows;
+    for (int64_t c = 0; c < d; ++c) CHECK(y[r * d + c] == 0.0);
+  }
+  CHECK(empty_rows == R - 3);
+  // Rows 0-2 are taken by all 4 experts with weight 1/4 each: the mean of the experts' outputs.
+  const Vec ref = moe_forward(x, MoeWeights{wg, {}, {}, {}, {}, w.experts}, small_options(4, 4, d, h), {}, {}, false)
+                      .y.val().to_vector<double>();
+  for (int64_t i = 0; i < 3 * d; ++i) CHECK(y[i] == Approx(ref[i]).margin(1e-12));
+}
