@@ -3,6 +3,7 @@
 
 #include "layers/basic.h"
 #include "layers/moa.h"
+#include "layers/moe_ffn.h"
 
 namespace moe {
 
@@ -22,7 +23,8 @@ Expr attention_site(const Builder& b, const AttentionInput& in, const AttentionS
 Expr ffn_site(const Builder& b, const Expr& x, const FfnSiteSpec& spec) {
   const std::string type = type_of(spec.options, "dense");
   if (type == "dense") return feed_forward(b, x, spec.dim, spec.hidden, spec.activation, spec.activation_dropout);
-  MOE_FAIL("model.ffn.type: unknown feed-forward type '", type, "' (known: dense)");
+  if (type == "moe") return moe_ffn(b, x, moe_options_from_yaml(spec.options, spec.dim, spec.hidden));
+  MOE_FAIL("model.ffn.type: unknown feed-forward type '", type, "' (known: dense, moe)");
 }
 
 }  // namespace moe

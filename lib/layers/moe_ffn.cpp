@@ -1,0 +1,163 @@
+// moe_ffn.h implementation: options, the layer on explicit weights, and the builder front ends
+// (parameters, noise streams, aux losses). Covered by tests/layers/moe_ffn_test.cpp.
+#include "layers/moe_ffn.h"
+
+#include <set>
+
+#include "graph/expr/binary.h"
+#include "graph/expr/cast.h"
+#include "graph/expr/dropout.h"
+#include "graph/expr/matmul.h"
+#include "graph/expr/shape_ops.h"
+#include "graph/expr/unary.h"
+#include "layers/moe_ffn_hierarchical.h"
+
+namespace moe {
+namespace {
+template <class T>
+void read(const YAML::Node& node, const char* key, T& value) {
+  if (!node[key]) return;
+  try {
+    value = node[key].as<T>();
+  } catch (const YAML::Exception& e) {
+    MOE_FAIL("model.ffn.", key, ": cannot read '", YAML::Dump(node[key]), "' (", e.what(), ")");
+  }
+}
+}  // namespace
+
+MoeOptions moe_options_from_yaml(const YAML::Node& node, int64_t dim, int64_t default_hidden) {
+  static const std::set<std::string> known = {
+      "type",   "experts", "k",           "hidden",   "hidden_layers", "w_importance",          "w_load",
+      "noisy",  "noise_epsilon", "groups", "k_secondary", "gating", "batchwise_inference_k", "expert_bias",
+      "autoscale", "activation"};
+  MoeOptions o;
+  o.dim = dim;
+  o.hidden = default_hidden;
+  if (node && node.IsMap()) {
+    for (const auto& kv : node) {
+      const std::string key = kv.first.as<std::string>();
+      MOE_CHECK(known.count(key), "model.ffn: unknown option '", key, "' for type moe");
+    }
+    read(node, "experts", o.experts);
+    read(node, "k", o.k);
+    read(node, "hidden", o.hidden);
+    read(node, "hidden_layers", o.hidden_layers);
+    read(node, "w_importance", o.w_importance);
+    read(node, "w_load", o.w_load);
+    read(node, "noisy", o.noisy);
+    read(node, "noise_epsilon", o.noise_epsilon);
+    read(node, "groups", o.groups);
+    read(node, "k_secondary", o.k_secondary);
+    read(node, "gating", o.gating);
+    read(node, "batchwise_inference_k", o.batchwise_inference_k);
+    read(node, "expert_bias", o.expert_bias);
+    read(node, "autoscale", o.autoscale);
+    if (node["activation"])  // accepted for the FFN-site convention; the experts are ReLU networks
+      MOE_CHECK(node["activation"].as<std::string>() == "relu", "model.ffn.activation: the MoE experts use relu, not '",
+                node["activation"].as<std::string>(), "'");
+  }
+  validate(o);
+  return o;
+}
+
+void validate(const MoeOptions& o) {
+  MOE_CHECK(o.dim >= 1 && o.hidden >= 1 && o.hidden_layers >= 1, "moe: dim ", o.dim, ", hidden ", o.hidden,
+            " and hidden_layers ", o.hidden_layers, " must be >= 1");
+  MOE_CHECK(o.experts >= 1, "moe: experts = ", o.experts, " must be >= 1");
+  MOE_CHECK(o.gating == "noisy_topk" || o.gating == "batchwise", "moe: gating '", o.gating,
+            "' is unknown (known: noisy_topk, batchwise)");
+  MOE_CHECK(o.w_importance >= 0 && o.w_load >= 0 && o.noise_epsilon >= 0, "moe: w_importance ", o.w_importance,
+            ", w_load ", o.w_load, " and noise_epsilon ", o.noise_epsilon, " must be >= 0");
+  if (o.groups > 1) {
+    MOE_CHECK(o.gating == "noisy_topk", "moe: hierarchical MoE (groups ", o.groups, ") needs gating noisy_topk");
+    MOE_CHECK(o.experts % o.groups == 0, "moe: experts = ", o.experts, " is not a multiple of groups = ", o.groups);
+    MOE_CHECK(o.k >= 1 && o.k <= o.groups, "moe: k = ", o.k, " must be in [1, groups = ", o.groups, "]");
+    MOE_CHECK(o.k_secondary >= 1 && o.k_secondary <= o.experts / o.groups, "moe: k_secondary = ", o.k_secondary,
+              " must be in [1, ", o.experts / o.groups, "] (experts per group)");
+  } else {
+    MOE_CHECK(o.k >= 1 && o.k <= o.experts, "moe: k = ", o.k, " must be in [1, experts = ", o.experts, "]");
+  }
+}
+
+MoeOutput moe_forward(const Expr& x, const MoeWeights& w, const MoeOptions& opt, const GateNoise& noise,
+                      const GateNoise& noise2, bool training) {
+  MOE_CHECK(x.shape().ndim() == 2 && x.shape()[1] == opt.dim, "moe: input ", x.shape(), " must be [tokens, ",
+            opt.dim, "]");
+  const DType gate_dtype = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  Expr xg = cast(x, gate_dtype);
+  MoeOutput out;
+  Routing routing;
+  if (opt.gating == "batchwise") {
+    BatchwiseGate gate = batchwise_gate(matmul(xg, w.w_gate), w.thresholds, opt.k, training,
+                                        opt.batchwise_inference_k);
+    routing = gate.routing;
+    out.importance = gate.importance;
+    out.threshold_loss = gate.threshold_loss;
+  } else if (opt.groups > 1) {
+    HierarchicalGate gate = hierarchical_gate(xg, w.w_gate, w.w_noise, w.w_gate2, w.w_noise2, opt.k, opt.k_secondary,
+                                              noise, noise2, opt.noise_epsilon, training);
+    routing = gate.routing;
+    out.importance = gate.importance;
+    out.load = gate.load;
+  } else {
+    TopKGate gate = noisy_top_k_gate(matmul(xg, w.w_gate), noise.enabled ? matmul(xg, w.w_noise) : Expr(), opt.k,
+                                     noise, opt.noise_epsilon, training);
+    routing = top_k_routing(gate);
+    out.importance = expert_importance(routing, opt.experts);
+    out.load = gate.load;
+  }
+  out.y = moe_dispatch(x, routing, w.experts, opt.autoscale);
+  if (training) {
+    out.importance_loss = cv_squared(out.importance);
+    if (out.load.defined()) out.load_loss = cv_squared(out.load);
+  }
+  return out;
+}
+
+Expr moe_layer(const Builder& b, const Expr& x, const MoeOptions& opt) {
+  validate(opt);
+  Graph& g = b.graph();
+  const bool hier = opt.groups > 1 && opt.gating == "noisy_topk";
+  const int64_t d = opt.dim, n = opt.experts, first = hier ? opt.groups : opt.experts;
+  MoeWeights w;
+  // W_g = W_noise = 0 (§3.5). The batchwise gate ranks rows per expert, so zeros would give every
+  // expert the same rows: it starts from Glorot-uniform logits instead.
+  w.w_gate = b.param("gate.w", Shape{d, first}, opt.gating == "batchwise" ? Init::glorot_uniform() : Init::zeros());
+  const bool noise_on = b.training() && opt.noisy && opt.gating == "noisy_topk";
+  const bool has_noise = opt.noisy && opt.gating == "noisy_topk";  // declared in every mode (checkpoints)
+  if (has_noise) w.w_noise = b.param("gate.noise_w", Shape{d, first}, Init::zeros());
+  if (hier) {
+    const int64_t per = n / opt.groups;
+    w.w_gate2 = b.param("gate2.w", Shape{opt.groups, d, per}, Init::zeros());
+    if (has_noise) w.w_noise2 = b.param("gate2.noise_w", Shape{opt.groups, d, per}, Init::zeros());
+  }
+  if (opt.gating == "batchwise") w.thresholds = b.param("gate.thresholds", Shape{n}, Init::zeros());
+  for (int l = 0; l <= opt.hidden_layers; ++l) {
+    const int64_t in = l == 0 ? d : opt.hidden, out = l == opt.hidden_layers ? d : opt.hidden;
+    w.experts.layers.push_back(b.weight("expert.w" + std::to_string(l), Shape{n, in, out}, Init::glorot_uniform()));
+    if (opt.expert_bias) w.experts.biases.push_back(b.weight("expert.b" + std::to_string(l), Shape{n, out}, Init::zeros()));
+  }
+  GateNoise noise{noise_on, g.seed(), noise_on ? g.next_rng_stream() : 0};
+  GateNoise noise2{noise_on && hier, g.seed(), noise_on && hier ? g.next_rng_stream() : 0};
+  MoeOutput out = moe_forward(x, w, opt, noise, noise2, b.training());
+  if (b.training()) {
+    if (opt.w_importance > 0 && opt.experts > 1) b.add_aux_loss("importance", scale(out.importance_loss, opt.w_importance));
+    if (opt.w_load > 0 && opt.experts > 1 && out.load_loss.defined())
+      b.add_aux_loss("load", scale(out.load_loss, opt.w_load));
+    if (out.threshold_loss.defined()) b.add_aux_loss("batchwise_threshold", out.threshold_loss);
+  }
+  return out.y;
+}
+
+Expr moe_lm_block(const Builder& b, const Expr& x, const MoeOptions& opt, float dropout_p) {
+  return x + dropout(sigmoid(moe_layer(b, x, opt)), dropout_p);
+}
+
+Expr moe_ffn(const Builder& b, const Expr& x, const MoeOptions& opt) {
+  MOE_CHECK(x.shape().ndim() >= 1 && x.shape().last() == opt.dim, "moe ffn: input ", x.shape(), " must end in ",
+            opt.dim, " features");
+  Expr rows = reshape(x, {-1, opt.dim});
+  return reshape(moe_layer(b, rows, opt), x.shape());
+}
+
+}  // namespace moe

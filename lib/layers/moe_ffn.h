@@ -1,0 +1,70 @@
+// Sparsely-gated mixture-of-experts layer (Shazeer et al. 2017; docs MODELS.md §3): y = sum_i G(x)_i E_i(x)
+// with noisy top-k gating (flat or hierarchical, §3.2, §3.8) or strictly balanced batchwise gating
+// (§3.10), ReLU experts d -> hidden -> d run through one grouped GEMM per layer, and the importance
+// and load losses (§3.3-3.4) registered with Builder::add_aux_loss. Used as the Transformer FFN site
+// "moe" and between the LSTMs of the 1B-word LMs (moe_lm_block). Covered by tests/layers/moe_ffn_test.cpp.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+#include "layers/builder.h"
+#include "layers/moe_ffn_dispatch.h"
+
+namespace moe {
+
+struct MoeOptions {
+  int64_t dim = 0;              // model width d: input and output of every expert
+  int experts = 4;              // n, all experts (groups * experts per group when hierarchical)
+  int k = 2;                    // experts per token (the primary k when hierarchical)
+  int64_t hidden = 1024;        // expert hidden width
+  int hidden_layers = 1;        // ReLU hidden layers per expert (MoE-1-Deep: 4)
+  float w_importance = 0.1f;    // coefficient of CV(Importance)^2
+  float w_load = 0.1f;          // coefficient of CV(Load)^2
+  bool noisy = true;            // noisy top-k (noise only in training)
+  float noise_epsilon = 0.01f;  // sigma = softplus(x W_noise) + noise_epsilon (t2t)
+  int groups = 0;               // > 1: hierarchical, `groups` groups of experts / groups experts
+  int k_secondary = 2;          // k inside a group (hierarchical)
+  std::string gating = "noisy_topk";  // or "batchwise" (strictly balanced, learned thresholds at inference)
+  int batchwise_inference_k = 0;      // batchwise inference: at most this many experts per token (0: 2k)
+  bool expert_bias = false;           // biases in the expert layers (t2t: none)
+  bool autoscale = true;              // t2t: scale a layer by (in / d)^-1/2 when its input width != d
+};
+
+/// Options from a YAML node (model.ffn of a recipe): type, experts, k, hidden, hidden_layers,
+/// w_importance, w_load, noisy, noise_epsilon, groups, k_secondary, gating, batchwise_inference_k,
+/// expert_bias, autoscale. Unknown keys are errors naming them; `hidden` defaults to default_hidden.
+MoeOptions moe_options_from_yaml(const YAML::Node& node, int64_t dim, int64_t default_hidden);
+/// Checks the options (sizes, k ranges, divisibility); errors name the option and value.
+void validate(const MoeOptions& opt);
+
+/// The layer's weights as expressions (moe_layer declares them as parameters; tests pass leaves).
+struct MoeWeights {
+  Expr w_gate, w_noise;    // [d, n] ([d, groups] when hierarchical), f32 (f64 for f64 inputs)
+  Expr w_gate2, w_noise2;  // hierarchical: [groups, d, experts per group]
+  Expr thresholds;         // batchwise: [n]
+  ExpertWeights experts;   // [n, d, hidden], ..., [n, hidden, d] in x's dtype
+};
+
+struct MoeOutput {
+  Expr y;                                 // [N, d]
+  Expr importance, load;                  // [n] (load undefined outside training / for batchwise)
+  Expr importance_loss, load_loss;        // [] CV^2 values, unweighted (training only)
+  Expr threshold_loss;                    // [] batchwise training only
+};
+
+/// The layer on explicit weights; `noise` / `noise2` drive the primary / secondary gate noise
+/// (fixed seeds make it deterministic); `training` selects batchwise mode and computes the losses.
+MoeOutput moe_forward(const Expr& x, const MoeWeights& w, const MoeOptions& opt, const GateNoise& noise,
+                      const GateNoise& noise2, bool training);
+
+/// The MoE layer on token rows x [N, d] -> [N, d] (any compute dtype; gating runs in f32).
+/// In training mode it adds the aux losses "<prefix>.importance" and "<prefix>.load" (and
+/// "<prefix>.batchwise_threshold" for batchwise gating) to the builder.
+Expr moe_layer(const Builder& b, const Expr& x, const MoeOptions& opt);
+/// The 1B-word LM block around it (§3.9): x + dropout(sigmoid(moe_layer(x)), p).
+Expr moe_lm_block(const Builder& b, const Expr& x, const MoeOptions& opt, float dropout_p);
+/// The Transformer FFN site: x [..., d] flattened to rows, moe_layer, reshaped back.
+Expr moe_ffn(const Builder& b, const Expr& x, const MoeOptions& opt);
+
+}  // namespace moe

@@ -1,0 +1,24 @@
+// MoE dispatch and combine without a loop over experts (docs MODELS.md §3.7): the (expert, token,
+// weight) assignments are sorted by expert (sort_by_key -> perm, offsets), token rows gathered into
+// expert order (index_select), every expert layer is one grouped GEMM over the segments (ReLU
+// between), outputs scaled by the gate weights and added back to token order (index_add).
+// Covered by tests/layers/moe_ffn_test.cpp (equals a loop over experts, values and gradients).
+#pragma once
+#include <vector>
+
+#include "layers/moe_ffn_gating.h"
+
+namespace moe {
+
+/// Weights of E experts with L hidden layers: layers[0] [E, d, h], layers[1..L-1] [E, h, h],
+/// layers[L] [E, h, d]; biases empty or one per layer ([E, out]). All in x's dtype.
+struct ExpertWeights {
+  std::vector<Expr> layers;
+  std::vector<Expr> biases;
+};
+
+/// y [N, d] = sum over assignments a of weight[a] * Expert_{expert[a]}(x[token[a]]).
+/// autoscale: layers whose input width differs from d are scaled by (in / d)^-1/2 (t2t).
+Expr moe_dispatch(const Expr& x, const Routing& routing, const ExpertWeights& experts, bool autoscale);
+
+}  // namespace moe
