@@ -135,18 +135,23 @@ SafetensorsFile load_safetensors(const std::string& path) {
   MOE_CHECK(header.IsMap(), path, ": corrupt safetensors header (not a JSON object)");
   const uint64_t data_start = 8 + n;
   SafetensorsFile file;
-  std::vector<std::pair<uint64_t, std::pair<std::string, YAML::Node>>> entries;
+  // Sort (offset, position) pairs, never YAML::Node values: yaml-cpp's Node assignment rebinds the
+  // referenced node's content, so std::sort's moves would mix the entries up.
+  std::vector<std::pair<std::string, YAML::Node>> nodes;
+  std::vector<std::pair<uint64_t, size_t>> entries;
+  nodes.reserve(header.size());
   for (const auto& kv : header) {
     const std::string name = kv.first.as<std::string>();
     if (name == "__metadata__") {
       for (const auto& m : kv.second) file.metadata[m.first.as<std::string>()] = m.second.as<std::string>();
       continue;
     }
-    entries.push_back({kv.second["data_offsets"][0].as<uint64_t>(), {name, kv.second}});
+    entries.push_back({kv.second["data_offsets"][0].as<uint64_t>(), nodes.size()});
+    nodes.emplace_back(name, kv.second);
   }
-  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [begin, named] : entries) {
-    const auto& [name, e] = named;
+  std::sort(entries.begin(), entries.end());
+  for (const auto& [begin, index] : entries) {
+    const auto& [name, e] = nodes[index];
     const DType dt = parse_st_dtype(e["dtype"].as<std::string>(), path, name);
     const Shape shape(e["shape"].as<std::vector<int64_t>>());
     const uint64_t end = e["data_offsets"][1].as<uint64_t>();
