@@ -21,6 +21,7 @@
 namespace moe {
 
 namespace fs = std::filesystem;
+constexpr int64_t kMaxSkippedInARow = 100;
 
 Trainer::Trainer(TrainOptions options, std::string config_text)
     : o_(std::move(options)),
@@ -165,7 +166,16 @@ void Trainer::run(bool resume) {
       }
       batches.push_back(std::move(*item.batch));
     }
-    if (!batches.empty() && train_update(batches)) after_update();
+    if (!batches.empty()) {
+      if (train_update(batches)) {
+        skipped_in_a_row_ = 0;
+        after_update();
+      } else {
+        MOE_CHECK(++skipped_in_a_row_ < kMaxSkippedInARow, "moe-train: ", kMaxSkippedInARow,
+                  " updates in a row were skipped (NaN/Inf losses or gradients) after update ", st_.update,
+                  "; stopping");
+      }
+    }
     if (epoch_end) {
       bar_->clear();
       spdlog::info("moe-train: epoch {} done after {} updates", st_.epoch, st_.update);
@@ -182,6 +192,7 @@ bool Trainer::train_update(const std::vector<data::Batch>& batches) {
   int64_t expected = 0;
   for (const auto& b : batches) expected += b.tgt_tokens;
   MOE_CHECK(expected > 0, "moe-train: an update without target tokens (update ", st_.update + 1, ")");
+  if (hook_) hook_(*store_, st_.update + 1);
   store_->zero_grads();
   const double loss_scale = scaler_.scale();
   double loss_sum = 0;

@@ -9,6 +9,7 @@
 // Covered by tests/training/resume_test.cpp and tests/scripts/e2e_translation.sh.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,11 @@ class Trainer {
   /// Trains until train.max_updates / train.max_epochs / early stopping. With resume, continues from
   /// run_dir/checkpoint.last.safetensors and its state (an error when they are missing).
   void run(bool resume);
+
+  /// Called before every update attempt with the store and the number the update will get (tests
+  /// use it to inject NaN parameters; tools can use it to inspect or edit parameters).
+  using UpdateHook = std::function<void(ParameterStore& store, int64_t next_update)>;
+  void set_update_hook(UpdateHook hook) { hook_ = std::move(hook); }
 
   const TrainingState& state() const { return st_; }
   const ParameterStore& params() const { return *store_; }
@@ -79,6 +85,8 @@ class Trainer {
   int64_t max_len_ = 0;
   int64_t last_valid_ = -1, last_save_ = -1;
   bool stop_ = false;
+  int64_t skipped_in_a_row_ = 0;  // updates skipped (NaN batches, overflows) since the last applied one
+  UpdateHook hook_;
   std::chrono::steady_clock::time_point window_start_;
 };
 

@@ -8,7 +8,7 @@ set -euo pipefail
 BIN="${1:?usage: e2e_translation.sh BIN_DIR SHARED_DATA_DIR}"
 DATA="${2:?usage: e2e_translation.sh BIN_DIR SHARED_DATA_DIR}/multi30k"
 RECIPE="$(cd "$(dirname "$0")/../.." && pwd)/recipes/ci-tiny.yml"
-UPDATES="${E2E_UPDATES:-300}"
+UPDATES="${E2E_UPDATES:-200}"
 if [[ ! -f "$DATA/train.en" ]]; then echo "e2e_translation: no Multi30k data in $DATA: skipped"; exit 77; fi
 [[ -x "$BIN/moe-train" ]] || { echo "e2e_translation: $BIN/moe-train is missing" >&2; exit 1; }
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/moe-e2e.XXXXXX")"
