@@ -80,6 +80,7 @@ void register_train_keys(config::Schema& s) {
   s.add_float("valid.max_len_a", 1.2, "BLEU validation: at most a * source length + b output tokens");
   s.add_int("valid.max_len_b", 10, "BLEU validation: see valid.max_len_a");
   s.add_int("valid.bleu_lines", 0, "BLEU validation on the first N lines (0 = all)");
+  s.add_bool("valid.bleu", false, "decode the valid set for BLEU at every validation (implied by valid.metric bleu)");
 }
 
 namespace {
@@ -189,6 +190,8 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
   v.max_len_b = c.get_int("valid.max_len_b");
   v.bleu_lines = c.get_int("valid.bleu_lines");
   check_non_negative(v.bleu_lines, "valid.bleu_lines");
+  v.bleu = c.get_bool("valid.bleu") || v.metric == "bleu";
+  MOE_CHECK(v.metric != "bleu" || !d.valid_src.empty(), "valid.metric bleu needs data.valid.src and data.valid.tgt");
   return o;
 }
 

@@ -38,6 +38,7 @@ struct ValidOptions {
   double lenpen = 1.0, max_len_a = 1.2;
   int64_t max_len_b = 10;
   int64_t bleu_lines = 0;  // 0 = the whole valid set
+  bool bleu = false;       // decode for BLEU at every validation (always when metric == bleu)
 };
 
 struct TrainOptions {

@@ -31,6 +31,8 @@ Trainer::Trainer(TrainOptions options, std::string config_text)
       scaler_(o_.dtype == DType::f16, o_.loss_scale, o_.loss_scale_window) {
   st_.seed = o_.seed;
   st_.loss_scale = scaler_.scale();
+  MOE_CHECK(o_.dtype == DType::f32 || device_.is_cuda(), "train.dtype ", dtype_name(o_.dtype),
+            " needs a GPU (train.device resolved to ", device_.str(), "); the CPU trains in f32");
 }
 
 Trainer::~Trainer() = default;
@@ -128,6 +130,8 @@ void Trainer::setup_data() {
     spdlog::info("moe-train: validation data {} / {}: {} pairs{}", d.valid_src, d.valid_tgt, validator_->sentences(),
                  validator_->dropped() ? " (" + std::to_string(validator_->dropped()) + " empty or too long left out)"
                                        : std::string());
+    if (o_.valid.bleu)
+      bleu_ = std::make_unique<BleuValidator>(d.valid_src, d.valid_tgt, *src_vocab_, o_.valid, o_.valid.max_tokens);
   }
 }
 
@@ -138,8 +142,8 @@ bool Trainer::finished() const {
 
 void Trainer::run(bool resume) {
   fs::create_directories(o_.run_dir);
-  MOE_CHECK(o_.valid.metric != "bleu", "valid.metric bleu: BLEU validation needs the batch translator "
-            "(lib/translator), which this build does not have yet; use loss or ppl");
+  MOE_CHECK(!o_.valid.bleu || BleuValidator::available(), "valid.metric bleu / valid.bleu: BLEU validation "
+            "needs the translator (lib/translator), which this build does not have; use valid.metric loss or ppl");
   if (!config_text_.empty()) std::ofstream(path_in_run("config.yml")) << config_text_;
   uploader_ = std::make_unique<data::BatchUploader>(device_);
   setup_vocabularies();

@@ -19,6 +19,7 @@
 #include "data/vocab.h"
 #include "graph/parameters.h"
 #include "models/model.h"
+#include "training/bleu_validation.h"
 #include "training/checkpoint.h"
 #include "training/loss_scaler.h"
 #include "training/optimizer.h"
@@ -79,6 +80,7 @@ class Trainer {
   std::unique_ptr<data::BatchGenerator> generator_;  // until the prefetcher takes it over
   std::unique_ptr<data::BatchPrefetcher> prefetcher_;
   std::unique_ptr<Validator> validator_;
+  std::unique_ptr<BleuValidator> bleu_;
   std::unique_ptr<data::BatchUploader> uploader_;
   std::unique_ptr<MetricsLog> metrics_;
   std::unique_ptr<ProgressBar> bar_;

@@ -47,9 +47,11 @@ void Trainer::validate() {
   ValidFigures f = validator_->run(*model_, *store_, o_.dtype, *uploader_);
   f.epoch = st_.epoch + 1;
   f.update = st_.update;
-  // TODO(translator): BLEU validation (valid.metric bleu) once lib/translator's batch translation is merged.
-  const double metric = f.loss;  // loss and ppl rank the same way (ppl = exp(loss)); lower is better
-  f.improved = std::isnan(st_.best_metric) || metric < st_.best_metric;
+  if (bleu_) f.bleu = bleu_->run(*model_, *store_, o_.dtype, *tgt_vocab_);
+  // loss and ppl rank the same way (ppl = exp(loss)), lower is better; BLEU: higher is better.
+  const bool by_bleu = o_.valid.metric == "bleu";
+  const double metric = by_bleu ? f.bleu : f.loss;
+  f.improved = std::isnan(st_.best_metric) || (by_bleu ? metric > st_.best_metric : metric < st_.best_metric);
   if (f.improved) {
     st_.best_metric = metric;
     st_.best_update = st_.update;

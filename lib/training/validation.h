@@ -1,8 +1,7 @@
 // Validation during training: the summed cross-entropy (no label smoothing) over the valid set,
 // batched once in corpus order (no shuffling), computed in an inference graph (no tape, no dropout)
 // with the training compute dtype; loss per target token and perplexity = exp(loss).
-// BLEU validation (decoding the valid set) waits for lib/translator's batch translation helper:
-// TODO(translator): decode with translate_batch() and score with metrics/bleu.h when it is merged.
+// BLEU validation (decoding the valid set) is bleu_validation.h.
 // Covered by tests/training/resume_test.cpp (loss values against a hand-summed graph loss).
 #pragma once
 #include <cstdint>
