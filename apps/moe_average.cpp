@@ -1,7 +1,8 @@
 // moe-average: averages the parameters of checkpoints (`-o OUT ckpt1 ckpt2 ...` or `--last N --run-dir DIR`).
 // Logic in lib/training/average.cpp; covered by tests/training/checkpoint_test.cpp.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
 
 #include "training/average.h"
 
@@ -17,8 +18,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (last > 0) {
-      if (run_dir.empty() || !inputs.empty()) throw std::runtime_error("moe-average: --last N needs --run-dir DIR "
-                                                                      "and no checkpoint arguments");
+      if (run_dir.empty() || !inputs.empty())
+        throw std::runtime_error(
+            "moe-average: --last N needs --run-dir DIR "
+            "and no checkpoint arguments");
       inputs = moe::last_numbered_checkpoints(run_dir, last);
     }
     if (inputs.empty()) throw std::runtime_error("moe-average: give checkpoints or --last N --run-dir DIR");

@@ -17,8 +17,10 @@ int main(int argc, char** argv) {
     bool resume = false;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
-      if (a == "--resume") resume = true;
-      else args.push_back(a);
+      if (a == "--resume")
+        resume = true;
+      else
+        args.push_back(a);
     }
     const moe::config::CommandLine cmd = moe::config::parse_command_line(schema, args);
     if (cmd.help) {

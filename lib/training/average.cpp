@@ -25,8 +25,8 @@ void average_checkpoints(const std::vector<std::string>& inputs, const std::stri
   for (size_t k = 1; k < inputs.size(); ++k) {
     const SafetensorsFile f = load_safetensors(inputs[k]);
     auto model = f.metadata.find("moe.model");
-    MOE_CHECK(model != f.metadata.end() && model->second == first.metadata.at("moe.model"), "moe-average: ",
-              inputs[k], " holds a different model than ", inputs[0]);
+    MOE_CHECK(model != f.metadata.end() && model->second == first.metadata.at("moe.model"), "moe-average: ", inputs[k],
+              " holds a different model than ", inputs[0]);
     for (size_t i = 0; i < first.tensors.size(); ++i) {
       const auto& [name, t0] = first.tensors[i];
       if (t0.dtype() != DType::f32) continue;

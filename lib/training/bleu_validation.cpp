@@ -16,8 +16,8 @@ namespace moe {
 
 bool BleuValidator::available() { return MOE_HAS_TRANSLATOR != 0; }
 
-BleuValidator::BleuValidator(const std::string& src_path, const std::string& ref_path,
-                             const data::Vocab& src_vocab, const ValidOptions& options, int64_t max_tokens)
+BleuValidator::BleuValidator(const std::string& src_path, const std::string& ref_path, const data::Vocab& src_vocab,
+                             const ValidOptions& options, int64_t max_tokens)
     : o_(options), max_tokens_(max_tokens) {
   data::ParallelText text = data::read_parallel(src_path, ref_path);
   size_t n = text.src.size();
@@ -29,8 +29,8 @@ BleuValidator::BleuValidator(const std::string& src_path, const std::string& ref
   }
 }
 
-double BleuValidator::run(const Model& model, ParameterStore& store, DType compute_dtype,
-                          const data::Vocab& tgt_vocab, std::vector<std::string>* hyps_out) const {
+double BleuValidator::run(const Model& model, ParameterStore& store, DType compute_dtype, const data::Vocab& tgt_vocab,
+                          std::vector<std::string>* hyps_out) const {
 #if MOE_HAS_TRANSLATOR
   const Transformer* net = model.seq2seq();
   MOE_CHECK(net, "BLEU validation: model type '", model.type(), "' has no encoder-decoder to decode with");
@@ -57,8 +57,9 @@ double BleuValidator::run(const Model& model, ParameterStore& store, DType compu
   return bleu;
 #else
   (void)model, (void)store, (void)compute_dtype, (void)tgt_vocab, (void)hyps_out;
-  MOE_FAIL("BLEU validation needs lib/translator (translator/translator.h), which this build does not have; "
-           "use valid.metric loss or ppl");
+  MOE_FAIL(
+      "BLEU validation needs lib/translator (translator/translator.h), which this build does not have; "
+      "use valid.metric loss or ppl");
 #endif
 }
 

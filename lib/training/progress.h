@@ -13,14 +13,14 @@ struct TrainFigures {
   int64_t epoch = 0, update = 0;
   double loss = 0;  // label-smoothed training loss per target token, averaged over the log window
   double lr = 0, gnorm = 0, tokens_per_s = 0, loss_scale = 1;
-  int64_t tokens = 0;    // target tokens in the window
-  size_t mem_peak = 0;   // allocator peak bytes in the window
+  int64_t tokens = 0;   // target tokens in the window
+  size_t mem_peak = 0;  // allocator peak bytes in the window
 };
 
 struct ValidFigures {
   int64_t epoch = 0, update = 0;
-  double loss = 0;       // per target token, no label smoothing
-  double bleu = -1;      // -1: not computed
+  double loss = 0;   // per target token, no label smoothing
+  double bleu = -1;  // -1: not computed
   int64_t tokens = 0, sentences = 0;
   bool improved = false;
   double seconds = 0;

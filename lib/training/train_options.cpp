@@ -14,8 +14,9 @@ void register_train_keys(config::Schema& s) {
   s.add_string("data.train.tgt", "", "training target text, line-aligned with data.train.src");
   s.add_string("data.valid.src", "", "validation source text (empty: no validation)");
   s.add_string("data.valid.tgt", "", "validation target text (the reference for BLEU)");
-  s.add_string("data.vocab.src", "", "source vocabulary (.spm/.model = SentencePiece, else a word list); built "
-                                     "from the training data when missing");
+  s.add_string("data.vocab.src", "",
+               "source vocabulary (.spm/.model = SentencePiece, else a word list); built "
+               "from the training data when missing");
   s.add_string("data.vocab.tgt", "", "target vocabulary; the same path as data.vocab.src = one joint vocabulary");
   s.add_int("data.vocab.size", 8000, "size of a SentencePiece vocabulary built by moe-train");
   s.add_string("data.vocab.type", "bpe", "SentencePiece model type for a built vocabulary: bpe | unigram");
@@ -25,8 +26,9 @@ void register_train_keys(config::Schema& s) {
   s.add_int("data.max_len", 256, "drop training pairs with a side longer than this many tokens (0 = no limit)");
   s.add_float("data.max_ratio", 0.0, "drop training pairs whose length ratio exceeds this (0 = no limit)");
   s.add_string("data.cache_dir", "", "folder for token caches (empty: beside the texts)");
-  s.add_bool("data.skip_invalid_utf8", false, "replace lines with invalid UTF-8 by empty lines (dropped) "
-                                              "instead of failing");
+  s.add_bool("data.skip_invalid_utf8", false,
+             "replace lines with invalid UTF-8 by empty lines (dropped) "
+             "instead of failing");
   // model: the Transformer's keys with TransformerConfig's defaults (its from_yaml checks them).
   const TransformerConfig d;
   s.add_string("model.type", "transformer", "architecture (see lib/models/model_factory.cpp)");
@@ -109,7 +111,8 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
   MOE_CHECK(!d.train_src.empty() && !d.train_tgt.empty(), "data.train.src and data.train.tgt are required");
   MOE_CHECK(d.valid_src.empty() == d.valid_tgt.empty(), "data.valid.src ('", d.valid_src, "') and data.valid.tgt ('",
             d.valid_tgt, "') must be given together");
-  MOE_CHECK(!d.src_vocab.empty() && !d.tgt_vocab.empty(), "data.vocab.src and data.vocab.tgt are required (give the "
+  MOE_CHECK(!d.src_vocab.empty() && !d.tgt_vocab.empty(),
+            "data.vocab.src and data.vocab.tgt are required (give the "
             "same path twice for a joint vocabulary; a missing file is built from the training data)");
   d.vocab_size = static_cast<int>(c.get_int("data.vocab.size"));
   check_positive(d.vocab_size, "data.vocab.size");

@@ -88,10 +88,9 @@ void Trainer::setup_model() {
   {
     const int32_t tok = src_vocab_->unk_id();
     const std::vector<int32_t> one = {tok};
-    const data::Batch dummy = uploader_->upload(data::make_batch({std::span<const int32_t>(one)},
-                                                                 {std::span<const int32_t>(one)}, {0},
-                                                                 tgt_vocab_->pad_id(), tgt_vocab_->bos_id(),
-                                                                 tgt_vocab_->eos_id()));
+    const data::Batch dummy =
+        uploader_->upload(data::make_batch({std::span<const int32_t>(one)}, {std::span<const int32_t>(one)}, {0},
+                                           tgt_vocab_->pad_id(), tgt_vocab_->bos_id(), tgt_vocab_->eos_id()));
     Graph g(device_, store_.get(), GraphOptions{.training = true, .compute_dtype = o_.dtype, .seed = o_.seed});
     Builder b(g);
     model_->loss(b, dummy, 0.f);
@@ -125,8 +124,7 @@ void Trainer::setup_data() {
     data::ParallelDataset valid = data::load_parallel_dataset(d.valid_src, d.valid_tgt, *src_vocab_, src_vocab_path_,
                                                               *tgt_vocab_, tgt_vocab_path_, d.cache_dir, ro);
     validator_ = std::make_unique<Validator>(
-        valid.src, valid.tgt,
-        ValidBatchOptions{o_.valid.max_tokens, max_len_, bo.pad_id, bo.bos_id, bo.eos_id});
+        valid.src, valid.tgt, ValidBatchOptions{o_.valid.max_tokens, max_len_, bo.pad_id, bo.bos_id, bo.eos_id});
     spdlog::info("moe-train: validation data {} / {}: {} pairs{}", d.valid_src, d.valid_tgt, validator_->sentences(),
                  validator_->dropped() ? " (" + std::to_string(validator_->dropped()) + " empty or too long left out)"
                                        : std::string());
@@ -142,7 +140,8 @@ bool Trainer::finished() const {
 
 void Trainer::run(bool resume) {
   fs::create_directories(o_.run_dir);
-  MOE_CHECK(!o_.valid.bleu || BleuValidator::available(), "valid.metric bleu / valid.bleu: BLEU validation "
+  MOE_CHECK(!o_.valid.bleu || BleuValidator::available(),
+            "valid.metric bleu / valid.bleu: BLEU validation "
             "needs the translator (lib/translator), which this build does not have; use valid.metric loss or ppl");
   if (!config_text_.empty()) std::ofstream(path_in_run("config.yml")) << config_text_;
   uploader_ = std::make_unique<data::BatchUploader>(device_);
@@ -204,7 +203,9 @@ bool Trainer::train_update(const std::vector<data::Batch>& batches) {
   for (const data::Batch& cpu_batch : batches) {
     const data::Batch batch = uploader_->upload(cpu_batch);
     Graph g(device_, store_.get(),
-            GraphOptions{.training = true, .compute_dtype = o_.dtype, .seed = o_.seed,
+            GraphOptions{.training = true,
+                         .compute_dtype = o_.dtype,
+                         .seed = o_.seed,
                          .step = static_cast<uint64_t>(st_.batches++)});
     Builder b(g);
     const Expr loss = model_->loss(b, batch, o_.label_smoothing);
@@ -214,8 +215,8 @@ bool Trainer::train_update(const std::vector<data::Batch>& batches) {
     g.forward();
     const double l = loss.val().item();
     if (!std::isfinite(l)) {
-      MOE_CHECK(o_.skip_nan_batches, "moe-train: the training loss is ", l, " at update ", st_.update + 1,
-                " (epoch ", st_.epoch + 1, ", batch of ", batch.size(), " sentences, ", batch.tgt_tokens,
+      MOE_CHECK(o_.skip_nan_batches, "moe-train: the training loss is ", l, " at update ", st_.update + 1, " (epoch ",
+                st_.epoch + 1, ", batch of ", batch.size(), " sentences, ", batch.tgt_tokens,
                 " target tokens); stopping without writing a checkpoint. Lower train.lr, set train.clip_norm, or "
                 "set train.skip_nan_batches to skip such batches");
       spdlog::warn("moe-train: skipping a batch with loss {} at update {} ({} sentences)", l, st_.update + 1,
@@ -237,8 +238,8 @@ bool Trainer::train_update(const std::vector<data::Batch>& batches) {
     scaler_.update(true);
     st_.loss_scale = scaler_.scale();
     st_.loss_scale_clean = scaler_.clean_updates();
-    spdlog::info("moe-train: f16 gradient overflow at update {}: update skipped, loss scale {} -> {}",
-                 st_.update + 1, loss_scale, scaler_.scale());
+    spdlog::info("moe-train: f16 gradient overflow at update {}: update skipped, loss scale {} -> {}", st_.update + 1,
+                 loss_scale, scaler_.scale());
     return false;
   }
   if (overflow) {

@@ -1,15 +1,16 @@
 // BLEU validation: without the translator it is refused clearly; with it, a tiny model trained on a
 // copy task decodes the valid set, the BLEU figure lands in metrics.jsonl, and the best checkpoint
 // follows the highest BLEU.
-#include <catch2/catch.hpp>
+#include "training/bleu_validation.h"
+
 #include <yaml-cpp/yaml.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
 #include "common/error.h"
 #include "data/vocab.h"
-#include "training/bleu_validation.h"
 #include "training/trainer.h"
 #include "training_test_util.h"
 

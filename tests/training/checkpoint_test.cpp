@@ -1,8 +1,9 @@
 // Checkpoints: a model checkpoint round trip (parameters, architecture, embedded vocabulary), the
 // training-state file round trip (counters, data state, optimizer buffers after real steps), state
 // paths, and checkpoint averaging (moe-average) with its errors.
-#include <catch2/catch.hpp>
+#include "training/checkpoint.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -12,7 +13,6 @@
 #include "data/vocab.h"
 #include "graph/graph.h"
 #include "training/average.h"
-#include "training/checkpoint.h"
 #include "training/optimizer.h"
 #include "training/training_state.h"
 #include "training_test_util.h"
@@ -29,8 +29,9 @@ struct TinyModel {
 
 TinyModel tiny_model(uint64_t seed) {
   TinyModel t;
-  t.model = create_model(YAML::Load("{type: transformer, src_vocab: 10, tgt_vocab: 10, d_model: 8, ffn_dim: 16, "
-                                    "heads: 2, enc_layers: 1, dec_layers: 1, dropout: 0, max_positions: 16}"));
+  t.model =
+      create_model(YAML::Load("{type: transformer, src_vocab: 10, tgt_vocab: 10, d_model: 8, ffn_dim: 16, "
+                              "heads: 2, enc_layers: 1, dec_layers: 1, dropout: 0, max_positions: 16}"));
   t.store = std::make_unique<ParameterStore>(Device::cpu(), seed);
   const std::vector<int32_t> s = {4, 5, 6}, y = {7, 8};
   t.batch = data::make_batch({std::span<const int32_t>(s)}, {std::span<const int32_t>(y)}, {0}, 0, 2, 3);
@@ -65,8 +66,8 @@ TEST_CASE("checkpoint: parameters, architecture and vocabulary round trip", "[tr
   auto opt = Optimizer::create("adam");
   train_step(t, *opt);
   const std::string path = dir + "/checkpoint.last.safetensors";
-  save_checkpoint(path, *t.model, *t.store, {VocabFile::read("src", dir + "/vocab.txt"),
-                                             VocabFile::read("tgt", dir + "/vocab.txt")},
+  save_checkpoint(path, *t.model, *t.store,
+                  {VocabFile::read("src", dir + "/vocab.txt"), VocabFile::read("tgt", dir + "/vocab.txt")},
                   {{"moe.update", "1"}});
   const LoadedCheckpoint c = load_checkpoint(path, Device::cpu());
   CHECK(YAML::Dump(c.model->config_yaml()) == YAML::Dump(t.model->config_yaml()));
@@ -182,8 +183,9 @@ TEST_CASE("average: the element-wise mean of checkpoints", "[training][average]"
   CHECK_THROWS_WITH(last_numbered_checkpoints(dir, 5), Catch::Contains("holds 3 numbered"));
   CHECK_THROWS_WITH(average_checkpoints({}, dir + "/x.safetensors"), Catch::Contains("no input"));
   TinyModel other = tiny_model(1);
-  other.model = create_model(YAML::Load("{type: transformer, src_vocab: 10, tgt_vocab: 10, d_model: 8, ffn_dim: 8, "
-                                        "heads: 2, enc_layers: 1, dec_layers: 1, max_positions: 16}"));
+  other.model =
+      create_model(YAML::Load("{type: transformer, src_vocab: 10, tgt_vocab: 10, d_model: 8, ffn_dim: 8, "
+                              "heads: 2, enc_layers: 1, dec_layers: 1, max_positions: 16}"));
   auto opt2 = Optimizer::create("sgd");
   train_step(other, *opt2);
   save_checkpoint(dir + "/other.safetensors", *other.model, *other.store, vocabs);

@@ -2,7 +2,6 @@
 // writes no checkpoint after it; with train.skip_nan_batches the batch is skipped and training goes
 // on; endless skipping is an error. NaNs are injected through Trainer::set_update_hook.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -19,7 +18,8 @@ namespace {
 std::vector<float> fill_nan(ParameterStore& store) {
   Tensor v = store.values();
   const std::vector<float> saved = v.to_vector<float>();
-  v.copy_from(Tensor::from_vector(std::vector<float>(saved.size(), std::numeric_limits<float>::quiet_NaN()), v.shape()));
+  v.copy_from(
+      Tensor::from_vector(std::vector<float>(saved.size(), std::numeric_limits<float>::quiet_NaN()), v.shape()));
   return saved;
 }
 }  // namespace

@@ -2,9 +2,9 @@
 // per update plus validations, checkpoints and their states exist, an interrupted-and-resumed run
 // logs exactly the losses of the uninterrupted one (dropout on, so the RNG position matters too),
 // gradient accumulation over update_freq batches, and --resume errors without a checkpoint.
-#include <catch2/catch.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
@@ -109,5 +109,25 @@ TEST_CASE("trainer: resume errors and option errors", "[training][trainer]") {
   TrainOptions lm = o;
   lm.model["type"] = "no_such_model";
   CHECK_THROWS_WITH(Trainer(lm).run(false), Catch::Contains("no_such_model"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("trainer: early stopping after validations without improvement", "[training][trainer]") {
+  const std::string dir = test::temp_dir("early");
+  test::write_corpus(dir, "train", 60, 13);
+  test::write_corpus(dir, "valid", 10, 14);
+  TrainOptions o = test::tiny_options(dir);
+  o.schedule = ScheduleOptions{"fixed", 1e-30, 0, 0, 0};  // updates below the parameters' precision
+  o.max_updates = 20;
+  o.valid_every = 2;
+  o.save_every = 0;
+  o.early_stopping = 2;
+  Trainer t(o);
+  t.run(false);
+  CHECK(t.state().update == 6);  // validations at 2 (best), 4 and 6 (no improvement) -> stop
+  CHECK(t.state().best_update == 2);
+  CHECK(t.state().bad_validations == 2);
+  CHECK(fs::exists(o.run_dir + "/checkpoint.best.safetensors"));
+  CHECK(fs::exists(o.run_dir + "/checkpoint.last.safetensors"));  // saved at the end
   fs::remove_all(dir);
 }

@@ -1,12 +1,12 @@
 // Learning-rate schedules at chosen updates (hand-computed), their option checks, and the f16
 // dynamic loss scaler (halve on overflow, double after a window of clean updates).
-#include <catch2/catch.hpp>
+#include "training/schedule.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "common/error.h"
 #include "training/loss_scaler.h"
-#include "training/schedule.h"
 
 using namespace moe;
 
@@ -37,7 +37,7 @@ TEST_CASE("schedule: cosine decays from lr to min_lr between warm-up and max_upd
   CHECK(s.at(5) == Approx(0.5));
   CHECK(s.at(10) == Approx(1.0));
   CHECK(s.at(35) == Approx(0.1 + 0.9 * (1 + std::cos(M_PI / 4)) / 2));  // t = 0.25
-  CHECK(s.at(60) == Approx(0.55));                                       // t = 0.5
+  CHECK(s.at(60) == Approx(0.55));                                      // t = 0.5
   CHECK(s.at(110) == Approx(0.1));
   CHECK(s.at(500) == Approx(0.1));
 }

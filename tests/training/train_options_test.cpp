@@ -1,13 +1,14 @@
 // moe-train's options: the registered keys and their defaults, a recipe plus command-line overrides
 // read into TrainOptions, the model section handed to create_model() unchanged, --dump-config text
 // that loads back to the same options, and errors naming the key.
+#include "training/train_options.h"
+
 #include <catch2/catch.hpp>
 
 #include "common/error.h"
 #include "config/command_line.h"
 #include "models/model.h"
 #include "models/transformer.h"
-#include "training/train_options.h"
 
 using namespace moe;
 

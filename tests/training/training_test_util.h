@@ -14,7 +14,8 @@
 namespace moe::test {
 
 inline std::string temp_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("moe-train-test-" + name + "-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("moe-train-test-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();
@@ -44,8 +45,9 @@ inline TrainOptions tiny_options(const std::string& dir) {
   o.data.valid_src = dir + "/valid.src";
   o.data.valid_tgt = dir + "/valid.tgt";
   o.data.src_vocab = o.data.tgt_vocab = dir + "/vocab.txt";
-  o.model = YAML::Load("{type: transformer, d_model: 16, ffn_dim: 32, heads: 2, enc_layers: 1, dec_layers: 1, "
-                       "pre_norm: true, dropout: 0.1, max_positions: 64}");
+  o.model = YAML::Load(
+      "{type: transformer, d_model: 16, ffn_dim: 32, heads: 2, enc_layers: 1, dec_layers: 1, "
+      "pre_norm: true, dropout: 0.1, max_positions: 64}");
   o.max_tokens = 200;
   o.max_updates = 12;
   o.device = "cpu";
