@@ -1,5 +1,8 @@
 // moe-score: corpus metrics on text files. `moe-score bleu -r REF [-i HYP]`, `moe-score chrf ...`
-// (sacreBLEU 2.x compatible; see lib/metrics/). Covered by tests/metrics/score_cli_test.cpp.
+// (sacreBLEU 2.x compatible; see lib/metrics/), and the model-based `moe-score ppl -m LM` and
+// `moe-score pairs -m MODEL --src S --tgt T` (lib/translator/score_commands.h).
+// Covered by tests/metrics/score_cli_test.cpp and tests/translator/scoring_test.cpp.
 #include "metrics/score_cli.h"
+#include "translator/score_commands.h"
 
-int main(int argc, char** argv) { return moe::metrics::score_main(argc, argv); }
+int main(int argc, char** argv) { return moe::metrics::score_main(argc, argv, moe::register_model_subcommands); }

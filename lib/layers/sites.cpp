@@ -2,6 +2,7 @@
 #include "layers/sites.h"
 
 #include "layers/basic.h"
+#include "layers/moa.h"
 
 namespace moe {
 
@@ -14,6 +15,7 @@ std::string type_of(const YAML::Node& options, const char* fallback) {
 Expr attention_site(const Builder& b, const AttentionInput& in, const AttentionSiteSpec& spec) {
   const std::string type = type_of(spec.options, "mha");
   if (type == "mha") return multi_head_attention(b, in, spec.dim, spec.heads);
+  if (type == "moa") return moa_attention_layer(b, in, spec.dim, MoaOptions::from_yaml(spec.options, spec.heads));
   MOE_FAIL("model.attention.type: unknown attention type '", type, "' (known: mha)");
 }
 

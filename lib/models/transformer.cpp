@@ -13,6 +13,7 @@
 #include "graph/expr/shape_ops.h"
 #include "graph/expr/softmax.h"
 #include "layers/basic.h"
+#include "layers/moa.h"
 #include "layers/sites.h"
 #include "ops/gather_scatter.h"
 
@@ -119,6 +120,11 @@ Transformer::DecoderState Transformer::start(const Builder& b, const Tensor& src
   const Builder dec = b.sub("decoder");
   for (int l = 0; l < c_.dec_layers; ++l) {
     const Builder cb = dec.sub("l" + std::to_string(l)).sub("cross_attn");
+    if (c_.attention_type() == "moa") {  // one shared key/value head of width D
+      moa_fill_cross_cache(cb, memory, c_.d_model, MoaOptions::from_yaml(c_.attention, c_.heads),
+                           st.cross[static_cast<size_t>(l)]);
+      continue;
+    }
     AttentionInput in{memory, memory, src_mask, false, false, &st.cross[static_cast<size_t>(l)]};
     project_heads(cb, in, c_.d_model, c_.heads, c_.heads);
   }

@@ -1,0 +1,6 @@
+// moe-translate: raw text in, detokenised translations out, with a trained checkpoint
+// (`moe-translate -m model.safetensors < in > out`; see lib/translator/translate_cli.h).
+// Covered by tests/translator/translate_cli_test.cpp.
+#include "translator/translate_cli.h"
+
+int main(int argc, char** argv) { return moe::translate_main(argc, argv); }

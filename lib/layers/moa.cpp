@@ -1,0 +1,189 @@
+// MoA sublayer (moa.h): map -> attend -> reduce (MODELS.md §2.3-2.4, §2.7).
+//   sparse: pairs (t, j) sorted by expert; q_sorted = grouped_matmul(x[tok_sorted], A, offsets), back to
+//           slot order by the inverse permutation; o = attention(q [B,T,k,D], K, V [B,S,1,D]) with the
+//           gates as per-(position, head) weights; z = index_add(0, tok_sorted, grouped_matmul(o_sorted, B))
+//   dense (k = E): q = x [A_1 .. A_E] (one GEMM), z = (w * o) [B_1; ..; B_E] (one GEMM).
+// Covered by tests/layers/moa_test.cpp.
+#include "layers/moa.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "graph/expr/attention.h"
+#include "graph/expr/binary.h"
+#include "graph/expr/cast.h"
+#include "graph/expr/gather_scatter.h"
+#include "graph/expr/grouped_gemm.h"
+#include "graph/expr/matmul.h"
+#include "graph/expr/shape_ops.h"
+#include "graph/expr/sort.h"
+
+namespace moe {
+
+namespace {
+DType router_dtype(DType compute) { return compute == DType::f64 ? DType::f64 : DType::f32; }
+
+/// keep [B*T] in `dtype` from a u8 [B, T] padding mask (1 = real token), converted on the host, and the
+/// number of real tokens. The last conversion is remembered per thread (holding the mask keeps its
+/// storage alive, so the same storage means the same mask): the layers of one encoder read the mask once.
+struct Keep {
+  Tensor keep;
+  int64_t real = 0;
+};
+Keep keep_from_mask(const Tensor& mask, int64_t b, int64_t t, DType dtype, Device device) {
+  MOE_CHECK(mask.dtype() == DType::u8 && mask.shape() == Shape({b, t}), "moa: query padding ", mask.shape(), " ",
+            dtype_name(mask.dtype()), " does not fit queries [", b, ",", t, "] (u8 required)");
+  struct Last {
+    Tensor mask;
+    Keep keep;
+  };
+  thread_local Last last;
+  if (last.mask.defined() && last.mask.shares_storage(mask) && last.mask.raw() == mask.raw() &&
+      last.mask.shape() == mask.shape() && last.keep.keep.dtype() == dtype && last.keep.keep.device() == device)
+    return last.keep;
+  const std::vector<uint8_t> m = mask.to(Device::cpu()).to_vector<uint8_t>();
+  std::vector<double> v(m.begin(), m.end());
+  Keep k;
+  for (uint8_t x : m) k.real += x != 0;
+  k.keep = Tensor::from_vector(v, Shape{b * t}, device, dtype);
+  last = Last{mask, k};
+  return k;
+}
+
+/// tok[s] = s / k for the n*k slots, on `device`; a few recent tables are kept per thread (contents
+/// depend only on (pairs, k)), so repeated sublayers of one batch upload nothing.
+Tensor slot_tokens(int64_t pairs, int64_t k, Device device) {
+  struct Entry {
+    int64_t pairs, k;
+    Device device;
+    Tensor tok;
+  };
+  thread_local std::vector<Entry> recent;
+  for (const Entry& e : recent)
+    if (e.pairs == pairs && e.k == k && e.device == device) return e.tok;
+  std::vector<int32_t> tok(static_cast<size_t>(pairs));
+  for (int64_t s = 0; s < pairs; ++s) tok[static_cast<size_t>(s)] = static_cast<int32_t>(s / k);
+  Tensor t = Tensor::from_vector(tok, Shape{pairs}, device);
+  if (recent.size() >= 8) recent.erase(recent.begin());
+  recent.push_back(Entry{pairs, k, device, t});
+  return t;
+}
+
+/// Shared keys and values [B, S, 1, D] with the cache applied (as project_heads does for MHA).
+std::pair<Expr, Expr> shared_kv(const AttentionInput& in, const MoaWeights& w) {
+  Graph& g = w.k.graph();
+  KVCache* cache = in.cache;
+  if (cache && !in.self_attention && cache->defined()) return {g.input(cache->k), g.input(cache->v)};
+  MOE_CHECK(in.memory.defined(), "moa: keys/values need the memory (or a filled cross-attention cache)");
+  const Shape& s = in.memory.shape();
+  const int64_t dd = w.k.shape()[1];
+  Expr k = reshape(linear(in.memory, w.k), Shape{s[0], s[1], 1, dd});
+  Expr v = reshape(linear(in.memory, w.v), Shape{s[0], s[1], 1, dd});
+  if (cache && in.self_attention) {
+    if (cache->defined()) {
+      k = concat({g.input(cache->k), k}, 1);
+      v = concat({g.input(cache->v), v}, 1);
+    }
+    cache->k = k.val();
+    cache->v = v.val();
+  } else if (cache) {
+    cache->k = k.val();
+    cache->v = v.val();
+  }
+  return {k, v};
+}
+}  // namespace
+
+MoaResult moa_attention(const AttentionInput& in, const MoaWeights& w, const MoaOptions& o, const Tensor& query_padding,
+                        int with_aux) {
+  const Shape& xs = in.x.shape();
+  MOE_CHECK(xs.ndim() == 3, "moa: queries must be [B, T, d], not ", xs);
+  const int64_t bsz = xs[0], t = xs[1], d = xs[2], n = bsz * t, dd = o.head_dim, e = o.experts, k = o.k;
+  MOE_CHECK(w.q.shape() == Shape({e, d, dd}) && w.o.shape() == Shape({e, dd, d}) && w.k.shape() == Shape({d, dd}) &&
+                w.v.shape() == Shape({d, dd}),
+            "moa ", o.name(), ": weights q ", w.q.shape(), ", o ", w.o.shape(), ", k ", w.k.shape(), ", v ",
+            w.v.shape(), " do not fit d = ", d, " (need [E, d, D], [E, D, d], [d, D], [d, D])");
+  Graph& g = in.x.graph();
+  const DType rdt = router_dtype(in.x.dtype());
+  Expr x2 = reshape(in.x, Shape{n, d});
+  MoaResult res;
+  Expr keep;
+  res.real_tokens = n;
+  if (query_padding.defined()) {
+    const Keep kp = keep_from_mask(query_padding, bsz, t, rdt, g.device());
+    keep = g.input(kp.keep);
+    res.real_tokens = kp.real;
+  }
+  res.routing = moa_route(cast(x2, rdt), w.router, keep, o, with_aux < 0 ? g.training() : with_aux > 0);
+  const MoaRouting& r = res.routing;
+  auto [kk, vv] = shared_kv(in, w);
+  const float sc = 1.0f / std::sqrt(static_cast<float>(dd));
+
+  if (o.dense()) {
+    Expr a_flat = reshape(transpose(w.q, {1, 0, 2}), Shape{d, e * dd});
+    Expr q = reshape(matmul(x2, a_flat), Shape{bsz, t, e, dd});
+    Expr hw = reshape(cast(r.dense_gates, in.x.dtype()), Shape{bsz, t, e});
+    Expr att = attention(q, kk, vv, in.key_padding, in.causal, sc, hw);
+    Expr z = matmul(reshape(att, Shape{n, e * dd}), reshape(w.o, Shape{e * dd, d}));
+    res.out = reshape(z, Shape{bsz, t, d});
+    return res;
+  }
+
+  // Sparse: sort the n*k (token, slot) pairs by expert. Pairs of padded tokens keep their slots (their
+  // gates are 0, so they add nothing and receive no gradient) and the grouped GEMM stays free of host syncs.
+  const int64_t pairs = n * k;
+  SortedSegments seg = sort_by_key(reshape(r.experts, Shape{pairs}), static_cast<int>(e));
+  Expr inv = inverse_permutation(seg.perm);
+  Expr tok_sorted = index_select(g.input(slot_tokens(pairs, k, g.device())), seg.perm);
+  Expr q_sorted = grouped_matmul(index_select(x2, tok_sorted), w.q, seg.offsets);  // [P, D]
+  Expr q = reshape(index_select(q_sorted, inv), Shape{bsz, t, k, dd});
+  Expr hw = reshape(cast(r.gates, in.x.dtype()), Shape{bsz, t, k});
+  Expr att = attention(q, kk, vv, in.key_padding, in.causal, sc, hw);  // gated heads
+  Expr o_sorted = index_select(reshape(att, Shape{pairs, dd}), seg.perm);
+  Expr y_sorted = grouped_matmul(o_sorted, w.o, seg.offsets);  // [P, d]
+  Expr zeros = g.input(Tensor::zeros(Shape{n, d}, in.x.dtype(), g.device()));
+  res.out = reshape(index_add(zeros, tok_sorted, y_sorted), Shape{bsz, t, d});
+  return res;
+}
+
+MoaWeights moa_weights(const Builder& b, int64_t dim, const MoaOptions& o) {
+  const int64_t e = o.experts, dd = o.head_dim;
+  const DType rdt = router_dtype(b.dtype());
+  const double kv = std::sqrt(3.0 / static_cast<double>(dim + dd));  // Xavier-uniform with gain 1/sqrt(2)
+  MoaWeights w;
+  w.router = cast(b.param("router.w", Shape{dim, e}, Init::zeros(), "gate"), rdt);
+  w.q = b.weight("q.w", Shape{e, dim, dd}, Init::glorot_uniform());
+  w.o = b.weight("o.w", Shape{e, dd, dim}, Init::glorot_uniform());
+  w.k = b.weight("k.w", Shape{dim, dd}, Init::uniform(-kv, kv));
+  w.v = b.weight("v.w", Shape{dim, dd}, Init::uniform(-kv, kv));
+  return w;
+}
+
+Expr moa_attention_layer(const Builder& b, const AttentionInput& in, int64_t dim, const MoaOptions& o) {
+  const bool encoder_like = in.self_attention && !in.cache && in.key_padding.defined() &&
+                            in.key_padding.shape().ndim() == 2 && in.key_padding.shape()[1] == in.x.shape()[1];
+  MoaResult r = moa_attention(in, moa_weights(b, dim, o), o, encoder_like ? in.key_padding : Tensor());
+  if (b.training() && r.routing.aux.defined()) {
+    // The trainer weights each aux term by the batch's target tokens (per-token-mean strength); "sum"
+    // undoes that so the term lands on the token-summed loss as in the released code.
+    Expr aux = cast(r.routing.aux, DType::f32);
+    if (o.aux_normalization == "sum") {
+      const std::string flag = b.flag("batch.tgt_tokens");
+      const double tokens = flag.empty() ? static_cast<double>(r.real_tokens) : std::stod(flag);
+      aux = mul_scalar(aux, static_cast<float>(1.0 / std::max(tokens, 1.0)));
+    }
+    b.add_aux_loss("moa.aux", aux);
+  }
+  return r.out;
+}
+
+void moa_fill_cross_cache(const Builder& b, const Expr& memory, int64_t dim, const MoaOptions& o, KVCache& cache) {
+  const MoaWeights w = moa_weights(b, dim, o);
+  const Shape& s = memory.shape();
+  cache.k = reshape(linear(memory, w.k), Shape{s[0], s[1], 1, o.head_dim}).val();
+  cache.v = reshape(linear(memory, w.v), Shape{s[0], s[1], 1, o.head_dim}).val();
+}
+
+}  // namespace moe

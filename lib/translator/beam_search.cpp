@@ -1,0 +1,148 @@
+// beam_search.h implementation: the device does the [N, V] work (beam_scores, topk); the host keeps
+// the hypotheses (tokens, scores) and reads back only the top 2*beam candidates of each sentence.
+// Covered by tests/translator/beam_search_test.cpp.
+#include "translator/beam_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/error.h"
+#include "ops/topk.h"
+#include "translator/beam_scores.h"
+
+namespace moe {
+
+LengthPenalty length_penalty_from_name(const std::string& name) {
+  if (name == "fairseq") return LengthPenalty::fairseq;
+  if (name == "gnmt") return LengthPenalty::gnmt;
+  MOE_FAIL("unknown length penalty '", name, "' (known: fairseq, gnmt)");
+}
+
+double normalized_score(double log_prob, int64_t length, LengthPenalty kind, double lenpen) {
+  const double len = static_cast<double>(length);
+  if (kind == LengthPenalty::gnmt) return log_prob / std::pow((5.0 + len) / 6.0, lenpen);
+  return log_prob / std::pow(len, lenpen);
+}
+
+int64_t max_output_length(int64_t src_len, const BeamOptions& o) {
+  const double by_source = o.max_len_a * static_cast<double>(src_len) + static_cast<double>(o.max_len_b);
+  const int64_t n = static_cast<int64_t>(std::floor(std::max(0.0, by_source)));
+  return std::min(n, o.max_positions - 1);
+}
+
+namespace {
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+struct Row {
+  int64_t sentence;
+  std::vector<int32_t> tokens;
+  double score;  // summed log-probs (-inf for a filler row)
+};
+
+void check_options(const BeamOptions& o) {
+  MOE_CHECK(o.beam >= 1, "beam search: beam must be at least 1, got ", o.beam);
+  MOE_CHECK(o.n_best >= 1 && o.n_best <= o.beam, "beam search: n-best ", o.n_best, " must be in [1, beam = ", o.beam,
+            "]");
+  MOE_CHECK(o.max_positions >= 1, "beam search: max_positions must be positive, got ", o.max_positions);
+  MOE_CHECK(o.min_len >= 0, "beam search: min length must be >= 0, got ", o.min_len);
+}
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> beam_search(const std::vector<int64_t>& src_lengths, const StepFn& step,
+                                                 const ReorderFn& reorder, const BeamOptions& o) {
+  check_options(o);
+  const int64_t sentences = static_cast<int64_t>(src_lengths.size());
+  std::vector<std::vector<Hypothesis>> finished(static_cast<size_t>(sentences));
+  if (sentences == 0) return finished;
+  std::vector<int64_t> max_len(static_cast<size_t>(sentences));
+  for (int64_t s = 0; s < sentences; ++s) max_len[s] = max_output_length(src_lengths[s], o);
+
+  std::vector<Row> rows;  // active rows, sentence-major: `beams` rows per active sentence
+  for (int64_t s = 0; s < sentences; ++s) rows.push_back({s, {}, 0.0});
+  int64_t beams = 1;  // rows per active sentence: 1 before the first step, then `beam`
+  std::vector<int32_t> prev(rows.size(), o.bos_id);
+  const BeamSpecials ids{o.pad_id, o.bos_id, o.eos_id};
+
+  for (int64_t t = 0; !rows.empty(); ++t) {
+    const int64_t n = static_cast<int64_t>(rows.size()), active = n / beams;
+    Tensor logp = step(Tensor::from_vector(prev, Shape{n}));
+    MOE_CHECK(logp.defined() && logp.shape().ndim() == 2 && logp.shape()[0] == n,
+              "beam search: the step function returned ", logp.shape(), " for ", n, " rows (expected [", n, ",V])");
+    const int64_t v = logp.shape()[1];
+    MOE_CHECK(beams * v < std::numeric_limits<int32_t>::max(), "beam search: ", beams, " beams x ", v,
+              " tokens exceed the top-k index range");
+    const Device dev = logp.device();
+    std::vector<float> cum(static_cast<size_t>(n));
+    std::vector<uint8_t> mode(static_cast<size_t>(n));
+    for (int64_t r = 0; r < n; ++r) {
+      cum[r] = static_cast<float>(rows[r].score);
+      const int64_t limit = max_len[rows[r].sentence];
+      mode[r] = static_cast<uint8_t>(t >= limit      ? BeamRowMode::eos_only
+                                     : t < o.min_len ? BeamRowMode::no_eos
+                                                     : BeamRowMode::normal);
+    }
+    Tensor scores = Tensor::empty(Shape{n, v}, DType::f32, dev);
+    beam_scores(logp, Tensor::from_vector(cum, Shape{n}, dev), Tensor::from_vector(mode, Shape{n}, dev), ids, scores);
+    const int64_t k = std::min<int64_t>(2 * o.beam, beams * v);
+    Tensor top_v = Tensor::empty(Shape{active, k}, DType::f32, dev);
+    Tensor top_i = Tensor::empty(Shape{active, k}, DType::i32, dev);
+    topk_forward(scores.view(Shape{active, beams * v}), top_v, top_i);
+    const std::vector<float> cand_score = top_v.to_vector<float>();
+    const std::vector<int32_t> cand_index = top_i.to_vector<int32_t>();
+
+    std::vector<Row> next;
+    std::vector<int32_t> origin, next_prev;
+    for (int64_t a = 0; a < active; ++a) {
+      const int64_t s = rows[a * beams].sentence;
+      auto& done = finished[s];
+      std::vector<int64_t> keep;  // candidate positions continuing the search
+      for (int64_t c = 0; c < k; ++c) {
+        const float sc = cand_score[a * k + c];
+        if (std::isnan(sc)) MOE_FAIL("beam search: NaN score at step ", t, " of sentence ", s);
+        if (sc == -std::numeric_limits<float>::infinity()) break;  // sorted: the rest is -inf too
+        const int32_t idx = cand_index[a * k + c];
+        const Row& from = rows[a * beams + idx / v];
+        if (idx % v == o.eos_id) {
+          if (c < o.beam && static_cast<int>(done.size()) < o.beam) {
+            const int64_t len = static_cast<int64_t>(from.tokens.size()) + 1;
+            done.push_back({from.tokens, sc, normalized_score(sc, len, o.penalty, o.lenpen)});
+          }
+        } else if (static_cast<int>(keep.size()) < o.beam) {
+          keep.push_back(c);
+        }
+      }
+      if (static_cast<int>(done.size()) >= o.beam || t >= max_len[s] || keep.empty()) continue;
+      for (int64_t j = 0; j < o.beam; ++j) {
+        if (j < static_cast<int64_t>(keep.size())) {
+          const int64_t c = keep[j];
+          const int32_t idx = cand_index[a * k + c];
+          const int64_t row = a * beams + idx / v;
+          Row r{s, rows[row].tokens, cand_score[a * k + c]};
+          r.tokens.push_back(idx % v);
+          origin.push_back(static_cast<int32_t>(row));
+          next_prev.push_back(idx % v);
+          next.push_back(std::move(r));
+        } else {  // fewer than `beam` finite candidates: a filler row that can never be chosen
+          origin.push_back(static_cast<int32_t>(a * beams));
+          next_prev.push_back(o.pad_id);
+          next.push_back({s, {}, kNegInf});
+        }
+      }
+    }
+    rows = std::move(next);
+    prev = std::move(next_prev);
+    beams = o.beam;
+    if (rows.empty()) break;
+    reorder(Tensor::from_vector(origin, Shape{static_cast<int64_t>(origin.size())}, dev));
+  }
+
+  for (auto& done : finished) {
+    std::stable_sort(done.begin(), done.end(),
+                     [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; });
+    if (static_cast<int>(done.size()) > o.n_best) done.resize(static_cast<size_t>(o.n_best));
+  }
+  return finished;
+}
+
+}  // namespace moe

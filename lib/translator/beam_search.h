@@ -1,0 +1,60 @@
+// Beam search over any incremental scorer (fairseq's SequenceGenerator semantics), batched over
+// sentences: N = (active sentences) x (beams) rows. Each step adds the next-token log-probs to the
+// hypothesis scores (beam_scores), takes the top 2*beam candidates of every sentence from its
+// [beams * V] scores (the topk op, on the scorer's device), finalises </s> candidates ranked among
+// the first `beam`, keeps the best `beam` others, and drops a sentence once it holds `beam` finished
+// hypotheses or reached its maximum length (the scorer's state is reordered with fewer rows).
+// Length normalisation: fairseq score / len^lenpen, or GNMT score / ((5 + len) / 6)^lenpen, where
+// len counts the output tokens and </s>. Beam 1 is greedy decoding. Covered by
+// tests/translator/beam_search_test.cpp.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace moe {
+
+enum class LengthPenalty { fairseq, gnmt };
+/// "fairseq" or "gnmt"; anything else is an error naming the text.
+LengthPenalty length_penalty_from_name(const std::string& name);
+
+/// The normalised score of a hypothesis with summed log-prob `log_prob` and `length` tokens (with </s>).
+double normalized_score(double log_prob, int64_t length, LengthPenalty kind, double lenpen);
+
+struct BeamOptions {
+  int beam = 5;
+  int n_best = 1;       // hypotheses returned per sentence (<= beam)
+  double lenpen = 1.0;  // fairseq --lenpen / GNMT alpha
+  LengthPenalty penalty = LengthPenalty::fairseq;
+  double max_len_a = 0.0;  // max output tokens = min(a * src_len + b, max_positions - 1)
+  int64_t max_len_b = 200;
+  int64_t min_len = 1;           // fewest output tokens before </s> may be chosen
+  int64_t max_positions = 1024;  // the decoder's position limit (step t reads position t)
+  int32_t pad_id = 0, bos_id = 2, eos_id = 3;
+};
+
+/// The most output tokens (without </s>) for a source of `src_len` tokens (with its </s>).
+int64_t max_output_length(int64_t src_len, const BeamOptions& options);
+
+struct Hypothesis {
+  std::vector<int32_t> tokens;  // without <s> and </s>
+  double log_prob = 0;          // sum of the token log-probs, </s> included
+  double score = 0;             // log_prob normalised by the length penalty
+};
+
+/// One decoding step: previous tokens i32 [N] (on the CPU) -> log-probabilities [N, V] (f32, on
+/// the scorer's device). The first call gets <s> for every sentence (N = number of sentences).
+using StepFn = std::function<Tensor(const Tensor& prev)>;
+/// Reorders the scorer's state: new row i = old row origin[i] (i32 [N'], on the scorer's device).
+using ReorderFn = std::function<void(const Tensor& origin)>;
+
+/// Searches all sentences at once; `src_lengths` (with </s>) give each sentence's maximum length.
+/// Returns per sentence up to n_best hypotheses, best normalised score first (empty only when the
+/// scorer gave -inf to every continuation).
+std::vector<std::vector<Hypothesis>> beam_search(const std::vector<int64_t>& src_lengths, const StepFn& step,
+                                                 const ReorderFn& reorder, const BeamOptions& options);
+
+}  // namespace moe

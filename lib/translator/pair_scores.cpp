@@ -1,0 +1,99 @@
+// pair_scores.h implementation. Covered by tests/translator/scoring_test.cpp.
+#include "translator/pair_scores.h"
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+
+#include "data/batch.h"
+#include "graph/expr/cross_entropy.h"
+#include "models/transformer.h"
+#include "translator/translator.h"
+
+namespace moe {
+
+namespace {
+int32_t special(const YAML::Node& cfg, const char* key, int32_t fallback) {
+  return cfg && cfg[key] ? cfg[key].as<int32_t>() : fallback;
+}
+
+data::Batch on_device(const data::Batch& b, Device d) {
+  data::Batch out = b;
+  out.src = b.src.to(d);
+  out.src_mask = b.src_mask.to(d);
+  out.tgt_in = b.tgt_in.to(d);
+  out.tgt_out = b.tgt_out.to(d);
+  out.tgt_mask = b.tgt_mask.to(d);
+  return out;
+}
+}  // namespace
+
+double corpus_perplexity(const std::vector<PairScore>& scores) {
+  double lp = 0;
+  int64_t n = 0;
+  for (const PairScore& s : scores) {
+    lp += s.log_prob;
+    n += s.tokens;
+  }
+  return n > 0 ? std::exp(-lp / static_cast<double>(n)) : NAN;
+}
+
+std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, Device device,
+                                   const std::vector<std::vector<int32_t>>& src,
+                                   const std::vector<std::vector<int32_t>>& tgt, const PairScoreOptions& o) {
+  MOE_CHECK(!model.is_language_model(), "pairs: the model is a ", model.type(),
+            " language model; use moe-score ppl for language models");
+  MOE_CHECK(src.size() == tgt.size(), "pairs: ", src.size(), " source lines but ", tgt.size(), " target lines");
+  MOE_CHECK(params.device() == device, "pairs: the parameters are on ", params.device(), ", scoring on ", device);
+  const YAML::Node cfg = model.config_yaml();
+  const int32_t pad = special(cfg, "pad_id", 0), bos = special(cfg, "bos_id", 2), eos = special(cfg, "eos_id", 3);
+  const int64_t max_pos = cfg && cfg["max_positions"] ? cfg["max_positions"].as<int64_t>() : INT64_MAX;
+  std::vector<int64_t> cost(src.size());
+  for (size_t i = 0; i < src.size(); ++i) {
+    const int64_t s = static_cast<int64_t>(src[i].size()) + 1, t = static_cast<int64_t>(tgt[i].size()) + 1;
+    MOE_CHECK(s <= max_pos && t <= max_pos, "pairs: line ", i + 1, " has ", s, " source and ", t,
+              " target tokens (with </s>), more than model.max_positions = ", max_pos);
+    cost[i] = std::max(s, t);
+  }
+  GraphOptions go;
+  go.training = false;
+  go.compute_dtype = o.dtype;
+  std::vector<PairScore> out(src.size());
+  const Transformer* net = o.per_pair ? nullptr : model.seq2seq();
+  const auto batches = net ? token_batches(cost, o.max_tokens) : std::vector<std::vector<size_t>>{};
+  if (!net) {
+    for (size_t i = 0; i < src.size(); ++i) {
+      const data::Batch b = data::make_batch({std::span<const int32_t>(src[i])}, {std::span<const int32_t>(tgt[i])},
+                                             {static_cast<int64_t>(i)}, pad, bos, eos);
+      Graph g(device, &params, go);
+      Builder builder(g);
+      out[i] = {-model.loss(builder, on_device(b, device), 0.f).val().item(), b.tgt_tokens};
+    }
+    return out;
+  }
+  for (const auto& idx : batches) {
+    std::vector<std::span<const int32_t>> s, t;
+    std::vector<int64_t> ids;
+    for (size_t i : idx) {
+      s.emplace_back(src[i]);
+      t.emplace_back(tgt[i]);
+      ids.push_back(static_cast<int64_t>(i));
+    }
+    const data::Batch b = on_device(data::make_batch(s, t, ids, pad, bos, eos), device);
+    Graph g(device, &params, go);
+    Builder builder(g);
+    Expr memory = net->encode(builder, b.src, b.src_mask);
+    Expr logits = net->decode(builder, memory, b.src_mask, b.tgt_in);
+    Expr targets = g.input(b.tgt_out.view(Shape{b.tgt_out.numel()}));
+    const std::vector<double> nll = cross_entropy(logits, targets, 0.f, pad).val().to_vector<double>();
+    const int64_t T = b.tgt_out.shape()[1];
+    for (size_t r = 0; r < idx.size(); ++r) {
+      double sum = 0;
+      for (int64_t k = 0; k < b.tgt_lengths[r]; ++k) sum += nll[r * T + k];
+      out[idx[r]] = {-sum, b.tgt_lengths[r]};
+    }
+  }
+  return out;
+}
+
+}  // namespace moe

@@ -1,0 +1,35 @@
+// Forced decoding: the log-probability log P(y | x) = sum_t log p(y_t | y_<t, x) of given
+// translations y (with </s>) under a translation model, per pair, and the corpus perplexity
+// exp(-sum log P / target tokens). Encoder-decoders (Model::seq2seq) are scored in padded batches,
+// reading the per-token cross-entropy of every row and summing it per line; other models through
+// Model::loss on batches of one pair. Covered by tests/translator/scoring_test.cpp.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "graph/parameters.h"
+#include "models/model.h"
+
+namespace moe {
+
+struct PairScore {
+  double log_prob = 0;  // natural log, </s> included
+  int64_t tokens = 0;   // target tokens scored (with </s>)
+};
+
+struct PairScoreOptions {
+  int64_t max_tokens = 4096;  // padded (source + target) tokens per batch
+  DType dtype = DType::f32;
+  bool per_pair = false;  // force the one-pair-per-batch Model::loss path
+};
+
+/// Scores pairs of token sequences (without specials); sources longer than the model's positions
+/// must be truncated by the caller. Special ids come from `model.config_yaml()` (pad/bos/eos).
+std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, Device device,
+                                   const std::vector<std::vector<int32_t>>& src,
+                                   const std::vector<std::vector<int32_t>>& tgt, const PairScoreOptions& options);
+
+/// exp(-sum log_prob / sum tokens).
+double corpus_perplexity(const std::vector<PairScore>& scores);
+
+}  // namespace moe

@@ -1,0 +1,154 @@
+// moe-score ppl / pairs (see score_commands.h). ppl prints "PPL = x (...)" (or the number alone with
+// --score-only, or JSON); pairs prints one "log_prob<TAB>tokens" line per pair and the corpus
+// summary on stderr (--summary prints only the summary, on stdout).
+// Covered by tests/translator/scoring_test.cpp.
+#include "translator/score_commands.h"
+
+#include <CLI/CLI.hpp>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "training/checkpoint.h"
+#include "translator/lm_perplexity.h"
+#include "translator/pair_scores.h"
+#include "translator/translate_text.h"
+
+namespace moe {
+
+namespace {
+struct ModelOptions {
+  std::string model, device = "auto", dtype = "f32";
+};
+
+void add_model_options(CLI::App& sub, ModelOptions& m) {
+  sub.add_option("-m,--model", m.model, "checkpoint (.safetensors)")->required();
+  sub.add_option("--device", m.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  sub.add_option("--dtype", m.dtype, "compute dtype on the GPU")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "bf16"}));
+}
+
+/// Resolved device and dtype; bf16 needs a GPU.
+std::pair<Device, DType> placement(const ModelOptions& m, const char* cmd) {
+  const Device device = Device::parse(m.device);
+  const DType dtype = dtype_from_name(m.dtype);
+  MOE_CHECK(dtype == DType::f32 || device.is_cuda(), cmd, ": --dtype ", m.dtype,
+            " needs a GPU (the CPU computes in f32); use --device cuda or --dtype f32");
+  return {device, dtype};
+}
+
+const data::Vocab& first_vocab(const LoadedCheckpoint& ck, std::initializer_list<const char*> roles) {
+  for (const char* r : roles)
+    if (ck.vocabs.count(r)) return *ck.vocabs.at(r);
+  return ck.vocab(*roles.begin());  // the error names the first role
+}
+
+std::string num(double v, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << v;
+  return os.str();
+}
+
+struct PplArgs {
+  ModelOptions m;
+  std::string input = "-", format = "text";
+  PerplexityOptions opt;
+  bool score_only = false;
+};
+
+metrics::SubcommandRunner setup_ppl(CLI::App& sub) {
+  auto a = std::make_shared<PplArgs>();
+  add_model_options(sub, a->m);
+  sub.add_option("-i,--input", a->input, "text to score, one line per line ('-' = stdin)")->capture_default_str();
+  sub.add_option("--context", a->opt.context, "window length (tokens of history + scored)")->capture_default_str();
+  sub.add_option("--stride", a->opt.stride, "targets scored per later window (0 = context / 2)")->capture_default_str();
+  sub.add_option("--batch-size", a->opt.batch_size, "windows per forward pass")->capture_default_str();
+  sub.add_option("-f,--format", a->format, "output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  sub.add_flag("-b,--score-only", a->score_only, "print only the perplexity");
+  return [a](std::ostream& out) {
+    const auto [device, dtype] = placement(a->m, "ppl");
+    a->opt.dtype = dtype;
+    LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
+    MOE_CHECK(ck.model->is_language_model(), "'", a->m.model, "' holds a ", ck.model->type(),
+              " (translation) model; use moe-score pairs for translation models");
+    const data::Vocab& vocab = first_vocab(ck, {"lm", "tgt", "src"});
+    const auto lines = metrics::read_lines(a->input);
+    const auto stream = lm_stream_of(lines, vocab);
+    PerplexityResult r = lm_perplexity(*ck.model, *ck.params, device, stream, a->opt, vocab.eos_id(), vocab.pad_id());
+    r.lines = static_cast<int64_t>(lines.size());
+    for (const auto& l : lines) r.words += count_words(l);
+    const int64_t stride = a->opt.stride > 0 ? a->opt.stride : std::max<int64_t>(1, a->opt.context / 2);
+    if (a->format == "json") {
+      out << "{\n \"name\": \"PPL\",\n \"score\": " << num(r.ppl(), 4) << ",\n \"tokens\": " << r.tokens
+          << ",\n \"nll_per_token\": " << num(r.nll / static_cast<double>(std::max<int64_t>(r.tokens, 1)), 6)
+          << ",\n \"word_ppl\": " << num(r.word_ppl(), 4) << ",\n \"words\": " << r.words
+          << ",\n \"lines\": " << r.lines << ",\n \"context\": " << a->opt.context << ",\n \"stride\": " << stride
+          << "\n}\n";
+    } else if (a->score_only) {
+      out << num(r.ppl(), 4) << "\n";
+    } else {
+      out << "PPL = " << num(r.ppl(), 4) << " (" << r.tokens << " tokens, nll/token "
+          << num(r.nll / static_cast<double>(std::max<int64_t>(r.tokens, 1)), 6) << "; word PPL "
+          << num(r.word_ppl(), 4) << " over " << r.words << " words + " << r.lines << " </s>; context "
+          << a->opt.context << ", stride " << stride << ")\n";
+    }
+    return 0;
+  };
+}
+
+struct PairsArgs {
+  ModelOptions m;
+  std::string src, tgt;
+  PairScoreOptions opt;
+  bool summary = false;
+};
+
+metrics::SubcommandRunner setup_pairs(CLI::App& sub) {
+  auto a = std::make_shared<PairsArgs>();
+  add_model_options(sub, a->m);
+  sub.add_option("--src", a->src, "source sentences, one per line")->required();
+  sub.add_option("--tgt", a->tgt, "their translations, line-aligned")->required();
+  sub.add_option("--max-tokens", a->opt.max_tokens, "padded tokens per batch")->capture_default_str();
+  sub.add_flag("--summary", a->summary, "print only the corpus summary (on stdout)");
+  return [a](std::ostream& out) {
+    const auto [device, dtype] = placement(a->m, "pairs");
+    a->opt.dtype = dtype;
+    LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
+    MOE_CHECK(!ck.model->is_language_model(), "'", a->m.model, "' holds a ", ck.model->type(),
+              " language model; use moe-score ppl for language models");
+    const data::Vocab& sv = first_vocab(ck, {"src", "tgt"});
+    const data::Vocab& tv = first_vocab(ck, {"tgt", "src"});
+    const auto src_lines = metrics::read_lines(a->src), tgt_lines = metrics::read_lines(a->tgt);
+    MOE_CHECK(src_lines.size() == tgt_lines.size(), "'", a->src, "' has ", src_lines.size(), " lines but '", a->tgt,
+              "' has ", tgt_lines.size());
+    std::vector<std::vector<int32_t>> s, t;
+    for (size_t i = 0; i < src_lines.size(); ++i) {
+      s.push_back(sv.encode(src_lines[i]));
+      t.push_back(tv.encode(tgt_lines[i]));
+    }
+    const auto scores = score_pairs(*ck.model, *ck.params, device, s, t, a->opt);
+    double lp = 0;
+    int64_t tokens = 0;
+    for (const PairScore& p : scores) {
+      lp += p.log_prob;
+      tokens += p.tokens;
+      if (!a->summary) out << num(p.log_prob, 6) << '\t' << p.tokens << '\n';
+    }
+    std::ostream& sum = a->summary ? out : std::cerr;
+    sum << "pairs: " << scores.size() << " lines, " << tokens << " target tokens, log-prob " << num(lp, 4)
+        << ", PPL = " << num(corpus_perplexity(scores), 4) << "\n";
+    return 0;
+  };
+}
+}  // namespace
+
+void register_model_subcommands(metrics::SubcommandTable& table) {
+  table.add("ppl", "perplexity of a language model (sliding windows: --context, --stride)", setup_ppl);
+  table.add("pairs", "log-probabilities of given translations (--src, --tgt) and their perplexity", setup_pairs);
+}
+
+}  // namespace moe

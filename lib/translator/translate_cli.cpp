@@ -1,0 +1,143 @@
+// translate_cli.h implementation: option parsing (CLI11), checkpoint loading, chunked streaming
+// translation and the throughput summary. Covered by tests/translator/translate_cli_test.cpp.
+#include "translator/translate_cli.h"
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+#include "training/checkpoint.h"
+#include "translator/translate_text.h"
+
+namespace moe {
+
+namespace {
+/// The vocabulary of `role`, or the other translation role's (a joint vocabulary stored once).
+const data::Vocab& vocab_or(const LoadedCheckpoint& ck, const std::string& role, const std::string& fallback) {
+  if (ck.vocabs.count(role)) return *ck.vocabs.at(role);
+  return ck.vocab(fallback);
+}
+}  // namespace
+
+void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream& out, std::ostream& err) {
+  const auto t0 = std::chrono::steady_clock::now();
+  MOE_CHECK(!o.model.empty(), "no checkpoint given (-m CHECKPOINT)");
+  MOE_CHECK(o.chunk_lines >= 1, "--chunk-lines must be positive, got ", o.chunk_lines);
+  const Device device = Device::parse(o.device);
+  const DType dtype = dtype_from_name(o.dtype);
+  MOE_CHECK(dtype == DType::f32 || device.is_cuda(), "--dtype ", o.dtype,
+            " needs a GPU (the CPU computes in f32); use --device cuda or --dtype f32");
+  TranslatorOptions to;
+  to.search.beam = o.beam;
+  to.search.n_best = o.n_best;
+  to.search.lenpen = o.lenpen;
+  to.search.penalty = length_penalty_from_name(o.length_penalty);
+  to.search.max_len_a = o.max_len_a;
+  to.search.max_len_b = o.max_len_b;
+  to.search.min_len = o.min_len;
+  to.max_tokens = o.max_tokens;
+  to.dtype = dtype;
+  MOE_CHECK(o.n_best >= 1 && o.n_best <= o.beam, "--n-best ", o.n_best, " must be in [1, --beam = ", o.beam, "]");
+
+  LoadedCheckpoint ck = load_checkpoint(o.model, device);
+  const Transformer* net = ck.model->seq2seq();
+  MOE_CHECK(net, "'", o.model, "' holds a ", ck.model->type(),
+            " model, not a translation model (use moe-score ppl for language models)");
+  const data::Vocab& src_vocab = vocab_or(ck, "src", "tgt");
+  const data::Vocab& tgt_vocab = vocab_or(ck, "tgt", "src");
+  Translator translator(*net, *ck.params, device, to);
+
+  std::ifstream in_file;
+  std::istream* is = &in;
+  if (o.input != "-") {
+    in_file.open(o.input, std::ios::binary);
+    MOE_CHECK(in_file.is_open(), "cannot open input '", o.input, "'");
+    is = &in_file;
+  }
+  std::ofstream out_file;
+  std::ostream* os = &out;
+  if (o.output != "-") {
+    out_file.open(o.output, std::ios::binary);
+    MOE_CHECK(out_file.is_open(), "cannot open output '", o.output, "'");
+    os = &out_file;
+  }
+
+  const auto t1 = std::chrono::steady_clock::now();
+  TranslateStats stats;
+  std::vector<std::string> chunk;
+  std::string line;
+  bool more = true;
+  while (more) {
+    chunk.clear();
+    while (static_cast<int64_t>(chunk.size()) < o.chunk_lines && (more = static_cast<bool>(std::getline(*is, line)))) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      chunk.push_back(line);
+    }
+    MOE_CHECK(!is->bad(), "error reading '", o.input, "'");
+    if (chunk.empty()) break;
+    for (const std::string& r : translate_lines(translator, src_vocab, tgt_vocab, chunk, o.n_best, stats.lines, stats))
+      *os << r << '\n';
+    os->flush();
+    MOE_CHECK(os->good(), "error writing '", o.output, "'");
+  }
+  const auto t2 = std::chrono::steady_clock::now();
+  if (stats.truncated > 0)
+    err << "moe-translate: warning: " << stats.truncated << " input line(s) longer than "
+        << translator.max_source_tokens() << " tokens (model.max_positions - 1) were truncated\n";
+  if (!o.quiet) {
+    const double secs = std::chrono::duration<double>(t2 - t1).count();
+    const double load = std::chrono::duration<double>(t1 - t0).count();
+    const double rate = secs > 0 ? 1.0 / secs : 0.0;
+    err << "moe-translate: " << stats.lines << " lines (" << stats.empty_lines << " empty), " << stats.src_words
+        << " source words, " << stats.src_tokens << " source tokens, " << stats.tgt_tokens << " target tokens in "
+        << secs << " s on " << device << " (" << o.dtype << ", beam " << o.beam
+        << "): " << static_cast<int64_t>(stats.src_words * rate) << " words/s, "
+        << static_cast<int64_t>(stats.tgt_tokens * rate) << " tokens/s; loading took " << load << " s\n";
+  }
+}
+
+int translate_main(int argc, char** argv) {
+  TranslateCliOptions o;
+  CLI::App app("moe-translate: translate raw text with a trained checkpoint (beam search)", "moe-translate");
+  app.add_option("-m,--model", o.model, "checkpoint (.safetensors) of a translation model")->required();
+  app.add_option("-i,--input", o.input, "raw source text, one sentence per line ('-' = stdin)");
+  app.add_option("-o,--output", o.output, "detokenised translations, one line per input line ('-' = stdout)");
+  app.add_option("--beam", o.beam, "beam size (1 = greedy)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--n-best", o.n_best, "hypotheses per input; > 1 writes 'index<TAB>score<TAB>text' lines")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--lenpen", o.lenpen, "length penalty exponent (score / len^lenpen; GNMT alpha)")
+      ->capture_default_str();
+  app.add_option("--length-penalty", o.length_penalty, "fairseq: score / len^lenpen; gnmt: score / ((5+len)/6)^lenpen")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fairseq", "gnmt"}));
+  app.add_option("--max-len-a", o.max_len_a, "max output tokens = a * source tokens + b")->capture_default_str();
+  app.add_option("--max-len-b", o.max_len_b, "max output tokens = a * source tokens + b")->capture_default_str();
+  app.add_option("--min-len", o.min_len, "fewest output tokens before </s>")->capture_default_str();
+  app.add_option("--max-tokens", o.max_tokens, "padded source tokens per batch")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--chunk-lines", o.chunk_lines, "input lines sorted and translated together")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--device", o.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  app.add_option("--dtype", o.dtype, "compute dtype on the GPU")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "bf16"}));
+  app.add_flag("-q,--quiet", o.quiet, "no summary on stderr");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    run_translate(o, std::cin, std::cout, std::cerr);
+  } catch (const Error& e) {
+    std::cerr << "moe-translate: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace moe

@@ -1,0 +1,33 @@
+// The moe-translate command line: `moe-translate -m CHECKPOINT [-i IN] [-o OUT]` plus the search,
+// batching and device options. Reads raw text (stdin by default), writes detokenised text (stdout by
+// default) one line per input line, in input order, in chunks so that long inputs stream; reports
+// lines, words/s and tokens/s (and truncated lines) on stderr at the end.
+// Covered by tests/translator/translate_cli_test.cpp.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+namespace moe {
+
+struct TranslateCliOptions {
+  std::string model, input = "-", output = "-";
+  int beam = 5, n_best = 1;
+  double lenpen = 1.0;
+  std::string length_penalty = "fairseq";  // fairseq | gnmt
+  double max_len_a = 0.0;
+  int64_t max_len_b = 200, min_len = 1;
+  int64_t max_tokens = 4096;
+  int64_t chunk_lines = 10000;  // input lines read, sorted and translated at a time
+  std::string device = "auto", dtype = "f32";
+  bool quiet = false;  // no summary on stderr
+};
+
+/// Runs a translation job; results go to options.output (or `out` when it is "-"), the summary and
+/// warnings to `err`. Errors are thrown as moe::Error.
+void run_translate(const TranslateCliOptions& options, std::istream& in, std::ostream& out, std::ostream& err);
+
+/// main() of moe-translate: parses argv, runs, prints errors as "moe-translate: error: ...".
+int translate_main(int argc, char** argv);
+
+}  // namespace moe

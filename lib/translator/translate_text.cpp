@@ -1,0 +1,76 @@
+// translate_text.h implementation. Covered by tests/translator/translate_cli_test.cpp.
+#include "translator/translate_text.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace moe {
+
+int64_t count_words(const std::string& line) {
+  int64_t n = 0;
+  bool in_word = false;
+  for (char ch : line) {
+    const bool space = ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v';
+    if (!space && !in_word) ++n;
+    in_word = !space;
+  }
+  return n;
+}
+
+namespace {
+/// Decoded text on one line: a stray line break from a vocabulary piece must not add output lines.
+std::string one_line(std::string s) {
+  for (char& ch : s)
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  return s;
+}
+
+std::string format_score(double score) {
+  if (std::isinf(score)) return score < 0 ? "-inf" : "inf";
+  std::ostringstream os;
+  os.precision(6);
+  os << std::fixed << score;
+  return os.str();
+}
+}  // namespace
+
+std::vector<std::string> translate_lines(const Translator& translator, const data::Vocab& src_vocab,
+                                         const data::Vocab& tgt_vocab, const std::vector<std::string>& lines,
+                                         int n_best, int64_t first_index, TranslateStats& stats) {
+  MOE_CHECK(n_best >= 1, "translate: n-best must be at least 1, got ", n_best);
+  const int64_t limit = translator.max_source_tokens();
+  std::vector<std::vector<int32_t>> sources(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    stats.src_words += count_words(lines[i]);
+    sources[i] = src_vocab.encode(lines[i]);
+    if (static_cast<int64_t>(sources[i].size()) > limit) {
+      sources[i].resize(static_cast<size_t>(limit));
+      ++stats.truncated;
+    }
+    stats.src_tokens += static_cast<int64_t>(sources[i].size());
+    if (sources[i].empty()) ++stats.empty_lines;
+  }
+  stats.lines += static_cast<int64_t>(lines.size());
+  const auto results = translator.translate(sources);
+  std::vector<std::string> out;
+  out.reserve(lines.size() * static_cast<size_t>(n_best));
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const auto& hyps = results[i];
+    if (!hyps.empty()) stats.tgt_tokens += static_cast<int64_t>(hyps[0].tokens.size());
+    if (n_best == 1) {
+      out.push_back(hyps.empty() ? std::string() : one_line(tgt_vocab.decode(hyps[0].tokens)));
+      continue;
+    }
+    const std::string index = std::to_string(first_index + static_cast<int64_t>(i));
+    for (int h = 0; h < n_best; ++h) {
+      if (h < static_cast<int>(hyps.size())) {
+        out.push_back(index + "\t" + format_score(hyps[h].score) + "\t" + one_line(tgt_vocab.decode(hyps[h].tokens)));
+      } else {  // an empty input (its empty output is certain) or fewer hypotheses than asked for
+        out.push_back(index + "\t" + format_score(sources[i].empty() && h == 0 ? 0.0 : -INFINITY) + "\t");
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace moe

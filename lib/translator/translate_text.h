@@ -1,0 +1,33 @@
+// Text in, text out: encodes raw lines with the source vocabulary, truncates over-long ones to the
+// model's positions (counted, never dropped), translates them (Translator) and decodes the best
+// hypotheses with the target vocabulary. Exactly one output line per input line (an empty line for
+// an empty input line); with n_best > 1 exactly n_best lines "index \t score \t text" per input line
+// (fairseq-like: index = 0-based input line, score = length-normalised log-prob, natural log).
+// Covered by tests/translator/translate_cli_test.cpp.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/vocab.h"
+#include "translator/translator.h"
+
+namespace moe {
+
+struct TranslateStats {
+  int64_t lines = 0, empty_lines = 0;
+  int64_t src_words = 0;   // whitespace-separated words of the input
+  int64_t src_tokens = 0;  // source subword tokens (after truncation, without </s>)
+  int64_t tgt_tokens = 0;  // target tokens of the best hypotheses (without </s>)
+  int64_t truncated = 0;   // input lines cut to the model's max positions
+};
+
+/// Translates `lines`; `first_index` numbers the lines in n-best output. Adds to `stats`.
+std::vector<std::string> translate_lines(const Translator& translator, const data::Vocab& src_vocab,
+                                         const data::Vocab& tgt_vocab, const std::vector<std::string>& lines,
+                                         int n_best, int64_t first_index, TranslateStats& stats);
+
+/// Number of whitespace-separated words in `line`.
+int64_t count_words(const std::string& line);
+
+}  // namespace moe

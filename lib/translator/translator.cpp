@@ -1,0 +1,97 @@
+// translator.h implementation. Covered by tests/translator/translator_test.cpp.
+#include "translator/translator.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "common/error.h"
+
+namespace moe {
+
+std::vector<std::vector<size_t>> token_batches(const std::vector<int64_t>& lengths, int64_t max_tokens) {
+  MOE_CHECK(max_tokens >= 1, "translate: --max-tokens must be positive, got ", max_tokens);
+  std::vector<size_t> order(lengths.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lengths[a] > lengths[b]; });
+  std::vector<std::vector<size_t>> batches;
+  int64_t longest = 0;
+  for (size_t i : order) {
+    // Sorted longest first: the batch's padded length is the length of its first sentence.
+    if (!batches.empty() && static_cast<int64_t>(batches.back().size() + 1) * longest <= max_tokens) {
+      batches.back().push_back(i);
+      continue;
+    }
+    batches.push_back({i});
+    longest = std::max<int64_t>(lengths[i], 1);
+  }
+  return batches;
+}
+
+Translator::Translator(const Transformer& net, ParameterStore& params, Device device, TranslatorOptions options)
+    : net_(net), params_(params), device_(device), o_(std::move(options)) {
+  const TransformerConfig& c = net_.config();
+  o_.search.pad_id = c.pad_id;
+  o_.search.bos_id = c.bos_id;
+  o_.search.eos_id = c.eos_id;
+  o_.search.max_positions = c.max_positions;
+  MOE_CHECK(params_.device() == device_, "translate: the parameters are on ", params_.device(), ", decoding on ",
+            device_);
+  MOE_CHECK(o_.dtype == DType::f32 || o_.dtype == DType::bf16 || o_.dtype == DType::f16,
+            "translate: compute dtype must be f32, bf16 or f16, not ", dtype_name(o_.dtype));
+}
+
+std::vector<std::vector<Hypothesis>> Translator::translate_batch(
+    const std::vector<const std::vector<int32_t>*>& sources) const {
+  const int64_t B = static_cast<int64_t>(sources.size());
+  if (B == 0) return {};
+  const TransformerConfig& c = net_.config();
+  int64_t S = 0;
+  std::vector<int64_t> lengths;
+  for (const auto* s : sources) {
+    MOE_CHECK(!s->empty(), "translate: an empty source cannot be decoded");
+    const int64_t len = static_cast<int64_t>(s->size()) + 1;  // with </s>
+    MOE_CHECK(len <= c.max_positions, "translate: a source of ", s->size(),
+              " tokens (+ </s>) exceeds model.max_positions = ", c.max_positions);
+    lengths.push_back(len);
+    S = std::max(S, len);
+  }
+  std::vector<int32_t> ids(static_cast<size_t>(B * S), c.pad_id);
+  std::vector<uint8_t> mask(static_cast<size_t>(B * S), 0);
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& s = *sources[b];
+    for (int64_t t = 0; t < lengths[b]; ++t) {
+      ids[b * S + t] = t + 1 < lengths[b] ? s[t] : c.eos_id;
+      mask[b * S + t] = 1;
+    }
+  }
+  GraphOptions go;
+  go.training = false;
+  go.compute_dtype = o_.dtype;
+  Graph g(device_, &params_, go);
+  Builder builder(g);
+  Transformer::DecoderState state = net_.start(builder, Tensor::from_vector(ids, Shape{B, S}, device_),
+                                               Tensor::from_vector(mask, Shape{B, S}, device_));
+  auto step = [&](const Tensor& prev) { return net_.step(builder, state, prev).val(); };
+  auto reorder = [&](const Tensor& origin) { Transformer::reorder(state, origin); };
+  return beam_search(lengths, step, reorder, o_.search);
+}
+
+std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std::vector<int32_t>>& sources) const {
+  std::vector<std::vector<Hypothesis>> out(sources.size());
+  std::vector<size_t> nonempty;
+  std::vector<int64_t> lengths;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (sources[i].empty()) continue;
+    nonempty.push_back(i);
+    lengths.push_back(static_cast<int64_t>(sources[i].size()) + 1);
+  }
+  for (const auto& batch : token_batches(lengths, o_.max_tokens)) {
+    std::vector<const std::vector<int32_t>*> srcs;
+    for (size_t j : batch) srcs.push_back(&sources[nonempty[j]]);
+    auto res = translate_batch(srcs);
+    for (size_t j = 0; j < batch.size(); ++j) out[nonempty[batch[j]]] = std::move(res[j]);
+  }
+  return out;
+}
+
+}  // namespace moe

@@ -1,0 +1,49 @@
+// Translator: batched beam search with a Transformer (lib/models/transformer.h). A batch of source
+// sentences is padded into [B, S] ids with a u8 mask, encoded once by Transformer::start, and
+// decoded step by step by beam_search (lib/translator/beam_search.h), whose reorders select,
+// duplicate and drop the rows of the decoder's key/value caches. Inputs are batched by a budget of
+// padded source tokens, longest first, and results come back in input order.
+// Covered by tests/translator/translator_test.cpp.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "graph/parameters.h"
+#include "models/transformer.h"
+#include "translator/beam_search.h"
+
+namespace moe {
+
+struct TranslatorOptions {
+  BeamOptions search;         // special ids and max_positions are taken from the model
+  int64_t max_tokens = 4096;  // padded source tokens (with </s>) per batch
+  DType dtype = DType::f32;   // compute dtype of the decoding graphs (f32 or bf16)
+};
+
+/// Batches of input indices: sorted by length (longest first, stable), each batch's
+/// count x longest length <= max_tokens (a longer single sentence forms its own batch).
+std::vector<std::vector<size_t>> token_batches(const std::vector<int64_t>& lengths, int64_t max_tokens);
+
+class Translator {
+ public:
+  /// `params` must live on `device`; the model's parameters are read from it by name.
+  Translator(const Transformer& net, ParameterStore& params, Device device, TranslatorOptions options);
+
+  /// n-best lists for source token sequences (without </s>), in input order. An empty source gives
+  /// an empty list (nothing is decoded); a source longer than max_positions - 1 tokens is an error.
+  std::vector<std::vector<Hypothesis>> translate(const std::vector<std::vector<int32_t>>& sources) const;
+  /// Decodes `sources` as one batch (no sorting, no splitting; none may be empty).
+  std::vector<std::vector<Hypothesis>> translate_batch(const std::vector<const std::vector<int32_t>*>& sources) const;
+
+  const BeamOptions& search_options() const { return o_.search; }
+  /// The longest source (without </s>) the model's positions allow.
+  int64_t max_source_tokens() const { return net_.config().max_positions - 1; }
+
+ private:
+  const Transformer& net_;
+  ParameterStore& params_;
+  Device device_;
+  TranslatorOptions o_;
+};
+
+}  // namespace moe

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Keeps the op layout honest: every CUDA op file cuda/ops/X*.cu has a CPU side lib/ops/X.h (+ .cpp),
+# and every op stem in lib/ops (a .cpp with a matching .h) has CPU tests in tests/ops/X_test.cpp and
+# GPU parity tests in tests/gpu/X_parity_test.cpp. Run by ctest (args: bin dir, data dir — unused).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+fail=0
+for cu in "$ROOT"/cuda/ops/*.cu; do
+  stem="$(basename "$cu" .cu)"; found=0
+  for h in "$ROOT"/lib/ops/*.h; do
+    op="$(basename "$h" .h)"
+    [[ "$stem" == "$op" || "$stem" == "$op"_* ]] && found=1
+  done
+  (( found )) || { echo "op_pairing: cuda/ops/$stem.cu has no lib/ops/<stem>.h"; fail=1; }
+done
+for cpp in "$ROOT"/lib/ops/*.cpp; do
+  stem="$(basename "$cpp" .cpp)"
+  [[ -f "$ROOT/lib/ops/$stem.h" ]] || continue           # helpers such as attention_cpu.cpp
+  [[ "$stem" == index_errors ]] && continue              # error reporting, not an op
+  [[ -f "$ROOT/tests/ops/${stem}_test.cpp" ]] || { echo "op_pairing: lib/ops/$stem has no tests/ops/${stem}_test.cpp"; fail=1; }
+  [[ -f "$ROOT/tests/gpu/${stem}_parity_test.cpp" ]] || { echo "op_pairing: lib/ops/$stem has no tests/gpu/${stem}_parity_test.cpp"; fail=1; }
+  ls "$ROOT"/cuda/ops/"$stem"*.cu >/dev/null 2>&1 || { echo "op_pairing: lib/ops/$stem has no CUDA kernel cuda/ops/$stem*.cu"; fail=1; }
+done
+(( fail == 0 )) && echo "op_pairing: every op has a CPU reference, a CUDA kernel, CPU tests and parity tests"
+exit $fail

@@ -1,0 +1,61 @@
+// A hand-built incremental scorer for beam-search tests: log-probabilities are a function of
+// (sentence, prefix), the state is the prefix of every row, and reorder() permutes the rows the way
+// Transformer::reorder permutes its caches. It records the row count of every step.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "translator/beam_search.h"
+
+namespace moe::test {
+
+class MockScorer {
+ public:
+  /// lp(sentence, prefix) -> log-probs over the vocabulary (size V).
+  using Dist = std::function<std::vector<double>(int64_t sentence, const std::vector<int32_t>& prefix)>;
+  MockScorer(int64_t vocab, Dist dist) : V_(vocab), dist_(std::move(dist)) {}
+
+  StepFn step_fn() {
+    return [this](const Tensor& prev) {
+      const auto p = prev.to_vector<int32_t>();
+      if (!started_) {
+        for (size_t s = 0; s < p.size(); ++s) {
+          sentence_.push_back(static_cast<int64_t>(s));
+          prefix_.emplace_back();
+        }
+        started_ = true;
+      } else {
+        for (size_t r = 0; r < p.size(); ++r) prefix_[r].push_back(p[r]);
+      }
+      rows_per_step.push_back(static_cast<int64_t>(p.size()));
+      std::vector<float> lp(p.size() * static_cast<size_t>(V_));
+      for (size_t r = 0; r < p.size(); ++r) {
+        const auto d = dist_(sentence_[r], prefix_[r]);
+        for (int64_t t = 0; t < V_; ++t) lp[r * V_ + t] = static_cast<float>(d[t]);
+      }
+      return Tensor::from_vector(lp, Shape{static_cast<int64_t>(p.size()), V_});
+    };
+  }
+  ReorderFn reorder_fn() {
+    return [this](const Tensor& origin) {
+      std::vector<int64_t> s;
+      std::vector<std::vector<int32_t>> p;
+      for (int32_t i : origin.to_vector<int32_t>()) {
+        s.push_back(sentence_.at(static_cast<size_t>(i)));
+        p.push_back(prefix_.at(static_cast<size_t>(i)));
+      }
+      sentence_ = s;
+      prefix_ = p;
+    };
+  }
+  std::vector<int64_t> rows_per_step;
+
+ private:
+  int64_t V_;
+  Dist dist_;
+  bool started_ = false;
+  std::vector<int64_t> sentence_;
+  std::vector<std::vector<int32_t>> prefix_;
+};
+
+}  // namespace moe::test

@@ -1,0 +1,87 @@
+// A tiny randomly initialised Transformer (2+2 layers, d = 16) over a 24-word vocabulary for the
+// translator and scoring tests, and a checkpoint of it (word vocabularies embedded) in a temp folder.
+#pragma once
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "data/batch.h"
+#include "data/vocab.h"
+#include "models/model.h"
+#include "training/checkpoint.h"
+
+namespace moe::test {
+
+struct TinyModel {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<ParameterStore> params;
+  std::unique_ptr<data::WordVocab> vocab;
+  const Transformer& net() const { return *model->seq2seq(); }
+};
+
+inline std::vector<std::string> tiny_words() {
+  std::vector<std::string> w;
+  for (int i = 0; i < 20; ++i) w.push_back("w" + std::to_string(i));
+  return w;
+}
+
+/// max_positions 32 unless given; `seed` changes the random parameters; `eos_scale` multiplies the
+/// </s> row of the (tied) target embedding, which makes </s> decisions sharper (varied lengths).
+inline TinyModel tiny_model(uint64_t seed = 5, int64_t max_positions = 32, float eos_scale = 1.f) {
+  TinyModel m;
+  m.vocab = std::make_unique<data::WordVocab>(tiny_words());
+  YAML::Node cfg;
+  cfg["type"] = "transformer";
+  cfg["src_vocab"] = m.vocab->size();
+  cfg["tgt_vocab"] = m.vocab->size();
+  cfg["d_model"] = 16;
+  cfg["ffn_dim"] = 32;
+  cfg["heads"] = 2;
+  cfg["enc_layers"] = 2;
+  cfg["dec_layers"] = 2;
+  cfg["dropout"] = 0.0;
+  cfg["max_positions"] = max_positions;
+  m.model = create_model(cfg);
+  m.params = std::make_unique<ParameterStore>(Device::cpu(), seed);
+  // Declare every parameter with one inference pass of the training loss.
+  const std::vector<int32_t> x = {4, 5, 6}, y = {7, 8};
+  data::Batch b = data::make_batch({std::span<const int32_t>(x)}, {std::span<const int32_t>(y)}, {0}, 0, 2, 3);
+  Graph g(Device::cpu(), m.params.get(), GraphOptions{.training = false});
+  Builder builder(g);
+  m.model->loss(builder, b, 0.f);
+  Tensor e = m.params->value("embed.tgt");
+  auto v = e.to_vector<float>();
+  for (int64_t d = 0; d < 16; ++d) v[3 * 16 + d] *= eos_scale;
+  e.copy_from(Tensor::from_vector(v, e.shape()));
+  return m;
+}
+
+/// A fresh temp folder for one test.
+inline std::filesystem::path temp_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / ("moe-translator-test-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+/// Saves `m` with its word vocabulary as both the src and tgt vocabularies.
+inline std::string save_tiny(const TinyModel& m, const std::filesystem::path& dir) {
+  const auto vocab_path = dir / "words.vocab";
+  std::ofstream v(vocab_path);
+  for (const auto& w : tiny_words()) v << w << "\n";
+  v.close();
+  const std::string path = (dir / "tiny.safetensors").string();
+  save_checkpoint(path, *m.model, *m.params,
+                  {VocabFile::read("src", vocab_path.string()), VocabFile::read("tgt", vocab_path.string())});
+  return path;
+}
+
+inline void write_file(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary);
+  f << text;
+}
+
+}  // namespace moe::test

@@ -1,0 +1,142 @@
+// moe-translate end to end on a saved tiny checkpoint: one output line per input line in input order
+// (empty lines stay empty, over-long lines are truncated with a warning), the same translations as
+// the library, n-best blocks, files vs streams, the summary, and option errors; the built binary
+// (when present) with --help and a pipe.
+#include "translator/translate_cli.h"
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <sstream>
+
+#include "tiny_model.h"
+#include "translator/translate_text.h"
+
+using namespace moe;
+
+namespace {
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream is(s);
+  for (std::string l; std::getline(is, l);) out.push_back(l);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("moe-translate keeps lines, order and empties", "[translator][cli]") {
+  auto m = test::tiny_model(13, 10);
+  const auto dir = test::temp_dir("cli");
+  TranslateCliOptions o;
+  o.model = test::save_tiny(m, dir);
+  o.device = "cpu";
+  o.beam = 3;
+  o.max_len_b = 6;
+  o.max_tokens = 12;
+  o.chunk_lines = 4;  // several chunks
+  std::string input;
+  std::vector<std::string> lines;
+  for (int i = 0; i < 11; ++i) {
+    std::string l;
+    if (i % 4 != 1)
+      for (int w = 0; w <= (i * 7) % 13; ++w) l += (w ? " w" : "w") + std::to_string((i + w) % 20);
+    lines.push_back(l);
+    input += l + "\n";
+  }
+  input.pop_back();  // no final newline: the last line still counts
+  std::istringstream in(input);
+  std::ostringstream out, err;
+  run_translate(o, in, out, err);
+  const auto got = split_lines(out.str());
+  REQUIRE(got.size() == lines.size());
+  // The library gives the same lines.
+  TranslatorOptions to;
+  to.search.beam = 3;
+  to.search.max_len_b = 6;
+  Translator tr(m.net(), *m.params, Device::cpu(), to);
+  TranslateStats st;
+  CHECK(got == translate_lines(tr, *m.vocab, *m.vocab, lines, 1, 0, st));
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].empty()) CHECK(got[i].empty());
+  CHECK(st.truncated > 0);
+  CHECK(err.str().find("warning: " + std::to_string(st.truncated) + " input line(s) longer than 9 tokens") !=
+        std::string::npos);
+  CHECK(err.str().find("11 lines (3 empty)") != std::string::npos);
+  CHECK(err.str().find("words/s") != std::string::npos);
+  CHECK(err.str().find("tokens/s") != std::string::npos);
+
+  // n-best: n lines per input, through files.
+  test::write_file(dir / "in.txt", input);
+  o.input = (dir / "in.txt").string();
+  o.output = (dir / "out.txt").string();
+  o.n_best = 3;
+  o.quiet = true;
+  std::istringstream unused;
+  std::ostringstream none, err2;
+  run_translate(o, unused, none, err2);
+  CHECK(none.str().empty());
+  std::ifstream f(o.output);
+  std::stringstream buf;
+  buf << f.rdbuf();
+  const auto nb = split_lines(buf.str());
+  REQUIRE(nb.size() == 3 * lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    CHECK(nb[3 * i].rfind(std::to_string(i) + "\t", 0) == 0);
+    CHECK(nb[3 * i].substr(nb[3 * i].rfind('\t') + 1) == got[i]);
+  }
+  CHECK(err2.str().find("lines (") == std::string::npos);  // --quiet
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("moe-translate option errors", "[translator][cli]") {
+  auto m = test::tiny_model();
+  const auto dir = test::temp_dir("cli-errors");
+  TranslateCliOptions o;
+  o.model = test::save_tiny(m, dir);
+  o.device = "cpu";
+  std::istringstream in("w1\n");
+  std::ostringstream out, err;
+  o.dtype = "bf16";
+  CHECK_THROWS_WITH(run_translate(o, in, out, err), Catch::Contains("--dtype bf16 needs a GPU"));
+  o.dtype = "f32";
+  o.n_best = 6;
+  CHECK_THROWS_WITH(run_translate(o, in, out, err), Catch::Contains("--n-best 6") && Catch::Contains("--beam = 5"));
+  o.n_best = 1;
+  o.length_penalty = "average";
+  CHECK_THROWS_WITH(run_translate(o, in, out, err), Catch::Contains("'average'"));
+  o.length_penalty = "fairseq";
+  o.input = (dir / "missing.txt").string();
+  CHECK_THROWS_WITH(run_translate(o, in, out, err),
+                    Catch::Contains("cannot open input") && Catch::Contains("missing.txt"));
+  o.model = (dir / "nope.safetensors").string();
+  CHECK_THROWS_WITH(run_translate(o, in, out, err), Catch::Contains("nope.safetensors"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the moe-translate binary", "[translator][cli]") {
+  const std::string bin = std::string(MOE_BIN_DIR) + "/moe-translate";
+  if (!std::filesystem::exists(bin)) {
+    WARN("moe-translate not built at " << bin << ": skipping the binary checks");
+    return;
+  }
+  auto m = test::tiny_model();
+  const auto dir = test::temp_dir("bin");
+  const std::string ckpt = test::save_tiny(m, dir);
+  test::write_file(dir / "in.txt", "w1 w2\n\nw3\n");
+  const std::string cmd = bin + " -m " + ckpt + " --device cpu --beam 2 --max-len-b 5 < " + (dir / "in.txt").string() +
+                          " > " + (dir / "out.txt").string() + " 2> " + (dir / "err.txt").string();
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream f(dir / "out.txt");
+  std::stringstream buf;
+  buf << f.rdbuf();
+  const auto out = split_lines(buf.str());
+  REQUIRE(out.size() == 3);
+  CHECK(out[1].empty());
+  CHECK(std::system((bin + " --help > " + (dir / "help.txt").string()).c_str()) == 0);
+  std::ifstream h(dir / "help.txt");
+  std::stringstream hb;
+  hb << h.rdbuf();
+  for (const char* opt :
+       {"--beam", "--n-best", "--lenpen", "--max-len-a", "--max-len-b", "--device", "--dtype", "--max-tokens"})
+    CHECK(hb.str().find(opt) != std::string::npos);
+  CHECK(std::system((bin + " --device cpu 2> /dev/null").c_str()) != 0);  // -m is required
+  std::filesystem::remove_all(dir);
+}
