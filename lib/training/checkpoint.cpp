@@ -53,7 +53,8 @@ LoadedCheckpoint load_checkpoint(const std::string& path, Device device) {
   for (const auto& [name, t] : file.tensors) {
     if (name.rfind("vocab.", 0) == 0) {
       const std::string role = name.substr(6);
-      VocabFile v{role, file.metadata.at("moe.vocab." + role), std::string(static_cast<const char*>(t.raw()), t.bytes())};
+      VocabFile v{role, file.metadata.at("moe.vocab." + role),
+                  std::string(static_cast<const char*>(t.raw()), t.bytes())};
       std::filesystem::create_directories(tmp_dir);
       const std::string vpath = (tmp_dir / (role + "." + v.file_name)).string();
       std::ofstream(vpath, std::ios::binary) << v.bytes;
@@ -75,7 +76,8 @@ void load_parameters_into(const std::string& path, ParameterStore& params) {
   for (const ParamEntry& e : params.entries()) {
     MOE_CHECK(file.has(e.name), path, ": has no parameter '", e.name, "'");
     const Tensor& t = file.get(e.name);
-    MOE_CHECK(t.shape() == e.shape, path, ": parameter '", e.name, "' has shape ", t.shape(), ", the model needs ", e.shape);
+    MOE_CHECK(t.shape() == e.shape, path, ": parameter '", e.name, "' has shape ", t.shape(), ", the model needs ",
+              e.shape);
     MOE_CHECK(t.dtype() == DType::f32, path, ": parameter '", e.name, "' is ", dtype_name(t.dtype()), ", expected f32");
     params.value(params.find(e.name)).copy_from(t);
   }

@@ -1,0 +1,95 @@
+// Trainer: the training loop of moe-train. Per update it takes update_freq batches from the
+// prefetched batch generator, runs forward/backward for each in its own graph (gradients of the
+// summed loss, scaled by loss_scale / target tokens of the whole update, added into the parameter
+// store), steps the optimizer at the schedule's learning rate, and every log_every / valid_every /
+// save_every updates logs, validates and writes run_dir/checkpoint.{last,best,<update>}.safetensors
+// with their training state. A NaN/Inf loss stops with an error naming the update (or skips the batch
+// with train.skip_nan_batches); f16 overflows halve the loss scale and skip the update.
+// resume continues from checkpoint.last exactly (same losses as an uninterrupted run).
+// Covered by tests/training/resume_test.cpp and tests/scripts/e2e_translation.sh.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/batch_generator.h"
+#include "data/batch_upload.h"
+#include "data/vocab.h"
+#include "graph/parameters.h"
+#include "models/model.h"
+#include "training/bleu_validation.h"
+#include "training/checkpoint.h"
+#include "training/loss_scaler.h"
+#include "training/optimizer.h"
+#include "training/progress.h"
+#include "training/schedule.h"
+#include "training/train_options.h"
+#include "training/training_state.h"
+#include "training/validation.h"
+
+namespace moe {
+
+class Trainer {
+ public:
+  /// config_text: the merged configuration (dump_config), saved as run_dir/config.yml.
+  Trainer(TrainOptions options, std::string config_text = "");
+  ~Trainer();
+  /// Trains until train.max_updates / train.max_epochs / early stopping. With resume, continues from
+  /// run_dir/checkpoint.last.safetensors and its state (an error when they are missing).
+  void run(bool resume);
+
+  /// Called before every update attempt with the store and the number the update will get (tests
+  /// use it to inject NaN parameters; tools can use it to inspect or edit parameters).
+  using UpdateHook = std::function<void(ParameterStore& store, int64_t next_update)>;
+  void set_update_hook(UpdateHook hook) { hook_ = std::move(hook); }
+
+  const TrainingState& state() const { return st_; }
+  const ParameterStore& params() const { return *store_; }
+  Device device() const { return device_; }
+
+ private:
+  void setup_vocabularies();
+  void setup_model();
+  void setup_data();
+  void restore(const std::string& checkpoint);
+  /// One update over `batches`; false when it was skipped (NaN batches, f16 overflow).
+  bool train_update(const std::vector<data::Batch>& batches);
+  void after_update();
+  void log_window();
+  void validate();
+  void save(const std::string& path);
+  void save_all();
+  void remove_old_numbered();
+  bool finished() const;
+  std::string path_in_run(const std::string& name) const;
+
+  TrainOptions o_;
+  std::string config_text_;
+  Device device_;
+  std::string src_vocab_path_, tgt_vocab_path_;
+  std::unique_ptr<data::Vocab> src_vocab_, tgt_vocab_;
+  std::vector<VocabFile> vocab_files_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<ParameterStore> store_;
+  std::unique_ptr<Optimizer> opt_;
+  LrSchedule schedule_;
+  LossScaler scaler_;
+  TrainingState st_;
+  std::unique_ptr<data::BatchGenerator> generator_;  // until the prefetcher takes it over
+  std::unique_ptr<data::BatchPrefetcher> prefetcher_;
+  std::unique_ptr<Validator> validator_;
+  std::unique_ptr<BleuValidator> bleu_;
+  std::unique_ptr<data::BatchUploader> uploader_;
+  std::unique_ptr<MetricsLog> metrics_;
+  std::unique_ptr<ProgressBar> bar_;
+  int64_t max_len_ = 0;
+  int64_t last_valid_ = -1, last_save_ = -1;
+  bool stop_ = false;
+  int64_t skipped_in_a_row_ = 0;  // updates skipped (NaN batches, overflows) since the last applied one
+  UpdateHook hook_;
+  std::chrono::steady_clock::time_point window_start_;
+};
+
+}  // namespace moe

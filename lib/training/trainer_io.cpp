@@ -1,0 +1,140 @@
+// trainer.h implementation, part 2: log lines, validation with early stopping, checkpoints
+// (last / best / numbered, each with its training state; state first, so a checkpoint never points
+// at a missing state) and resuming from checkpoint.last.
+// Covered by tests/training/resume_test.cpp and tests/scripts/e2e_translation.sh.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <regex>
+
+#include "common/error.h"
+#include "common/safetensors.h"
+#include "tensor/allocator.h"
+#include "training/trainer.h"
+
+namespace moe {
+
+namespace fs = std::filesystem;
+
+void Trainer::log_window() {
+  if (st_.window_updates == 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  const double seconds = std::chrono::duration<double>(now - window_start_).count();
+  TrainFigures f;
+  f.epoch = st_.epoch + 1;
+  f.update = st_.update;
+  f.loss = st_.window_loss / static_cast<double>(std::max<int64_t>(st_.window_tokens, 1));
+  f.lr = schedule_.at(st_.update);
+  f.gnorm = st_.window_gnorm / static_cast<double>(st_.window_updates);
+  f.tokens = st_.window_tokens;
+  f.tokens_per_s = seconds > 0 ? static_cast<double>(st_.window_tokens) / seconds : 0;
+  f.loss_scale = scaler_.scale();
+  Allocator& alloc = allocator_for(device_);
+  f.mem_peak = alloc.stats().peak_in_use;
+  alloc.reset_peak();
+  bar_->clear();
+  spdlog::info("{}", format_train_line(f));
+  metrics_->train(f);
+  st_.window_loss = st_.window_gnorm = 0;
+  st_.window_tokens = st_.window_updates = 0;
+  window_start_ = now;
+}
+
+void Trainer::validate() {
+  last_valid_ = st_.update;
+  ValidFigures f = validator_->run(*model_, *store_, o_.dtype, *uploader_);
+  f.epoch = st_.epoch + 1;
+  f.update = st_.update;
+  if (bleu_) f.bleu = bleu_->run(*model_, *store_, o_.dtype, *tgt_vocab_);
+  // loss and ppl rank the same way (ppl = exp(loss)), lower is better; BLEU: higher is better.
+  const bool by_bleu = o_.valid.metric == "bleu";
+  const double metric = by_bleu ? f.bleu : f.loss;
+  f.improved = std::isnan(st_.best_metric) || (by_bleu ? metric > st_.best_metric : metric < st_.best_metric);
+  if (f.improved) {
+    st_.best_metric = metric;
+    st_.best_update = st_.update;
+    st_.bad_validations = 0;
+  } else {
+    ++st_.bad_validations;
+  }
+  bar_->clear();
+  spdlog::info("{}", format_valid_line(f));
+  metrics_->valid(f);
+  if (f.improved) save(path_in_run("checkpoint.best.safetensors"));
+  if (o_.early_stopping > 0 && st_.bad_validations >= o_.early_stopping) {
+    spdlog::info("moe-train: early stopping: {} validations without improvement (best {} at update {})",
+                 st_.bad_validations, st_.best_metric, st_.best_update);
+    stop_ = true;
+  }
+}
+
+void Trainer::save(const std::string& path) {
+  TrainingState s = st_;
+  s.optimizer = opt_->state();
+  s.loss_scale = scaler_.scale();
+  s.loss_scale_clean = scaler_.clean_updates();
+  save_training_state(state_path_for(path), s);
+  save_checkpoint(path, *model_, *store_, vocab_files_,
+                  {{"moe.update", std::to_string(st_.update)}, {"moe.epoch", std::to_string(st_.epoch)}});
+}
+
+void Trainer::save_all() {
+  last_save_ = st_.update;
+  save(path_in_run("checkpoint.last.safetensors"));
+  if (o_.keep_last > 0) {
+    save(path_in_run("checkpoint." + std::to_string(st_.update) + ".safetensors"));
+    remove_old_numbered();
+  }
+  spdlog::info("moe-train: saved {} at update {}", path_in_run("checkpoint.last.safetensors"), st_.update);
+}
+
+void Trainer::remove_old_numbered() {
+  static const std::regex numbered(R"(checkpoint\.(\d+)\.safetensors)");
+  std::vector<std::pair<int64_t, fs::path>> found;
+  for (const auto& e : fs::directory_iterator(o_.run_dir)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (std::regex_match(name, m, numbered)) found.emplace_back(std::stoll(m[1].str()), e.path());
+  }
+  std::sort(found.begin(), found.end());
+  for (size_t i = 0; i + static_cast<size_t>(o_.keep_last) < found.size(); ++i) {
+    fs::remove(found[i].second);
+    fs::remove(state_path_for(found[i].second.string()));
+  }
+}
+
+void Trainer::restore(const std::string& checkpoint) {
+  const std::string state_path = state_path_for(checkpoint);
+  MOE_CHECK(fs::exists(checkpoint) && fs::exists(state_path), "--resume: ", checkpoint, " or ", state_path,
+            " is missing (nothing to resume in run_dir ", o_.run_dir, ")");
+  const SafetensorsFile file = load_safetensors(checkpoint);
+  auto model = file.metadata.find("moe.model");
+  MOE_CHECK(model != file.metadata.end(), checkpoint, ": not a moe checkpoint");
+  MOE_CHECK(model->second == YAML::Dump(model_->config_yaml()), "--resume: the model in ", checkpoint,
+            " differs from the recipe's model section:\n", model->second, "\nversus\n",
+            YAML::Dump(model_->config_yaml()));
+  for (const ParamEntry& e : store_->entries()) {
+    const Tensor& t = file.get(e.name);
+    MOE_CHECK(t.shape() == e.shape && t.dtype() == DType::f32, checkpoint, ": parameter '", e.name, "' is ",
+              dtype_name(t.dtype()), " ", t.shape(), ", the model needs f32 ", e.shape);
+    store_->value(store_->find(e.name)).copy_from(t);
+  }
+  TrainingState s = load_training_state(state_path);
+  auto update = file.metadata.find("moe.update");
+  MOE_CHECK(update != file.metadata.end() && update->second == std::to_string(s.update), "--resume: ", checkpoint,
+            " (update ", update == file.metadata.end() ? "?" : update->second, ") and ", state_path, " (update ",
+            s.update, ") do not belong together");
+  MOE_CHECK(s.seed == o_.seed, "--resume: the run used train.seed ", s.seed, ", the recipe now says ", o_.seed);
+  for (auto& [name, t] : s.optimizer)
+    if (t.dtype() == DType::f32) t = t.to(device_);
+  opt_->load_state(s.optimizer);
+  s.optimizer.clear();
+  scaler_.restore(s.loss_scale, s.loss_scale_clean);
+  generator_->restore(data::BatchGenerator::State::from_string(s.data_state));
+  st_ = std::move(s);
+  spdlog::info("moe-train: resumed from {} at update {} (epoch {})", checkpoint, st_.update, st_.epoch + 1);
+}
+
+}  // namespace moe

@@ -1,0 +1,195 @@
+// Checkpoints: a model checkpoint round trip (parameters, architecture, embedded vocabulary), the
+// training-state file round trip (counters, data state, optimizer buffers after real steps), state
+// paths, and checkpoint averaging (moe-average) with its errors.
+#include "training/checkpoint.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+#include "common/safetensors.h"
+#include "data/vocab.h"
+#include "graph/graph.h"
+#include "training/average.h"
+#include "training/optimizer.h"
+#include "training/training_state.h"
+#include "training_test_util.h"
+
+using namespace moe;
+namespace fs = std::filesystem;
+
+namespace {
+struct TinyModel {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<ParameterStore> store;
+  data::Batch batch;
+};
+
+TinyModel tiny_model(uint64_t seed) {
+  TinyModel t;
+  t.model =
+      create_model(YAML::Load("{type: transformer, src_vocab: 10, tgt_vocab: 10, d_model: 8, ffn_dim: 16, "
+                              "heads: 2, enc_layers: 1, dec_layers: 1, dropout: 0, max_positions: 16}"));
+  t.store = std::make_unique<ParameterStore>(Device::cpu(), seed);
+  const std::vector<int32_t> s = {4, 5, 6}, y = {7, 8};
+  t.batch = data::make_batch({std::span<const int32_t>(s)}, {std::span<const int32_t>(y)}, {0}, 0, 2, 3);
+  return t;
+}
+
+/// One forward/backward of the tiny model and an optimizer step.
+void train_step(TinyModel& t, Optimizer& opt) {
+  Graph g(Device::cpu(), t.store.get());
+  Builder b(g);
+  Expr loss = t.model->loss(b, t.batch, 0.f);
+  g.forward();
+  t.store->zero_grads();
+  g.backward(loss);
+  opt.step(*t.store, 1e-2);
+}
+
+std::vector<float> all_values(const ParameterStore& s) {
+  std::vector<float> out;
+  for (const auto& e : s.entries()) {
+    const auto v = s.value(s.find(e.name)).to_vector<float>();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("checkpoint: parameters, architecture and vocabulary round trip", "[training][checkpoint]") {
+  const std::string dir = test::temp_dir("ckpt");
+  std::ofstream(dir + "/vocab.txt") << "a 5\nb 4\nc 3\nd 2\ne 1\nf 1\n";
+  TinyModel t = tiny_model(3);
+  auto opt = Optimizer::create("adam");
+  train_step(t, *opt);
+  const std::string path = dir + "/checkpoint.last.safetensors";
+  save_checkpoint(path, *t.model, *t.store,
+                  {VocabFile::read("src", dir + "/vocab.txt"), VocabFile::read("tgt", dir + "/vocab.txt")},
+                  {{"moe.update", "1"}});
+  const LoadedCheckpoint c = load_checkpoint(path, Device::cpu());
+  CHECK(YAML::Dump(c.model->config_yaml()) == YAML::Dump(t.model->config_yaml()));
+  CHECK(c.metadata.at("moe.update") == "1");
+  CHECK(c.vocab("src").size() == 10);  // 4 reserved + 6 words
+  CHECK(c.vocab("tgt").piece(4) == "a");
+  REQUIRE(c.params->entries().size() == t.store->entries().size());
+  for (const auto& e : t.store->entries()) {
+    INFO(e.name);
+    CHECK(c.params->value(e.name).to_vector<float>() == t.store->value(e.name).to_vector<float>());
+  }
+  // Into an existing store (as --resume does), then a mismatching shape.
+  TinyModel u = tiny_model(99);
+  {
+    Graph g(Device::cpu(), u.store.get());
+    Builder b(g);
+    u.model->loss(b, u.batch, 0.f);
+  }
+  u.store->allocate();
+  CHECK(all_values(*u.store) != all_values(*t.store));
+  load_parameters_into(path, *u.store);
+  CHECK(all_values(*u.store) == all_values(*t.store));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("training state: counters, data position and optimizer buffers round trip", "[training][checkpoint]") {
+  const std::string dir = test::temp_dir("state");
+  CHECK(state_path_for("run/checkpoint.last.safetensors") == "run/checkpoint.last.state.safetensors");
+  CHECK(state_path_for("run/model.bin") == "run/model.bin.state");
+  TinyModel t = tiny_model(5);
+  auto opt = Optimizer::create("adamw");
+  train_step(t, *opt);
+  train_step(t, *opt);
+  TrainingState s;
+  s.update = 2;
+  s.epoch = 1;
+  s.batches = 5;
+  s.seed = 42;
+  s.data_state = R"({"epoch":1,"window":0,"batch":3,"seed":42,"config":123})";
+  s.loss_scale = 16384;
+  s.loss_scale_clean = 17;
+  s.best_metric = 1.0 / 3.0;
+  s.best_update = 2;
+  s.bad_validations = 1;
+  s.window_loss = 12.345678901234567;
+  s.window_tokens = 99;
+  s.optimizer = opt->state();
+  save_training_state(dir + "/x.state.safetensors", s);
+  const TrainingState r = load_training_state(dir + "/x.state.safetensors");
+  CHECK(r.update == 2);
+  CHECK(r.epoch == 1);
+  CHECK(r.batches == 5);
+  CHECK(r.seed == 42);
+  CHECK(r.data_state == s.data_state);
+  CHECK(r.loss_scale == 16384);
+  CHECK(r.loss_scale_clean == 17);
+  CHECK(r.best_metric == s.best_metric);  // exact
+  CHECK(r.window_loss == s.window_loss);
+  CHECK(r.window_tokens == 99);
+  REQUIRE(r.optimizer.size() == s.optimizer.size());
+  CHECK(r.optimizer.at("step").item() == 2);
+  CHECK(r.optimizer.at("adam.v").to_vector<float>() == s.optimizer.at("adam.v").to_vector<float>());
+  // A restored optimizer continues exactly like the original.
+  auto restored = Optimizer::create("adamw");
+  restored->load_state(r.optimizer);
+  TinyModel t2 = tiny_model(5);
+  {
+    Graph g(Device::cpu(), t2.store.get());
+    Builder b(g);
+    t2.model->loss(b, t2.batch, 0.f);
+  }
+  t2.store->allocate();
+  Tensor dst = t2.store->values();
+  dst.copy_from(t.store->values());
+  train_step(t, *opt);
+  train_step(t2, *restored);
+  CHECK(all_values(*t.store) == all_values(*t2.store));
+
+  TrainingState nan_best;
+  save_training_state(dir + "/y.state.safetensors", nan_best);
+  CHECK(std::isnan(load_training_state(dir + "/y.state.safetensors").best_metric));
+  save_safetensors(dir + "/z.safetensors", {}, {{"update", "1"}});
+  CHECK_THROWS_WITH(load_training_state(dir + "/z.safetensors"), Catch::Contains("not a moe training state"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("average: the element-wise mean of checkpoints", "[training][average]") {
+  const std::string dir = test::temp_dir("average");
+  std::ofstream(dir + "/vocab.txt") << "a 1\nb 1\nc 1\nd 1\ne 1\nf 1\n";
+  const std::vector<VocabFile> vocabs = {VocabFile::read("src", dir + "/vocab.txt"),
+                                         VocabFile::read("tgt", dir + "/vocab.txt")};
+  std::vector<std::vector<float>> values;
+  TinyModel t = tiny_model(1);
+  auto opt = Optimizer::create("sgd");
+  for (int k = 0; k < 3; ++k) {
+    train_step(t, *opt);
+    values.push_back(all_values(*t.store));
+    save_checkpoint(dir + "/checkpoint." + std::to_string(10 * (k + 1)) + ".safetensors", *t.model, *t.store, vocabs);
+  }
+  const auto last2 = last_numbered_checkpoints(dir, 2);
+  REQUIRE(last2.size() == 2);
+  CHECK(fs::path(last2[0]).filename() == "checkpoint.20.safetensors");
+  CHECK(fs::path(last2[1]).filename() == "checkpoint.30.safetensors");
+  average_checkpoints(last2, dir + "/avg.safetensors");
+  const LoadedCheckpoint c = load_checkpoint(dir + "/avg.safetensors", Device::cpu());
+  std::vector<float> got = all_values(*c.params);
+  REQUIRE(got.size() == values[1].size());
+  for (size_t i = 0; i < got.size(); ++i)
+    CHECK(got[i] == Approx((static_cast<double>(values[1][i]) + values[2][i]) / 2).epsilon(1e-6));
+  CHECK(c.vocab("src").size() == 10);
+  CHECK(c.metadata.at("moe.averaged").find("checkpoint.30") != std::string::npos);
+
+  CHECK_THROWS_WITH(last_numbered_checkpoints(dir, 5), Catch::Contains("holds 3 numbered"));
+  CHECK_THROWS_WITH(average_checkpoints({}, dir + "/x.safetensors"), Catch::Contains("no input"));
+  TinyModel other = tiny_model(1);
+  other.model =
+      create_model(YAML::Load("{type: transformer, src_vocab: 10, tgt_vocab: 10, d_model: 8, ffn_dim: 8, "
+                              "heads: 2, enc_layers: 1, dec_layers: 1, max_positions: 16}"));
+  auto opt2 = Optimizer::create("sgd");
+  train_step(other, *opt2);
+  save_checkpoint(dir + "/other.safetensors", *other.model, *other.store, vocabs);
+  CHECK_THROWS_WITH(average_checkpoints({last2[0], dir + "/other.safetensors"}, dir + "/x.safetensors"),
+                    Catch::Contains("different model"));
+  fs::remove_all(dir);
+}
