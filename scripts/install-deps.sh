@@ -14,6 +14,8 @@ have_all() {
     [[ -e /usr/include/$h || -e /usr/include/x86_64-linux-gnu/$h || -e /usr/include/x86_64-linux-gnu/openblas-pthread/$h \
        || -e $prefix/usr/include/$h || -e $prefix/usr/include/x86_64-linux-gnu/openblas-pthread/$h ]] || return 1
   done
+  # SentencePiece's own tools (tests check our models against them); not needed to build.
+  command -v spm_encode >/dev/null || [[ -x $prefix/usr/bin/spm_encode ]] || return 1
 }
 
 case "${1:-}" in
