@@ -10,7 +10,9 @@ DATA="${2:?usage: e2e_translation.sh BIN_DIR SHARED_DATA_DIR}/multi30k"
 RECIPE="$(cd "$(dirname "$0")/../.." && pwd)/recipes/ci-tiny.yml"
 UPDATES="${E2E_UPDATES:-200}"
 if [[ ! -f "$DATA/train.en" ]]; then echo "e2e_translation: no Multi30k data in $DATA: skipped"; exit 77; fi
-[[ -x "$BIN/moe-train" ]] || { echo "e2e_translation: $BIN/moe-train is missing" >&2; exit 1; }
+for p in moe-train moe-translate moe-score moe-average; do
+  [[ -x "$BIN/$p" ]] || { echo "e2e_translation: $BIN/$p is missing" >&2; exit 1; }
+done
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/moe-e2e.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 fail() { echo "e2e_translation: FAILED: $*" >&2; exit 1; }
@@ -33,17 +35,13 @@ grep -q '"type":"valid"' "$WORK/run/metrics.jsonl" || fail "no validation line i
 [[ -f "$WORK/run/checkpoint.last.safetensors" && -f "$WORK/run/checkpoint.last.state.safetensors" ]] ||
   fail "checkpoint.last or its state is missing"
 
-# 2. Translate 100 test lines and score them (moe-translate is optional until it is merged).
-if [[ -x "$BIN/moe-translate" ]]; then
-  "$BIN/moe-translate" -m "$WORK/run/checkpoint.last.safetensors" -i "$WORK/test.en" -o "$WORK/hyp.de" \
-    --beam 4 --device cpu || fail "moe-translate"
-  [[ "$(wc -l < "$WORK/hyp.de")" -eq 100 ]] || fail "moe-translate wrote $(wc -l < "$WORK/hyp.de") lines, not 100"
-  score="$("$BIN/moe-score" bleu -r "$WORK/test.de" -i "$WORK/hyp.de")" || fail "moe-score bleu"
-  echo "e2e_translation: $score"
-  grep -q "BLEU" <<< "$score" || fail "moe-score printed no BLEU score"
-else
-  echo "e2e_translation: moe-translate is not built yet: translation and BLEU steps SKIPPED"
-fi
+# 2. Translate 100 test lines and score them.
+"$BIN/moe-translate" -m "$WORK/run/checkpoint.last.safetensors" -i "$WORK/test.en" -o "$WORK/hyp.de" \
+  --beam 4 --device cpu || fail "moe-translate"
+[[ "$(wc -l < "$WORK/hyp.de")" -eq 100 ]] || fail "moe-translate wrote $(wc -l < "$WORK/hyp.de") lines, not 100"
+score="$("$BIN/moe-score" bleu -r "$WORK/test.de" -i "$WORK/hyp.de")" || fail "moe-score bleu"
+echo "e2e_translation: $score"
+grep -q "BLEU" <<< "$score" || fail "moe-score printed no BLEU score"
 
 # 3. Averaging the kept numbered checkpoints.
 "$BIN/moe-average" -o "$WORK/avg.safetensors" --last 2 --run-dir "$WORK/run" || fail "moe-average"
