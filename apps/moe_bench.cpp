@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     }
     if (report.rows.empty()) std::cerr << "moe-bench: no case matches --filter '" << filter << "'\n";
   } catch (const std::exception& e) {
-    std::cerr << "moe-bench: " << e.what() << "\n";
+    std::cerr << e.what() << "\n";
     return 1;
   }
   return 0;
