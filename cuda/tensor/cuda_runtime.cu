@@ -1,6 +1,6 @@
 // CUDA implementation of lib/tensor/cuda_runtime.h and of the per-device context (context.h):
 // device discovery that treats any error as "no GPU", raw memory, copies on the device's stream,
-// and the stream and cuBLAS handles created once per device.
+// the stream and cuBLAS handles created once per device, and CUDA-event timers (moe-bench).
 #include <mutex>
 #include <vector>
 
@@ -22,8 +22,8 @@ DeviceContext& context(int device) {
   static std::mutex mutex;
   static std::vector<DeviceContext> contexts(64);
   std::lock_guard<std::mutex> lock(mutex);
-  MOE_CHECK(device >= 0 && device < device_count(), "CUDA device ", device, " is not available (",
-            device_count(), " found)");
+  MOE_CHECK(device >= 0 && device < device_count(), "CUDA device ", device, " is not available (", device_count(),
+            " found)");
   DeviceContext& c = contexts[device];
   if (!c.stream) {
     CUDA_CHECK(cudaSetDevice(device));
@@ -114,9 +114,7 @@ void copy_device_to_device(void* dst, const void* src, size_t bytes, int device)
   CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream(device)));
 }
 
-void memset_zero(void* ptr, size_t bytes, int device) {
-  CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, stream(device)));
-}
+void memset_zero(void* ptr, size_t bytes, int device) { CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, stream(device))); }
 
 void synchronize(int device) { CUDA_CHECK(cudaStreamSynchronize(stream(device))); }
 
@@ -132,6 +130,34 @@ float time_on_device_ms(int device, const std::function<void()>& fn) {
   CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
   CUDA_CHECK(cudaEventDestroy(start));
   CUDA_CHECK(cudaEventDestroy(stop));
+  return ms;
+}
+
+std::vector<float> time_calls_on_device_ms(int device, int calls, const std::function<void()>& fn,
+                                           const std::function<void()>& before) {
+  MOE_CHECK(calls >= 1, "time_calls_on_device_ms: calls = ", calls, " must be >= 1");
+  const cudaStream_t s = stream(device);
+  std::vector<cudaEvent_t> events(2 * static_cast<size_t>(calls), nullptr);
+  auto destroy = [&] {
+    for (cudaEvent_t e : events)
+      if (e) cudaEventDestroy(e);
+  };
+  std::vector<float> ms(static_cast<size_t>(calls), 0.f);
+  try {
+    for (cudaEvent_t& e : events) CUDA_CHECK(cudaEventCreate(&e));
+    for (int i = 0; i < calls; ++i) {
+      if (before) before();
+      CUDA_CHECK(cudaEventRecord(events[2 * i], s));
+      fn();
+      CUDA_CHECK(cudaEventRecord(events[2 * i + 1], s));
+    }
+    CUDA_CHECK(cudaEventSynchronize(events.back()));
+    for (int i = 0; i < calls; ++i) CUDA_CHECK(cudaEventElapsedTime(&ms[i], events[2 * i], events[2 * i + 1]));
+  } catch (...) {
+    destroy();
+    throw;
+  }
+  destroy();
   return ms;
 }
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace moe::cuda {
 
@@ -24,5 +25,10 @@ void memset_zero(void* ptr, size_t bytes, int device);
 void synchronize(int device);
 /// Milliseconds the device spends on `fn` (CUDA events around it on the device's stream).
 float time_on_device_ms(int device, const std::function<void()>& fn);
+/// Device milliseconds of each of `calls` runs of `fn` on the device's stream, each between its own
+/// pair of CUDA events; `before` (may be empty) runs ahead of each start event and is not timed (e.g.
+/// an L2 flush). Launches queue back to back: the host waits once, after the last stop event.
+std::vector<float> time_calls_on_device_ms(int device, int calls, const std::function<void()>& fn,
+                                           const std::function<void()>& before = {});
 
 }  // namespace moe::cuda

@@ -20,5 +20,8 @@ void copy_device_to_device(void*, const void*, size_t, int) { no_cuda(); }
 void memset_zero(void*, size_t, int) { no_cuda(); }
 void synchronize(int) { no_cuda(); }
 float time_on_device_ms(int, const std::function<void()>&) { no_cuda(); }
+std::vector<float> time_calls_on_device_ms(int, int, const std::function<void()>&, const std::function<void()>&) {
+  no_cuda();
+}
 }  // namespace moe::cuda
 #endif

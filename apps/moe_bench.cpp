@@ -1,0 +1,55 @@
+// moe-bench: per-kernel timings (median ms), TFLOP/s or GB/s and the fraction of the device ceiling
+// measured in the same run, as a text table or JSON lines. `moe-bench --device cuda` (bf16,
+// transformer-base shapes) or `--device cpu` (f32, small shapes); --list shows the cases, --filter
+// picks them by regex. Logic in lib/bench/ (bench.h); covered by tests/bench/bench_test.cpp.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "bench/bench.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"moe-bench: per-kernel timings, TFLOP/s or GB/s and the fraction of the measured device ceiling"};
+  std::string device = "auto", dtype, scale, format = "text", filter, json_out;
+  int repeat = 0, warmup = -1;
+  bool list = false, no_flush = false, no_ceilings = false;
+  app.add_option("--device", device, "cpu, cuda, cuda:N or auto (a GPU when one answers)");
+  app.add_option("--dtype", dtype, "activation / GEMM dtype (default bf16 on a GPU, f32 on the CPU)");
+  app.add_option("--scale", scale, "shapes: full (transformer-base; GPU default), small (CPU default), tiny")
+      ->check(CLI::IsMember({"full", "small", "tiny"}));
+  app.add_option("--filter", filter, "run only cases whose name matches this regex (see --list)");
+  app.add_option("--repeat", repeat, "timed calls per kernel; the median is reported (default 50 GPU, 5 CPU)");
+  app.add_option("--warmup", warmup, "untimed calls before them (default 10 GPU, 1 CPU)");
+  app.add_option("--format", format, "stdout format: text (a table) or json (one JSON object per row)")
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--json-out", json_out, "also append the rows as JSON lines to this file");
+  app.add_flag("--no-flush", no_flush, "GPU: do not flush the L2 cache (256 MiB write) before each timed call");
+  app.add_flag("--no-ceilings", no_ceilings, "skip measuring the copy and GEMM ceilings (no % ceil column)");
+  app.add_flag("--list", list, "list the cases and exit");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (list) {
+      for (const std::string& line : moe::bench::list_cases()) std::cout << line << "\n";
+      return 0;
+    }
+    moe::bench::BenchOptions o = moe::bench::default_options(moe::Device::parse(device));
+    if (!dtype.empty()) o.dtype = moe::dtype_from_name(dtype);
+    if (!scale.empty()) o.scale = moe::bench::scale_from_name(scale);
+    if (repeat > 0) o.repeat = repeat;
+    if (warmup >= 0) o.warmup = warmup;
+    o.filter = filter;
+    o.format = format;
+    o.json_path = json_out;
+    o.flush_l2 = !no_flush;
+    o.ceilings = !no_ceilings;
+    const auto report = moe::bench::run_bench(o, std::cout);
+    if (!report.failures.empty()) {
+      std::cerr << "moe-bench: " << report.failures.size() << " case(s) failed\n";
+      return 1;
+    }
+    if (report.rows.empty()) std::cerr << "moe-bench: no case matches --filter '" << filter << "'\n";
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

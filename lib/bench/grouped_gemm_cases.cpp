@@ -1,0 +1,73 @@
+// Grouped GEMM cases (lib/ops/grouped_gemm.h): the expert GEMMs of a sparsely-gated MoE FFN on their
+// own. 16384 tokens, top-2, so R = 32768 rows sorted by expert and split evenly over E = 8 or 32
+// experts; up projection x[R,d] @ w[e] [d,h] and down projection [R,h] @ [h,d], d = 512, h = 2048.
+// Each is timed forward (FLOPs 2*R*d*h) and backward (dx += dout @ w[e]^T and dw[e] += x^T @ dout:
+// 4*R*d*h), next to the same product as one dense GEMM with a shared weight (the matmul op; backward as
+// two matmuls with beta = 1), the ceiling a grouped kernel can hope for. The whole layer is
+// layer.moe_ffn. Covered by tests/bench/bench_test.cpp.
+#include <string>
+#include <vector>
+
+#include "bench/cases.h"
+#include "ops/grouped_gemm.h"
+#include "ops/matmul.h"
+
+namespace moe::bench {
+namespace {
+struct MoeShape {
+  int64_t tokens, d, h;
+};
+constexpr int kTopK = 2;
+
+MoeShape moe_shape(const BenchContext& ctx) {
+  return ctx.pick(MoeShape{16384, 512, 2048}, MoeShape{1024, 128, 512}, MoeShape{32, 16, 32});
+}
+
+/// One projection [R, in] -> [R, out]: grouped forward / backward, then the dense equivalents.
+void projection(BenchContext& ctx, const std::string& name, int64_t experts, int64_t rows, int64_t in, int64_t out) {
+  const Device dev = ctx.device();
+  std::vector<int32_t> off(static_cast<size_t>(experts + 1));
+  for (int64_t e = 0; e <= experts; ++e) off[static_cast<size_t>(e)] = static_cast<int32_t>(e * rows / experts);
+  const Tensor offsets = Tensor::from_vector(off, Shape{experts + 1}, dev);
+  const Tensor x = ctx.random(Shape{rows, in}), w = ctx.random(Shape{experts, in, out}, -0.1, 0.1);
+  const Tensor dout = ctx.random(Shape{rows, out}), w_dense = ctx.random(Shape{in, out}, -0.1, 0.1);
+  Tensor y = Tensor::empty(Shape{rows, out}, ctx.dtype(), dev), dx = Tensor::zeros(Shape{rows, in}, ctx.dtype(), dev);
+  Tensor dw = Tensor::zeros(w.shape(), ctx.dtype(), dev), dw_dense = Tensor::zeros(w_dense.shape(), ctx.dtype(), dev);
+  const double flops = 2.0 * double(rows) * double(in) * double(out);
+  const std::string shape = shape_text(x.shape(), w.shape()), dense_shape = shape_text(x.shape(), w_dense.shape());
+  const Timing dense_fwd = ctx.time([&] { matmul_forward(x, w_dense, y); });
+  const Timing dense_bwd = ctx.time([&] {
+    matmul_forward(dout, w_dense, dx, false, true, 1.f, 1.f);
+    matmul_forward(x, dout, dw_dense, true, false, 1.f, 1.f);
+  });
+  ctx.emit({.label = name + ".dense.fwd", .shape = dense_shape, .timing = dense_fwd, .flops = flops});
+  ctx.emit({.label = name + ".dense.bwd", .shape = dense_shape, .timing = dense_bwd, .flops = 2 * flops});
+  Row f{.label = name + ".fwd", .shape = shape, .timing = ctx.time([&] { grouped_gemm_forward(x, w, offsets, y); })};
+  f.flops = flops;
+  f.ratio = f.timing.median_ms / dense_fwd.median_ms;
+  f.baseline = name + ".dense.fwd";
+  ctx.emit(f);
+  Row b{.label = name + ".bwd", .shape = shape, .timing = ctx.time([&] {
+          grouped_gemm_backward(x, w, offsets, dout, dx, dw);
+        })};
+  b.flops = 2 * flops;
+  b.ratio = b.timing.median_ms / dense_bwd.median_ms;
+  b.baseline = name + ".dense.bwd";
+  ctx.emit(b);
+}
+
+Case grouped_case(int64_t experts) {
+  const std::string e = std::to_string(experts);
+  return {"grouped_gemm.e" + e, "MoE expert GEMMs, 16384 tokens top-2 over " + e + " experts, vs one dense GEMM",
+          [experts](BenchContext& ctx) {
+            const MoeShape s = moe_shape(ctx);
+            const int64_t rows = s.tokens * kTopK;
+            projection(ctx, "up", experts, rows, s.d, s.h);
+            projection(ctx, "down", experts, rows, s.h, s.d);
+          }};
+}
+}  // namespace
+
+std::vector<Case> grouped_gemm_cases() { return {grouped_case(8), grouped_case(32)}; }
+
+}  // namespace moe::bench
