@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 #include "common/error.h"
 #include "data/token_cache.h"
@@ -73,6 +74,8 @@ void LmTask::declare(const Model& model, const Builder& b) {
 }
 
 std::vector<int32_t> LmTask::read_stream(const std::string& text, int64_t* lines) const {
+  std::error_code ec;  // a missing cache folder is made; failing that, the cache is only not written
+  if (!o_.data.cache_dir.empty()) std::filesystem::create_directories(o_.data.cache_dir, ec);
   const data::EncodedCorpus corpus = data::load_or_build_cache(text, *vocab_, o_.data.vocab_path, o_.data.cache_dir,
                                                                data::ReadOptions{o_.data.skip_invalid_utf8});
   *lines = corpus.size();
