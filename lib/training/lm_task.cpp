@@ -124,6 +124,11 @@ Expr LmTask::loss(const Model& model, const Builder& b, const TrainBatch& batch,
   return model.lm_loss(b, uploader_.upload(std::get<data::LmBatch>(batch.data)), label_smoothing);
 }
 
+std::map<std::string, std::string> LmTask::checkpoint_metadata() const {
+  if (masked_) return {};
+  return {{"moe.valid.context", std::to_string(context_)}, {"moe.valid.stride", std::to_string(stride_)}};
+}
+
 ValidFigures LmTask::validate(const Model& model, ParameterStore& store, DType compute_dtype) {
   const auto start = std::chrono::steady_clock::now();
   const LmEvalSum s = lm_eval_sum(model, store, valid_batches_, compute_dtype, uploader_);

@@ -9,8 +9,9 @@
 //             the vocabulary's own <mask> token or one appended after it (model vocab V + 1).
 //   loss      Model::lm_loss: sum over scored targets of -log p(target | input), label-smoothed.
 //   valid     loss per token and ppl = exp(loss) on data.valid.text with the windows of Baevski &
-//             Auli (valid.context tokens, each later window scoring its last valid.stride), or the
-//             masked blocks (fixed masking) of a masked LM.
+//             Auli (valid.context tokens, each later window scoring its last valid.stride; stored in
+//             the checkpoints as moe-score ppl's default windows), or the masked blocks (fixed
+//             masking) of a masked LM.
 // Covered by tests/training/lm_train_test.cpp and tests/scripts/e2e_lm.sh.
 #pragma once
 #include <memory>
@@ -36,6 +37,8 @@ class LmTask : public TrainTask {
   bool has_validation() const override { return !valid_batches_.empty(); }
   ValidFigures validate(const Model& model, ParameterStore& store, DType compute_dtype) override;
   const std::vector<VocabFile>& vocab_files() const override { return vocab_files_; }
+  /// A causal LM's validation windows, "moe.valid.context" / "moe.valid.stride": moe-score ppl's defaults.
+  std::map<std::string, std::string> checkpoint_metadata() const override;
 
   /// The <mask> id of a masked LM (-1 otherwise) and the model's vocabulary size (after prepare).
   int32_t mask_id() const { return mlm_.mask_id; }

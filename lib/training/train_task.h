@@ -11,6 +11,7 @@
 #pragma once
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +68,8 @@ class TrainTask {
   virtual ValidFigures validate(const Model& model, ParameterStore& store, DType compute_dtype) = 0;
   /// The vocabulary files every checkpoint carries.
   virtual const std::vector<VocabFile>& vocab_files() const = 0;
+  /// Metadata every checkpoint carries besides the model and the counters (none by default).
+  virtual std::map<std::string, std::string> checkpoint_metadata() const { return {}; }
 };
 
 /// The next item of a data::Prefetcher whose batches convert to TrainBatch (both tasks' next()).

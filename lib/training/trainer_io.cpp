@@ -75,8 +75,10 @@ void Trainer::save(const std::string& path) {
   s.loss_scale = scaler_.scale();
   s.loss_scale_clean = scaler_.clean_updates();
   save_training_state(state_path_for(path), s);
-  save_checkpoint(path, *model_, *store_, task_->vocab_files(),
-                  {{"moe.update", std::to_string(st_.update)}, {"moe.epoch", std::to_string(st_.epoch)}});
+  std::map<std::string, std::string> meta = task_->checkpoint_metadata();
+  meta["moe.update"] = std::to_string(st_.update);
+  meta["moe.epoch"] = std::to_string(st_.epoch);
+  save_checkpoint(path, *model_, *store_, task_->vocab_files(), meta);
 }
 
 void Trainer::save_all() {

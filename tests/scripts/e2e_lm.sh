@@ -2,7 +2,7 @@
 # End-to-end language modelling on the CPU: trains recipes/ci-tiny-lm.yml (a 2-layer Transformer LM,
 # word vocabulary of the 2,000 most frequent words) on the first 1,500 lines of the WikiText-103
 # sample for 200 updates, checks from metrics.jsonl that the loss clearly falls, scores the first 300
-# validation lines with moe-score ppl (windows of 64 scoring 32, as the training's validation) and
+# validation lines with moe-score ppl (the checkpoint's validation windows: 64 tokens scoring 32) and
 # checks a finite perplexity equal to the logged validation perplexity of checkpoint.best and clearly
 # below the add-one unigram perplexity of the same text under the same vocabulary (computed here),
 # then checks that an interrupted-and-resumed run logs exactly the losses of an uninterrupted one.
@@ -43,9 +43,9 @@ unigram="$(awk -v V="$(($(wc -l < "$WORK/vocab.words") + 4))" '
            nll -= log((c["</s>"] + 1) / (n + V)); t++ }
   END { printf "%.4f", exp(nll / t) }' "$WORK/vocab.words" "$WORK/train.txt" "$WORK/valid.txt")"
 
-# 3. Score the valid text with the best checkpoint.
-ppl="$("$BIN/moe-score" ppl -m "$WORK/run/checkpoint.best.safetensors" -i "$WORK/valid.txt" --context 64 \
-  --stride 32 --device cpu --score-only)" || fail "moe-score ppl"
+# 3. Score the valid text with the best checkpoint (the windows of the validation, stored in it).
+ppl="$("$BIN/moe-score" ppl -m "$WORK/run/checkpoint.best.safetensors" -i "$WORK/valid.txt" --device cpu \
+  --score-only)" || fail "moe-score ppl"
 logged="$(grep '"type":"valid"' "$WORK/run/metrics.jsonl" | sed -E 's/.*"ppl":([^,]*),.*/\1/' | sort -g | head -n 1)"
 echo "e2e_lm: valid perplexity $ppl (logged at validation: $logged; add-one unigram: $unigram)"
 awk -v p="$ppl" 'BEGIN {exit !(p == p + 0 && p > 1 && p < 1e30)}' || fail "perplexity '$ppl' is not finite"
