@@ -1,7 +1,7 @@
-// moe-train: trains a translation model from a recipe:
+// moe-train: trains a translation model or a language model (model.type) from a recipe:
 //   moe-train --config recipe.yml [--section.key value ...] [--dump-config] [--resume] [--help]
 // Keys: lib/training/train_options.cpp; the loop: lib/training/trainer.cpp.
-// Covered by tests/training/resume_test.cpp and tests/scripts/e2e_translation.sh.
+// Covered by tests/training/resume_test.cpp, tests/scripts/e2e_translation.sh and e2e_lm.sh.
 #include <spdlog/spdlog.h>
 
 #include <iostream>
@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (!cmd.positional.empty()) throw std::runtime_error("moe-train: unexpected argument '" + cmd.positional[0] + "'");
-    const moe::config::Config config = moe::config::load_config(schema, cmd);
+    moe::config::Config config = moe::config::load_config(schema, cmd);
+    moe::settle_model_keys(config);  // the dump shows the model type's own defaults
     const std::string text = moe::config::dump_config(config);
     if (cmd.dump_config) {
       std::cout << text;

@@ -1,6 +1,9 @@
-// train_options.h implementation: key registration (defaults and help) and typed reading with checks.
+// train_options.h implementation: key registration (defaults and help), the model section and typed
+// reading with checks (the language-model keys: lm_options.cpp).
 // Covered by tests/training/train_options_test.cpp.
 #include "training/train_options.h"
+
+#include <algorithm>
 
 #include "common/error.h"
 #include "models/transformer_config.h"
@@ -18,8 +21,12 @@ void register_train_keys(config::Schema& s) {
                "source vocabulary (.spm/.model = SentencePiece, else a word list); built "
                "from the training data when missing");
   s.add_string("data.vocab.tgt", "", "target vocabulary; the same path as data.vocab.src = one joint vocabulary");
-  s.add_int("data.vocab.size", 8000, "size of a SentencePiece vocabulary built by moe-train");
-  s.add_string("data.vocab.type", "bpe", "SentencePiece model type for a built vocabulary: bpe | unigram");
+  s.add_int("data.vocab.size", 8000,
+            "size of a SentencePiece vocabulary built by moe-train; for a word list, when set: keep the N most "
+            "frequent words");
+  s.add_string("data.vocab.type", "bpe",
+               "kind of a built vocabulary: bpe | unigram (SentencePiece; spm = bpe) | word (language models' word "
+               "lists, for a data.vocab.path that is not .spm/.model)");
   s.add_string("data.vocab.normalization", "nmt_nfkc", "SentencePiece normalisation rule for a built vocabulary");
   s.add_float("data.vocab.character_coverage", 1.0, "SentencePiece character coverage for a built vocabulary");
   s.add_int("data.vocab.sentences", 10'000'000, "sentences sampled to build a vocabulary (0 = all)");
@@ -38,7 +45,8 @@ void register_train_keys(config::Schema& s) {
   s.add_int("model.enc_layers", d.enc_layers, "encoder layers");
   s.add_int("model.dec_layers", d.dec_layers, "decoder layers");
   s.add_bool("model.pre_norm", d.pre_norm, "pre-norm residual blocks (false: post-norm)");
-  s.add_string("model.tie_embeddings", d.tie_embeddings, "none | decoder | all (all needs a joint vocabulary)");
+  s.add_string("model.tie_embeddings", d.tie_embeddings,
+               "transformer: none | decoder | all (all needs a joint vocabulary); language models: true | false");
   s.add_bool("model.scale_embeddings", d.scale_embeddings, "multiply embeddings by sqrt(d_model)");
   s.add_float("model.dropout", d.dropout, "dropout on embeddings and residual branches");
   s.add_float("model.activation_dropout", d.activation_dropout, "dropout after the feed-forward activation");
@@ -47,7 +55,9 @@ void register_train_keys(config::Schema& s) {
   s.add_map("model.attention", "attention variant: {type: mha | mae | moa, ...its options}");
   s.add_map("model.ffn", "feed-forward variant: {type: dense | moe, ...its options}");
   // train
-  s.add_int("train.max_tokens", 4096, "tokens per batch and side, padding included");
+  s.add_int("train.max_tokens", 4096,
+            "tokens per batch: translation per side, padding included; language models: "
+            "max_tokens / data.tokens_per_sample blocks");
   s.add_int("train.max_sentences", 0, "sentences per batch (0 = no limit)");
   s.add_int("train.update_freq", 1, "batches accumulated into one update");
   s.add_int("train.max_updates", 0, "stop after this many updates (0 = no limit)");
@@ -83,24 +93,56 @@ void register_train_keys(config::Schema& s) {
   s.add_int("valid.max_len_b", 10, "BLEU validation: see valid.max_len_a");
   s.add_int("valid.bleu_lines", 0, "BLEU validation on the first N lines (0 = all)");
   s.add_bool("valid.bleu", false, "decode the valid set for BLEU at every validation (implied by valid.metric bleu)");
+  register_lm_keys(s);
+}
+
+TrainTaskKind task_of_model_type(const std::string& type) {
+  if (type == "transformer_lm" || type == "lstm_lm") return TrainTaskKind::language_model;
+  if (type == "transformer_mlm") return TrainTaskKind::masked_lm;
+  return TrainTaskKind::translation;
+}
+
+const char* task_name(TrainTaskKind task) {
+  switch (task) {
+    case TrainTaskKind::language_model:
+      return "language model";
+    case TrainTaskKind::masked_lm:
+      return "masked language model";
+    default:
+      return "translation";
+  }
 }
 
 namespace {
 void check_positive(int64_t v, const char* key) { MOE_CHECK(v > 0, key, " must be > 0, got ", v); }
 void check_non_negative(int64_t v, const char* key) { MOE_CHECK(v >= 0, key, " must be >= 0, got ", v); }
 
+}  // namespace
+
 YAML::Node model_section(const config::Config& c) {
-  YAML::Node m = YAML::Clone(c.to_yaml()["model"]);
-  for (const char* k : {"attention", "ffn"})
+  const std::string type = c.get_string("model.type");
+  const bool lm = task_of_model_type(type) != TrainTaskKind::translation;
+  const std::vector<std::string>& own = model_keys_of(type);
+  YAML::Node m(YAML::NodeType::Map);
+  for (const auto& [name, entry] : c.entries()) {
+    if (name.rfind("model.", 0) != 0) continue;
+    const std::string key = name.substr(6);
+    const bool mine = key == "type" || std::find(own.begin(), own.end(), key) != own.end();
+    const bool set = entry.source != "default";
+    const bool at_default = YAML::Dump(entry.value) == YAML::Dump(c.schema().at(name).default_value);
+    if (mine ? set || !lm || key == "type" : set && !at_default) m[key] = YAML::Clone(entry.value);
+  }
+  for (const char* k : {"attention", "ffn", "moe"})
     if (m[k] && m[k].IsMap() && m[k].size() == 0) m.remove(k);
   return m;
 }
-}  // namespace
 
 TrainOptions TrainOptions::from_config(const config::Config& c) {
   TrainOptions o;
   o.run_dir = c.get_string("run_dir");
   MOE_CHECK(!o.run_dir.empty(), "run_dir must not be empty");
+  o.model = model_section(c);
+  o.task = task_of_model_type(c.get_string("model.type"));
   DataOptions& d = o.data;
   d.train_src = c.get_string("data.train.src");
   d.train_tgt = c.get_string("data.train.tgt");
@@ -108,17 +150,24 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
   d.valid_tgt = c.get_string("data.valid.tgt");
   d.src_vocab = c.get_string("data.vocab.src");
   d.tgt_vocab = c.get_string("data.vocab.tgt");
-  MOE_CHECK(!d.train_src.empty() && !d.train_tgt.empty(), "data.train.src and data.train.tgt are required");
-  MOE_CHECK(d.valid_src.empty() == d.valid_tgt.empty(), "data.valid.src ('", d.valid_src, "') and data.valid.tgt ('",
-            d.valid_tgt, "') must be given together");
-  MOE_CHECK(!d.src_vocab.empty() && !d.tgt_vocab.empty(),
-            "data.vocab.src and data.vocab.tgt are required (give the "
-            "same path twice for a joint vocabulary; a missing file is built from the training data)");
   d.vocab_size = static_cast<int>(c.get_int("data.vocab.size"));
   check_positive(d.vocab_size, "data.vocab.size");
   d.vocab_type = c.get_string("data.vocab.type");
-  MOE_CHECK(d.vocab_type == "bpe" || d.vocab_type == "unigram", "data.vocab.type: '", d.vocab_type,
-            "' is not one of bpe, unigram");
+  MOE_CHECK(d.vocab_type == "bpe" || d.vocab_type == "unigram" || d.vocab_type == "spm" || d.vocab_type == "word",
+            "data.vocab.type: '", d.vocab_type, "' is not one of bpe, unigram, spm, word");
+  if (d.vocab_type == "spm") d.vocab_type = "bpe";
+  read_lm_options(c, o);  // the language-model keys, and which task's keys may be set
+  if (o.task == TrainTaskKind::translation) {
+    MOE_CHECK(!d.train_src.empty() && !d.train_tgt.empty(), "data.train.src and data.train.tgt are required");
+    MOE_CHECK(d.valid_src.empty() == d.valid_tgt.empty(), "data.valid.src ('", d.valid_src, "') and data.valid.tgt ('",
+              d.valid_tgt, "') must be given together");
+    MOE_CHECK(!d.src_vocab.empty() && !d.tgt_vocab.empty(),
+              "data.vocab.src and data.vocab.tgt are required (give the "
+              "same path twice for a joint vocabulary; a missing file is built from the training data)");
+    MOE_CHECK(d.vocab_type != "word",
+              "data.vocab.type word is for language models; a translation vocabulary "
+              "is a SentencePiece model (bpe | unigram) or a word list named by its path");
+  }
   d.vocab_normalization = c.get_string("data.vocab.normalization");
   d.vocab_character_coverage = c.get_float("data.vocab.character_coverage");
   d.vocab_sentences = c.get_int("data.vocab.sentences");
@@ -127,8 +176,6 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
   d.max_ratio = c.get_float("data.max_ratio");
   d.cache_dir = c.get_string("data.cache_dir");
   d.skip_invalid_utf8 = c.get_bool("data.skip_invalid_utf8");
-
-  o.model = model_section(c);
 
   o.max_tokens = c.get_int("train.max_tokens");
   check_positive(o.max_tokens, "train.max_tokens");
@@ -194,7 +241,15 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
   v.bleu_lines = c.get_int("valid.bleu_lines");
   check_non_negative(v.bleu_lines, "valid.bleu_lines");
   v.bleu = c.get_bool("valid.bleu") || v.metric == "bleu";
+  MOE_CHECK(!v.bleu || o.task == TrainTaskKind::translation,
+            "valid.metric bleu / valid.bleu: BLEU needs a "
+            "translation model; a ",
+            task_name(o.task), " validates with valid.metric loss or ppl");
   MOE_CHECK(v.metric != "bleu" || !d.valid_src.empty(), "valid.metric bleu needs data.valid.src and data.valid.tgt");
+  v.context = c.get_int("valid.context");
+  v.stride = c.get_int("valid.stride");
+  check_non_negative(v.context, "valid.context");
+  check_non_negative(v.stride, "valid.stride");
   return o;
 }
 

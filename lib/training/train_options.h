@@ -1,20 +1,34 @@
 // The options of moe-train: every key of the recipe's data.*, model.*, train.*, valid.* sections and
-// run_dir, registered in a config Schema with defaults and help (register_train_keys), and read back
-// into plain structs (TrainOptions::from_config) with range checks whose errors name the key.
+// run_dir, registered in a config Schema with defaults and help (register_train_keys; the language-
+// model keys in lm_options.cpp), and read back into plain structs (TrainOptions::from_config) with
+// range checks whose errors name the key. model.type picks the task: transformer = translation
+// (data.train.src/tgt, data.vocab.src/tgt), transformer_lm / lstm_lm = language model and
+// transformer_mlm = masked LM (data.train.text, data.vocab.path); the other task's keys are errors.
 // The model section stays a YAML map handed to create_model(), so lib/models' from_yaml remains the
-// source of truth for it. Covered by tests/training/train_options_test.cpp.
+// source of truth for it: a translation model gets every Transformer key, a language model only the
+// keys the recipe sets (its own defaults apply to the rest).
+// Covered by tests/training/train_options_test.cpp and tests/training/lm_options_test.cpp.
 #pragma once
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
+#include "data/mlm.h"
 #include "tensor/dtype.h"
 #include "training/optimizer.h"
 #include "training/schedule.h"
 
 namespace moe {
+
+enum class TrainTaskKind { translation, language_model, masked_lm };
+
+/// The task of a model type: transformer_lm / lstm_lm -> language_model, transformer_mlm ->
+/// masked_lm, anything else -> translation (create_model rejects unknown types).
+TrainTaskKind task_of_model_type(const std::string& type);
+const char* task_name(TrainTaskKind task);
 
 struct DataOptions {
   std::string train_src, train_tgt, valid_src, valid_tgt;
@@ -29,6 +43,13 @@ struct DataOptions {
   double max_ratio = 0;   // 0 = no ratio filter
   std::string cache_dir;  // token caches ("" = beside the texts)
   bool skip_invalid_utf8 = false;
+  // Language models: one text per set (a token stream with </s> after every line).
+  std::string train_text, valid_text;
+  std::string vocab_path;       // .spm / .model = SentencePiece, else a word list
+  int64_t vocab_min_count = 1;  // word lists built here: rarer words become <unk>
+  int64_t vocab_max_words = 0;  // word lists built here: keep the N most frequent (0 = all)
+  int64_t tokens_per_sample = 512;
+  data::MlmOptions mlm;  // masked LM: mask_prob, replace_mask, replace_random, mask_id (-1 = auto)
 };
 
 struct ValidOptions {
@@ -39,9 +60,12 @@ struct ValidOptions {
   int64_t max_len_b = 10;
   int64_t bleu_lines = 0;  // 0 = the whole valid set
   bool bleu = false;       // decode for BLEU at every validation (always when metric == bleu)
+  int64_t context = 0;     // LM windows: tokens per window (0 = data.tokens_per_sample)
+  int64_t stride = 0;      // LM windows: targets scored per later window (0 = context / 2)
 };
 
 struct TrainOptions {
+  TrainTaskKind task = TrainTaskKind::translation;  // from model.type
   DataOptions data;
   ValidOptions valid;
   YAML::Node model;  // the model section (vocabulary sizes and special ids are filled in by the trainer)
@@ -65,7 +89,25 @@ struct TrainOptions {
   static TrainOptions from_config(const config::Config& config);
 };
 
-/// Registers data.*, model.*, train.*, valid.* and run_dir in `schema`.
+/// Registers data.*, model.*, train.*, valid.* and run_dir in `schema` (register_lm_keys included).
 void register_train_keys(config::Schema& schema);
+/// The language-model keys (lm_options.cpp): data.train.text, data.valid.text, data.vocab.path,
+/// data.vocab.min_count, data.tokens_per_sample, data.mlm.*, valid.context, valid.stride and the
+/// model keys of transformer_lm / lstm_lm.
+void register_lm_keys(config::Schema& schema);
+/// Reads the language-model data keys into `o` and checks that no translation key is set
+/// (o.task is a language model) or that no language-model key is set (translation).
+void read_lm_options(const config::Config& config, TrainOptions& o);
+/// The model section for create_model(): a translation model gets every key it knows (the schema's
+/// defaults are TransformerConfig's), a language model the keys it knows that the recipe sets. A
+/// key of another model type is passed on (and rejected by the model's from_yaml, naming it) only
+/// when set to a non-default value, so a dumped configuration, which lists every key, loads back.
+YAML::Node model_section(const config::Config& config);
+/// Sets every model key that `config` leaves at its default to the value model.type's own defaults
+/// give it (e.g. pre_norm true for a transformer_lm), so that a dumped configuration shows the model
+/// that trains and loads back to it (moe-train calls it before --dump-config).
+void settle_model_keys(config::Config& config);
+/// The model keys a model type understands (without "model."), for building its model section.
+const std::vector<std::string>& model_keys_of(const std::string& type);
 
 }  // namespace moe

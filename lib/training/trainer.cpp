@@ -1,6 +1,6 @@
-// trainer.h implementation, part 1: setup (vocabularies, model, data) and the update loop.
-// Part 2 (validation, checkpoints, resume, logs) is trainer_io.cpp.
-// Covered by tests/training/resume_test.cpp and tests/scripts/e2e_translation.sh.
+// trainer.h implementation, part 1: setup (the task's vocabularies and data, the model) and the
+// update loop. Part 2 (validation, checkpoints, resume, logs) is trainer_io.cpp.
+// Covered by tests/training/resume_test.cpp, lm_train_test.cpp and tests/scripts/e2e_*.sh.
 #include "training/trainer.h"
 
 #include <spdlog/spdlog.h>
@@ -10,13 +10,11 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "data/dataset.h"
-#include "data/vocab_builder.h"
 #include "graph/expr/binary.h"
 #include "graph/expr/unary.h"
 #include "graph/graph.h"
-#include "models/transformer.h"
 #include "tensor/allocator.h"
+#include "training/bleu_validation.h"
 
 namespace moe {
 
@@ -39,98 +37,20 @@ Trainer::~Trainer() = default;
 
 std::string Trainer::path_in_run(const std::string& name) const { return (fs::path(o_.run_dir) / name).string(); }
 
-void Trainer::setup_vocabularies() {
-  const DataOptions& d = o_.data;
-  data::SpmTrainOptions spm;
-  spm.vocab_size = d.vocab_size;
-  spm.model_type = d.vocab_type;
-  spm.normalization = d.vocab_normalization;
-  spm.character_coverage = d.vocab_character_coverage;
-  spm.input_sentence_size = d.vocab_sentences;
-  spm.seed = static_cast<uint32_t>(o_.seed);
-  src_vocab_path_ = d.src_vocab;
-  tgt_vocab_path_ = d.tgt_vocab;
-  if (src_vocab_path_ == tgt_vocab_path_) {
-    data::ensure_vocab(src_vocab_path_, {d.train_src, d.train_tgt}, spm);
-  } else {
-    data::ensure_vocab(src_vocab_path_, {d.train_src}, spm);
-    data::ensure_vocab(tgt_vocab_path_, {d.train_tgt}, spm);
-  }
-  src_vocab_ = data::load_vocab(src_vocab_path_);
-  tgt_vocab_ = data::load_vocab(tgt_vocab_path_);
-  MOE_CHECK(src_vocab_->pad_id() == tgt_vocab_->pad_id() && src_vocab_->bos_id() == tgt_vocab_->bos_id() &&
-                src_vocab_->eos_id() == tgt_vocab_->eos_id(),
-            "vocabularies ", src_vocab_path_, " and ", tgt_vocab_path_, " disagree on the <pad>/<s>/</s> ids");
-  vocab_files_ = {VocabFile::read("src", src_vocab_path_), VocabFile::read("tgt", tgt_vocab_path_)};
-  spdlog::info("moe-train: vocabularies {} ({} entries) and {} ({} entries)", src_vocab_path_, src_vocab_->size(),
-               tgt_vocab_path_, tgt_vocab_->size());
-}
-
 void Trainer::setup_model() {
-  YAML::Node m = YAML::Clone(o_.model);
-  m["src_vocab"] = static_cast<int64_t>(src_vocab_->size());
-  m["tgt_vocab"] = static_cast<int64_t>(tgt_vocab_->size());
-  m["pad_id"] = tgt_vocab_->pad_id();
-  m["bos_id"] = tgt_vocab_->bos_id();
-  m["eos_id"] = tgt_vocab_->eos_id();
-  model_ = create_model(m);
-  MOE_CHECK(!model_->is_language_model(), "moe-train trains translation models; model.type '", model_->type(),
-            "' is a language model");
-  if (const Transformer* t = model_->seq2seq()) {
-    const TransformerConfig& c = t->config();
-    MOE_CHECK(c.tie_embeddings != "all" || src_vocab_path_ == tgt_vocab_path_,
-              "model.tie_embeddings: all needs one joint vocabulary (data.vocab.src == data.vocab.tgt)");
-    max_len_ = c.max_positions - 1;  // the decoder input carries <s>, the source </s>
-  }
+  model_ = create_model(task_->prepare(o_.model));
+  task_->attach(*model_);
   // Declare every parameter by building the loss of a one-token batch (no forward), then lay the
   // store out: a fresh run and a resumed one get the same layout and the same initial values.
   store_ = std::make_unique<ParameterStore>(device_, o_.seed);
   {
-    const int32_t tok = src_vocab_->unk_id();
-    const std::vector<int32_t> one = {tok};
-    const data::Batch dummy =
-        uploader_->upload(data::make_batch({std::span<const int32_t>(one)}, {std::span<const int32_t>(one)}, {0},
-                                           tgt_vocab_->pad_id(), tgt_vocab_->bos_id(), tgt_vocab_->eos_id()));
     Graph g(device_, store_.get(), GraphOptions{.training = true, .compute_dtype = o_.dtype, .seed = o_.seed});
-    Builder b(g);
-    model_->loss(b, dummy, 0.f);
+    task_->declare(*model_, Builder(g));
   }
   store_->allocate();
   opt_ = Optimizer::create(o_.optimizer, o_.optim);
-  spdlog::info("moe-train: {} model, {} parameters, {} optimizer, {} on {}", model_->type(), store_->count(),
-               opt_->name(), dtype_name(o_.dtype), device_.str());
-}
-
-void Trainer::setup_data() {
-  const DataOptions& d = o_.data;
-  const data::ReadOptions ro{d.skip_invalid_utf8};
-  data::ParallelDataset train = data::load_parallel_dataset(d.train_src, d.train_tgt, *src_vocab_, src_vocab_path_,
-                                                            *tgt_vocab_, tgt_vocab_path_, d.cache_dir, ro);
-  data::BatchOptions bo;
-  bo.max_tokens = o_.max_tokens;
-  bo.max_sentences = o_.max_sentences;
-  bo.seed = o_.seed;
-  const int64_t len = d.max_len > 0 && max_len_ > 0 ? std::min(d.max_len, max_len_) : std::max(d.max_len, max_len_);
-  bo.filter.max_src_len = bo.filter.max_tgt_len = len;
-  bo.filter.max_ratio = d.max_ratio;
-  bo.pad_id = tgt_vocab_->pad_id();
-  bo.bos_id = tgt_vocab_->bos_id();
-  bo.eos_id = tgt_vocab_->eos_id();
-  generator_ = std::make_unique<data::BatchGenerator>(train.src, train.tgt, bo);
-  spdlog::info("moe-train: training data {} / {}: {}", d.train_src, d.train_tgt, generator_->filter_stats().summary());
-  MOE_CHECK(generator_->kept() > 0, "moe-train: no usable training pair in ", d.train_src, " / ", d.train_tgt, " (",
-            generator_->filter_stats().summary(), ")");
-  if (!d.valid_src.empty()) {
-    data::ParallelDataset valid = data::load_parallel_dataset(d.valid_src, d.valid_tgt, *src_vocab_, src_vocab_path_,
-                                                              *tgt_vocab_, tgt_vocab_path_, d.cache_dir, ro);
-    validator_ = std::make_unique<Validator>(
-        valid.src, valid.tgt, ValidBatchOptions{o_.valid.max_tokens, max_len_, bo.pad_id, bo.bos_id, bo.eos_id});
-    spdlog::info("moe-train: validation data {} / {}: {} pairs{}", d.valid_src, d.valid_tgt, validator_->sentences(),
-                 validator_->dropped() ? " (" + std::to_string(validator_->dropped()) + " empty or too long left out)"
-                                       : std::string());
-    if (o_.valid.bleu)
-      bleu_ = std::make_unique<BleuValidator>(d.valid_src, d.valid_tgt, *src_vocab_, o_.valid, o_.valid.max_tokens);
-  }
+  spdlog::info("moe-train: {} ({}) model, {} parameters, {} optimizer, {} on {}", model_->type(), task_name(o_.task),
+               store_->count(), opt_->name(), dtype_name(o_.dtype), device_.str());
 }
 
 bool Trainer::finished() const {
@@ -145,25 +65,25 @@ void Trainer::run(bool resume) {
             "needs the translator (lib/translator), which this build does not have; use valid.metric loss or ppl");
   if (!config_text_.empty()) std::ofstream(path_in_run("config.yml")) << config_text_;
   uploader_ = std::make_unique<data::BatchUploader>(device_);
-  setup_vocabularies();
+  task_ = make_train_task(o_, *uploader_);
   setup_model();
-  setup_data();
+  task_->load_data();
   if (resume) restore(path_in_run("checkpoint.last.safetensors"));
   metrics_ = std::make_unique<MetricsLog>(path_in_run("metrics.jsonl"), resume ? st_.update : -1);
-  prefetcher_ = std::make_unique<data::BatchPrefetcher>(std::move(generator_));
+  task_->start();
   bar_ = std::make_unique<ProgressBar>(o_.max_updates);
   allocator_for(device_).reset_peak();
   window_start_ = std::chrono::steady_clock::now();
   last_valid_ = last_save_ = resume ? st_.update : -1;
 
   while (!finished()) {
-    std::vector<data::Batch> batches;
+    std::vector<TrainBatch> batches;
     bool epoch_end = false;
     while (static_cast<int64_t>(batches.size()) < o_.update_freq) {
-      auto item = prefetcher_->next();
-      st_.data_state = item.state.to_string();
+      TrainTask::Item item = task_->next();
+      st_.data_state = std::move(item.data_state);
       if (!item.batch) {
-        st_.epoch = item.state.epoch;
+        st_.epoch = item.epoch;
         epoch_end = true;
         break;
       }
@@ -185,47 +105,46 @@ void Trainer::run(bool resume) {
     }
   }
   bar_->clear();
-  if (validator_ && last_valid_ != st_.update) validate();
+  if (task_->has_validation() && last_valid_ != st_.update) validate();
   if (last_save_ != st_.update) save_all();
   spdlog::info("moe-train: finished after {} updates ({} epochs){}", st_.update, st_.epoch,
                stop_ ? " (early stopping)" : "");
 }
 
-bool Trainer::train_update(const std::vector<data::Batch>& batches) {
+bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
   int64_t expected = 0;
-  for (const auto& b : batches) expected += b.tgt_tokens;
+  for (const auto& b : batches) expected += b.tokens();
   MOE_CHECK(expected > 0, "moe-train: an update without target tokens (update ", st_.update + 1, ")");
   if (hook_) hook_(*store_, st_.update + 1);
   store_->zero_grads();
   const double loss_scale = scaler_.scale();
   double loss_sum = 0;
   int64_t used = 0;
-  for (const data::Batch& cpu_batch : batches) {
-    const data::Batch batch = uploader_->upload(cpu_batch);
+  for (const TrainBatch& batch : batches) {
     Graph g(device_, store_.get(),
             GraphOptions{.training = true,
                          .compute_dtype = o_.dtype,
                          .seed = o_.seed,
                          .step = static_cast<uint64_t>(st_.batches++)});
     Builder b(g);
-    const Expr loss = model_->loss(b, batch, o_.label_smoothing);
+    const Expr loss = task_->loss(*model_, b, batch, o_.label_smoothing);
     Expr objective = loss;
     for (const AuxLoss& aux : b.aux_losses())  // per-batch terms, weighted by the batch's share of tokens
-      objective = add(objective, scale(aux.value, static_cast<float>(batch.tgt_tokens)));
+      objective = add(objective, scale(aux.value, static_cast<float>(batch.tokens())));
     g.forward();
     const double l = loss.val().item();
     if (!std::isfinite(l)) {
       MOE_CHECK(o_.skip_nan_batches, "moe-train: the training loss is ", l, " at update ", st_.update + 1, " (epoch ",
-                st_.epoch + 1, ", batch of ", batch.size(), " sentences, ", batch.tgt_tokens,
+                st_.epoch + 1, ", batch of ", batch.size(), " sequences, ", batch.tokens(),
                 " target tokens); stopping without writing a checkpoint. Lower train.lr, set train.clip_norm, or "
                 "set train.skip_nan_batches to skip such batches");
-      spdlog::warn("moe-train: skipping a batch with loss {} at update {} ({} sentences)", l, st_.update + 1,
+      spdlog::warn("moe-train: skipping a batch with loss {} at update {} ({} sequences)", l, st_.update + 1,
                    batch.size());
       continue;
     }
     g.backward(objective, loss_scale / static_cast<double>(expected));
     loss_sum += l;
-    used += batch.tgt_tokens;
+    used += batch.tokens();
   }
   if (used == 0) return false;
   const double lr = schedule_.at(st_.update + 1);
@@ -263,7 +182,7 @@ bool Trainer::train_update(const std::vector<data::Batch>& batches) {
 void Trainer::after_update() {
   const int64_t u = st_.update;
   if (u % o_.log_every == 0) log_window();
-  if (validator_ && o_.valid_every > 0 && u % o_.valid_every == 0) validate();
+  if (task_->has_validation() && o_.valid_every > 0 && u % o_.valid_every == 0) validate();
   if (o_.save_every > 0 && u % o_.save_every == 0 && !finished()) save_all();
 }
 

@@ -1,12 +1,14 @@
-// Trainer: the training loop of moe-train. Per update it takes update_freq batches from the
-// prefetched batch generator, runs forward/backward for each in its own graph (gradients of the
-// summed loss, scaled by loss_scale / target tokens of the whole update, added into the parameter
-// store), steps the optimizer at the schedule's learning rate, and every log_every / valid_every /
-// save_every updates logs, validates and writes run_dir/checkpoint.{last,best,<update>}.safetensors
-// with their training state. A NaN/Inf loss stops with an error naming the update (or skips the batch
-// with train.skip_nan_batches); f16 overflows halve the loss scale and skip the update.
-// resume continues from checkpoint.last exactly (same losses as an uninterrupted run).
-// Covered by tests/training/resume_test.cpp and tests/scripts/e2e_translation.sh.
+// Trainer: the training loop of moe-train, shared by every task (train_task.h: translation or
+// language modelling, picked by model.type). Per update it takes update_freq batches from the task's
+// prefetched batches, runs forward/backward for each in its own graph (gradients of the summed loss
+// plus each auxiliary loss times the batch's target tokens, scaled by loss_scale / target tokens of
+// the whole update, added into the parameter store), steps the optimizer at the schedule's learning
+// rate, and every log_every / valid_every / save_every updates logs, validates and writes
+// run_dir/checkpoint.{last,best,<update>}.safetensors with their training state. A NaN/Inf loss stops
+// with an error naming the update (or skips the batch with train.skip_nan_batches); f16 overflows
+// halve the loss scale and skip the update. resume continues from checkpoint.last exactly (same
+// losses as an uninterrupted run). Covered by tests/training/resume_test.cpp, lm_train_test.cpp,
+// tests/scripts/e2e_translation.sh and tests/scripts/e2e_lm.sh.
 #pragma once
 #include <chrono>
 #include <functional>
@@ -14,20 +16,16 @@
 #include <string>
 #include <vector>
 
-#include "data/batch_generator.h"
 #include "data/batch_upload.h"
-#include "data/vocab.h"
 #include "graph/parameters.h"
 #include "models/model.h"
-#include "training/bleu_validation.h"
-#include "training/checkpoint.h"
 #include "training/loss_scaler.h"
 #include "training/optimizer.h"
 #include "training/progress.h"
 #include "training/schedule.h"
 #include "training/train_options.h"
+#include "training/train_task.h"
 #include "training/training_state.h"
-#include "training/validation.h"
 
 namespace moe {
 
@@ -50,12 +48,10 @@ class Trainer {
   Device device() const { return device_; }
 
  private:
-  void setup_vocabularies();
   void setup_model();
-  void setup_data();
   void restore(const std::string& checkpoint);
   /// One update over `batches`; false when it was skipped (NaN batches, f16 overflow).
-  bool train_update(const std::vector<data::Batch>& batches);
+  bool train_update(const std::vector<TrainBatch>& batches);
   void after_update();
   void log_window();
   void validate();
@@ -68,23 +64,16 @@ class Trainer {
   TrainOptions o_;
   std::string config_text_;
   Device device_;
-  std::string src_vocab_path_, tgt_vocab_path_;
-  std::unique_ptr<data::Vocab> src_vocab_, tgt_vocab_;
-  std::vector<VocabFile> vocab_files_;
+  std::unique_ptr<data::BatchUploader> uploader_;
+  std::unique_ptr<TrainTask> task_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<ParameterStore> store_;
   std::unique_ptr<Optimizer> opt_;
   LrSchedule schedule_;
   LossScaler scaler_;
   TrainingState st_;
-  std::unique_ptr<data::BatchGenerator> generator_;  // until the prefetcher takes it over
-  std::unique_ptr<data::BatchPrefetcher> prefetcher_;
-  std::unique_ptr<Validator> validator_;
-  std::unique_ptr<BleuValidator> bleu_;
-  std::unique_ptr<data::BatchUploader> uploader_;
   std::unique_ptr<MetricsLog> metrics_;
   std::unique_ptr<ProgressBar> bar_;
-  int64_t max_len_ = 0;
   int64_t last_valid_ = -1, last_save_ = -1;
   bool stop_ = false;
   int64_t skipped_in_a_row_ = 0;  // updates skipped (NaN batches, overflows) since the last applied one

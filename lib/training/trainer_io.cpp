@@ -44,10 +44,9 @@ void Trainer::log_window() {
 
 void Trainer::validate() {
   last_valid_ = st_.update;
-  ValidFigures f = validator_->run(*model_, *store_, o_.dtype, *uploader_);
+  ValidFigures f = task_->validate(*model_, *store_, o_.dtype);
   f.epoch = st_.epoch + 1;
   f.update = st_.update;
-  if (bleu_) f.bleu = bleu_->run(*model_, *store_, o_.dtype, *tgt_vocab_);
   // loss and ppl rank the same way (ppl = exp(loss)), lower is better; BLEU: higher is better.
   const bool by_bleu = o_.valid.metric == "bleu";
   const double metric = by_bleu ? f.bleu : f.loss;
@@ -76,8 +75,10 @@ void Trainer::save(const std::string& path) {
   s.loss_scale = scaler_.scale();
   s.loss_scale_clean = scaler_.clean_updates();
   save_training_state(state_path_for(path), s);
-  save_checkpoint(path, *model_, *store_, vocab_files_,
-                  {{"moe.update", std::to_string(st_.update)}, {"moe.epoch", std::to_string(st_.epoch)}});
+  std::map<std::string, std::string> meta = task_->checkpoint_metadata();
+  meta["moe.update"] = std::to_string(st_.update);
+  meta["moe.epoch"] = std::to_string(st_.epoch);
+  save_checkpoint(path, *model_, *store_, task_->vocab_files(), meta);
 }
 
 void Trainer::save_all() {
@@ -132,7 +133,7 @@ void Trainer::restore(const std::string& checkpoint) {
   opt_->load_state(s.optimizer);
   s.optimizer.clear();
   scaler_.restore(s.loss_scale, s.loss_scale_clean);
-  generator_->restore(data::BatchGenerator::State::from_string(s.data_state));
+  task_->restore(s.data_state);
   st_ = std::move(s);
   spdlog::info("moe-train: resumed from {} at update {} (epoch {})", checkpoint, st_.update, st_.epoch + 1);
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "data/lm_stream.h"
+#include "training/lm_validation.h"
 
 namespace moe {
 
@@ -29,24 +30,19 @@ PerplexityResult lm_perplexity(const Model& model, ParameterStore& params, Devic
                                int32_t pad_id) {
   MOE_CHECK(model.is_language_model(), "ppl: the model is a ", model.type(),
             " (translation) model; use moe-score pairs for translation models");
+  MOE_CHECK(model.type() != "transformer_mlm",
+            "ppl: a transformer_mlm is a masked language model (it sees the "
+            "tokens it would predict here); moe-score ppl scores left-to-right models (transformer_lm, lstm_lm)");
   MOE_CHECK(params.device() == device, "ppl: the parameters are on ", params.device(), ", scoring on ", device);
   MOE_CHECK(o.context >= 1, "ppl: --context must be positive, got ", o.context);
   const int64_t stride = o.stride > 0 ? o.stride : std::max<int64_t>(1, o.context / 2);
   MOE_CHECK(stride <= o.context, "ppl: --stride ", stride, " exceeds --context ", o.context);
+  data::BatchUploader uploader(device);
+  const LmEvalSum sum = lm_eval_sum(
+      model, params, data::eval_batches(stream, o.context, stride, o.batch_size, eos_id, pad_id), o.dtype, uploader);
   PerplexityResult r;
-  for (const data::LmBatch& cpu_batch : data::eval_batches(stream, o.context, stride, o.batch_size, eos_id, pad_id)) {
-    data::LmBatch batch = cpu_batch;
-    batch.input = cpu_batch.input.to(device);
-    batch.target = cpu_batch.target.to(device);
-    batch.mask = cpu_batch.mask.to(device);
-    GraphOptions go;
-    go.training = false;
-    go.compute_dtype = o.dtype;
-    Graph g(device, &params, go);
-    Builder b(g);
-    r.nll += model.lm_loss(b, batch, 0.f).val().item();
-    r.tokens += batch.tokens;
-  }
+  r.nll = sum.nll;
+  r.tokens = sum.tokens;
   MOE_CHECK(r.tokens == static_cast<int64_t>(stream.size()), "ppl: scored ", r.tokens, " of ", stream.size(),
             " stream tokens (the evaluation windows must cover each token once)");
   return r;

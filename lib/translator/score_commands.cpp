@@ -1,5 +1,6 @@
 // moe-score ppl / pairs (see score_commands.h). ppl prints "PPL = x (...)" (or the number alone with
-// --score-only, or JSON); pairs prints one "log_prob<TAB>tokens" line per pair and the corpus
+// --score-only, or JSON), with the validation windows a moe-train checkpoint stores unless --context /
+// --stride say otherwise; pairs prints one "log_prob<TAB>tokens" line per pair and the corpus
 // summary on stderr (--summary prints only the summary, on stdout).
 // Covered by tests/translator/scoring_test.cpp.
 #include "translator/score_commands.h"
@@ -62,17 +63,26 @@ metrics::SubcommandRunner setup_ppl(CLI::App& sub) {
   auto a = std::make_shared<PplArgs>();
   add_model_options(sub, a->m);
   sub.add_option("-i,--input", a->input, "text to score, one line per line ('-' = stdin)")->capture_default_str();
-  sub.add_option("--context", a->opt.context, "window length (tokens of history + scored)")->capture_default_str();
-  sub.add_option("--stride", a->opt.stride, "targets scored per later window (0 = context / 2)")->capture_default_str();
+  CLI::Option* context =
+      sub.add_option("--context", a->opt.context,
+                     "window length (tokens of history + scored); default: the windows of moe-train's validation "
+                     "stored in the checkpoint, else 512");
+  CLI::Option* stride = sub.add_option("--stride", a->opt.stride,
+                                       "targets scored per later window (0 = context / 2); default: as --context");
   sub.add_option("--batch-size", a->opt.batch_size, "windows per forward pass")->capture_default_str();
   sub.add_option("-f,--format", a->format, "output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   sub.add_flag("-b,--score-only", a->score_only, "print only the perplexity");
-  return [a](std::ostream& out) {
+  return [a, context, stride](std::ostream& out) {
     const auto [device, dtype] = placement(a->m, "ppl");
     a->opt.dtype = dtype;
     LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
+    if (context->count() == 0 && ck.metadata.count("moe.valid.context")) {
+      a->opt.context = std::stoll(ck.metadata.at("moe.valid.context"));
+      if (stride->count() == 0 && ck.metadata.count("moe.valid.stride"))
+        a->opt.stride = std::stoll(ck.metadata.at("moe.valid.stride"));
+    }
     MOE_CHECK(ck.model->is_language_model(), "'", a->m.model, "' holds a ", ck.model->type(),
               " (translation) model; use moe-score pairs for translation models");
     const data::Vocab& vocab = first_vocab(ck, {"lm", "tgt", "src"});

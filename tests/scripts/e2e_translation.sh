@@ -9,13 +9,15 @@ BIN="${1:?usage: e2e_translation.sh BIN_DIR SHARED_DATA_DIR}"
 DATA="${2:?usage: e2e_translation.sh BIN_DIR SHARED_DATA_DIR}/multi30k"
 RECIPE="$(cd "$(dirname "$0")/../.." && pwd)/recipes/ci-tiny.yml"
 UPDATES="${E2E_UPDATES:-200}"
+E2E_NAME=e2e_translation
+source "$(dirname "$0")/lib/e2e_common.sh"
 if [[ ! -f "$DATA/train.en" ]]; then echo "e2e_translation: no Multi30k data in $DATA: skipped"; exit 77; fi
 for p in moe-train moe-translate moe-score moe-average; do
   [[ -x "$BIN/$p" ]] || { echo "e2e_translation: $BIN/$p is missing" >&2; exit 1; }
 done
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/moe-e2e.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
-fail() { echo "e2e_translation: FAILED: $*" >&2; exit 1; }
+fail() { e2e_fail "$@"; }
 
 head -n 2000 "$DATA/train.en" > "$WORK/train.en"; head -n 2000 "$DATA/train.de" > "$WORK/train.de"
 head -n 200 "$DATA/val.en" > "$WORK/valid.en"; head -n 200 "$DATA/val.de" > "$WORK/valid.de"
@@ -26,11 +28,7 @@ common=(--config "$RECIPE" --data.train.src "$WORK/train.en" --data.train.tgt "$
 
 # 1. Train; the loss must fall clearly (mean of the last three logged losses vs the first).
 "$BIN/moe-train" "${common[@]}" --run_dir "$WORK/run" --train.max_updates "$UPDATES" || fail "moe-train"
-losses() { grep '"type":"train"' "$1/metrics.jsonl" | sed -E 's/.*"loss":([^,]*),.*/\1/'; }
-first="$(losses "$WORK/run" | head -n 1)"
-last="$(losses "$WORK/run" | tail -n 3 | awk '{s += $1} END {print s / NR}')"
-echo "e2e_translation: training loss $first -> $last"
-awk -v a="$first" -v b="$last" 'BEGIN {exit !(b < a - 1.5)}' || fail "the loss did not fall clearly ($first -> $last)"
+e2e_check_loss_falls "$WORK/run" 1.5
 grep -q '"type":"valid"' "$WORK/run/metrics.jsonl" || fail "no validation line in metrics.jsonl"
 [[ -f "$WORK/run/checkpoint.last.safetensors" && -f "$WORK/run/checkpoint.last.state.safetensors" ]] ||
   fail "checkpoint.last or its state is missing"
@@ -47,13 +45,5 @@ grep -q "BLEU" <<< "$score" || fail "moe-score printed no BLEU score"
 "$BIN/moe-average" -o "$WORK/avg.safetensors" --last 2 --run-dir "$WORK/run" || fail "moe-average"
 
 # 4. Resume: 40 updates straight vs 20 + resume to 40; the logged losses must be identical.
-short=(--train.log_every 5 --train.valid_every 10 --train.save_every 10 --train.keep_last 0)
-"$BIN/moe-train" "${common[@]}" "${short[@]}" --run_dir "$WORK/full" --train.max_updates 40 || fail "moe-train (full)"
-"$BIN/moe-train" "${common[@]}" "${short[@]}" --run_dir "$WORK/part" --train.max_updates 20 || fail "moe-train (part)"
-"$BIN/moe-train" "${common[@]}" "${short[@]}" --run_dir "$WORK/part" --train.max_updates 40 --resume ||
-  fail "moe-train --resume"
-curve() { grep -o '"type":"[a-z]*","epoch":[0-9]*,"update":[0-9]*,"loss":[^,]*' "$1/metrics.jsonl"; }
-[[ "$(curve "$WORK/full" | wc -l)" -ge 8 ]] || fail "too few metrics lines in the full run"
-diff <(curve "$WORK/full") <(curve "$WORK/part") || fail "the resumed run's losses differ from the uninterrupted run"
-echo "e2e_translation: resume reproduces the uninterrupted losses ($(curve "$WORK/full" | wc -l) lines)"
+e2e_check_resume "$WORK" "${common[@]}"
 echo "e2e_translation: OK"

@@ -15,23 +15,8 @@
 using namespace moe;
 namespace fs = std::filesystem;
 
-namespace {
-struct Line {
-  std::string type;
-  int64_t update;
-  double loss;
-};
-
-std::vector<Line> read_metrics(const std::string& run_dir) {
-  std::vector<Line> out;
-  std::ifstream in(run_dir + "/metrics.jsonl");
-  for (std::string s; std::getline(in, s);) {
-    const YAML::Node n = YAML::Load(s);
-    out.push_back({n["type"].as<std::string>(), n["update"].as<int64_t>(), n["loss"].as<double>()});
-  }
-  return out;
-}
-}  // namespace
+using test::read_metrics;
+using Line = test::MetricsLine;
 
 TEST_CASE("trainer: trains, logs, validates and saves", "[training][trainer]") {
   const std::string dir = test::temp_dir("train");
@@ -69,31 +54,12 @@ TEST_CASE("trainer: an interrupted and resumed run logs the losses of an uninter
   test::write_corpus(dir, "train", 200, 3);
   test::write_corpus(dir, "valid", 30, 4);
   TrainOptions full = test::tiny_options(dir);
-  full.run_dir = dir + "/full";
   full.max_updates = 12;
   full.update_freq = 2;  // accumulation and the data position inside an update
   full.log_every = 1;
   full.valid_every = 3;  // divides the interruption point: both runs validate at the same updates
   full.save_every = 3;
-  Trainer(full).run(false);
-
-  TrainOptions part = full;
-  part.run_dir = dir + "/part";
-  part.max_updates = 6;  // stops (and saves) at update 6
-  part.schedule.max_updates = 12;
-  Trainer(part).run(false);
-  CHECK(read_metrics(part.run_dir).back().update == 6);
-  part.max_updates = 12;
-  Trainer(part).run(true);
-
-  const auto a = read_metrics(full.run_dir), b = read_metrics(part.run_dir);
-  REQUIRE(a.size() == b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    INFO("line " << i << " update " << a[i].update << " " << a[i].type);
-    CHECK(a[i].type == b[i].type);
-    CHECK(a[i].update == b[i].update);
-    CHECK(a[i].loss == b[i].loss);  // bit-identical
-  }
+  test::check_resume_reproduces(full, dir, 6);
   fs::remove_all(dir);
 }
 

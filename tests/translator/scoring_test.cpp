@@ -207,7 +207,8 @@ TEST_CASE("moe-score ppl with a Transformer language model", "[translator][ppl]"
     return s;
   }();
   save_checkpoint((dir / "lm.safetensors").string(), *lm, params,
-                  {VocabFile::read("lm", (dir / "words.vocab").string())});
+                  {VocabFile::read("lm", (dir / "words.vocab").string())},
+                  {{"moe.valid.context", "12"}, {"moe.valid.stride", "5"}});  // as moe-train stores them
   std::string text;
   for (const auto& l : lines) text += l + "\n";
   test::write_file(dir / "text.txt", text);
@@ -218,6 +219,11 @@ TEST_CASE("moe-score ppl with a Transformer language model", "[translator][ppl]"
                      "--context", "12", "--stride", "5", "--device", "cpu", "-b"},
                     out, err) == 0);
   CHECK(std::stod(out.str()) == Approx(one.ppl()).epsilon(1e-4));
+  std::ostringstream stored;  // no --context / --stride: the checkpoint's validation windows
+  REQUIRE(table.run({"moe-score", "ppl", "-m", (dir / "lm.safetensors").string(), "-i", (dir / "text.txt").string(),
+                     "--device", "cpu", "-b"},
+                    stored, err) == 0);
+  CHECK(std::stod(stored.str()) == Approx(one.ppl()).epsilon(1e-4));
   std::ostringstream json;
   REQUIRE(table.run({"moe-score", "ppl", "-m", (dir / "lm.safetensors").string(), "-i", (dir / "text.txt").string(),
                      "--context", "12", "--stride", "5", "--device", "cpu", "--format", "json"},

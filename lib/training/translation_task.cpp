@@ -1,0 +1,115 @@
+// translation_task.h implementation (setup of vocabularies and data as moe-train always did).
+// Covered by tests/training/resume_test.cpp and tests/scripts/e2e_translation.sh.
+#include "training/translation_task.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/error.h"
+#include "data/dataset.h"
+#include "models/transformer.h"
+
+namespace moe {
+
+TranslationTask::TranslationTask(const TrainOptions& options, data::BatchUploader& uploader)
+    : o_(options), uploader_(uploader) {}
+
+TranslationTask::~TranslationTask() = default;
+
+YAML::Node TranslationTask::prepare(const YAML::Node& model) {
+  const DataOptions& d = o_.data;
+  const data::SpmTrainOptions spm = spm_build_options(o_);
+  const data::WordVocabOptions words = word_build_options(o_);
+  src_vocab_path_ = d.src_vocab;
+  tgt_vocab_path_ = d.tgt_vocab;
+  if (src_vocab_path_ == tgt_vocab_path_) {
+    data::ensure_vocab(src_vocab_path_, {d.train_src, d.train_tgt}, spm, words);
+  } else {
+    data::ensure_vocab(src_vocab_path_, {d.train_src}, spm, words);
+    data::ensure_vocab(tgt_vocab_path_, {d.train_tgt}, spm, words);
+  }
+  src_vocab_ = data::load_vocab(src_vocab_path_);
+  tgt_vocab_ = data::load_vocab(tgt_vocab_path_);
+  MOE_CHECK(src_vocab_->pad_id() == tgt_vocab_->pad_id() && src_vocab_->bos_id() == tgt_vocab_->bos_id() &&
+                src_vocab_->eos_id() == tgt_vocab_->eos_id(),
+            "vocabularies ", src_vocab_path_, " and ", tgt_vocab_path_, " disagree on the <pad>/<s>/</s> ids");
+  vocab_files_ = {VocabFile::read("src", src_vocab_path_), VocabFile::read("tgt", tgt_vocab_path_)};
+  spdlog::info("moe-train: vocabularies {} ({} entries) and {} ({} entries)", src_vocab_path_, src_vocab_->size(),
+               tgt_vocab_path_, tgt_vocab_->size());
+  YAML::Node m = YAML::Clone(model);
+  m["src_vocab"] = static_cast<int64_t>(src_vocab_->size());
+  m["tgt_vocab"] = static_cast<int64_t>(tgt_vocab_->size());
+  m["pad_id"] = tgt_vocab_->pad_id();
+  m["bos_id"] = tgt_vocab_->bos_id();
+  m["eos_id"] = tgt_vocab_->eos_id();
+  return m;
+}
+
+void TranslationTask::attach(const Model& model) {
+  MOE_CHECK(!model.is_language_model(), "moe-train: model.type '", model.type(),
+            "' is a language model, but the recipe set up translation");
+  if (const Transformer* t = model.seq2seq()) {
+    const TransformerConfig& c = t->config();
+    MOE_CHECK(c.tie_embeddings != "all" || src_vocab_path_ == tgt_vocab_path_,
+              "model.tie_embeddings: all needs one joint vocabulary (data.vocab.src == data.vocab.tgt)");
+    max_len_ = c.max_positions - 1;  // the decoder input carries <s>, the source </s>
+  }
+}
+
+void TranslationTask::declare(const Model& model, const Builder& b) {
+  const std::vector<int32_t> one = {src_vocab_->unk_id()};
+  const data::Batch dummy =
+      uploader_.upload(data::make_batch({std::span<const int32_t>(one)}, {std::span<const int32_t>(one)}, {0},
+                                        tgt_vocab_->pad_id(), tgt_vocab_->bos_id(), tgt_vocab_->eos_id()));
+  model.loss(b, dummy, 0.f);
+}
+
+void TranslationTask::load_data() {
+  const DataOptions& d = o_.data;
+  const data::ReadOptions ro{d.skip_invalid_utf8};
+  data::ParallelDataset train = data::load_parallel_dataset(d.train_src, d.train_tgt, *src_vocab_, src_vocab_path_,
+                                                            *tgt_vocab_, tgt_vocab_path_, d.cache_dir, ro);
+  data::BatchOptions bo;
+  bo.max_tokens = o_.max_tokens;
+  bo.max_sentences = o_.max_sentences;
+  bo.seed = o_.seed;
+  const int64_t len = d.max_len > 0 && max_len_ > 0 ? std::min(d.max_len, max_len_) : std::max(d.max_len, max_len_);
+  bo.filter.max_src_len = bo.filter.max_tgt_len = len;
+  bo.filter.max_ratio = d.max_ratio;
+  bo.pad_id = tgt_vocab_->pad_id();
+  bo.bos_id = tgt_vocab_->bos_id();
+  bo.eos_id = tgt_vocab_->eos_id();
+  generator_ = std::make_unique<data::BatchGenerator>(train.src, train.tgt, bo);
+  spdlog::info("moe-train: training data {} / {}: {}", d.train_src, d.train_tgt, generator_->filter_stats().summary());
+  MOE_CHECK(generator_->kept() > 0, "moe-train: no usable training pair in ", d.train_src, " / ", d.train_tgt, " (",
+            generator_->filter_stats().summary(), ")");
+  if (d.valid_src.empty()) return;
+  data::ParallelDataset valid = data::load_parallel_dataset(d.valid_src, d.valid_tgt, *src_vocab_, src_vocab_path_,
+                                                            *tgt_vocab_, tgt_vocab_path_, d.cache_dir, ro);
+  validator_ = std::make_unique<Validator>(
+      valid.src, valid.tgt, ValidBatchOptions{o_.valid.max_tokens, max_len_, bo.pad_id, bo.bos_id, bo.eos_id});
+  spdlog::info("moe-train: validation data {} / {}: {} pairs{}", d.valid_src, d.valid_tgt, validator_->sentences(),
+               validator_->dropped() ? " (" + std::to_string(validator_->dropped()) + " empty or too long left out)"
+                                     : std::string());
+  if (o_.valid.bleu)
+    bleu_ = std::make_unique<BleuValidator>(d.valid_src, d.valid_tgt, *src_vocab_, o_.valid, o_.valid.max_tokens);
+}
+
+void TranslationTask::restore(const std::string& data_state) {
+  generator_->restore(data::BatchGenerator::State::from_string(data_state));
+}
+
+void TranslationTask::start() { prefetcher_ = std::make_unique<data::BatchPrefetcher>(std::move(generator_)); }
+
+TrainTask::Item TranslationTask::next() { return next_item(*prefetcher_); }
+
+Expr TranslationTask::loss(const Model& model, const Builder& b, const TrainBatch& batch, float label_smoothing) {
+  return model.loss(b, uploader_.upload(std::get<data::Batch>(batch.data)), label_smoothing);
+}
+
+ValidFigures TranslationTask::validate(const Model& model, ParameterStore& store, DType compute_dtype) {
+  ValidFigures f = validator_->run(model, store, compute_dtype, uploader_);
+  if (bleu_) f.bleu = bleu_->run(model, store, compute_dtype, *tgt_vocab_);
+  return f;
+}
+
+}  // namespace moe

@@ -1,0 +1,47 @@
+// The translation task of moe-train (train_task.h): source and target vocabularies (one joint file
+// or two; built from the training text when missing), parallel training data in token-budget
+// batches (data::BatchGenerator: length filters, shuffling per epoch) prefetched on a background
+// thread, the label-smoothed cross-entropy of Model::loss over the target tokens y </s>, and
+// validation: loss per target token on the valid pairs (validation.h) plus BLEU when asked
+// (bleu_validation.h). Covered by tests/training/resume_test.cpp and tests/scripts/e2e_translation.sh.
+#pragma once
+#include <memory>
+
+#include "data/batch_generator.h"
+#include "data/vocab.h"
+#include "training/bleu_validation.h"
+#include "training/train_task.h"
+#include "training/validation.h"
+
+namespace moe {
+
+class TranslationTask : public TrainTask {
+ public:
+  TranslationTask(const TrainOptions& options, data::BatchUploader& uploader);
+  ~TranslationTask() override;
+  YAML::Node prepare(const YAML::Node& model) override;
+  void attach(const Model& model) override;
+  void declare(const Model& model, const Builder& b) override;
+  void load_data() override;
+  void restore(const std::string& data_state) override;
+  void start() override;
+  Item next() override;
+  Expr loss(const Model& model, const Builder& b, const TrainBatch& batch, float label_smoothing) override;
+  bool has_validation() const override { return validator_ != nullptr; }
+  ValidFigures validate(const Model& model, ParameterStore& store, DType compute_dtype) override;
+  const std::vector<VocabFile>& vocab_files() const override { return vocab_files_; }
+
+ private:
+  const TrainOptions& o_;
+  data::BatchUploader& uploader_;
+  std::string src_vocab_path_, tgt_vocab_path_;
+  std::unique_ptr<data::Vocab> src_vocab_, tgt_vocab_;
+  std::vector<VocabFile> vocab_files_;
+  int64_t max_len_ = 0;                              // the model's position limit per side (0 = none)
+  std::unique_ptr<data::BatchGenerator> generator_;  // until the prefetcher takes it over
+  std::unique_ptr<data::BatchPrefetcher> prefetcher_;
+  std::unique_ptr<Validator> validator_;
+  std::unique_ptr<BleuValidator> bleu_;
+};
+
+}  // namespace moe

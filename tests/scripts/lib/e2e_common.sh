@@ -1,0 +1,33 @@
+# Helpers shared by the end-to-end scripts tests/scripts/e2e_*.sh (sourced, not run: ctest runs only
+# tests/scripts/*.sh). The sourcing script sets E2E_NAME and BIN (the folder of the programs).
+# e2e_fail MESSAGE                     prints "E2E_NAME: FAILED: MESSAGE" and exits 1
+# e2e_check_loss_falls RUN_DIR MARGIN  the mean of the last three logged training losses must be below
+#                                      the first one minus MARGIN
+# e2e_check_resume WORK ARGS...        moe-train ARGS for 40 updates straight (WORK/full) and for 20 then
+#                                      --resume to 40 (WORK/part): the logged losses must be identical
+
+e2e_fail() { echo "$E2E_NAME: FAILED: $*" >&2; exit 1; }
+
+e2e_check_loss_falls() {
+  local run="$1" margin="$2" first last
+  first="$(grep '"type":"train"' "$run/metrics.jsonl" | sed -E 's/.*"loss":([^,]*),.*/\1/' | head -n 1)"
+  last="$(grep '"type":"train"' "$run/metrics.jsonl" | sed -E 's/.*"loss":([^,]*),.*/\1/' | tail -n 3 |
+    awk '{s += $1} END {print s / NR}')"
+  echo "$E2E_NAME: training loss $first -> $last"
+  awk -v a="$first" -v b="$last" -v m="$margin" 'BEGIN {exit !(b < a - m)}' ||
+    e2e_fail "the loss did not fall clearly ($first -> $last)"
+}
+
+e2e_check_resume() {
+  local work="$1"
+  shift
+  local short=(--train.log_every 5 --train.valid_every 10 --train.save_every 10 --train.keep_last 0)
+  "$BIN/moe-train" "$@" "${short[@]}" --run_dir "$work/full" --train.max_updates 40 || e2e_fail "moe-train (full)"
+  "$BIN/moe-train" "$@" "${short[@]}" --run_dir "$work/part" --train.max_updates 20 || e2e_fail "moe-train (part)"
+  "$BIN/moe-train" "$@" "${short[@]}" --run_dir "$work/part" --train.max_updates 40 --resume ||
+    e2e_fail "moe-train --resume"
+  curve() { grep -o '"type":"[a-z]*","epoch":[0-9]*,"update":[0-9]*,"loss":[^,]*' "$1/metrics.jsonl"; }
+  [[ "$(curve "$work/full" | wc -l)" -ge 8 ]] || e2e_fail "too few metrics lines in the full run"
+  diff <(curve "$work/full") <(curve "$work/part") || e2e_fail "the resumed run's losses differ from the uninterrupted run"
+  echo "$E2E_NAME: resume reproduces the uninterrupted losses ($(curve "$work/full" | wc -l) lines)"
+}
