@@ -62,6 +62,13 @@ void register_train_keys(config::Schema& s) {
   s.add_int("train.update_freq", 1, "batches accumulated into one update");
   s.add_int("train.max_updates", 0, "stop after this many updates (0 = no limit)");
   s.add_int("train.max_epochs", 0, "stop after this many epochs (0 = no limit)");
+  s.add_float("train.max_minutes", 0.0, "stop after this many minutes of training in this process (0 = no limit)");
+  s.add_string("train.init_from", "",
+               "start from this checkpoint's parameters (same names and shapes; parameters it lacks keep "
+               "their initialisation); --resume takes precedence");
+  s.add_strings("train.trainable", {},
+                "train only these parameters: parameter groups (e.g. gate) or regexes over full names "
+                "(e.g. '.*attn\\.o\\..*'); empty = all (MAE fine-tuning: FTG [gate], FTG+ [gate, '.*_attn\\.o\\..*'])");
   s.add_int("train.seed", 1, "seed of initialisation, shuffling and dropout");
   s.add_string("train.device", "auto", "cpu | cuda | cuda:N | auto (a GPU when present)");
   s.add_string("train.dtype", "f32", "compute dtype: f32 | bf16 | f16 (f32 master weights; f16 adds loss scaling)");
@@ -187,7 +194,12 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
   o.max_epochs = c.get_int("train.max_epochs");
   check_non_negative(o.max_updates, "train.max_updates");
   check_non_negative(o.max_epochs, "train.max_epochs");
-  MOE_CHECK(o.max_updates > 0 || o.max_epochs > 0, "set train.max_updates or train.max_epochs (both are 0)");
+  o.max_minutes = c.get_float("train.max_minutes");
+  MOE_CHECK(o.max_minutes >= 0, "train.max_minutes must be >= 0, got ", o.max_minutes);
+  MOE_CHECK(o.max_updates > 0 || o.max_epochs > 0 || o.max_minutes > 0,
+            "set train.max_updates, train.max_epochs or train.max_minutes (all are 0)");
+  o.init_from = c.get_string("train.init_from");
+  o.trainable = c.get_strings("train.trainable");
   o.seed = static_cast<uint64_t>(c.get_int("train.seed"));
   o.device = c.get_string("train.device");
   const std::string dt = c.get_string("train.dtype");

@@ -70,7 +70,10 @@ struct TrainOptions {
   ValidOptions valid;
   YAML::Node model;  // the model section (vocabulary sizes and special ids are filled in by the trainer)
   int64_t max_tokens = 4096, max_sentences = 0, update_freq = 1;
-  int64_t max_updates = 0, max_epochs = 0;  // 0 = no limit (one of them must be set)
+  int64_t max_updates = 0, max_epochs = 0;  // 0 = no limit (one of them or max_minutes must be set)
+  double max_minutes = 0;                   // wall-clock limit of this process's training loop (0 = none)
+  std::string init_from;                    // checkpoint whose parameters start the run (fine-tuning)
+  std::vector<std::string> trainable;       // groups / name regexes to train (empty = all)
   uint64_t seed = 1;
   std::string device = "auto";
   DType dtype = DType::f32;  // compute dtype: f32, bf16 (f32 masters) or f16 (+ dynamic loss scaling)

@@ -15,6 +15,7 @@
 #include "graph/graph.h"
 #include "tensor/allocator.h"
 #include "training/bleu_validation.h"
+#include "training/fine_tuning.h"
 
 namespace moe {
 
@@ -48,14 +49,30 @@ void Trainer::setup_model() {
     task_->declare(*model_, Builder(g));
   }
   store_->allocate();
+  if (!o_.init_from.empty()) {
+    const InitFromReport r = init_from_checkpoint(o_.init_from, *store_);
+    spdlog::info("moe-train: {} parameters from {}{}{}", r.copied, o_.init_from,
+                 r.missing.empty()
+                     ? std::string()
+                     : fmt::format(", {} kept at their initialisation (e.g. {})", r.missing.size(), r.missing.front()),
+                 r.unused ? fmt::format(", {} of its parameters unused", r.unused) : std::string());
+  }
+  if (!o_.trainable.empty()) {
+    const int64_t n = restrict_trainable(*store_, o_.trainable);
+    int64_t elements = 0;
+    for (const ParamEntry& e : store_->entries()) elements += e.trainable ? e.shape.numel() : 0;
+    spdlog::info("moe-train: training {} of {} parameter tensors ({} of {} values)", n, store_->entries().size(),
+                 elements, store_->count());
+  }
   opt_ = Optimizer::create(o_.optimizer, o_.optim);
   spdlog::info("moe-train: {} ({}) model, {} parameters, {} optimizer, {} on {}", model_->type(), task_name(o_.task),
                store_->count(), opt_->name(), dtype_name(o_.dtype), device_.str());
 }
 
 bool Trainer::finished() const {
+  const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start_).count() / 60;
   return stop_ || (o_.max_updates > 0 && st_.update >= o_.max_updates) ||
-         (o_.max_epochs > 0 && st_.epoch >= o_.max_epochs);
+         (o_.max_epochs > 0 && st_.epoch >= o_.max_epochs) || (o_.max_minutes > 0 && minutes >= o_.max_minutes);
 }
 
 void Trainer::run(bool resume) {
@@ -73,7 +90,7 @@ void Trainer::run(bool resume) {
   task_->start();
   bar_ = std::make_unique<ProgressBar>(o_.max_updates);
   allocator_for(device_).reset_peak();
-  window_start_ = std::chrono::steady_clock::now();
+  loop_start_ = window_start_ = std::chrono::steady_clock::now();
   last_valid_ = last_save_ = resume ? st_.update : -1;
 
   while (!finished()) {

@@ -78,7 +78,7 @@ class Trainer {
   bool stop_ = false;
   int64_t skipped_in_a_row_ = 0;  // updates skipped (NaN batches, overflows) since the last applied one
   UpdateHook hook_;
-  std::chrono::steady_clock::time_point window_start_;
+  std::chrono::steady_clock::time_point window_start_, loop_start_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace moe
