@@ -134,6 +134,9 @@ void launch_fwd(const Params& p, const Tensor& q, const Tensor& k, const Tensor&
 
 attn::Params attention_params(const Tensor& q, const Tensor& k, const Tensor& key_padding, bool causal, float scale,
                               const Tensor& head_weight) {
+  // Grids are (query or key tiles, heads, batch): the heads and the batch are grid y and z.
+  MOE_CHECK(q.shape()[0] <= 65535 && q.shape()[2] <= 65535, "attention (CUDA): batch ", q.shape()[0], " and heads ",
+            q.shape()[2], " of q ", q.shape(), " must each be at most 65535 (grid y/z limit)");
   attn::Params p{};
   p.B = int(q.shape()[0]), p.Tq = int(q.shape()[1]), p.H = int(q.shape()[2]), p.D = int(q.shape()[3]);
   p.Tk = int(k.shape()[1]), p.Hk = int(k.shape()[2]), p.group = p.H / p.Hk;

@@ -2,6 +2,7 @@
 // device discovery that treats any error as "no GPU", raw memory, copies on the device's stream,
 // the stream and cuBLAS handles created once per device, and CUDA-event timers (moe-bench).
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "common/context.h"
@@ -33,17 +34,38 @@ DeviceContext& context(int device) {
 }
 }  // namespace
 
-int device_count() {
-  static const int count = [] {
+namespace {
+struct Discovery {
+  int count = 0;
+  std::string reason;  // why count is 0
+};
+const Discovery& discovery() {
+  static const Discovery d = [] {
+    Discovery r;
     int n = 0;  // cudaGetDeviceCount leaves n untouched on failure (no driver): that means 0.
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
       cudaGetLastError();
-      return 0;
+      int runtime = 0, driver = 0;
+      cudaRuntimeGetVersion(&runtime);
+      cudaDriverGetVersion(&driver);  // 0 when no driver is installed
+      auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+      r.reason = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(e) + ", " + cudaGetErrorString(e) +
+                 "; this build's CUDA runtime is " + version(runtime) + ", " +
+                 (driver ? "the driver supports CUDA " + version(driver) : std::string("no CUDA driver found"));
+      return r;
     }
-    return n;
+    r.count = n;
+    if (n == 0) r.reason = "the CUDA driver reports no device";
+    return r;
   }();
-  return count;
+  return d;
 }
+}  // namespace
+
+int device_count() { return discovery().count; }
+
+std::string no_gpu_reason() { return discovery().reason; }
 
 std::string device_name(int device) {
   cudaDeviceProp p;

@@ -108,6 +108,13 @@ void check_cell(const char* op, const Tensor& gates, std::initializer_list<std::
     check_dtype(op, what, *t, gates.dtype());
   }
 }
+/// dgates, when wanted, like gates (the CUDA kernels write it through the gates' element type).
+void check_gates_grad(const char* op, const Tensor& gates, const Tensor& dgates) {
+  if (!dgates.defined()) return;
+  check_same_device(op, gates, dgates);
+  check_shape(op, "dgates", dgates, gates.shape());
+  check_dtype(op, "dgates", dgates, gates.dtype());
+}
 }  // namespace
 
 void lstm_cell_state_forward(const Tensor& gates, const Tensor& c_prev, Tensor& c) {
@@ -119,8 +126,8 @@ void lstm_cell_state_forward(const Tensor& gates, const Tensor& c_prev, Tensor& 
 void lstm_cell_state_backward(const Tensor& gates, const Tensor& c_prev, const Tensor& dc, Tensor& dgates,
                               Tensor& dc_prev) {
   check_cell("lstm_cell_state backward", gates, {{"c_prev", &c_prev}, {"dc", &dc}, {"dc_prev", &dc_prev}});
-  MOE_CHECK(!dgates.defined() || dgates.shape() == gates.shape(), "lstm_cell_state backward: dgates ", dgates.shape(),
-            " is not ", gates.shape());
+  MOE_CHECK(dc.defined(), "lstm_cell_state backward: the output gradient dc is undefined");
+  check_gates_grad("lstm_cell_state backward", gates, dgates);
   MOE_CHECK(!dc_prev.defined() || c_prev.defined(), "lstm_cell_state backward: dc_prev without c_prev");
   MOE_DISPATCH(gates, lstm_cell_state_backward, gates, c_prev, dc, dgates, dc_prev);
 }
@@ -133,8 +140,8 @@ void lstm_cell_output_forward(const Tensor& gates, const Tensor& c, Tensor& h) {
 
 void lstm_cell_output_backward(const Tensor& gates, const Tensor& c, const Tensor& dh, Tensor& dgates, Tensor& dc) {
   check_cell("lstm_cell_output backward", gates, {{"c", &c}, {"dh", &dh}, {"dc", &dc}});
-  MOE_CHECK(!dgates.defined() || dgates.shape() == gates.shape(), "lstm_cell_output backward: dgates ", dgates.shape(),
-            " is not ", gates.shape());
+  MOE_CHECK(c.defined() && dh.defined(), "lstm_cell_output backward: c and the output gradient dh must be defined");
+  check_gates_grad("lstm_cell_output backward", gates, dgates);
   MOE_DISPATCH(gates, lstm_cell_output_backward, gates, c, dh, dgates, dc);
 }
 

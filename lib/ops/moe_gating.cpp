@@ -154,6 +154,7 @@ void gate_noise_backward(const Tensor& sigma, const Tensor& dnoisy, Tensor* dcle
   check_float_same("gate_noise", "output gradient", dnoisy, sigma);
   if (dclean) check_float_same("gate_noise", "logit gradient", *dclean, sigma);
   if (dsigma) check_float_same("gate_noise", "stddev gradient", *dsigma, sigma);
+  check_same_device("gate_noise", sigma, dnoisy, dclean ? *dclean : Tensor(), dsigma ? *dsigma : Tensor());
   MOE_DISPATCH(sigma, gate_noise_backward, sigma, dnoisy, dclean, dsigma, seed, stream);
 }
 
@@ -161,6 +162,7 @@ void prob_in_top_k_forward(const Tensor& clean, const Tensor& noisy, const Tenso
                            Tensor& prob) {
   check_prob_args(clean, noisy, sigma, top);
   check_float_same("prob_in_top_k", "output", prob, clean);
+  check_same_device("prob_in_top_k", clean, prob);
   MOE_DISPATCH(clean, prob_in_top_k_forward, clean, noisy, sigma, top, prob);
 }
 
@@ -171,6 +173,8 @@ void prob_in_top_k_backward(const Tensor& clean, const Tensor& noisy, const Tens
   if (dclean) check_float_same("prob_in_top_k", "logit gradient", *dclean, clean);
   if (dsigma) check_float_same("prob_in_top_k", "stddev gradient", *dsigma, clean);
   if (dtop) check_float_same("prob_in_top_k", "top-value gradient", *dtop, top);
+  check_same_device("prob_in_top_k", clean, dprob, dclean ? *dclean : Tensor(), dsigma ? *dsigma : Tensor(),
+                    dtop ? *dtop : Tensor());
   MOE_DISPATCH(clean, prob_in_top_k_backward, clean, noisy, sigma, top, dprob, dclean, dsigma, dtop);
 }
 

@@ -52,8 +52,13 @@ void unary_forward(UnaryOp op, const Tensor& x, Tensor& y, float alpha, float be
 void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx, float alpha) {
   const char* name = unary_op_name(op);
   check_same_device(name, x, y, dy, dx);
+  // The CUDA kernel reads all four through x's element type: a mismatch would be reinterpreted.
+  check_shape(name, "output", y, x.shape());
   check_shape(name, "output gradient", dy, x.shape());
   check_shape(name, "input gradient", dx, x.shape());
+  check_dtype(name, "output", y, x.dtype());
+  check_dtype(name, "output gradient", dy, x.dtype());
+  check_dtype(name, "input gradient", dx, x.dtype());
   MOE_DISPATCH(x, unary_backward, op, x, y, dy, dx, alpha);
 }
 

@@ -11,6 +11,9 @@ namespace moe::cuda {
 
 /// Devices that answer; any error (no driver, no GPU) counts as none.
 int device_count();
+/// Why device_count() is 0 (e.g. the runtime's error for a driver older than the CUDA runtime this
+/// build links), or "" when a GPU answered.
+std::string no_gpu_reason();
 std::string device_name(int device);
 void set_device(int device);
 /// Raw allocation on a device; returns nullptr when the device is out of memory.

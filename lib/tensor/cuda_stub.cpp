@@ -9,6 +9,7 @@ namespace {
 [[noreturn]] void no_cuda() { MOE_FAIL("this moe build has no CUDA support (nvcc was not found at configure time)"); }
 }  // namespace
 int device_count() { return 0; }
+std::string no_gpu_reason() { return "this build has no CUDA support"; }
 std::string device_name(int) { no_cuda(); }
 void set_device(int) { no_cuda(); }
 void* raw_malloc(size_t, int) { no_cuda(); }

@@ -59,3 +59,16 @@ TEST_CASE("attention parity: generic head size, decoding, Tq > Tk", "[gpu][atten
   check_case({2, 1, 130, 4, 2, 64, true, true, 1}, 8);   // one query against a cache of 130 keys
   check_case({1, 90, 20, 2, 1, 32, true, false, 0}, 9);  // early queries see no key
 }
+
+TEST_CASE("attention parity: head sizes off the 8-element grid, wide GQA groups", "[gpu][attention]") {
+  // D % 8 != 0: the bf16 tensor-core kernels take the scalar (non-16-byte) tile loads and pad the
+  // head to 32 / 128 / 256 with zeros; D = 160 runs the DP = 256 kernels with 16-byte loads.
+  check_case({2, 45, 77, 2, 1, 20, true, true, 1}, 11);
+  check_case({2, 65, 65, 2, 2, 100, false, true, 2}, 12);
+  check_case({2, 33, 70, 2, 1, 160, true, false, 0}, 13);
+  check_case({2, 31, 31, 3, 3, 7, false, false, 1}, 14);
+  // Eight query heads over two key heads (h reads key head h / 4), causal chunk with Tk > Tq,
+  // one sequence fully padded (rows with no visible key: out 0, lse -inf, no gradient, no NaN).
+  check_case({3, 50, 130, 8, 2, 64, true, true, 1}, 15);
+  check_case({3, 1, 1, 8, 2, 64, false, true, 0}, 16);  // one key: batches 1 and 2 fully masked
+}

@@ -28,6 +28,8 @@ TEST_CASE("binary parity", "[gpu][binary]") {
       {Shape{64, 256}, Shape{64, 1}},          // column broadcast
       {Shape{1}, Shape{1000}},                 // scalar
       {Shape{4, 1, 40}, Shape{7, 1}},          // [B,1,D] with [T,1]
+      {Shape{1, 256}, Shape{64, 1}},           // outer product: each operand broadcast over one group
+      {Shape{64, 1}, Shape{1, 100}},           // the same, other way round, odd columns
       {Shape{3, 1, 5, 1}, Shape{1, 4, 1, 6}},  // general (4 groups)
       {Shape{1}, Shape{1}}};
   for (int op = 0; op <= static_cast<int>(BinaryOp::minimum); ++op) {

@@ -18,6 +18,12 @@ Tensor offsets_for(const std::vector<int32_t>& sizes) {
   for (int32_t s : sizes) off.push_back(off.back() + s);
   return Tensor::from_vector(off, Shape{int64_t(off.size())}, Device::cpu(), DType::i32);
 }
+/// 300 segments of 0..3 rows (a quarter of them empty).
+std::vector<int32_t> many_experts() {
+  std::vector<int32_t> s(300);
+  for (size_t e = 0; e < s.size(); ++e) s[e] = static_cast<int32_t>((e * 7) % 4);
+  return s;
+}
 }  // namespace
 
 TEST_CASE("grouped_gemm parity", "[gpu][grouped_gemm]") {
@@ -25,7 +31,9 @@ TEST_CASE("grouped_gemm parity", "[gpu][grouped_gemm]") {
   const Case cases[] = {{{0, 37, 0, 200, 1, 63}, 72, 136},  // vector loads, empty and 1-row segments
                         {{5, 0, 130, 17}, 37, 50},          // scalar loads (odd K and M)
                         {{300}, 64, 64},                    // one expert
-                        {{129, 127, 0, 256, 3, 0, 90, 41}, 128, 40}};
+                        {{129, 127, 0, 256, 3, 0, 90, 41}, 128, 40},
+                        {{70, 0, 33, 129}, 64, 50},  // A with 16-byte loads, B scalar (M % 8 != 0)
+                        {many_experts(), 16, 24}};   // 300 experts, mostly 0-3 rows: tile search
   uint32_t seed = 1;
   for (const Case& cs : cases)
     for (bool trans_w : {false, true}) {

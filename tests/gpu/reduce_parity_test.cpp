@@ -1,6 +1,7 @@
 // CPU-vs-CUDA parity of the axis reductions and sum_to_shape in f32 and bf16 (skipped without a
-// GPU): last axis (warp and block kernels), inner axes (with and without split-n), keepdim,
-// whole-tensor sums, and sum_to_shape with one and several summed groups.
+// GPU): last axis (warp and block kernels), inner axes (with and without split-n, and more outer
+// rows than grid.y holds), keepdim, whole-tensor sums, and sum_to_shape with one and several summed
+// groups.
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -10,9 +11,9 @@
 using namespace moe;
 
 TEST_CASE("reduce parity", "[gpu][reduce]") {
-  const std::pair<Shape, int> cases[] = {{Shape{33, 257}, 1},   {Shape{5, 3000}, -1},  {Shape{1, 1}, 0},
-                                         {Shape{4000, 40}, 0},  {Shape{6, 77, 35}, 1}, {Shape{3, 2, 1000, 3}, 2},
-                                         {Shape{2, 300, 70}, 0}};
+  const std::pair<Shape, int> cases[] = {{Shape{33, 257}, 1},    {Shape{5, 3000}, -1},   {Shape{1, 1}, 0},
+                                         {Shape{4000, 40}, 0},   {Shape{6, 77, 35}, 1},  {Shape{3, 2, 1000, 3}, 2},
+                                         {Shape{2, 300, 70}, 0}, {Shape{70000, 3, 2}, 1}};  // last: outer > 65535
   for (int op = 0; op <= static_cast<int>(ReduceOp::var); ++op) {
     const ReduceOp r = static_cast<ReduceOp>(op);
     for (const auto& [shape, axis] : cases) {

@@ -39,7 +39,9 @@ TEST_CASE("shape ops parity: transpose paths", "[gpu][shape_ops]") {
       {Shape{70, 33}, {1, 0}},
       {Shape{2, 3, 5, 7}, {3, 1, 0, 2}},  // general
       {Shape{6, 1, 5, 3}, {2, 0, 3, 1}},
-      {Shape{4, 5, 3}, {0, 2, 1}}};
+      {Shape{4, 5, 3}, {0, 2, 1}},
+      {Shape{70000, 2, 3}, {0, 2, 1}},  // tiled inner swap, batch > 65535 (grid.z loop)
+      {Shape{2100000, 2}, {1, 0}}};     // ceil(R / 32) > 65535 row tiles: the general kernel instead
   for (const auto& [shape, perm] : cases) {
     Tensor x = test::random_tensor(shape, 7);
     for (DType dt : {DType::f32, DType::bf16}) {

@@ -97,4 +97,13 @@ TEST_CASE("lstm_cell: edge shapes and errors", "[ops][lstm_cell]") {
   CHECK_THROWS_WITH(lstm_cell_state_forward(g8, Tensor(), c64), Catch::Contains("f64"));
   Graph g(Device::cpu());
   CHECK_THROWS_WITH(lstm_cell_state(g.input(g8), g.input(wrong)), Catch::Contains("c_prev"));
+  // The gate gradient must have the gates' dtype (the CUDA kernels write it as the gates' type).
+  Tensor c2 = Tensor::zeros(Shape{2, 2}, DType::f32, Device::cpu()), none;
+  Tensor dg64 = Tensor::zeros(Shape{2, 8}, DType::f64, Device::cpu());
+  CHECK_THROWS_WITH(lstm_cell_state_backward(g8, c2, c2, dg64, none),
+                    Catch::Contains("lstm_cell_state backward") && Catch::Contains("dgates") && Catch::Contains("f64"));
+  CHECK_THROWS_WITH(lstm_cell_output_backward(g8, c2, c2, dg64, none),
+                    Catch::Contains("lstm_cell_output backward") && Catch::Contains("dgates"));
+  Tensor dg = Tensor::zeros(Shape{2, 8}, DType::f32, Device::cpu());
+  CHECK_THROWS_WITH(lstm_cell_output_backward(g8, c2, none, dg, none), Catch::Contains("dh"));
 }

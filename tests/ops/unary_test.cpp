@@ -47,3 +47,18 @@ TEST_CASE("unary: mismatched output shape names op and shapes", "[ops][unary][er
   CHECK_THROWS_WITH(unary_forward(UnaryOp::relu, x, y), Catch::Contains("relu") && Catch::Contains("[3,2]") &&
                                                             Catch::Contains("[2,3]"));
 }
+
+TEST_CASE("unary backward: y, dy and dx must match x (the GPU kernel does not check)", "[ops][unary][errors]") {
+  Tensor x = Tensor::zeros(Shape{2, 3}, DType::f32, Device::cpu());
+  Tensor y = Tensor::zeros(Shape{2, 3}, DType::f32, Device::cpu());
+  Tensor dx64 = Tensor::zeros(Shape{2, 3}, DType::f64, Device::cpu());
+  CHECK_THROWS_WITH(unary_backward(UnaryOp::tanh, x, y, y, dx64),
+                    Catch::Contains("tanh") && Catch::Contains("input gradient") && Catch::Contains("f64"));
+  Tensor dy64 = Tensor::zeros(Shape{2, 3}, DType::f64, Device::cpu());
+  CHECK_THROWS_WITH(unary_backward(UnaryOp::tanh, x, y, dy64, y),
+                    Catch::Contains("output gradient") && Catch::Contains("f64"));
+  Tensor short_y = Tensor::zeros(Shape{2}, DType::f32, Device::cpu());
+  Tensor dx = Tensor::zeros(Shape{2, 3}, DType::f32, Device::cpu());
+  CHECK_THROWS_WITH(unary_backward(UnaryOp::sigmoid, x, short_y, y, dx),
+                    Catch::Contains("sigmoid") && Catch::Contains("output") && Catch::Contains("[2]"));
+}
