@@ -36,6 +36,9 @@ class Builder {
   /// The same, cast to the compute dtype (bf16 in mixed precision).
   Expr weight(const std::string& leaf, const Shape& shape, const Init& init, const std::string& group = "") const;
 
+  /// Persistent state `prefix.leaf` (f32, no gradient; Graph::state), e.g. batch-norm running statistics.
+  Expr state(const std::string& leaf, const Shape& shape, const Init& init) const;
+
   void add_aux_loss(const std::string& leaf, const Expr& value) const;
   /// Run-time switches shared by all layers of one graph (e.g. "mae.step" = "F" | "G" | "joint",
   /// "mae.inference" = "mixture" | "argmax"); empty string when unset.
