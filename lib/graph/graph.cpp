@@ -23,22 +23,22 @@ Tensor& Node::alloc_val() {
 
 Tensor& Node::ensure_grad() {
   if (grad.defined()) return grad;
-  if (grad_alias_child >= 0) grad = grad_of(grad_alias_child).view(shape);
-  else grad = Tensor::zeros(shape, dtype, graph->device());
+  if (grad_alias_child >= 0)
+    grad = grad_of(grad_alias_child).view(shape);
+  else
+    grad = Tensor::zeros(shape, dtype, graph->device());
   return grad;
 }
 
 Tensor& Node::grad_of(int i) {
   Node& c = children[static_cast<size_t>(i)].node();
-  MOE_CHECK(c.requires_grad, "op '", op, "' asked for the gradient of child ", i, " ('", c.op,
-            "'), which takes none");
+  MOE_CHECK(c.requires_grad, "op '", op, "' asked for the gradient of child ", i, " ('", c.op, "'), which takes none");
   return c.ensure_grad();
 }
 
 Graph::Graph(Device device, ParameterStore* params, GraphOptions options)
     : device_(device), params_(params), options_(options) {
-  MOE_CHECK(!params_ || params_->device() == device_, "graph on ", device_, " given parameters on ",
-            params_->device());
+  MOE_CHECK(!params_ || params_->device() == device_, "graph on ", device_, " given parameters on ", params_->device());
 }
 
 ParameterStore& Graph::params() {
@@ -86,16 +86,25 @@ void Graph::run(Node& node) {
 Expr Graph::param(const std::string& name, const Shape& shape, const Init& init, const std::string& group) {
   ParameterStore& store = params();
   const int index = store.declare(name, shape, init, group);
+  return store_leaf(index, options_.training && store.entry(index).trainable);
+}
+
+Expr Graph::state(const std::string& name, const Shape& shape, const Init& init) {
+  return store_leaf(params().declare_state(name, shape, init), false);
+}
+
+Expr Graph::store_leaf(int index, bool trainable) {
+  ParameterStore& store = params();
+  const ParamEntry& e = store.entry(index);
   if (!options_.training && store.has_pending()) store.allocate();
-  const bool trainable = options_.training && store.entry(index).trainable;
   auto bind = [&store, index, trainable](Node& n) {
     n.val = store.value(index);
     if (trainable) n.grad = store.grad(index);
   };
   // A leaf: it has no children, so requires_grad comes from the store's trainable flag.
   auto node = std::make_shared<Node>();
-  node->op = "param:" + name;
-  node->shape = shape;
+  node->op = (e.state ? "state:" : "param:") + e.name;
+  node->shape = e.shape;
   node->dtype = DType::f32;
   node->graph = this;
   node->id = next_id_++;

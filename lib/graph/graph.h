@@ -15,9 +15,9 @@
 namespace moe {
 
 struct GraphOptions {
-  bool training = true;           // tape + autodiff + dropout; false = eager inference, no tape
+  bool training = true;              // tape + autodiff + dropout; false = eager inference, no tape
   DType compute_dtype = DType::f32;  // activations (bf16/f16 = mixed precision; masters stay f32)
-  uint64_t seed = 1;              // randomness (dropout, noise) = f(seed, step, node stream)
+  uint64_t seed = 1;                 // randomness (dropout, noise) = f(seed, step, node stream)
   uint64_t step = 0;
 };
 
@@ -35,6 +35,9 @@ class Graph {
 
   /// A parameter (f32 master), declared in the store on first use.
   Expr param(const std::string& name, const Shape& shape, const Init& init, const std::string& group = "");
+  /// A state entry of the store (f32, ParameterStore::declare_state): a leaf that never takes a
+  /// gradient; ops that own it (batch_norm's running statistics) update its value in place.
+  Expr state(const std::string& name, const Shape& shape, const Init& init);
   /// A leaf holding `value` (moved to the graph's device); with requires_grad it collects a gradient.
   Expr input(const Tensor& value, bool requires_grad = false);
 
@@ -57,6 +60,7 @@ class Graph {
 
  private:
   void run(Node& node);
+  Expr store_leaf(int index, bool trainable);
 
   Device device_;
   ParameterStore* params_;

@@ -26,9 +26,15 @@ void run_init(const Init& init, const std::string& name, uint64_t seed, Tensor& 
   const int64_t n = out.numel();
   const uint64_t stream = name_hash(name);
   switch (init.kind) {
-    case Init::Kind::zeros: std::fill(p, p + n, 0.f); break;
-    case Init::Kind::ones: std::fill(p, p + n, 1.f); break;
-    case Init::Kind::constant: std::fill(p, p + n, static_cast<float>(init.a)); break;
+    case Init::Kind::zeros:
+      std::fill(p, p + n, 0.f);
+      break;
+    case Init::Kind::ones:
+      std::fill(p, p + n, 1.f);
+      break;
+    case Init::Kind::constant:
+      std::fill(p, p + n, static_cast<float>(init.a));
+      break;
     case Init::Kind::uniform:
       for (int64_t i = 0; i < n; ++i)
         p[i] = static_cast<float>(init.a + (init.b - init.a) * philox_uniform(seed, stream, i));
@@ -68,6 +74,16 @@ int ParameterStore::declare(const std::string& name, const Shape& shape, const I
   return index_[name] = static_cast<int>(entries_.size() - 1);
 }
 
+int ParameterStore::declare_state(const std::string& name, const Shape& shape, const Init& init) {
+  const bool is_new = find(name) < 0;
+  const int index = declare(name, shape, init, "state");
+  ParamEntry& e = entries_[static_cast<size_t>(index)];
+  if (!is_new && e.offset < 0) e.group = "state";  // declared by a checkpoint loader, not laid out yet
+  e.state = true;
+  e.trainable = false;
+  return index;
+}
+
 int ParameterStore::find(const std::string& name) const {
   auto it = index_.find(name);
   return it == index_.end() ? -1 : it->second;
@@ -96,8 +112,10 @@ void ParameterStore::allocate() {
   for (size_t i = 0; i < entries_.size(); ++i) {
     ParamEntry& e = entries_[i];
     Tensor dst = host.flat_range(offsets[i], e.shape.numel()).view(e.shape);
-    if (e.offset >= 0) dst.copy_from(old_host.flat_range(e.offset, e.shape.numel()).view(e.shape));
-    else run_init(e.init, e.name, seed_, dst);
+    if (e.offset >= 0)
+      dst.copy_from(old_host.flat_range(e.offset, e.shape.numel()).view(e.shape));
+    else
+      run_init(e.init, e.name, seed_, dst);
     e.offset = offsets[i];
   }
   values_ = host.to(device_);
@@ -124,7 +142,7 @@ void ParameterStore::zero_grads() {
 int ParameterStore::set_trainable(const std::function<bool(const ParamEntry&)>& select, bool trainable) {
   int n = 0;
   for (ParamEntry& e : entries_)
-    if (select(e)) {
+    if (!e.state && select(e)) {
       e.trainable = trainable;
       ++n;
     }
@@ -140,15 +158,17 @@ std::vector<std::pair<int64_t, int64_t>> ParameterStore::trainable_ranges() cons
   for (const ParamEntry* e : sorted) {
     if (!e->trainable) continue;
     const int64_t begin = e->offset, end = e->offset + aligned(e->shape.numel());
-    if (!ranges.empty() && ranges.back().second == begin) ranges.back().second = end;
-    else ranges.emplace_back(begin, end);
+    if (!ranges.empty() && ranges.back().second == begin)
+      ranges.back().second = end;
+    else
+      ranges.emplace_back(begin, end);
   }
   return ranges;
 }
 
 int64_t ParameterStore::count() const {
   int64_t n = 0;
-  for (const ParamEntry& e : entries_) n += e.shape.numel();
+  for (const ParamEntry& e : entries_) n += e.state ? 0 : e.shape.numel();
   return n;
 }
 

@@ -4,7 +4,9 @@
 // allocate() lays them out with each group contiguous (so an optimizer or a fine-tuning mode can
 // select a group as a few ranges), keeps the values of parameters that already existed and
 // initialises new ones deterministically from (seed, name), independent of declaration order.
-// Covered by tests/graph/parameters_test.cpp.
+// State entries (declare_state) live in the same buffers but are never trainable: persistent
+// statistics such as batch-norm running means, saved in checkpoints with the parameters.
+// Covered by tests/graph/graph_test.cpp.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -43,6 +45,7 @@ struct ParamEntry {
   Init init;
   int64_t offset = -1;  // element offset in the flat buffers; -1 until allocated
   bool trainable = true;
+  bool state = false;  // persistent non-trainable state (set_trainable never selects it)
 };
 
 class ParameterStore {
@@ -51,6 +54,9 @@ class ParameterStore {
 
   /// Index of parameter `name`; declares it on first use. A second declaration must agree on shape.
   int declare(const std::string& name, const Shape& shape, const Init& init, const std::string& group = "");
+  /// Declares (or marks, e.g. after loading a checkpoint) `name` as state: group "state" when new,
+  /// never trainable, updated in place by the ops that own it.
+  int declare_state(const std::string& name, const Shape& shape, const Init& init);
   int find(const std::string& name) const;
   bool has_pending() const { return pending_; }
   /// Lays out (or re-lays out) all declared parameters; see the file comment.
@@ -67,11 +73,11 @@ class ParameterStore {
 
   const std::vector<ParamEntry>& entries() const { return entries_; }
   const ParamEntry& entry(int index) const { return entries_.at(static_cast<size_t>(index)); }
-  /// Sets `trainable` on every parameter for which `select(entry)` is true; returns how many.
+  /// Sets `trainable` on every parameter (not state) for which `select(entry)` is true; returns how many.
   int set_trainable(const std::function<bool(const ParamEntry&)>& select, bool trainable);
   /// [begin, end) element ranges of the flat buffers that hold trainable parameters (merged).
   std::vector<std::pair<int64_t, int64_t>> trainable_ranges() const;
-  /// Number of parameter elements (without padding).
+  /// Number of parameter elements (without padding; state entries are not parameters).
   int64_t count() const;
   Device device() const { return device_; }
   uint64_t seed() const { return seed_; }

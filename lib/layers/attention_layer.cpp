@@ -6,6 +6,7 @@
 #include "graph/expr/attention.h"
 #include "graph/expr/shape_ops.h"
 #include "layers/basic.h"
+#include "ops/gather_scatter.h"
 
 namespace moe {
 
@@ -22,6 +23,21 @@ Expr extend_cache(Graph& g, Tensor& cached, const Expr& fresh) {
   return full;
 }
 }  // namespace
+
+Tensor select_rows(const Tensor& t, const Tensor& origin) {
+  if (!t.defined()) return t;
+  Shape s = t.shape();
+  s[0] = origin.numel();
+  Tensor out = Tensor::empty(s, t.dtype(), t.device());
+  index_select_forward(t, origin.device() == t.device() ? origin : origin.to(t.device()), out);
+  return out;
+}
+
+void reorder_cache(KVCache& cache, const Tensor& origin) {
+  cache.k = select_rows(cache.k, origin);
+  cache.v = select_rows(cache.v, origin);
+  for (auto& [name, t] : cache.rows) t = select_rows(t, origin);
+}
 
 Heads project_heads(const Builder& b, const AttentionInput& in, int64_t dim, int heads, int kv_heads) {
   MOE_CHECK(dim % heads == 0, b.name("q"), ": model dimension ", dim, " is not divisible by ", heads, " heads");
@@ -59,8 +75,7 @@ Expr attend_and_project(const Builder& b, const AttentionInput& in, const Heads&
   return dense(b.sub("o"), o, s[2] * s[3], dim);
 }
 
-Expr multi_head_attention(const Builder& b, const AttentionInput& in, int64_t dim, int heads,
-                          const Expr& head_weight) {
+Expr multi_head_attention(const Builder& b, const AttentionInput& in, int64_t dim, int heads, const Expr& head_weight) {
   return attend_and_project(b, in, project_heads(b, in, dim, heads, heads), dim, head_weight);
 }
 

@@ -2,26 +2,40 @@
 // (lib/ops/attention.h) and the output projection, with an incremental key/value cache for decoding.
 //   heads(x) = reshape(x W + b, [B, T, H, D/H]);  out = concat_h softmax(q k^T / sqrt(dh)) v  W_o + b_o
 // An optional per-(sequence, head) or per-(position, head) weight multiplies each head's output
-// before W_o (mixture of attentive experts builds on that). Covered by tests/layers/transformer_test.cpp.
+// before W_o (mixture of attentive experts builds on that). Covered by tests/layers/transformer_test.cpp
+// and tests/layers/mae_test.cpp (cache state of gated sites).
 #pragma once
+#include <map>
+#include <string>
+
 #include "layers/builder.h"
 
 namespace moe {
 
-/// Keys and values of earlier positions ([B, t, Hk, dh]) kept between decoding steps.
+/// Keys and values of earlier positions ([B, t, Hk, dh]) kept between decoding steps, and the
+/// per-hypothesis state of gated sites (MAE's causal gate inputs: running sums, recent inputs).
 struct KVCache {
   Tensor k, v;
+  std::map<std::string, Tensor> rows;  // [N, ...] per hypothesis, reordered with k and v
+  int64_t positions = 0;               // query positions a gated site has consumed so far
   bool defined() const { return k.defined(); }
 };
 
 struct AttentionInput {
-  Expr x;                   // queries come from x [B, Tq, d]
-  Expr memory;              // keys/values come from memory [B, Tk, d] (x itself for self-attention)
-  Tensor key_padding;       // optional u8 [B, Tk]: 1 = real token, 0 = padding
+  Expr x;              // queries come from x [B, Tq, d]
+  Expr memory;         // keys/values come from memory [B, Tk, d] (x itself for self-attention)
+  Tensor key_padding;  // optional u8 [B, Tk]: 1 = real token, 0 = padding
   bool causal = false;
   bool self_attention = true;
-  KVCache* cache = nullptr; // decoding: self-attention appends to it, cross-attention fills it once
+  KVCache* cache = nullptr;  // decoding: self-attention appends to it, cross-attention fills it once
+  Tensor query_padding;      // optional u8 [B, Tq]: 1 = real query (gates that average the queries skip padding)
+  Expr source_mean;          // optional [B, d]: encoder output averaged over real source tokens (decoder gates)
 };
+
+/// Keeps (and duplicates) hypotheses: row i of every cached tensor becomes row origin[i] (i32 [M]).
+void reorder_cache(KVCache& cache, const Tensor& origin);
+/// Rows origin[i] of t along axis 0 (t undefined stays undefined).
+Tensor select_rows(const Tensor& t, const Tensor& origin);
 
 /// q, k, v for `in` (with the cache applied): q [B, Tq, H, dh], k/v [B, Tk, Hk, dh].
 struct Heads {

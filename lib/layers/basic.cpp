@@ -24,6 +24,17 @@ Expr layer_norm_layer(const Builder& b, const Expr& x, int64_t dim, float eps) {
   return layer_norm(x, g, beta, eps);
 }
 
+Tensor padding_mask(const Tensor& ids, int pad_id) {
+  const std::vector<int32_t> v = ids.to(Device::cpu()).to_vector<int32_t>();
+  std::vector<uint8_t> keep(v.size());
+  bool any_pad = false;
+  for (size_t i = 0; i < v.size(); ++i) {
+    keep[i] = v[i] != pad_id;
+    any_pad |= !keep[i];
+  }
+  return any_pad ? Tensor::from_vector(keep, ids.shape()) : Tensor();
+}
+
 Tensor sinusoidal_positions(int64_t length, int64_t dim, int64_t offset, DType dtype, Device device) {
   const int64_t half = dim / 2;
   const double step = half > 1 ? std::log(10000.0) / static_cast<double>(half - 1) : 0.0;

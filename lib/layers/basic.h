@@ -9,13 +9,14 @@
 namespace moe {
 
 /// y = x W + b with W [in, out] (Glorot-uniform) and b [out] (zeros) unless bias = false.
-Expr dense(const Builder& b, const Expr& x, int64_t in, int64_t out, bool bias = true,
-           const std::string& group = "");
+Expr dense(const Builder& b, const Expr& x, int64_t in, int64_t out, bool bias = true, const std::string& group = "");
 /// Layer norm over the last axis with gain "ln.g" (ones) and bias "ln.b" (zeros), both f32.
 Expr layer_norm_layer(const Builder& b, const Expr& x, int64_t dim, float eps = 1e-5f);
 /// Sinusoidal position encodings [length, dim] for positions offset..offset+length-1 (fairseq's
 /// layout: the first half of the channels are sines, the second half cosines), in `dtype` on `device`.
 Tensor sinusoidal_positions(int64_t length, int64_t dim, int64_t offset, DType dtype, Device device);
+/// u8 [B, T]: 1 where ids != pad_id; undefined when no position is padding (ids read on the host).
+Tensor padding_mask(const Tensor& ids, int pad_id);
 /// relu or gelu by name; an unknown name is an error naming it.
 Expr activation(const std::string& name, const Expr& x);
 /// FFN: dense(d -> hidden), activation, dropout, dense(hidden -> d).

@@ -19,6 +19,10 @@ Expr Builder::weight(const std::string& leaf, const Shape& shape, const Init& in
   return cast(param(leaf, shape, init, group), dtype());
 }
 
+Expr Builder::state(const std::string& leaf, const Shape& shape, const Init& init) const {
+  return graph_->state(name(leaf), shape, init);
+}
+
 std::string Builder::flag(const std::string& key) const {
   auto it = flags_->find(key);
   return it == flags_->end() ? std::string() : it->second;

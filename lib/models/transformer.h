@@ -19,16 +19,19 @@ class Transformer {
 
   /// Encoder states [B, S, d] for source ids [B, S] (i32) with mask [B, S] (u8, 1 = token).
   Expr encode(const Builder& b, const Tensor& src, const Tensor& src_mask) const;
-  /// Teacher-forced logits [B * T, V] for decoder inputs [B, T].
-  Expr decode(const Builder& b, const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in) const;
+  /// Teacher-forced logits [B * T, V] for decoder inputs [B, T]; tgt_mask (u8 [B, T], optional: else
+  /// derived from pad_id when a site needs it) marks the real target positions.
+  Expr decode(const Builder& b, const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
+              const Tensor& tgt_mask = {}) const;
   /// Sum over non-padding target tokens of the label-smoothed cross-entropy (an f32 scalar).
-  Expr loss(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in,
-            const Tensor& tgt_out, float label_smoothing) const;
+  Expr loss(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in, const Tensor& tgt_out,
+            float label_smoothing, const Tensor& tgt_mask = {}) const;
 
   /// Decoding state: caches per decoder layer and the source mask, for N hypotheses.
   struct DecoderState {
-    std::vector<KVCache> self, cross;
+    std::vector<KVCache> self, cross;  // per layer; also hold the gate-input state of MAE sites
     Tensor src_mask;
+    Tensor source_mean;  // [N, d] encoder output mean, for MAE source_mean gates (else undefined)
     int64_t step = 0;
   };
   /// Encodes the source and prepares the cross-attention caches (inference graphs only).
@@ -41,10 +44,18 @@ class Transformer {
  private:
   Expr embed(const Builder& b, const std::string& table, int64_t vocab, const Tensor& ids, int64_t offset) const;
   Expr encoder_layer(const Builder& b, Expr x, const Tensor& src_mask) const;
+  /// What decoder sites read besides their input: the target padding and the source mean (MAE gates).
+  struct GateContext {
+    Tensor tgt_padding;
+    Expr source_mean;
+  };
+  GateContext gate_context(const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
+                           const Tensor& tgt_mask) const;
   Expr decoder_layer(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask, KVCache* self_cache,
-                     KVCache* cross_cache) const;
+                     KVCache* cross_cache, const GateContext& gates) const;
   Expr output_logits(const Builder& b, const Expr& h) const;
-  Expr decoder_stack(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask, DecoderState* state) const;
+  Expr decoder_stack(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask, DecoderState* state,
+                     const GateContext& gates) const;
   std::string src_table() const { return c_.tie_embeddings == "all" ? "embed.shared" : "embed.src"; }
   std::string tgt_table() const { return c_.tie_embeddings == "all" ? "embed.shared" : "embed.tgt"; }
 

@@ -13,8 +13,8 @@
 #include "graph/expr/shape_ops.h"
 #include "graph/expr/softmax.h"
 #include "layers/basic.h"
+#include "layers/mae.h"
 #include "layers/sites.h"
-#include "ops/gather_scatter.h"
 
 namespace moe {
 
@@ -30,18 +30,6 @@ template <class F>
 Expr residual(const Builder& b, const Expr& x, int64_t d, bool pre_norm, float p, F f) {
   if (pre_norm) return add(x, dropout(f(layer_norm_layer(b.sub("ln"), x, d)), p));
   return layer_norm_layer(b.sub("ln"), add(x, dropout(f(x), p)), d);
-}
-
-/// u8 [B, T]: 1 where input != pad_id; undefined when no position is padding (read on the host).
-Tensor padding_mask(const Tensor& input, int pad_id) {
-  const std::vector<int32_t> ids = input.to_vector<int32_t>();
-  std::vector<uint8_t> keep(ids.size());
-  bool any_pad = false;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    keep[i] = ids[i] != pad_id;
-    any_pad |= !keep[i];
-  }
-  return any_pad ? Tensor::from_vector(keep, input.shape()) : Tensor();
 }
 
 /// `mask` as a [n] tensor of `dtype` (a host conversion only when its dtype differs).
@@ -93,10 +81,11 @@ Expr TransformerLm::embed(const Builder& b, const Tensor& input, int64_t offset)
   return dropout(x, c_.dropout);
 }
 
-Expr TransformerLm::layer(const Builder& b, Expr x, const Tensor& key_padding, KVCache* cache) const {
-  const AttentionSiteSpec att{c_.d_model, c_.heads, c_.attention};
+Expr TransformerLm::layer(const Builder& b, Expr x, const Tensor& key_padding, const Tensor& query_padding,
+                          KVCache* cache) const {
+  const AttentionSiteSpec att{c_.d_model, c_.heads, c_.attention, c_.causal ? kLmSelf : kEncoderSelf};
   x = residual(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
-    AttentionInput in{h, h, key_padding, c_.causal, true, cache};
+    AttentionInput in{h, h, key_padding, c_.causal, true, cache, query_padding, Expr()};
     return attention_site(b.sub("self_attn"), in, att);
   });
   const FfnSiteSpec ffn{c_.d_model, c_.ffn_dim, c_.activation, c_.activation_dropout, c_.ffn};
@@ -108,9 +97,14 @@ Expr TransformerLm::hidden(const Builder& b, const Tensor& input, std::vector<KV
   Expr x = embed(b, input, offset);
   // Causal models need no key padding: padding only ever follows the real tokens of a row.
   const Tensor key_padding = c_.causal ? Tensor() : padding_mask(input, c_.pad_id);
+  // MAE full_mean gates average the real positions only (the causal policies need no padding).
+  const bool gate_padding = c_.causal && !caches && site_type(c_.attention, "mha") == "mae" &&
+                            MaeOptions::from_yaml(c_.attention, c_.heads).policy(kLmSelf) == "full_mean";
+  const Tensor query_padding = gate_padding ? padding_mask(input, c_.pad_id) : key_padding;
   const Builder dec = b.sub("decoder");
   for (int l = 0; l < c_.layers; ++l)
-    x = layer(dec.sub(scoped("l", l)), x, key_padding, caches ? &(*caches)[static_cast<size_t>(l)] : nullptr);
+    x = layer(dec.sub(scoped("l", l)), x, key_padding, query_padding,
+              caches ? &(*caches)[static_cast<size_t>(l)] : nullptr);
   if (c_.final_norm) x = layer_norm_layer(dec.sub("final_ln"), x, c_.d_model);
   return x;
 }
@@ -175,18 +169,7 @@ Expr TransformerLm::step(const Builder& b, State& st, const Tensor& prev) const 
 }
 
 void TransformerLm::reorder(State& st, const Tensor& origin) {
-  auto pick = [&](Tensor& t) {
-    if (!t.defined()) return;
-    Shape s = t.shape();
-    s[0] = origin.numel();
-    Tensor out = Tensor::empty(s, t.dtype(), t.device());
-    index_select_forward(t, origin.device() == t.device() ? origin : origin.to(t.device()), out);
-    t = out;
-  };
-  for (KVCache& c : st.caches) {
-    pick(c.k);
-    pick(c.v);
-  }
+  for (KVCache& c : st.caches) reorder_cache(c, origin);
 }
 
 }  // namespace moe

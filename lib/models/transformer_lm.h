@@ -47,7 +47,7 @@ class TransformerLm : public Model {
 
  private:
   Expr embed(const Builder& b, const Tensor& input, int64_t offset) const;
-  Expr layer(const Builder& b, Expr x, const Tensor& key_padding, KVCache* cache) const;
+  Expr layer(const Builder& b, Expr x, const Tensor& key_padding, const Tensor& query_padding, KVCache* cache) const;
   Expr output_log_probs(const Builder& b, const Expr& rows) const;
   AdaptiveSpec input_spec() const;
   AdaptiveSpec softmax_spec() const;

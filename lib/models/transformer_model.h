@@ -14,7 +14,7 @@ class TransformerModel : public Model {
   bool is_language_model() const override { return false; }
   Expr loss(const Builder& b, const data::Batch& batch, float label_smoothing) const override {
     b.set_flag("batch.tgt_tokens", std::to_string(batch.tgt_tokens));  // aux losses normalise against it
-    return net_.loss(b, batch.src, batch.src_mask, batch.tgt_in, batch.tgt_out, label_smoothing);
+    return net_.loss(b, batch.src, batch.src_mask, batch.tgt_in, batch.tgt_out, label_smoothing, batch.tgt_mask);
   }
   const Transformer* seq2seq() const override { return &net_; }
 

@@ -140,7 +140,9 @@ void batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta
     if (!t.defined()) continue;
     check_same_device(op, x, t);
     check_shape(op, what, t, Shape{C});
-    check_dtype(op, what, t, norm_stat_dtype(x.dtype()));
+    // f32 running statistics also serve f64 inputs (they may live in the f32 parameter store).
+    MOE_CHECK(t.dtype() == norm_stat_dtype(x.dtype()) || t.dtype() == DType::f32, op, ": ", what, " has dtype ",
+              dtype_name(t.dtype()), " but f32 or ", dtype_name(norm_stat_dtype(x.dtype())), " is required");
   }
   const int64_t N = x.numel() / C;
   MOE_CHECK(!training || N > 1, op, ": training needs more than one row per column, input has shape ", x.shape());

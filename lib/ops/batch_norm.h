@@ -28,7 +28,7 @@ void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mea
 }  // namespace cuda
 
 /// x [..., C]; gamma, beta [C] or undefined (f32 or x's dtype); running_mean/var [C] of
-/// norm_stat_dtype(x) (f32; f64 for f64 x), updated in place in training (may be undefined there:
+/// norm_stat_dtype(x) (f32; f64 or f32 for f64 x), updated in place in training (may be undefined there:
 /// no update; required in eval); y like x; mean, rstd [C] of norm_stat_dtype(x) receive the
 /// statistics used. Training needs at least 2 rows.
 void batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,

@@ -1,8 +1,11 @@
-// The expression graph: lazy forward, backward accumulation, inference mode, error messages.
+// The expression graph: lazy forward, backward accumulation, inference mode, error messages, the
+// parameter store (flat buffers, deterministic init, state entries).
+#include "graph/graph.h"
+
 #include <catch2/catch.hpp>
 
+#include "graph/expr/binary.h"
 #include "graph/expr/unary.h"
-#include "graph/graph.h"
 
 using namespace moe;
 
@@ -60,4 +63,36 @@ TEST_CASE("graph: parameters live in the store's flat buffers", "[graph][params]
   CHECK(other.value("layer.w").to_vector<float>() == store.value("layer.w").to_vector<float>());
   CHECK_THROWS_WITH(store.declare("layer.w", Shape{3, 2}, Init::zeros()),
                     Catch::Contains("layer.w") && Catch::Contains("[3,2]") && Catch::Contains("[2,3]"));
+}
+
+TEST_CASE("graph: state entries take no gradient and are never trainable", "[graph][params][state]") {
+  ParameterStore store(Device::cpu(), 3);
+  Graph g(Device::cpu(), &store);
+  Expr w = g.param("bn.g", Shape{2}, Init::ones(), "gate");
+  Expr s = g.state("bn.mean", Shape{2}, Init::constant(0.25));
+  CHECK_FALSE(s->requires_grad);
+  Expr y = w * s;
+  g.forward();
+  CHECK(s.val().to_vector<float>() == std::vector<float>{0.25f, 0.25f});
+  g.backward_from(y, Tensor::from_vector(std::vector<float>{1, 1}, Shape{2}));
+  CHECK_FALSE(s.grad().defined());
+  const ParamEntry& e = store.entry(store.find("bn.mean"));
+  CHECK(e.state);
+  CHECK(e.group == "state");
+  CHECK_FALSE(e.trainable);
+  CHECK(store.count() == 2);  // state is not counted as parameters
+  // Selecting every entry for training (a fine-tuning mode) leaves state alone.
+  CHECK(store.set_trainable([](const ParamEntry&) { return true; }, true) == 1);
+  CHECK_FALSE(store.entry(store.find("bn.mean")).trainable);
+  for (const auto& [begin, end] : store.trainable_ranges()) CHECK((e.offset + 2 <= begin || e.offset >= end));
+  // A checkpoint loader declares every tensor as a plain parameter; declaring it as state marks it.
+  ParameterStore loaded(Device::cpu(), 3);
+  loaded.declare("bn.mean", Shape{2}, Init::from_values({1.f, 2.f}));
+  loaded.allocate();
+  Graph g2(Device::cpu(), &loaded, GraphOptions{.training = false});
+  Expr s2 = g2.state("bn.mean", Shape{2}, Init::zeros());
+  CHECK(s2.val().to_vector<float>() == std::vector<float>{1.f, 2.f});
+  CHECK(loaded.entry(0).state);
+  CHECK_FALSE(loaded.entry(0).trainable);
+  CHECK_THROWS_WITH(g2.state("bn.mean", Shape{3}, Init::zeros()), Catch::Contains("bn.mean"));
 }

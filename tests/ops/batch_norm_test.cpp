@@ -79,3 +79,31 @@ TEST_CASE("batch_norm: errors name the op and the shapes", "[ops][batch_norm][er
   CHECK_THROWS_WITH(batch_norm(x, {}, {}, Tensor(), Tensor(), false), Catch::Contains("eval mode needs running"));
   CHECK_THROWS_WITH(batch_norm(x, g.input(bad), {}, rm, rv, true), Catch::Contains("gamma") && Catch::Contains("[2]"));
 }
+
+TEST_CASE("batch_norm: running statistics kept as store state persist across graphs", "[ops][batch_norm][state]") {
+  // f64 input with the store's f32 statistics: training updates them in place, eval reads them.
+  ParameterStore store(Device::cpu(), 1);
+  Tensor x = f64({1, 10, 3, 10, 5, 40}, Shape{3, 2});
+  {
+    Graph g(Device::cpu(), &store);
+    Expr rm = g.state("bn.mean", Shape{2}, Init::zeros()), rv = g.state("bn.var", Shape{2}, Init::ones());
+    Expr y = batch_norm(g.input(x, true), {}, {}, rm, rv, true, 0.1f, 0.f);
+    g.forward();
+    CHECK(y.val().to_vector<double>()[2] == Approx(0.0).margin(1e-12));
+  }
+  const auto m = store.value("bn.mean").to_vector<double>(), v = store.value("bn.var").to_vector<double>();
+  CHECK(m[0] == Approx(0.3));
+  CHECK(m[1] == Approx(2.0));
+  CHECK(v[0] == Approx(0.9 + 0.4));
+  CHECK(v[1] == Approx(0.9 + 30));
+  Graph e(Device::cpu(), &store, GraphOptions{.training = false});
+  const auto y = batch_norm(e.input(f64({0.3, 2}, Shape{1, 2})), {}, {}, e.state("bn.mean", Shape{2}, Init::zeros()),
+                            e.state("bn.var", Shape{2}, Init::ones()), false, 0.1f, 0.f)
+                     .val()
+                     .to_vector<double>();
+  CHECK(y[0] == Approx(0.0).margin(1e-7));  // (x - running mean) / sqrt(running var)
+  CHECK(y[1] == Approx(0.0).margin(1e-7));
+  Expr grad_leaf = e.input(Tensor::zeros(Shape{2}, DType::f32, Device::cpu()));
+  CHECK_THROWS_WITH(batch_norm(e.input(x), {}, {}, grad_leaf, Expr(), false),
+                    Catch::Contains("running statistics leaves"));
+}

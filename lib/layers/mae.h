@@ -1,0 +1,78 @@
+// MAE: mixture of attentive experts (Peng et al. 2020; docs MODELS.md §0, §1). An attention site is
+// a mixture of E experts built from its h heads: MAE-(h-1) expert j drops head j (E = h), MAE-(h-2)
+// expert {i,j} drops a pair (E = C(h,2)); an input-dependent gate g weights them. Never run as E
+// attentions: with head contexts H~_l (before W^O) the mixture is one MHA with per-head weights
+//   MAE-(h-1): w_j = h/(h-1) (1 - g_j);  MAE-(h-2): w_l = h/(h-2) (1 - sum_{p ∋ l} g_p)
+// i.e. w = c (1 - q P), P [E, h] the heads each expert drops, c = h/(h - dropped); b^O is unscaled.
+// Gate (per site, group "gate"): u -> BatchNorm (running statistics as store state) -> tanh MLP
+// (gate_hidden) -> dropout(gate_dropout) -> linear to E -> softmax; u by the site's gate-input policy
+// (mae_gate_input.h). Modes (Builder flags): "mae.step" = G | joint (mixture, gradients everywhere;
+// the trainer updates only φ on G), F (one expert drawn per sentence, or per position for per-position
+// gates, from the gate computed without gradient: q = one-hot); unset: "mae.inference" = mixture
+// (default) | argmax (q = one-hot of the most-weighted expert, ties to the lowest index).
+// gate: uniform (UNI-MAE) declares no gate: mixture = plain MHA, F draws uniformly.
+// Covered by tests/layers/mae_test.cpp and tests/layers/mae_model_test.cpp.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <string>
+
+#include "layers/attention_layer.h"
+
+namespace moe {
+
+/// Site roles (AttentionSiteSpec::role); each has its own gate-input policy.
+inline constexpr const char* kEncoderSelf = "encoder_self";
+inline constexpr const char* kDecoderSelf = "decoder_self";
+inline constexpr const char* kDecoderCross = "decoder_cross";
+inline constexpr const char* kLmSelf = "lm_self";
+
+struct MaeOptions {
+  int heads = 8;                 // h (model.heads)
+  int dropped = 1;               // heads an expert drops: 1 = MAE-(h-1) ("experts: h-1"), 2 = MAE-(h-2)
+  std::string gate = "learned";  // learned | uniform (UNI-MAE: no gate parameters)
+  std::string training = "bcd";  // bcd (MAE: G and F steps) | joint (NOBCD); read by training/bcd.h
+  int64_t gate_hidden = 256;     // tanh units of the gate MLP
+  float gate_dropout = 0.1f;     // after the tanh
+  int64_t gate_window = 100;     // W of causal_window_mean
+  std::map<std::string, std::string> gate_input;  // role -> full_mean | causal_prefix_mean |
+                                                  //         causal_window_mean | source_mean
+
+  /// model.attention (type mae): name ("MAE-7", "MAE-6", "UNI-MAE-7", "NOBCD-7"; the number is
+  /// h-1 or h-2), experts (h-1 | h-2), gate, training, gate_hidden, gate_dropout, gate_window,
+  /// gate_input (a map role -> policy, or one of the presets "paper" — full_mean at MT sites,
+  /// causal_window_mean at LM sites (Appendix A), the default — and "leak_free" — encoder full_mean,
+  /// decoder causal_prefix_mean, LM causal_window_mean (MODELS.md §1.4)). Unknown keys and
+  /// inconsistent values are errors naming them.
+  static MaeOptions from_yaml(const YAML::Node& node, int heads);
+  int experts() const { return dropped == 1 ? heads : heads * (heads - 1) / 2; }
+  /// "MAE-7", "UNI-MAE-6", "NOBCD-7".
+  std::string name() const;
+  /// The gate-input policy of a site role (an error names an unknown role).
+  const std::string& policy(const std::string& role) const;
+};
+
+/// One gate's weights in the gate dtype (f32; f64 in f64 graphs); the running statistics are the
+/// f32 store state "gate.bn.mean" / "gate.bn.var" (undefined: batch statistics only).
+struct MaeGateWeights {
+  Expr bn_gamma, bn_beta, w1, b1, w2, b2;
+  Expr running_mean, running_var;
+};
+
+/// Declares the gate of the site under `b` ("gate.bn.g", "gate.bn.b", "gate.l1.w", ... in group "gate").
+MaeGateWeights mae_gate_weights(const Builder& b, int64_t dim, const MaeOptions& o);
+/// Gate probabilities [N, E] for gate inputs u [N, d] (gate dtype). training: BN batch statistics
+/// (running statistics updated; with one row the running statistics are used) and dropout.
+Expr mae_gate_probs(const Expr& u, const MaeGateWeights& w, const MaeOptions& o, bool training);
+/// Per-head weights w = c (1 - q P) [N, h] from expert weights q [N, E] (mixture or one-hot).
+Expr mae_head_weights(const Expr& q, const MaeOptions& o);
+/// One-hot [N, E] (q's dtype) of the experts idx (i32 [N, 1]).
+Expr mae_one_hot(const Expr& idx, int64_t experts, DType dtype);
+
+/// The MAE attention site: MHA (q/k/v/o as multi_head_attention, same parameter names) with the
+/// per-head weights of the mode set on `b` (see the file comment). role picks the gate-input policy.
+Expr mae_attention_layer(const Builder& b, const AttentionInput& in, int64_t dim, const MaeOptions& o,
+                         const std::string& role);
+
+}  // namespace moe

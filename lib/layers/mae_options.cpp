@@ -1,0 +1,136 @@
+// MaeOptions (mae.h): the recipe keys of attention type mae, the name shorthand and the gate-input
+// presets. Paper defaults (MODELS.md §0): MAE-7, learned gate, 256 tanh units, dropout 0.1, MT sites
+// average all input vectors (full_mean), LM sites the most recent 100 (causal_window_mean).
+// Covered by tests/layers/mae_test.cpp ("options").
+#include <regex>
+#include <set>
+
+#include "layers/mae.h"
+
+namespace moe {
+
+namespace {
+const std::set<std::string> kPolicies = {"full_mean", "causal_prefix_mean", "causal_window_mean", "source_mean"};
+
+std::map<std::string, std::string> preset(const std::string& name) {
+  if (name == "paper")
+    return {{kEncoderSelf, "full_mean"},
+            {kDecoderSelf, "full_mean"},
+            {kDecoderCross, "full_mean"},
+            {kLmSelf, "causal_window_mean"}};
+  if (name == "leak_free")
+    return {{kEncoderSelf, "full_mean"},
+            {kDecoderSelf, "causal_prefix_mean"},
+            {kDecoderCross, "causal_prefix_mean"},
+            {kLmSelf, "causal_window_mean"}};
+  MOE_FAIL("model.attention.gate_input: '", name, "' is neither a preset (paper, leak_free) nor a map role -> policy");
+}
+
+/// node[key] as T into `out` when present; a value of the wrong type is an error naming the key.
+template <class T>
+bool take(const YAML::Node& node, const std::string& key, T& out) {
+  const YAML::Node v = node[key];
+  if (!v) return false;
+  try {
+    out = v.as<T>();
+  } catch (const YAML::Exception&) {
+    MOE_FAIL("model.attention.", key, " (mae): cannot read '", YAML::Dump(v), "'");
+  }
+  return true;
+}
+
+/// Parses a name into (dropped, gate, training); the number must be h-1 or h-2.
+void parse_name(const std::string& nm, int heads, MaeOptions& o) {
+  std::smatch m;
+  const bool mae = std::regex_match(nm, m, std::regex("(UNI-)?MAE(-([0-9]+))?"));
+  const bool nobcd = !mae && std::regex_match(nm, m, std::regex("NOBCD(-([0-9]+))?"));
+  MOE_CHECK(mae || nobcd, "model.attention.name: '", nm, "' is not MAE-<n>, UNI-MAE-<n> or NOBCD-<n> (n = h-1 or h-2)");
+  const std::string number = mae ? m[3].str() : m[2].str();
+  if (!number.empty()) {
+    const int n = std::stoi(number);
+    MOE_CHECK(n == heads - 1 || n == heads - 2, "model.attention.name: '", nm, "' mixes experts of ", n,
+              " heads, but with heads = ", heads, " only MAE-", heads - 1, " and MAE-", heads - 2, " exist");
+    o.dropped = heads - n;
+  }
+  if (mae && m[1].matched) o.gate = "uniform";
+  if (nobcd) o.training = "joint";
+}
+}  // namespace
+
+MaeOptions MaeOptions::from_yaml(const YAML::Node& node, int heads) {
+  static const std::set<std::string> known = {"type",        "name",         "experts",     "gate",      "training",
+                                              "gate_hidden", "gate_dropout", "gate_window", "gate_input"};
+  MaeOptions o;
+  o.heads = heads;
+  o.gate_input = preset("paper");
+  if (node && node.IsMap()) {
+    for (const auto& kv : node) {
+      const std::string key = kv.first.as<std::string>();
+      MOE_CHECK(known.count(key), "unknown option 'model.attention.", key, "' for attention type mae");
+    }
+    std::string name;
+    if (take(node, "name", name)) parse_name(name, heads, o);
+    const MaeOptions named = o;
+    std::string experts;
+    if (take(node, "experts", experts)) {
+      MOE_CHECK(experts == "h-1" || experts == "h-2", "model.attention.experts (mae): '", experts,
+                "' is not h-1 or h-2");
+      o.dropped = experts == "h-1" ? 1 : 2;
+    }
+    take(node, "gate", o.gate);
+    take(node, "training", o.training);
+    if (!name.empty())
+      MOE_CHECK(o.dropped == named.dropped && o.gate == named.gate && o.training == named.training,
+                "model.attention: name ", name, " disagrees with experts/gate/training = h-", o.dropped, "/", o.gate,
+                "/", o.training);
+    take(node, "gate_hidden", o.gate_hidden);
+    take(node, "gate_dropout", o.gate_dropout);
+    take(node, "gate_window", o.gate_window);
+    const YAML::Node gi = node["gate_input"];
+    if (gi && gi.IsScalar())
+      o.gate_input = preset(gi.as<std::string>());
+    else if (gi && gi.IsMap())
+      for (const auto& kv : gi) {
+        const std::string role = kv.first.as<std::string>(), policy = kv.second.as<std::string>();
+        MOE_CHECK(o.gate_input.count(role), "model.attention.gate_input: unknown site '", role,
+                  "' (known: encoder_self, decoder_self, decoder_cross, lm_self)");
+        o.gate_input[role] = policy;
+      }
+    else if (gi)
+      MOE_FAIL("model.attention.gate_input: expected a preset name or a map, got '", YAML::Dump(gi), "'");
+  }
+  MOE_CHECK(heads >= o.dropped + 1, "model.attention (mae): MAE-(h-", o.dropped, ") needs more than ", o.dropped,
+            " heads, model.heads = ", heads);
+  MOE_CHECK(o.gate == "learned" || o.gate == "uniform", "model.attention.gate (mae): '", o.gate,
+            "' is not learned or uniform");
+  MOE_CHECK(o.training == "bcd" || o.training == "joint", "model.attention.training (mae): '", o.training,
+            "' is not bcd or joint");
+  MOE_CHECK(o.gate == "learned" || o.training == "bcd", "model.attention (mae): a uniform gate has nothing to train ",
+            "jointly (training: joint needs gate: learned)");
+  MOE_CHECK(o.gate_hidden >= 1 && o.gate_window >= 1, "model.attention (mae): gate_hidden ", o.gate_hidden,
+            " and gate_window ", o.gate_window, " must be >= 1");
+  MOE_CHECK(o.gate_dropout >= 0.f && o.gate_dropout < 1.f, "model.attention.gate_dropout (mae): ", o.gate_dropout,
+            " is not in [0, 1)");
+  for (const auto& [role, policy] : o.gate_input) {
+    MOE_CHECK(kPolicies.count(policy), "model.attention.gate_input.", role, ": unknown policy '", policy,
+              "' (known: full_mean, causal_prefix_mean, causal_window_mean, source_mean)");
+    MOE_CHECK(policy != "source_mean" || role == kDecoderSelf || role == kDecoderCross, "model.attention.gate_input.",
+              role, ": source_mean is only for decoder sites (it averages the encoder output)");
+  }
+  return o;
+}
+
+std::string MaeOptions::name() const {
+  const std::string n = std::to_string(heads - dropped);
+  if (gate == "uniform") return "UNI-MAE-" + n;
+  return (training == "joint" ? "NOBCD-" : "MAE-") + n;
+}
+
+const std::string& MaeOptions::policy(const std::string& role) const {
+  auto it = gate_input.find(role);
+  MOE_CHECK(it != gate_input.end(), "mae: unknown site role '", role,
+            "' (known: encoder_self, decoder_self, decoder_cross, lm_self)");
+  return it->second;
+}
+
+}  // namespace moe
