@@ -32,7 +32,7 @@ void moa_case(BenchContext& ctx) {
   const double n = double(s.B * s.T), d = double(s.d);
   const std::string shape = shape_text(x.shape());
   const Timing mha = time_layer(ctx, x, dy, [&](const Builder& b, const Expr& in) {
-    return multi_head_attention(b.sub("mha"), AttentionInput{in, in, Tensor(), false, true, nullptr}, s.d, heads);
+    return multi_head_attention(b.sub("mha"), AttentionInput{.x = in, .memory = in}, s.d, heads);
   });
   const std::string mha_label = "mha.h" + std::to_string(heads);
   ctx.emit({.label = mha_label,
@@ -46,7 +46,7 @@ void moa_case(BenchContext& ctx) {
   Row r{.label = "moa." + o.name(),
         .shape = shape,
         .timing = time_layer(ctx, x, dy, [&](const Builder& b, const Expr& in) {
-          return moa_attention_layer(b.sub("moa"), AttentionInput{in, in, Tensor(), false, true, nullptr}, s.d, o);
+          return moa_attention_layer(b.sub("moa"), AttentionInput{.x = in, .memory = in}, s.d, o);
         })};
   r.flops =
       3 * 2 * n * double(s.D) * d * (2 * o.k + 2) + 3 * 2 * n * d * o.experts + attention_fwd_bwd(s.B, o.k, s.T, s.D);

@@ -149,14 +149,14 @@ int ParameterStore::set_trainable(const std::function<bool(const ParamEntry&)>& 
   return n;
 }
 
-std::vector<std::pair<int64_t, int64_t>> ParameterStore::trainable_ranges() const {
-  std::vector<std::pair<int64_t, int64_t>> ranges;
+ParameterStore::Ranges ParameterStore::trainable_ranges(const std::function<bool(const ParamEntry&)>& select) const {
+  Ranges ranges;
   std::vector<const ParamEntry*> sorted;
   for (const ParamEntry& e : entries_)
     if (e.offset >= 0) sorted.push_back(&e);
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
   for (const ParamEntry* e : sorted) {
-    if (!e->trainable) continue;
+    if (!e->trainable || (select && !select(*e))) continue;
     const int64_t begin = e->offset, end = e->offset + aligned(e->shape.numel());
     if (!ranges.empty() && ranges.back().second == begin)
       ranges.back().second = end;

@@ -75,8 +75,10 @@ class ParameterStore {
   const ParamEntry& entry(int index) const { return entries_.at(static_cast<size_t>(index)); }
   /// Sets `trainable` on every parameter (not state) for which `select(entry)` is true; returns how many.
   int set_trainable(const std::function<bool(const ParamEntry&)>& select, bool trainable);
-  /// [begin, end) element ranges of the flat buffers that hold trainable parameters (merged).
-  std::vector<std::pair<int64_t, int64_t>> trainable_ranges() const;
+  using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+  /// [begin, end) element ranges of the flat buffers that hold trainable parameters (merged); with
+  /// `select`, only those of the trainable parameters it accepts (e.g. one group).
+  Ranges trainable_ranges(const std::function<bool(const ParamEntry&)>& select = {}) const;
   /// Number of parameter elements (without padding; state entries are not parameters).
   int64_t count() const;
   Device device() const { return device_; }

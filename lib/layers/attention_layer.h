@@ -22,14 +22,14 @@ struct KVCache {
 };
 
 struct AttentionInput {
-  Expr x;              // queries come from x [B, Tq, d]
-  Expr memory;         // keys/values come from memory [B, Tk, d] (x itself for self-attention)
-  Tensor key_padding;  // optional u8 [B, Tk]: 1 = real token, 0 = padding
+  Expr x{};              // queries come from x [B, Tq, d]
+  Expr memory{};         // keys/values come from memory [B, Tk, d] (x itself for self-attention)
+  Tensor key_padding{};  // optional u8 [B, Tk]: 1 = real token, 0 = padding
   bool causal = false;
   bool self_attention = true;
   KVCache* cache = nullptr;  // decoding: self-attention appends to it, cross-attention fills it once
-  Tensor query_padding;      // optional u8 [B, Tq]: 1 = real query (gates that average the queries skip padding)
-  Expr source_mean;          // optional [B, d]: encoder output averaged over real source tokens (decoder gates)
+  Tensor query_padding{};    // optional u8 [B, Tq]: 1 = real query (gates that average the queries skip padding)
+  Expr source_mean{};        // optional [B, d]: encoder output averaged over real source tokens (decoder gates)
 };
 
 /// Keeps (and duplicates) hypotheses: row i of every cached tensor becomes row origin[i] (i32 [M]).

@@ -13,4 +13,11 @@ std::vector<std::string> mae_updates(const MaeOptions& o, const BcdSchedule& s, 
   return {"F"};
 }
 
+std::optional<MaeOptions> mae_training_options(const YAML::Node& model_config) {
+  const YAML::Node a = model_config["attention"];
+  if (!a || !a.IsMap() || !a["type"] || a["type"].as<std::string>() != "mae") return std::nullopt;
+  MOE_CHECK(model_config["heads"], "bcd: the model configuration has MAE attention but no 'heads'");
+  return MaeOptions::from_yaml(a, model_config["heads"].as<int>());
+}
+
 }  // namespace moe

@@ -8,7 +8,10 @@
 // A pure helper: the trainer decides how epochs are numbered (fairseq counts from 1, which with the
 // defaults puts G steps in epochs 5, 10, 15, ...). Covered by tests/training/bcd_test.cpp.
 #pragma once
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,5 +26,9 @@ struct BcdSchedule {
 
 /// The "mae.step" values to run, in order, on every batch of epoch `epoch`.
 std::vector<std::string> mae_updates(const MaeOptions& o, const BcdSchedule& s, int64_t epoch);
+
+/// The MAE options of a model architecture (Model::config_yaml(): attention type mae, heads), or
+/// nullopt for a model without MAE attention.
+std::optional<MaeOptions> mae_training_options(const YAML::Node& model_config);
 
 }  // namespace moe

@@ -30,9 +30,12 @@ const char* Optimizer::name() const {
 }
 
 double Optimizer::grad_norm(const ParameterStore& store, double grad_scale) {
+  return grad_norm(store, store.trainable_ranges(), grad_scale);
+}
+
+double Optimizer::grad_norm(const ParameterStore& store, const ParameterStore::Ranges& ranges, double grad_scale) {
   double sum = 0;
-  for (const auto& [begin, end] : store.trainable_ranges())
-    sum += sum_squares(store.grads().flat_range(begin, end - begin));
+  for (const auto& [begin, end] : ranges) sum += sum_squares(store.grads().flat_range(begin, end - begin));
   return std::sqrt(sum) * std::abs(grad_scale);
 }
 
@@ -54,8 +57,14 @@ void Optimizer::ensure_buffers(const ParameterStore& store) {
 
 double Optimizer::step(ParameterStore& store, double lr, double clip_norm, double grad_scale) {
   MOE_CHECK(store.values().defined(), "Optimizer::step: the parameter store is not allocated");
+  return step(store, store.trainable_ranges(), lr, clip_norm, grad_scale);
+}
+
+double Optimizer::step(ParameterStore& store, const ParameterStore::Ranges& ranges, double lr, double clip_norm,
+                       double grad_scale) {
+  MOE_CHECK(store.values().defined(), "Optimizer::step: the parameter store is not allocated");
   MOE_CHECK(clip_norm >= 0, "Optimizer::step: clip_norm must be >= 0, got ", clip_norm);
-  const double norm = grad_norm(store, grad_scale);
+  const double norm = grad_norm(store, ranges, grad_scale);
   if (!std::isfinite(norm)) return norm;  // overflow: skip this update
   double scale = grad_scale;
   if (clip_norm > 0 && norm > clip_norm) scale *= clip_norm / norm;
@@ -64,7 +73,7 @@ double Optimizer::step(ParameterStore& store, double lr, double clip_norm, doubl
   const float fscale = static_cast<float>(scale), flr = static_cast<float>(lr);
   const float wd = static_cast<float>(options_.weight_decay), mu = static_cast<float>(options_.momentum);
   const float lr_correct = kind_ == Kind::nag && lr_old_ > 0 ? static_cast<float>(lr / lr_old_) : 1.f;
-  for (const auto& [begin, end] : store.trainable_ranges()) {
+  for (const auto& [begin, end] : ranges) {
     const int64_t count = end - begin;
     const Tensor p = store.values().flat_range(begin, count), g = store.grads().flat_range(begin, count);
     switch (kind_) {

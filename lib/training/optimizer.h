@@ -30,9 +30,14 @@ class Optimizer {
   /// One update with learning rate lr; returns the gradient norm before clipping (of grad * grad_scale).
   /// clip_norm = 0 disables clipping. grad_scale multiplies gradients first (e.g. 1 / loss scale).
   double step(ParameterStore& store, double lr, double clip_norm = 0, double grad_scale = 1);
+  /// The same over the given ranges only (a subset of store.trainable_ranges(), e.g. one group's):
+  /// the norm, the clipping and the update see nothing else.
+  double step(ParameterStore& store, const ParameterStore::Ranges& ranges, double lr, double clip_norm = 0,
+              double grad_scale = 1);
 
-  /// Gradient norm of the trainable ranges of grad * grad_scale (syncs the host).
+  /// Gradient norm of the trainable ranges (or of `ranges`) of grad * grad_scale (syncs the host).
   static double grad_norm(const ParameterStore& store, double grad_scale = 1);
+  static double grad_norm(const ParameterStore& store, const ParameterStore::Ranges& ranges, double grad_scale = 1);
 
   /// The state buffers (views, not copies: save them before the next step) and "step" (i64 scalar,
   /// CPU); nag adds "lr_old" (f64 scalar, CPU). Empty buffers before the first step.

@@ -89,6 +89,11 @@ void register_train_keys(config::Schema& s) {
   s.add_int("train.keep_last", 0, "keep the last N numbered checkpoints (0 = none)");
   s.add_int("train.early_stopping", 0, "stop after N validations without improvement (0 = off)");
   s.add_bool("train.skip_nan_batches", false, "skip batches with a NaN/Inf loss instead of stopping");
+  s.add_int("train.bcd.g_every", 5,
+            "MAE block coordinate descent: gate (G) updates in epochs e (counted from 1) with e mod g_every == "
+            "g_offset; expert (F) updates always");
+  s.add_int("train.bcd.g_offset", 0, "MAE: see train.bcd.g_every (0 with 5: G updates in epochs 5, 10, 15, ...)");
+  s.add_float("train.gate_lr", 1.0, "MAE gates (parameter group gate): learning rate of their plain SGD (no momentum)");
   s.add_float("train.loss_scale", 32768.0, "f16: initial dynamic loss scale");
   s.add_int("train.loss_scale_window", 2000, "f16: clean updates before the loss scale doubles");
   // valid
@@ -234,6 +239,12 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
   check_non_negative(o.keep_last, "train.keep_last");
   check_non_negative(o.early_stopping, "train.early_stopping");
   o.skip_nan_batches = c.get_bool("train.skip_nan_batches");
+  o.bcd.g_every = c.get_int("train.bcd.g_every");
+  o.bcd.g_offset = c.get_int("train.bcd.g_offset");
+  MOE_CHECK(o.bcd.g_every >= 1 && o.bcd.g_offset >= 0 && o.bcd.g_offset < o.bcd.g_every, "train.bcd.g_every (",
+            o.bcd.g_every, ") must be >= 1 and train.bcd.g_offset (", o.bcd.g_offset, ") in [0, g_every)");
+  o.gate_lr = c.get_float("train.gate_lr");
+  MOE_CHECK(o.gate_lr > 0, "train.gate_lr must be > 0, got ", o.gate_lr);
   o.loss_scale = c.get_float("train.loss_scale");
   MOE_CHECK(o.loss_scale >= 1, "train.loss_scale must be >= 1, got ", o.loss_scale);
   o.loss_scale_window = c.get_int("train.loss_scale_window");

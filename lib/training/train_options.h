@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "data/mlm.h"
 #include "tensor/dtype.h"
+#include "training/bcd.h"
 #include "training/optimizer.h"
 #include "training/schedule.h"
 
@@ -84,6 +85,8 @@ struct TrainOptions {
   ScheduleOptions schedule;
   int64_t log_every = 100, valid_every = 1000, save_every = 1000, keep_last = 0, early_stopping = 0;
   bool skip_nan_batches = false;
+  BcdSchedule bcd;                   // MAE: which epochs run gate (G) updates
+  double gate_lr = 1.0;              // MAE: plain SGD learning rate of the gates
   double loss_scale = 32768;         // f16 only: initial dynamic loss scale
   int64_t loss_scale_window = 2000;  // f16 only: clean updates before the scale doubles
   std::string run_dir = "run";

@@ -14,6 +14,7 @@
 #include "graph/expr/unary.h"
 #include "graph/graph.h"
 #include "tensor/allocator.h"
+#include "training/bcd.h"
 #include "training/bleu_validation.h"
 #include "training/fine_tuning.h"
 
@@ -65,8 +66,27 @@ void Trainer::setup_model() {
                  elements, store_->count());
   }
   opt_ = Optimizer::create(o_.optimizer, o_.optim);
+  setup_mae();
   spdlog::info("moe-train: {} ({}) model, {} parameters, {} optimizer, {} on {}", model_->type(), task_name(o_.task),
                store_->count(), opt_->name(), dtype_name(o_.dtype), device_.str());
+}
+
+void Trainer::setup_mae() {
+  mae_ = mae_training_options(model_->config_yaml());
+  if (!mae_) return;
+  gate_ranges_ = store_->trainable_ranges([](const ParamEntry& e) { return e.group == "gate"; });
+  theta_ranges_ = store_->trainable_ranges([](const ParamEntry& e) { return e.group != "gate"; });
+  gate_opt_ = Optimizer::create("sgd", OptimizerOptions{.momentum = 0});
+  const bool f_steps = mae_->gate == "uniform" || mae_->training == "bcd";
+  MOE_CHECK(!f_steps || !theta_ranges_.empty(), "moe-train: train.trainable leaves nothing for ", mae_->name(),
+            "'s expert (F) updates; to train only the gates (FTG) set model.attention.training: joint");
+  spdlog::info("moe-train: {} attention, {}; gates: plain SGD at learning rate {}", mae_->name(),
+               mae_->gate == "uniform"     ? "F updates only (uniform expert draws)"
+               : mae_->training == "joint" ? "joint updates (NOBCD)"
+                                           : fmt::format("block coordinate descent: G updates in epochs e with e mod "
+                                                         "{} == {}, F updates always",
+                                                         o_.bcd.g_every, o_.bcd.g_offset),
+               o_.gate_lr);
 }
 
 bool Trainer::finished() const {
@@ -128,15 +148,10 @@ void Trainer::run(bool resume) {
                stop_ ? " (early stopping)" : "");
 }
 
-bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
-  int64_t expected = 0;
-  for (const auto& b : batches) expected += b.tokens();
-  MOE_CHECK(expected > 0, "moe-train: an update without target tokens (update ", st_.update + 1, ")");
-  if (hook_) hook_(*store_, st_.update + 1);
+Trainer::Pass Trainer::accumulate(const std::vector<TrainBatch>& batches, int64_t expected,
+                                  const std::string& mae_step) {
   store_->zero_grads();
-  const double loss_scale = scaler_.scale();
-  double loss_sum = 0;
-  int64_t used = 0;
+  Pass pass;
   for (const TrainBatch& batch : batches) {
     Graph g(device_, store_.get(),
             GraphOptions{.training = true,
@@ -144,6 +159,7 @@ bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
                          .seed = o_.seed,
                          .step = static_cast<uint64_t>(st_.batches++)});
     Builder b(g);
+    if (!mae_step.empty()) b.set_flag("mae.step", mae_step);
     const Expr loss = task_->loss(*model_, b, batch, o_.label_smoothing);
     Expr objective = loss;
     for (const AuxLoss& aux : b.aux_losses())  // per-batch terms, weighted by the batch's share of tokens
@@ -159,40 +175,69 @@ bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
                    batch.size());
       continue;
     }
-    g.backward(objective, loss_scale / static_cast<double>(expected));
-    loss_sum += l;
-    used += batch.tokens();
+    g.backward(objective, scaler_.scale() / static_cast<double>(expected));
+    pass.loss_sum += l;
+    pass.used += batch.tokens();
   }
-  if (used == 0) return false;
+  // Gradients hold loss_scale * d(sum loss)/expected; this factor makes them d(mean loss over used tokens).
+  pass.grad_scale = pass.used ? static_cast<double>(expected) / (scaler_.scale() * static_cast<double>(pass.used)) : 0;
+  return pass;
+}
+
+bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
+  int64_t expected = 0;
+  for (const auto& b : batches) expected += b.tokens();
+  MOE_CHECK(expected > 0, "moe-train: an update without target tokens (update ", st_.update + 1, ")");
+  if (hook_) hook_(*store_, st_.update + 1);
+  // MAE (block coordinate descent): G passes update only the gates, then the F (or joint) pass is the update.
+  const std::vector<std::string> steps =
+      mae_ ? mae_updates(*mae_, o_.bcd, st_.epoch + 1) : std::vector<std::string>{""};
+  for (size_t i = 0; i + 1 < steps.size(); ++i) {
+    MOE_CHECK(steps[i] == "G", "moe-train: unexpected MAE update order");
+    const Pass g = accumulate(batches, expected, "G");
+    const double gnorm = g.used ? gate_opt_->step(*store_, gate_ranges_, o_.gate_lr, 0, g.grad_scale) : 0;
+    if (!std::isfinite(gnorm))
+      spdlog::warn("moe-train: gate (G) update skipped at update {}: gradient norm {}", st_.update + 1, gnorm);
+    else if (step_hook_ && g.used)
+      step_hook_(*store_, "G");
+  }
+  const std::string& step = steps.back();
+  const Pass pass = accumulate(batches, expected, step);
+  if (pass.used == 0) return false;
   const double lr = schedule_.at(st_.update + 1);
-  const double grad_scale = static_cast<double>(expected) / (loss_scale * static_cast<double>(used));
-  const double gnorm = opt_->step(*store_, lr, o_.clip_norm, grad_scale);
+  const double gnorm =
+      opt_->step(*store_, mae_ ? theta_ranges_ : store_->trainable_ranges(), lr, o_.clip_norm, pass.grad_scale);
   const bool overflow = !std::isfinite(gnorm);
   if (overflow && scaler_.enabled()) {
-    MOE_CHECK(loss_scale > 1, "moe-train: the f16 gradient overflows even at loss scale 1 (update ", st_.update + 1,
-              "); train with train.dtype bf16 or f32");
+    MOE_CHECK(scaler_.scale() > 1, "moe-train: the f16 gradient overflows even at loss scale 1 (update ",
+              st_.update + 1, "); train with train.dtype bf16 or f32");
+    const double before = scaler_.scale();
     scaler_.update(true);
     st_.loss_scale = scaler_.scale();
     st_.loss_scale_clean = scaler_.clean_updates();
     spdlog::info("moe-train: f16 gradient overflow at update {}: update skipped, loss scale {} -> {}", st_.update + 1,
-                 loss_scale, scaler_.scale());
+                 before, scaler_.scale());
     return false;
   }
   if (overflow) {
     MOE_CHECK(o_.skip_nan_batches, "moe-train: the gradient norm is ", gnorm, " at update ", st_.update + 1,
-              " (finite loss ", loss_sum / static_cast<double>(used), "); stopping without writing a checkpoint");
+              " (finite loss ", pass.loss_sum / static_cast<double>(pass.used),
+              "); stopping without writing a checkpoint");
     spdlog::warn("moe-train: skipping update {}: gradient norm {}", st_.update + 1, gnorm);
     return false;
   }
+  if (step == "joint" && !gate_ranges_.empty())  // NOBCD: the gates learn from the same gradients, by their SGD
+    gate_opt_->step(*store_, gate_ranges_, o_.gate_lr, 0, pass.grad_scale);
+  if (step_hook_) step_hook_(*store_, step);
   scaler_.update(false);
   st_.loss_scale = scaler_.scale();
   st_.loss_scale_clean = scaler_.clean_updates();
   ++st_.update;
-  st_.window_loss += loss_sum;
-  st_.window_tokens += used;
+  st_.window_loss += pass.loss_sum;
+  st_.window_tokens += pass.used;
   st_.window_gnorm += gnorm;
   ++st_.window_updates;
-  bar_->show(st_.update, loss_sum / static_cast<double>(used));
+  bar_->show(st_.update, pass.loss_sum / static_cast<double>(pass.used));
   return true;
 }
 

@@ -7,12 +7,17 @@
 // run_dir/checkpoint.{last,best,<update>}.safetensors with their training state. A NaN/Inf loss stops
 // with an error naming the update (or skips the batch with train.skip_nan_batches); f16 overflows
 // halve the loss scale and skip the update. resume continues from checkpoint.last exactly (same
-// losses as an uninterrupted run). Covered by tests/training/resume_test.cpp, lm_train_test.cpp,
-// tests/scripts/e2e_translation.sh and tests/scripts/e2e_lm.sh.
+// losses as an uninterrupted run). MAE models train by block coordinate descent (training/bcd.h): in
+// G epochs a gate-only pass (plain SGD at train.gate_lr on group "gate") precedes each update, whose
+// F pass steps the main optimizer on everything else; NOBCD's joint pass steps both. train.init_from /
+// train.trainable select the starting point and the trained parameters (fine_tuning.h).
+// Covered by tests/training/resume_test.cpp, lm_train_test.cpp, bcd_trainer_test.cpp,
+// fine_tuning_test.cpp, tests/scripts/e2e_translation.sh and tests/scripts/e2e_lm.sh.
 #pragma once
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +47,10 @@ class Trainer {
   /// use it to inject NaN parameters; tools can use it to inspect or edit parameters).
   using UpdateHook = std::function<void(ParameterStore& store, int64_t next_update)>;
   void set_update_hook(UpdateHook hook) { hook_ = std::move(hook); }
+  /// Called after every optimizer step with the store and the step's kind: "" (a plain update), or for
+  /// MAE "G" (gates only), "F" (all but the gates) or "joint" (tests check what each step changed).
+  using StepHook = std::function<void(const ParameterStore& store, const std::string& step)>;
+  void set_step_hook(StepHook hook) { step_hook_ = std::move(hook); }
 
   const TrainingState& state() const { return st_; }
   const ParameterStore& params() const { return *store_; }
@@ -52,6 +61,15 @@ class Trainer {
   void restore(const std::string& checkpoint);
   /// One update over `batches`; false when it was skipped (NaN batches, f16 overflow).
   bool train_update(const std::vector<TrainBatch>& batches);
+  /// Forward and backward over `batches` (builder flag mae.step = `mae_step` unless empty): summed loss
+  /// and tokens of the finite batches, and the factor that turns the gradients into those of their mean.
+  struct Pass {
+    double loss_sum = 0, grad_scale = 0;
+    int64_t used = 0;
+  };
+  Pass accumulate(const std::vector<TrainBatch>& batches, int64_t expected, const std::string& mae_step);
+  /// MAE models: the options, the gates' optimizer and the ranges of gate / other parameters.
+  void setup_mae();
   void after_update();
   void log_window();
   void validate();
@@ -69,6 +87,9 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::unique_ptr<ParameterStore> store_;
   std::unique_ptr<Optimizer> opt_;
+  std::optional<MaeOptions> mae_;
+  std::unique_ptr<Optimizer> gate_opt_;  // MAE: plain SGD over the gate group
+  ParameterStore::Ranges gate_ranges_, theta_ranges_;
   LrSchedule schedule_;
   LossScaler scaler_;
   TrainingState st_;
@@ -78,6 +99,7 @@ class Trainer {
   bool stop_ = false;
   int64_t skipped_in_a_row_ = 0;  // updates skipped (NaN batches, overflows) since the last applied one
   UpdateHook hook_;
+  StepHook step_hook_;
   std::chrono::steady_clock::time_point window_start_, loop_start_ = std::chrono::steady_clock::now();
 };
 

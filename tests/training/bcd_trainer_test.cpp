@@ -1,0 +1,121 @@
+// MAE training in moe-train (block coordinate descent, MODELS.md §1.6): a G step changes only the
+// gate parameters, an F step never changes them, G steps happen only in G epochs, NOBCD's joint step
+// trains both, UNI-MAE has no gates and only F steps, FTG (trainable [gate], joint) changes only the
+// gates, and a bcd run whose trainable set leaves nothing for F steps is an error. Each optimizer
+// step is observed through Trainer::set_step_hook (store state, the gates' running statistics, aside).
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "common/error.h"
+#include "training/trainer.h"
+#include "training_test_util.h"
+
+using namespace moe;
+using Catch::Matchers::Contains;
+
+namespace {
+using Snapshot = std::map<std::string, std::vector<float>>;
+
+Snapshot snapshot(const ParameterStore& s) {
+  Snapshot out;
+  for (const ParamEntry& e : s.entries()) out[e.name] = s.value(e.name).to_vector<float>();
+  return out;
+}
+
+const std::string& group_of(const ParameterStore& s, const std::string& name) { return s.entry(s.find(name)).group; }
+
+/// What one step changed: gate and other trainable parameters (the gates' batch-norm running
+/// statistics, store state, move with every training forward pass and are not counted).
+struct Change {
+  std::string step;
+  int gates = 0, others = 0;
+};
+
+/// Trains `o` and records, per optimizer step, how many gate / other parameter tensors changed.
+std::vector<Change> observe(const TrainOptions& o, int* gate_tensors = nullptr) {
+  Trainer t(o);
+  std::vector<Change> changes;
+  Snapshot last;
+  t.set_step_hook([&](const ParameterStore& s, const std::string& step) {
+    Snapshot now = snapshot(s);
+    if (last.empty()) last = now;  // first call: compare against the state before training below
+    Change c{step};
+    for (const auto& [name, v] : now)
+      if (v != last[name] && group_of(s, name) != "state") (group_of(s, name) == "gate" ? c.gates : c.others) += 1;
+    changes.push_back(c);
+    last = std::move(now);
+  });
+  t.set_update_hook([&](ParameterStore& s, int64_t update) {
+    if (update == 1) last = snapshot(s);
+  });
+  t.run(false);
+  if (gate_tensors) {
+    *gate_tensors = 0;
+    for (const ParamEntry& e : t.params().entries()) *gate_tensors += e.group == "gate";
+  }
+  return changes;
+}
+
+TrainOptions mae_options(const std::string& dir, const std::string& attention) {
+  TrainOptions o = test::tiny_options(dir);
+  o.model["attention"] = YAML::Load(attention);
+  o.max_updates = 6;
+  o.max_epochs = 0;
+  o.valid_every = 0;
+  o.save_every = 0;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("bcd trainer: G steps change only the gates, F steps never touch them", "[training][bcd]") {
+  const std::string dir = test::temp_dir("bcd_gf");
+  test::write_corpus(dir, "train", 60, 11);  // a few updates per epoch
+  test::write_corpus(dir, "valid", 10, 12);
+  TrainOptions o = mae_options(dir, "{type: mae, name: MAE-1}");
+  o.bcd.g_every = 1;  // every epoch is a G epoch
+  const auto steps = observe(o);
+  REQUIRE(steps.size() == 12);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    INFO("step " << i << " " << steps[i].step);
+    CHECK(steps[i].step == (i % 2 == 0 ? "G" : "F"));
+    if (steps[i].step == "G") {
+      CHECK(steps[i].gates > 0);
+      CHECK(steps[i].others == 0);
+    } else {
+      CHECK(steps[i].gates == 0);
+      CHECK(steps[i].others > 0);
+    }
+  }
+  o.bcd.g_every = 5;  // epochs 1, 2, ... of this short run hold no G epoch
+  for (const Change& c : observe(o)) {
+    CHECK(c.step == "F");
+    CHECK(c.gates == 0);
+  }
+}
+
+TEST_CASE("bcd trainer: NOBCD, UNI-MAE and gate-only fine-tuning", "[training][bcd]") {
+  const std::string dir = test::temp_dir("bcd_variants");
+  test::write_corpus(dir, "train", 60, 13);
+  test::write_corpus(dir, "valid", 10, 14);
+  for (const Change& c : observe(mae_options(dir, "{type: mae, name: NOBCD-1}"))) {
+    CHECK(c.step == "joint");
+    CHECK(c.gates > 0);
+    CHECK(c.others > 0);
+  }
+  int gates = -1;
+  for (const Change& c : observe(mae_options(dir, "{type: mae, name: UNI-MAE-1}"), &gates)) {
+    CHECK(c.step == "F");
+    CHECK(c.others > 0);
+  }
+  CHECK(gates == 0);
+  TrainOptions ftg = mae_options(dir, "{type: mae, name: NOBCD-1}");
+  ftg.trainable = {"gate"};
+  for (const Change& c : observe(ftg, &gates)) {
+    CHECK(c.gates > 0);
+    CHECK(c.others == 0);
+  }
+  CHECK(gates > 0);
+  TrainOptions bad = mae_options(dir, "{type: mae, name: MAE-1}");
+  bad.trainable = {"gate"};
+  CHECK_THROWS_WITH(Trainer(bad).run(false), Contains("leaves nothing") && Contains("training: joint"));
+}
