@@ -119,3 +119,16 @@ TEST_CASE("bcd trainer: NOBCD, UNI-MAE and gate-only fine-tuning", "[training][b
   bad.trainable = {"gate"};
   CHECK_THROWS_WITH(Trainer(bad).run(false), Contains("leaves nothing") && Contains("training: joint"));
 }
+
+TEST_CASE("bcd trainer: an interrupted and resumed MAE run logs the losses of an uninterrupted one",
+          "[training][bcd][resume]") {
+  const std::string dir = test::temp_dir("bcd_resume");
+  test::write_corpus(dir, "train", 60, 15);
+  test::write_corpus(dir, "valid", 10, 16);
+  TrainOptions o = mae_options(dir, "{type: mae, name: MAE-1}");
+  o.bcd.g_every = 2;  // G epochs 2, 4, ...: the interruption falls inside the schedule
+  o.max_updates = 10;
+  o.valid_every = 2;
+  o.save_every = 2;
+  test::check_resume_reproduces(o, dir, 6);
+}
