@@ -7,8 +7,8 @@ namespace moe::bench {
 std::vector<Case> all_cases() {
   using Family = std::vector<Case> (*)();
   const Family families[] = {
-      gemm_cases, attention_cases, norm_cases, optimizer_cases, grouped_gemm_cases, moe_layer_cases, moa_layer_cases,
-      // layer-level cases to come (e.g. mae_layer_cases) go here
+      gemm_cases,         attention_cases, norm_cases,      optimizer_cases,
+      grouped_gemm_cases, moe_layer_cases, moa_layer_cases, mae_layer_cases,
   };
   std::vector<Case> out;
   for (Family f : families)

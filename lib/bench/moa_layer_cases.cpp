@@ -13,7 +13,6 @@
 #include "bench/layer_step.h"
 #include "layers/attention_layer.h"
 #include "layers/moa.h"
-#include "ops/attention.h"
 
 namespace moe::bench {
 namespace {
@@ -21,37 +20,25 @@ struct Sizes {
   int64_t B, T, d, D;
 };
 
-double attention_fwd_bwd(int64_t B, int64_t H, int64_t T, int64_t D) {
-  return attention_flops(B, H, T, T, D, false, false) + attention_flops(B, H, T, T, D, false, true);
-}
-
 void moa_case(BenchContext& ctx) {
   const Sizes s = ctx.pick(Sizes{256, 64, 512, 128}, Sizes{16, 32, 128, 32}, Sizes{2, 8, 32, 8});
   const int heads = 8;
   const Tensor x = ctx.random(Shape{s.B, s.T, s.d}), dy = ctx.random(Shape{s.B, s.T, s.d});
   const double n = double(s.B * s.T), d = double(s.d);
-  const std::string shape = shape_text(x.shape());
-  const Timing mha = time_layer(ctx, x, dy, [&](const Builder& b, const Expr& in) {
-    return multi_head_attention(b.sub("mha"), AttentionInput{.x = in, .memory = in}, s.d, heads);
-  });
-  const std::string mha_label = "mha.h" + std::to_string(heads);
-  ctx.emit({.label = mha_label,
-            .shape = shape,
-            .timing = mha,
-            .flops = 3 * 4 * 2 * n * d * d + attention_fwd_bwd(s.B, heads, s.T, s.d / heads)});
+  const Row mha = emit_mha_baseline(ctx, x, dy, heads);
   MoaOptions o;
   o.k = heads;
   o.experts = heads;
   o.head_dim = s.D;
   Row r{.label = "moa." + o.name(),
-        .shape = shape,
+        .shape = mha.shape,
         .timing = time_layer(ctx, x, dy, [&](const Builder& b, const Expr& in) {
           return moa_attention_layer(b.sub("moa"), AttentionInput{.x = in, .memory = in}, s.d, o);
         })};
-  r.flops =
-      3 * 2 * n * double(s.D) * d * (2 * o.k + 2) + 3 * 2 * n * d * o.experts + attention_fwd_bwd(s.B, o.k, s.T, s.D);
-  r.ratio = r.timing.median_ms / mha.median_ms;
-  r.baseline = mha_label;
+  r.flops = 3 * 2 * n * double(s.D) * d * (2 * o.k + 2) + 3 * 2 * n * d * o.experts +
+            attention_fwd_bwd_flops(s.B, o.k, s.T, s.D);
+  r.ratio = r.timing.median_ms / mha.timing.median_ms;
+  r.baseline = mha.label;
   ctx.emit(r);
 }
 }  // namespace
