@@ -20,7 +20,8 @@ struct TranslateCliOptions {
   int64_t max_tokens = 4096;
   int64_t chunk_lines = 10000;  // input lines read, sorted and translated at a time
   std::string device = "auto", dtype = "f32";
-  bool quiet = false;  // no summary on stderr
+  std::string mae_inference = "mixture";  // MAE models: mixture | argmax (the single most-weighted expert)
+  bool quiet = false;                     // no summary on stderr
 };
 
 /// Runs a translation job; results go to options.output (or `out` when it is "-"), the summary and

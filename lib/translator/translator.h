@@ -6,6 +6,8 @@
 // Covered by tests/translator/translator_test.cpp.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "graph/parameters.h"
@@ -15,9 +17,10 @@
 namespace moe {
 
 struct TranslatorOptions {
-  BeamOptions search;         // special ids and max_positions are taken from the model
-  int64_t max_tokens = 4096;  // padded source tokens (with </s>) per batch
-  DType dtype = DType::f32;   // compute dtype of the decoding graphs (f32 or bf16)
+  BeamOptions search;                        // special ids and max_positions are taken from the model
+  int64_t max_tokens = 4096;                 // padded source tokens (with </s>) per batch
+  DType dtype = DType::f32;                  // compute dtype of the decoding graphs (f32 or bf16)
+  std::map<std::string, std::string> flags;  // builder flags of the decoding graphs (mae.inference argmax)
 };
 
 /// Batches of input indices: sorted by length (longest first, stable), each batch's

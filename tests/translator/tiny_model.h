@@ -30,7 +30,9 @@ inline std::vector<std::string> tiny_words() {
 
 /// max_positions 32 unless given; `seed` changes the random parameters; `eos_scale` multiplies the
 /// </s> row of the (tied) target embedding, which makes </s> decisions sharper (varied lengths).
-inline TinyModel tiny_model(uint64_t seed = 5, int64_t max_positions = 32, float eos_scale = 1.f) {
+/// `attention`: a model.attention YAML map (e.g. "{type: mae, name: MAE-1}"), empty for plain MHA.
+inline TinyModel tiny_model(uint64_t seed = 5, int64_t max_positions = 32, float eos_scale = 1.f,
+                            const std::string& attention = "") {
   TinyModel m;
   m.vocab = std::make_unique<data::WordVocab>(tiny_words());
   YAML::Node cfg;
@@ -44,6 +46,7 @@ inline TinyModel tiny_model(uint64_t seed = 5, int64_t max_positions = 32, float
   cfg["dec_layers"] = 2;
   cfg["dropout"] = 0.0;
   cfg["max_positions"] = max_positions;
+  if (!attention.empty()) cfg["attention"] = YAML::Load(attention);
   m.model = create_model(cfg);
   m.params = std::make_unique<ParameterStore>(Device::cpu(), seed);
   // Declare every parameter with one inference pass of the training loss.

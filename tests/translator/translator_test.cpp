@@ -1,7 +1,8 @@
 // Translator with a tiny random Transformer: beam 1 equals greedy argmax decoding recomputed from
 // scratch (teacher-forced decode of each prefix, no caches), a batch equals its sentences alone,
 // n-best lists are ordered and their log-probs equal forced decoding, token batching, and
-// translate_lines keeps one output line per input line (empty lines, truncation, n-best).
+// translate_lines keeps one output line per input line (empty lines, truncation, n-best); an MAE
+// model (leak-free gates) decodes consistently with forced scoring, and mae.inference argmax changes it.
 #include "translator/translator.h"
 
 #include <algorithm>
@@ -134,6 +135,26 @@ TEST_CASE("batched beam search equals sentence-by-sentence and forced decoding",
   Translator small(m.net(), *m.params, Device::cpu(), o);
   const auto split = small.translate(kSources);
   for (size_t s = 0; s < kSources.size(); ++s) CHECK(split[s][0].tokens == batched[s][0].tokens);
+}
+
+TEST_CASE("an MAE model decodes; mae.inference argmax uses the most-weighted expert", "[translator][mae]") {
+  auto m = test::tiny_model(17, 32, 4.f, "{type: mae, name: MAE-1, gate_input: leak_free}");
+  TranslatorOptions o;
+  o.search.beam = 3;
+  o.search.max_len_b = 8;
+  const auto mixture = Translator(m.net(), *m.params, Device::cpu(), o).translate(kSources);
+  std::vector<std::vector<int32_t>> tgt;
+  for (const auto& h : mixture) tgt.push_back(h[0].tokens);
+  const auto forced = score_pairs(*m.model, *m.params, Device::cpu(), kSources, tgt, PairScoreOptions{});
+  for (size_t s = 0; s < kSources.size(); ++s) CHECK(forced[s].log_prob == Approx(mixture[s][0].log_prob).margin(1e-4));
+  o.flags["mae.inference"] = "argmax";
+  const auto argmax = Translator(m.net(), *m.params, Device::cpu(), o).translate(kSources);
+  int differ = 0;
+  for (size_t s = 0; s < kSources.size(); ++s)
+    differ += std::abs(argmax[s][0].log_prob - mixture[s][0].log_prob) > 1e-6;
+  CHECK(differ > 0);
+  o.flags["mae.inference"] = "best";
+  CHECK_THROWS_WITH(Translator(m.net(), *m.params, Device::cpu(), o).translate(kSources), Catch::Contains("best"));
 }
 
 TEST_CASE("translate_lines keeps one line per input line", "[translator]") {
