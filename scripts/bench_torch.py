@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch counterparts of moe-bench's cases, for a side-by-side comparison in one GPU session.
 
-    python3 scripts/bench_torch.py [--filter REGEX] [--repeat 50] [--warmup 10] [--json-out FILE]
+    python3 scripts/bench_torch.py [--filter REGEX] [--repeat 50] [--warmup 10] [--json-out FILE] [--no-compile]
     python3 scripts/bench_torch.py --compare moe-bench.jsonl torch-bench.jsonl   (no PyTorch needed)
 
 Same case names, shapes, FLOP and byte formulas, timing method and table columns as moe-bench
@@ -10,8 +10,10 @@ CUDA events, a 256 MiB buffer zeroed before each call (cold L2), random inputs, 
 f32 master parameters under autocast for the layers. Ceilings are measured here too (a 1 GiB
 device-to-device copy, counted read + write, and an 8192^3 torch.matmul), so "% ceil" is relative to
 this process's own measurements. Row labels say what PyTorch ran ("torch.matmul", "sdpa fwd", ...).
-Not imported by any test (it needs a GPU and PyTorch); --compare merges two JSON-lines files by row
-name and prints moe ms, torch ms and their ratio.
+The whole-model cases (model.*: one training update, rows with tokens/s) are in bench_torch_models.py,
+eager ("update") and torch.compile ("update.compile", unless --no-compile); --scale small / tiny
+shrinks them for CPU smoke runs. Not imported by any test (it needs a GPU and PyTorch); --compare
+merges two JSON-lines files by row name and prints moe ms, torch ms and their ratio (and tokens/s).
 """
 import argparse
 import contextlib
@@ -21,6 +23,8 @@ import re
 import statistics
 import sys
 import time
+
+import bench_torch_models
 
 FORMAT = "%-34s %-26s %-5s %10s %9s %8s %8s %7s  %s"
 
@@ -41,10 +45,12 @@ def attention_flops(B, H, Tq, Tk, D, causal, backward):
 # Rows and output
 
 class Row:
-    def __init__(self, case, label, shape, dtype, ms, flops=0.0, nbytes=0.0, ratio=0.0, baseline="", note=""):
+    def __init__(self, case, label, shape, dtype, ms, flops=0.0, nbytes=0.0, ratio=0.0, baseline="", note="",
+                 tokens=0.0):
         self.case, self.label, self.shape, self.dtype = case, label, shape, dtype
         self.median_ms, self.min_ms, self.max_ms, self.calls = ms
         self.flops, self.bytes, self.ratio, self.baseline, self.note = flops, nbytes, ratio, baseline, note
+        self.tokens = tokens  # per call (> 0: a whole-model training update)
 
     @property
     def name(self):
@@ -55,6 +61,9 @@ class Row:
 
     def gbps(self):
         return self.bytes / (self.median_ms * 1e-3) / 1e9 if self.bytes > 0 else 0.0
+
+    def tokens_per_s(self):
+        return self.tokens / (self.median_ms * 1e-3) if self.tokens > 0 else 0.0
 
 
 class Printer:
@@ -78,6 +87,8 @@ class Printer:
             o.update(flops=r.flops, tflops=r.tflops())
         if r.bytes > 0:
             o.update(bytes=r.bytes, gbps=r.gbps())
+        if r.tokens > 0:
+            o.update(tokens=r.tokens, tokens_per_s=r.tokens_per_s())
         if self.fraction(r) > 0:
             o["ceiling_fraction"] = self.fraction(r)
         if r.ratio > 0:
@@ -88,7 +99,9 @@ class Printer:
 
     def row(self, r):
         if self.fmt == "text":
-            note = ("%.2fx %s" % (r.ratio, r.baseline)) if r.ratio > 0 else ""
+            note = ("%.1fk tokens/s" % (r.tokens_per_s() / 1e3)) if r.tokens > 0 else ""
+            if r.ratio > 0:
+                note += ("; " if note else "") + "%.2fx %s" % (r.ratio, r.baseline)
             if r.note:
                 note = note + "; " + r.note if note else r.note
             frac = self.fraction(r)
@@ -428,7 +441,7 @@ CASES = [
     ("grouped_gemm.e32", lambda b, e: case_grouped_gemm(b, e, 32)),
     ("layer.moe_ffn", case_moe_ffn),
     ("layer.moa", case_moa),
-]
+] + bench_torch_models.cases(attention_flops, make_moe_ffn)
 
 
 def measure_ceilings(b, printer):
@@ -461,15 +474,17 @@ def run(args):
                ", CUDA events, L2 flushed before each call" if b.flush is not None else ""))
         print(FORMAT % ("name", "shape", "dtype", "median ms", "min ms", "TFLOP/s", "GB/s", "% ceil", "note"))
         print("-" * 130, flush=True)
-    measure_ceilings(b, printer)
+    if not args.no_ceilings:
+        measure_ceilings(b, printer)
     failures = 0
     pattern = re.compile(args.filter or ".*")
     for case, fn in CASES:
         if not pattern.search(case):
             continue
 
-        def emit(label, shape, t, flops=0.0, nbytes=0.0, ratio=0.0, baseline="", note="", dtype=None):
-            printer.row(Row(case, label, shape, dtype or b.dtype_name, t, flops, nbytes, ratio, baseline, note))
+        def emit(label, shape, t, flops=0.0, nbytes=0.0, ratio=0.0, baseline="", note="", dtype=None, tokens=0.0):
+            printer.row(Row(case, label, shape, dtype or b.dtype_name, t, flops, nbytes, ratio, baseline, note,
+                            tokens))
 
         try:
             fn(b, emit)
@@ -488,7 +503,9 @@ def run(args):
 
 def compare(moe_path, torch_path):
     """moe-bench rows next to the bench_torch row of the same name; the GEMM rows (matmul, cublasLt) next
-    to torch.matmul of their case and the GEMM ceiling next to torch's. Rows without a partner are left out."""
+    to torch.matmul of their case and the GEMM ceiling next to torch's; whole-model rows (model.*) next to
+    PyTorch eager and again next to torch.compile (".compile"), with both tokens/s. Rows without a partner
+    are left out."""
     def load(path):
         rows = []
         with open(path) as f:
@@ -500,19 +517,26 @@ def compare(moe_path, torch_path):
 
     moe, ref = load(moe_path), load(torch_path)
     by_name = {r["name"]: r for r in ref}
-    fmt = "%-34s %-26s %11s %11s %10s"
-    print(fmt % ("name", "shape", "moe ms", "torch ms", "moe/torch"))
-    print("-" * 96)
+    fmt = "%-34s %-26s %11s %11s %10s  %s"
+    print(fmt % ("name", "shape", "moe ms", "torch ms", "moe/torch", "note"))
+    print("-" * 120)
     for r in moe:
         t = by_name.get(r["name"])
         if t is None and r["case"].startswith("gemm."):
             t = by_name.get(r["case"] + "/torch.matmul")
         if t is None and r["case"] == "ceiling":
             t = by_name.get("ceiling/gemm.torch") if r["label"].startswith("gemm.") else None
-        if t is None:
-            continue
-        print(fmt % (r["name"], r["shape"], "%.4f" % r["median_ms"], "%.4f" % t["median_ms"],
-                     "%.2f" % (r["median_ms"] / t["median_ms"])))
+        partners = [(t, "")]
+        if r["case"].startswith("model."):
+            partners = [(t, "torch eager"), (by_name.get(r["name"] + ".compile"), "torch.compile")]
+        for t, what in partners:
+            if t is None:
+                continue
+            note = what
+            if r.get("tokens_per_s") and t.get("tokens_per_s"):
+                note += "; tokens/s: moe %.1fk, torch %.1fk" % (r["tokens_per_s"] / 1e3, t["tokens_per_s"] / 1e3)
+            print(fmt % (r["name"], r["shape"], "%.4f" % r["median_ms"], "%.4f" % t["median_ms"],
+                         "%.2f" % (r["median_ms"] / t["median_ms"]), note))
     return 0
 
 
@@ -526,6 +550,10 @@ def main():
     p.add_argument("--format", default="text", choices=["text", "json"])
     p.add_argument("--json-out", default="", help="also append the rows as JSON lines to this file")
     p.add_argument("--no-flush", action="store_true", help="do not zero a 256 MiB buffer before each timed call")
+    p.add_argument("--no-ceilings", action="store_true", help="skip the copy and GEMM ceilings (no %% ceil column)")
+    p.add_argument("--scale", default="full", choices=["full", "small", "tiny"],
+                   help="shapes of the model.* cases (small, tiny: CPU smoke runs; the other cases are full size)")
+    p.add_argument("--no-compile", action="store_true", help="model.* cases: no torch.compile rows")
     p.add_argument("--compare", nargs=2, metavar=("MOE_JSONL", "TORCH_JSONL"),
                    help="print moe-bench and bench_torch rows side by side and exit (no PyTorch needed)")
     args = p.parse_args()

@@ -43,6 +43,7 @@ BenchOptions default_options(Device device) {
 
 double Row::tflops() const { return flops > 0 && timing.median_ms > 0 ? flops / (timing.median_ms * 1e-3) / 1e12 : 0; }
 double Row::gbps() const { return bytes > 0 && timing.median_ms > 0 ? bytes / (timing.median_ms * 1e-3) / 1e9 : 0; }
+double Row::tokens_per_s() const { return tokens > 0 && timing.median_ms > 0 ? tokens / (timing.median_ms * 1e-3) : 0; }
 
 double Ceilings::fraction(const Row& r) const {
   if (r.flops > 0 && tflops > 0) return r.tflops() / tflops;

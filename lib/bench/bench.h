@@ -3,7 +3,8 @@
 // median of `repeat` calls after `warmup` calls; CUDA events on a GPU, std::chrono on the CPU) and emits
 // rows. A row carries either the FLOPs of one call (compute-bound: TFLOP/s, and the fraction of the
 // measured compute ceiling) or the bytes of one call (memory-bound: GB/s, and the fraction of the
-// measured copy bandwidth); ceilings.cpp measures both ceilings first. Output: a text table and/or
+// measured copy bandwidth); ceilings.cpp measures both ceilings first. Whole-model rows (model.*) also
+// carry the tokens of one call (tokens/s = tokens / median time). Output: a text table and/or
 // JSON lines (table.cpp). Covered by tests/bench/bench_test.cpp (CPU, tiny shapes) and
 // tests/gpu/bench_parity_test.cpp (the same on a GPU).
 #pragma once
@@ -52,14 +53,16 @@ struct Row {
   std::string shape = {};      // e.g. "16384x512 @ 512x2048"
   std::string dtype = {};
   Timing timing = {};
-  double flops = 0;  // per call (> 0: a compute-bound row)
-  double bytes = 0;  // per call (> 0: a memory-bound row): minimal bytes, each input read and each output written once
-  double ratio = 0;  // time relative to `baseline` (another row's label in the same case); 0 = none
+  double flops = 0;   // per call (> 0: a compute-bound row)
+  double bytes = 0;   // per call (> 0: a memory-bound row): minimal bytes, each input read and each output written once
+  double tokens = 0;  // per call (> 0: a whole-model training update): the target tokens it trains on
+  double ratio = 0;   // time relative to `baseline` (another row's label in the same case); 0 = none
   std::string baseline = {};
   std::string note = {};
   std::string name() const { return case_name + "/" + label; }
-  double tflops() const;  // flops / median time / 1e12 (0 when flops == 0)
-  double gbps() const;    // bytes / median time / 1e9 (0 when bytes == 0)
+  double tflops() const;        // flops / median time / 1e12 (0 when flops == 0)
+  double gbps() const;          // bytes / median time / 1e9 (0 when bytes == 0)
+  double tokens_per_s() const;  // tokens / median time in seconds (0 when tokens == 0)
 };
 
 /// The measured ceilings of the device (0 = not measured).

@@ -1,4 +1,5 @@
-// The table of moe-bench case families (cases.h), in run order: kernels first, whole layers last.
+// The table of moe-bench case families (cases.h), in run order: kernels first, then whole layers, then
+// whole models.
 // Covered by tests/bench/bench_test.cpp ("every case runs").
 #include "bench/cases.h"
 
@@ -7,8 +8,8 @@ namespace moe::bench {
 std::vector<Case> all_cases() {
   using Family = std::vector<Case> (*)();
   const Family families[] = {
-      gemm_cases,         attention_cases, norm_cases,      optimizer_cases,
-      grouped_gemm_cases, moe_layer_cases, moa_layer_cases, mae_layer_cases,
+      gemm_cases,      attention_cases, norm_cases,      optimizer_cases, grouped_gemm_cases,
+      moe_layer_cases, moa_layer_cases, mae_layer_cases, model_cases,
   };
   std::vector<Case> out;
   for (Family f : families)

@@ -3,7 +3,8 @@
 // Families live in one file each (gemm_cases.cpp, attention_cases.cpp, ...); all_cases() in cases.cpp
 // is the table of families. Layer-level cases (a whole layer, forward + backward, through a training
 // graph) are the "layer." family: add a new one (e.g. MAE) as a file with a *_layer_cases() function
-// and one line in the table (layer_step.h has the shared MHA baseline). Covered by tests/bench/bench_test.cpp.
+// and one line in the table (layer_step.h has the shared MHA baseline). Whole-model training updates are
+// the "model." family (model_cases.cpp, timed through model_step.h). Covered by tests/bench/bench_test.cpp.
 #pragma once
 #include <functional>
 #include <string>
@@ -27,6 +28,7 @@ std::vector<Case> grouped_gemm_cases();  // grouped_gemm_cases.cpp: the MoE expe
 std::vector<Case> moe_layer_cases();     // moe_layer_cases.cpp: layer.moe_ffn vs a dense FFN
 std::vector<Case> moa_layer_cases();     // moa_layer_cases.cpp: layer.moa vs multi-head attention
 std::vector<Case> mae_layer_cases();     // mae_layer_cases.cpp: layer.mae (G and F passes) vs multi-head attention
+std::vector<Case> model_cases();         // model_cases.cpp: whole-model training updates (model.*)
 
 /// Every case, in run order.
 std::vector<Case> all_cases();

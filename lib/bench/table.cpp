@@ -15,9 +15,13 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
+/// "412.3k" for 412300.
+std::string thousands(double v) { return fmt("%.1fk", v / 1e3); }
+
 std::string note_of(const Row& r) {
   std::string note;
-  if (r.ratio > 0) note = fmt("%.2fx", r.ratio) + " " + r.baseline;
+  if (r.tokens > 0) note = thousands(r.tokens_per_s()) + " tokens/s";
+  if (r.ratio > 0) note += (note.empty() ? "" : "; ") + fmt("%.2fx", r.ratio) + " " + r.baseline;
   if (!r.note.empty()) note += (note.empty() ? "" : "; ") + r.note;
   return note;
 }
@@ -47,6 +51,7 @@ std::string json_row(const Row& r, const Ceilings& c, const std::string& device)
   o.add("max_ms", r.timing.max_ms).add("calls", r.timing.calls);
   if (r.flops > 0) o.add("flops", r.flops).add("tflops", r.tflops());
   if (r.bytes > 0) o.add("bytes", r.bytes).add("gbps", r.gbps());
+  if (r.tokens > 0) o.add("tokens", r.tokens).add("tokens_per_s", r.tokens_per_s());
   if (c.fraction(r) > 0) o.add("ceiling_fraction", c.fraction(r));
   if (r.ratio > 0) o.add("ratio", r.ratio).add("baseline", r.baseline);
   if (!r.note.empty()) o.add("note", r.note);

@@ -1,8 +1,9 @@
 // moe-bench output: a fixed-width text table (a commented header with the device, the settings and the
 // measured ceilings, then one line per row) or JSON lines (one object per row, for docs/PERF.md and
 // scripts). Columns: name (case/kernel), shape, dtype, median ms, min ms, TFLOP/s, GB/s, % of the
-// ceiling (compute for FLOP rows, copy bandwidth for byte rows), note (time ratio to a baseline row,
-// checks). scripts/bench_torch.py prints the same columns. Covered by tests/bench/bench_test.cpp.
+// ceiling (compute for FLOP rows, copy bandwidth for byte rows), note (tokens/s of whole-model rows,
+// time ratio to a baseline row, checks). scripts/bench_torch.py prints the same columns. Covered by
+// tests/bench/bench_test.cpp.
 #pragma once
 #include <string>
 

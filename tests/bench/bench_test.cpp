@@ -1,7 +1,8 @@
 // moe-bench (lib/bench/, apps/moe_bench.cpp) on the CPU: the timing statistics, random inputs, the
 // reference GEMM, every case at tiny shapes (rows with positive finite times and rates, the stated
-// FLOP and byte formulas, ratios naming a row of their case), the text and JSON outputs, option errors,
-// and the binary's --help, --list and a filtered run.
+// FLOP and byte formulas, ratios naming a row of their case, tokens/s of the whole-model rows), the
+// model FLOP formula, the text and JSON outputs, option errors, and the binary's --help, --list and a
+// filtered run.
 #include "bench/bench.h"
 
 #include <yaml-cpp/yaml.h>
@@ -16,6 +17,7 @@
 #include <sstream>
 
 #include "bench/cases.h"
+#include "bench/model_step.h"
 #include "bench/random.h"
 #include "bench/reference_gemm.h"
 #include "bench/timer.h"
@@ -131,6 +133,14 @@ TEST_CASE("bench: every case runs on the CPU at tiny shapes", "[bench]") {
     CHECK(frac > 0);
     CHECK(!row.shape.empty());
     CHECK(row.dtype == "f32");
+    const bool model = row.case_name.rfind("model.", 0) == 0;
+    CHECK((row.tokens > 0) == model);  // whole-model rows, and only they, carry tokens and tokens/s
+    if (model) {
+      CHECK(row.flops > 0);
+      CHECK(row.tokens_per_s() == Approx(row.tokens / (row.timing.median_ms * 1e-3)));
+      CHECK(row.note.find("params") != std::string::npos);
+      CHECK(out.str().find("tokens/s; ") != std::string::npos);
+    }
     if (row.ratio > 0) {  // the baseline is a row of the same case, and the ratio is the time ratio
       bool found = false;
       for (const Row& o : by_case[row.case_name])
@@ -161,6 +171,19 @@ TEST_CASE("bench: every case runs on the CPU at tiny shapes", "[bench]") {
   CHECK(find("layer.moe_ffn/dense_ffn.h64").flops == 12.0 * 32 * 16 * 64);
   CHECK(find("layer.moe_ffn/moe.e8.k2.h32").flops == 12.0 * 32 * 2 * 16 * 32 + 12.0 * 32 * 16 * 8);
   CHECK(find("layer.moa/moa.8K8E8D").baseline == "mha.h8");
+  // model.*: 2 rows of 8 tokens per side, d 16, FFN 32, vocabulary 64, 2 heads of 8, 1 (+ 1) layers.
+  const double ffn = 2.0 * 16 * 32, moe_ffn = 2 * 2.0 * 16 * 32 + 2.0 * 16 * 8, attn = 7 * 2.0 * 2 * 2 * 8;
+  const double enc = 16 * (4.0 * 16 * 16), dec = 16 * (4.0 * 16 * 16) + 16 * 2.0 * 16 * 16 * 2,
+               out_proj = 16.0 * 16 * 64;
+  const double pairs = 64 + 36 + 64;  // encoder self, decoder causal self, cross
+  CHECK(find("model.transformer_base/update").flops == 6 * (enc + dec + 32 * ffn + out_proj) + attn * pairs);
+  CHECK(find("model.transformer_base_moe/update").flops == 6 * (enc + dec + 32 * moe_ffn + out_proj) + attn * pairs);
+  CHECK(find("model.transformer_lm/update").flops == 6 * (enc + 16 * ffn + out_proj) + attn * 36);
+  for (const char* name : {"model.transformer_base/update", "model.transformer_base_moe/update"}) {
+    CHECK(find(name).tokens == 16);  // y </s>: 2 x 8 target tokens
+    CHECK(find(name).shape == "2x8 -> 2x8");
+  }
+  CHECK(find("model.transformer_lm/update").tokens == 16);
   CHECK(find("ceiling/copy").bytes == 2.0 * (1 << 20));
   CHECK(r.ceilings.fraction(find("ceiling/copy")) == Approx(1.0));
   CHECK(out.str().find("# ceilings measured in this run") != std::string::npos);
@@ -196,6 +219,54 @@ TEST_CASE("bench: JSON lines and the filter", "[bench]") {
   o.filter = "no_such_case";
   std::ostringstream none;
   CHECK(run_bench(o, none).rows.empty());
+}
+
+TEST_CASE("bench: the model FLOP formula", "[bench]") {
+  // Transformer base at 256 x 64: the GEMMs are 6 x tokens x the weights each token passes through.
+  const ModelShape base{.batch = 256,
+                        .src_len = 64,
+                        .tgt_len = 64,
+                        .d = 512,
+                        .ffn = 2048,
+                        .vocab = 32000,
+                        .heads = 8,
+                        .enc_layers = 6,
+                        .dec_layers = 6};
+  const double n = 256.0 * 64, d = 512, f = 2048;
+  const double gemm = 6 * n * (6 * (4 * d * d + 2 * d * f) + 6 * (8 * d * d + 2 * d * f) + d * 32000);
+  const double attention =
+      6 * (2 * attention_flops(256, 8, 64, 64, 64, false, false) + attention_flops(256, 8, 64, 64, 64, true, false)) *
+      3.5;
+  CHECK(model_train_flops(base) == Approx(gemm + attention).epsilon(1e-12));
+  // A decoder-only LM has no encoder and no cross-attention; MoE FFNs count k experts and the two gate maps.
+  const ModelShape lm{.batch = 32, .tgt_len = 256, .d = 512, .ffn = 2048, .vocab = 32489, .heads = 8, .dec_layers = 6};
+  const double lm_gemm = 6 * 8192.0 * (6 * (4 * d * d + 2 * d * f) + d * 32489);
+  CHECK(model_train_flops(lm) == Approx(lm_gemm + 6 * 3.5 * attention_flops(32, 8, 256, 256, 64, true, false)));
+  ModelShape moe = base;
+  moe.experts = 8;
+  moe.k = 2;
+  CHECK(model_train_flops(moe) - model_train_flops(base) ==
+        Approx(6 * n * 12 * (2 * 2 * d * f + 2 * d * 8 - 2 * d * f)));
+}
+
+TEST_CASE("bench: model rows print tokens/s in the note and the JSON", "[bench]") {
+  BenchOptions o = tiny_options();
+  o.filter = "^model\\.transformer_lm$";
+  o.ceilings = false;
+  std::ostringstream text;
+  const BenchReport r = run_bench(o, text);
+  REQUIRE(r.rows.size() == 1);
+  const Row& row = r.rows[0];
+  CHECK(row.name() == "model.transformer_lm/update");
+  CHECK(row.tokens_per_s() > 0);
+  CHECK(text.str().find(" tokens/s; ") != std::string::npos);
+  o.format = "json";
+  std::ostringstream json;
+  REQUIRE(run_bench(o, json).rows.size() == 1);
+  const YAML::Node n = YAML::Load(lines_of(json.str()).at(0));
+  CHECK(n["tokens"].as<double>() == 16);
+  CHECK(n["tokens_per_s"].as<double>() == Approx(16 / (n["median_ms"].as<double>() * 1e-3)));
+  CHECK(n["tflops"].as<double>() > 0);
 }
 
 TEST_CASE("bench: option errors name the option", "[bench]") {

@@ -1,6 +1,6 @@
 // moe-bench on a GPU (run by scripts/bench-gpu.sh before the full benchmark): the cuBLASLt reference
 // GEMM against the CPU (f32, bf16; odd and aligned shapes), the CUDA-event timer, and every case at tiny
-// shapes in bf16 (rows with positive finite times; the GEMM rows agree with cuBLASLt).
+// shapes in bf16 (rows with positive finite times; the GEMM rows agree with cuBLASLt; model rows have tokens/s).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
@@ -69,6 +69,7 @@ TEST_CASE("moe-bench runs every case on the GPU at tiny shapes", "[gpu][bench]")
     CHECK(row.timing.median_ms > 0);
     CHECK(row.timing.calls == 3);
     CHECK((row.dtype == "bf16" || row.dtype == "f32"));
+    if (row.case_name.rfind("model.", 0) == 0) CHECK(row.tokens_per_s() > 0);  // whole-model training updates
     if (row.label == "matmul") {  // "max rel diff vs cublasLt X": the op and cuBLASLt agree
       const size_t at = row.note.find("vs cublasLt ");
       REQUIRE(at != std::string::npos);

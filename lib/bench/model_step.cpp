@@ -1,0 +1,69 @@
+// model_step.h implementation. Covered by tests/bench/bench_test.cpp.
+#include "bench/model_step.h"
+
+#include <cmath>
+#include <memory>
+
+#include "common/error.h"
+#include "graph/expr/binary.h"
+#include "graph/expr/unary.h"
+#include "graph/graph.h"
+#include "ops/attention.h"
+
+namespace moe::bench {
+
+double model_train_flops(const ModelShape& s) {
+  const double d = double(s.d), f = double(s.ffn);
+  const double ns = double(s.batch * s.src_len), nt = double(s.batch * s.tgt_len);
+  const double ffn = s.experts > 0 ? s.k * 2 * d * f + 2 * d * s.experts : 2 * d * f;  // multiply-adds per token
+  const int64_t dh = s.d / s.heads;
+  const bool seq2seq = s.src_len > 0;
+  double macs = double(s.enc_layers) * ns * (4 * d * d + ffn);
+  macs += double(s.dec_layers) * (nt * (4 * d * d + ffn) + (seq2seq ? nt * 2 * d * d + ns * 2 * d * d : 0));
+  macs += nt * d * double(s.vocab);
+  auto att = [&](int64_t tq, int64_t tk, bool causal) {
+    return attention_flops(s.batch, s.heads, tq, tk, dh, causal, false) +
+           attention_flops(s.batch, s.heads, tq, tk, dh, causal, true);
+  };
+  double attention = double(s.dec_layers) * att(s.tgt_len, s.tgt_len, true);
+  if (seq2seq)
+    attention += double(s.enc_layers) * att(s.src_len, s.src_len, false) +
+                 double(s.dec_layers) * att(s.tgt_len, s.src_len, false);
+  return 3 * 2 * macs + attention;
+}
+
+UpdateTiming time_update(BenchContext& ctx, const UpdateSpec& spec, const BatchLossFn& loss) {
+  MOE_CHECK(spec.tokens > 0, "time_update: an update without target tokens");
+  const Device device = ctx.device();
+  const std::unique_ptr<Model> model = create_model(spec.model);
+  data::BatchUploader uploader(device);
+  ParameterStore store(device, 1);
+  {  // declare every parameter by building the loss once (no forward), then lay the store out
+    Graph g(device, &store, GraphOptions{.training = true, .compute_dtype = ctx.dtype(), .seed = 1});
+    loss(*model, Builder(g), uploader);
+  }
+  store.allocate();
+  const std::unique_ptr<Optimizer> opt = Optimizer::create(spec.optimizer, spec.optim);
+  const double tokens = double(spec.tokens);
+  uint64_t step = 0;
+  UpdateTiming out;
+  out.params = store.count();
+  out.timing = ctx.time([&] {
+    store.zero_grads();
+    Graph g(device, &store, GraphOptions{.training = true, .compute_dtype = ctx.dtype(), .seed = 1, .step = step++});
+    const Builder b(g);
+    const Expr l = loss(*model, b, uploader);
+    Expr objective = l;
+    for (const AuxLoss& aux : b.aux_losses()) objective = add(objective, scale(aux.value, float(tokens)));
+    g.forward();
+    const double value = l.val().item();
+    MOE_CHECK(std::isfinite(value), "time_update: the training loss of ", model->type(), " is ", value, " at call ",
+              step, " (", spec.tokens, " target tokens)");
+    g.backward(objective, 1.0 / tokens);
+    opt->step(store, spec.lr);
+    out.last_loss = value / tokens;
+  });
+  return out;
+}
+
+}  // namespace moe::bench
