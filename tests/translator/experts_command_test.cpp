@@ -85,12 +85,24 @@ Run run(std::vector<std::string> args) {
 }
 
 std::vector<double> doubles(const YAML::Node& n) { return n.as<std::vector<double>>(); }
+
+/// A tiny Transformer (d = 16, one decoder layer) with `heads` heads, `enc` encoder layers and `attention`.
+std::string mt(int heads, int enc, const std::string& attention) {
+  return "{type: transformer, d_model: 16, ffn_dim: 32, heads: " + std::to_string(heads) +
+         ", enc_layers: " + std::to_string(enc) +
+         ", dec_layers: 1, dropout: 0.0, max_positions: 32, attention: " + attention + "}";
+}
+
+/// Writes dir/src.txt and dir/tgt.txt; returns {"--src", path, "--tgt", path}.
+std::vector<std::string> pair_files(const std::filesystem::path& dir, const std::string& src, const std::string& tgt) {
+  test::write_file(dir / "src.txt", src);
+  test::write_file(dir / "tgt.txt", tgt);
+  return {"--src", (dir / "src.txt").string(), "--tgt", (dir / "tgt.txt").string()};
+}
 }  // namespace
 
 TEST_CASE("moe-score experts: MAE-7 with a hand-set gate", "[translator][experts]") {
-  auto m = build(
-      "{type: transformer, d_model: 16, ffn_dim: 32, heads: 8, enc_layers: 1, dec_layers: 1, "
-      "dropout: 0.0, max_positions: 32, attention: {type: mae, name: MAE-7, gate_hidden: 4}}");
+  auto m = build(mt(8, 1, "{type: mae, name: MAE-7, gate_hidden: 4}"));
   // Column 0 of the source embedding: +1 for w0, w2, ... (ids 4, 6, ...), -1 for odd words, 0 for </s>.
   // The gate reads u_0 = the sentence mean of column 0 (x 4 from the embedding scale, positions in
   // [-1, 1]): hidden unit 0 = tanh(10 u_0), expert 1's logit +10 of it, expert 2's -10.
@@ -105,9 +117,8 @@ TEST_CASE("moe-score experts: MAE-7 with a hand-set gate", "[translator][experts
   set(*m.params, "encoder.l0.self_attn.gate.l2.b", {});
   const auto dir = test::temp_dir("experts-mae");
   const std::string ckpt = test::save_tiny(m, dir);
-  test::write_file(dir / "src.txt", "w0 w2 w4\nw6 w8\nw10 w12 w14 w16\nw1 w3\n");
-  test::write_file(dir / "tgt.txt", "w5 w7\nw9\nw0 w1 w2\nw3\n");
-  const std::string src = (dir / "src.txt").string(), tgt = (dir / "tgt.txt").string();
+  const auto files = pair_files(dir, "w0 w2 w4\nw6 w8\nw10 w12 w14 w16\nw1 w3\n", "w5 w7\nw9\nw0 w1 w2\nw3\n");
+  const std::string src = files[1], tgt = files[3];
 
   for (const bool given : {true, false}) {
     INFO((given ? "--src/--tgt" : "-i: on its own translations"));
@@ -167,15 +178,12 @@ TEST_CASE("moe-score experts: MAE-7 with a hand-set gate", "[translator][experts
 }
 
 TEST_CASE("moe-score experts: UNI-MAE-7 has entropy ln 8 everywhere", "[translator][experts]") {
-  auto m = build(
-      "{type: transformer, d_model: 16, ffn_dim: 32, heads: 8, enc_layers: 2, dec_layers: 1, "
-      "dropout: 0.0, max_positions: 32, attention: {type: mae, name: UNI-MAE-7}}");
+  auto m = build(mt(8, 2, "{type: mae, name: UNI-MAE-7}"));
   const auto dir = test::temp_dir("experts-uni");
   const std::string ckpt = test::save_tiny(m, dir);
-  test::write_file(dir / "src.txt", "w0 w2 w4\nw6 w8\n\nw1\n");
-  test::write_file(dir / "tgt.txt", "w5 w7\nw9\nw0\n\n");
-  const Run r =
-      run({"-m", ckpt, "--src", (dir / "src.txt").string(), "--tgt", (dir / "tgt.txt").string(), "-f", "json"});
+  std::vector<std::string> args = pair_files(dir, "w0 w2 w4\nw6 w8\n\nw1\n", "w5 w7\nw9\nw0\n\n");
+  args.insert(args.end(), {"-m", ckpt, "-f", "json"});
+  const Run r = run(args);
   REQUIRE(r.rc == 0);
   REQUIRE(r.json.size() == 5);
   for (size_t i = 0; i + 1 < r.json.size(); ++i) {
@@ -234,14 +242,10 @@ TEST_CASE("moe-score experts: MoE FFN language models with zero gates", "[transl
 }
 
 TEST_CASE("moe-score experts: MoA routers", "[translator][experts]") {
-  auto m = build(
-      "{type: transformer, d_model: 16, ffn_dim: 32, heads: 2, enc_layers: 1, dec_layers: 1, "
-      "dropout: 0.0, max_positions: 32, attention: {type: moa, k: 2, experts: 4, head_dim: 4}}");
+  auto m = build(mt(2, 1, "{type: moa, k: 2, experts: 4, head_dim: 4}"));
   const auto dir = test::temp_dir("experts-moa");
-  test::write_file(dir / "src.txt", "w0 w2 w4\nw6 w8\nw1\n");
-  test::write_file(dir / "tgt.txt", "w5 w7\nw9\nw0 w3 w3 w3\n");
-  const std::vector<std::string> args = {
-      "--src", (dir / "src.txt").string(), "--tgt", (dir / "tgt.txt").string(), "--format", "json"};
+  std::vector<std::string> args = pair_files(dir, "w0 w2 w4\nw6 w8\nw1\n", "w5 w7\nw9\nw0 w3 w3 w3\n");
+  args.insert(args.end(), {"--format", "json"});
   auto with = [&](std::vector<std::string> a) {
     a.insert(a.end(), args.begin(), args.end());
     return a;
