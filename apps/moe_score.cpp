@@ -1,6 +1,7 @@
 // moe-score: corpus metrics on text files. `moe-score bleu -r REF [-i HYP]`, `moe-score chrf ...`
 // (sacreBLEU 2.x compatible; see lib/metrics/), and the model-based `moe-score ppl -m LM` and
-// `moe-score pairs -m MODEL --src S --tgt T` (lib/translator/score_commands.h).
+// `moe-score pairs -m MODEL --src S --tgt T` and `moe-score experts -m MODEL -i TEXT` (gate statistics of
+// mixture-of-experts sites; lib/translator/score_commands.h).
 // Covered by tests/metrics/score_cli_test.cpp and tests/translator/scoring_test.cpp.
 #include "metrics/score_cli.h"
 #include "translator/score_commands.h"

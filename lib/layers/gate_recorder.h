@@ -1,9 +1,14 @@
-// GateRecorder: the analysis hook for gated layers (e.g. `moe-score experts`: gate entropy, the share
-// of instances per argmax expert, token-expert statistics; MODELS.md §0 "Analysis"). Set one on a
-// Builder (Builder::set_gate_recorder) before building an inference graph; every MAE site then
-// reports the gate probabilities it computed under its site name (the builder prefix, e.g.
-// "encoder.l0.self_attn"), one record per call, copied to the host as f32. Training graphs compute
-// lazily and report nothing. Covered by tests/layers/mae_test.cpp ("recorder").
+// GateRecorder: the analysis hook for gated layers (`moe-score experts`: gate entropy, the share of
+// instances per argmax expert, routed shares, token-expert PMI; MODELS.md §0 "Analysis"). Set one on a
+// Builder (Builder::set_gate_recorder) before building an inference graph; every gated site then
+// reports under its site name (the builder prefix, e.g. "encoder.l0.self_attn", "decoder.l1.ffn",
+// "moe1"), one record per call, copied to the host. Training graphs report nothing. The three families:
+//   mae: probs = the gate g over the E experts, [B, E] (one per sentence) or [B, T, E] (per position);
+//   moa: probs = the router softmax [B, T, E]; experts/gates = the top-k selection per token;
+//   moe: probs = the sparse gate G(x) (the selected experts' gates, 0 elsewhere; hierarchical: the
+//        products G_p G_i over all groups' experts), [..., E] as the site's input rows; experts/gates
+//        = the routed experts per token by descending gate (batchwise: up to its inference cap).
+// Covered by tests/layers/mae_test.cpp ("recorder") and tests/layers/gate_recorder_test.cpp.
 #pragma once
 #include <map>
 #include <string>
@@ -14,15 +19,20 @@
 namespace moe {
 
 struct GateRecord {
-  Tensor probs;          // f32 CPU: [B, E] (one gate per sentence) or [B, T, E] (one per position)
+  std::string family;    // mae | moa | moe
+  Tensor probs;          // f32 CPU: [B, E] (one gate per sentence) or [B, T, E] / [N, E] (one per token)
   Tensor query_padding;  // u8 CPU [B, T] (1 = real query) when the site knew it, else undefined
-  std::string policy;    // the site's gate-input policy (full_mean, causal_window_mean, ...)
+  std::string policy;    // MAE: the gate-input policy (full_mean, ..., uniform); moa: "top<k>"; moe: its gating
+  Tensor experts;        // i32 CPU [..., k]: top-k routers' selected experts (-1: an empty slot); else undefined
+  Tensor gates;          // f32 CPU [..., k]: their gates (0 in empty slots)
 };
 
 class GateRecorder {
  public:
-  /// Appends a record for `site` (probs and padding on any device; copied to the host).
+  /// Appends an MAE record for `site` (probs and padding on any device; copied to the host).
   void record(const std::string& site, const Tensor& probs, const Tensor& query_padding, const std::string& policy);
+  /// Appends `r` for `site`, its tensors copied to the host (probs and gates as f32).
+  void record(const std::string& site, GateRecord r);
   /// Records by site name, in call order.
   const std::map<std::string, std::vector<GateRecord>>& records() const { return records_; }
   void clear() { records_.clear(); }
@@ -30,5 +40,12 @@ class GateRecorder {
  private:
   std::map<std::string, std::vector<GateRecord>> records_;
 };
+
+/// A router's record from its assignments (expert[a], gate[a], token[a]) of `rows` tokens to E experts:
+/// probs [rows, E] sums the gates per expert; experts/gates [rows, k] list each token's assignments by
+/// descending gate (ties: lower expert first), k = the most assignments of any token (short rows end in
+/// expert -1, gate 0). The leading dimensions become `lead` (numel = rows), e.g. [B, T].
+GateRecord routed_gate_record(const std::vector<int32_t>& expert, const std::vector<double>& gate,
+                              const std::vector<int32_t>& token, int64_t experts, const Shape& lead);
 
 }  // namespace moe

@@ -19,6 +19,7 @@
 #include "graph/expr/matmul.h"
 #include "graph/expr/shape_ops.h"
 #include "graph/expr/sort.h"
+#include "layers/gate_recorder.h"
 
 namespace moe {
 
@@ -164,7 +165,19 @@ MoaWeights moa_weights(const Builder& b, int64_t dim, const MoaOptions& o) {
 Expr moa_attention_layer(const Builder& b, const AttentionInput& in, int64_t dim, const MoaOptions& o) {
   const bool encoder_like = in.self_attention && !in.cache && in.key_padding.defined() &&
                             in.key_padding.shape().ndim() == 2 && in.key_padding.shape()[1] == in.x.shape()[1];
-  MoaResult r = moa_attention(in, moa_weights(b, dim, o), o, encoder_like ? in.key_padding : Tensor());
+  const Tensor padding = encoder_like ? in.key_padding : Tensor();
+  MoaResult r = moa_attention(in, moa_weights(b, dim, o), o, padding);
+  if (GateRecorder* rec = b.training() ? nullptr : b.gate_recorder()) {
+    const Shape& s = in.x.shape();
+    GateRecord g;
+    g.family = "moa";
+    g.policy = "top" + std::to_string(o.k);
+    g.probs = r.routing.probs.val().view(Shape{s[0], s[1], o.experts});
+    g.query_padding = padding.defined() ? padding : in.query_padding;
+    g.experts = r.routing.experts.val().view(Shape{s[0], s[1], o.k});
+    g.gates = r.routing.gates.val().view(Shape{s[0], s[1], o.k});
+    rec->record(b.prefix(), std::move(g));
+  }
   if (b.training() && r.routing.aux.defined()) {
     // The trainer weights each aux term by the batch's target tokens (per-token-mean strength); "sum"
     // undoes that so the term lands on the token-summed loss as in the released code.

@@ -72,7 +72,8 @@ MoaWeights moa_weights(const Builder& b, int64_t dim, const MoaOptions& o);
 /// batch's target tokens before dividing the summed loss by the update's tokens, so "mean" adds aux
 /// as is, and "sum" divides it by the batch's target tokens (builder flag "batch.tgt_tokens"; when
 /// unset, the call's real query tokens). The query padding is in.key_padding for self-attention
-/// without a cache (encoder), none otherwise.
+/// without a cache (encoder), none otherwise. Inference graphs report the router probabilities and the
+/// top-k experts and gates per token to the builder's gate recorder (layers/gate_recorder.h; family moa).
 Expr moa_attention_layer(const Builder& b, const AttentionInput& in, int64_t dim, const MoaOptions& o);
 
 /// Decoding: fills a cross-attention cache with the shared k/v of `memory` ([B, S, 1, D] each).

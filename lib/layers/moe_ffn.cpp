@@ -10,6 +10,7 @@
 #include "graph/expr/matmul.h"
 #include "graph/expr/shape_ops.h"
 #include "graph/expr/unary.h"
+#include "layers/gate_recorder.h"
 #include "layers/moe_ffn_hierarchical.h"
 
 namespace moe {
@@ -23,12 +24,30 @@ void read(const YAML::Node& node, const char* key, T& value) {
     MOE_FAIL("model.ffn.", key, ": cannot read '", YAML::Dump(node[key]), "' (", e.what(), ")");
   }
 }
+
+/// Reports the routing of `rows` tokens (leading shape `lead`) to the recorder (family moe).
+void record_routing(GateRecorder& rec, const std::string& site, const Routing& r, const MoeOptions& opt,
+                    const Shape& lead) {
+  const std::vector<int32_t> expert = r.expert.val().to_vector<int32_t>();
+  // Assignment a fills slot a / per_token: that token itself, or routing.token[slot] when given.
+  const std::vector<int32_t> slot_token =
+      r.token.defined() ? r.token.val().to_vector<int32_t>() : std::vector<int32_t>{};
+  std::vector<int32_t> token;
+  for (size_t a = 0; a < expert.size(); ++a) {
+    const size_t slot = a / static_cast<size_t>(r.per_token);
+    token.push_back(r.token.defined() ? slot_token[slot] : static_cast<int32_t>(slot));
+  }
+  GateRecord g = routed_gate_record(expert, r.weight.val().to_vector<double>(), token, opt.experts, lead);
+  g.family = "moe";
+  g.policy = opt.gating == "batchwise" ? "batchwise" : opt.groups > 1 ? "hierarchical_topk" : "noisy_topk";
+  rec.record(site, std::move(g));
+}
 }  // namespace
 
 MoeOptions moe_options_from_yaml(const YAML::Node& node, int64_t dim, int64_t default_hidden) {
   static const std::set<std::string> known = {
-      "type",   "experts", "k",           "hidden",   "hidden_layers", "w_importance",          "w_load",
-      "noisy",  "noise_epsilon", "groups", "k_secondary", "gating", "batchwise_inference_k", "expert_bias",
+      "type",      "experts",       "k",      "hidden",      "hidden_layers", "w_importance",          "w_load",
+      "noisy",     "noise_epsilon", "groups", "k_secondary", "gating",        "batchwise_inference_k", "expert_bias",
       "autoscale", "activation"};
   MoeOptions o;
   o.dim = dim;
@@ -81,15 +100,14 @@ void validate(const MoeOptions& o) {
 
 MoeOutput moe_forward(const Expr& x, const MoeWeights& w, const MoeOptions& opt, const GateNoise& noise,
                       const GateNoise& noise2, bool training) {
-  MOE_CHECK(x.shape().ndim() == 2 && x.shape()[1] == opt.dim, "moe: input ", x.shape(), " must be [tokens, ",
-            opt.dim, "]");
+  MOE_CHECK(x.shape().ndim() == 2 && x.shape()[1] == opt.dim, "moe: input ", x.shape(), " must be [tokens, ", opt.dim,
+            "]");
   const DType gate_dtype = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
   Expr xg = cast(x, gate_dtype);
   MoeOutput out;
   Routing routing;
   if (opt.gating == "batchwise") {
-    BatchwiseGate gate = batchwise_gate(matmul(xg, w.w_gate), w.thresholds, opt.k, training,
-                                        opt.batchwise_inference_k);
+    BatchwiseGate gate = batchwise_gate(matmul(xg, w.w_gate), w.thresholds, opt.k, training, opt.batchwise_inference_k);
     routing = gate.routing;
     out.importance = gate.importance;
     out.threshold_loss = gate.threshold_loss;
@@ -100,13 +118,14 @@ MoeOutput moe_forward(const Expr& x, const MoeWeights& w, const MoeOptions& opt,
     out.importance = gate.importance;
     out.load = gate.load;
   } else {
-    TopKGate gate = noisy_top_k_gate(matmul(xg, w.w_gate), noise.enabled ? matmul(xg, w.w_noise) : Expr(), opt.k,
-                                     noise, opt.noise_epsilon, training);
+    TopKGate gate = noisy_top_k_gate(matmul(xg, w.w_gate), noise.enabled ? matmul(xg, w.w_noise) : Expr(), opt.k, noise,
+                                     opt.noise_epsilon, training);
     routing = top_k_routing(gate);
     out.importance = expert_importance(routing, opt.experts);
     out.load = gate.load;
   }
   out.y = moe_dispatch(x, routing, w.experts, opt.autoscale);
+  out.routing = routing;
   if (training) {
     out.importance_loss = cv_squared(out.importance);
     if (out.load.defined()) out.load_loss = cv_squared(out.load);
@@ -114,7 +133,9 @@ MoeOutput moe_forward(const Expr& x, const MoeWeights& w, const MoeOptions& opt,
   return out;
 }
 
-Expr moe_layer(const Builder& b, const Expr& x, const MoeOptions& opt) {
+namespace {
+/// moe_layer on rows x [N, d] whose leading shape is `lead` (what the recorder reports).
+Expr moe_rows(const Builder& b, const Expr& x, const MoeOptions& opt, const Shape& lead) {
   validate(opt);
   Graph& g = b.graph();
   const bool hier = opt.groups > 1 && opt.gating == "noisy_topk";
@@ -135,18 +156,27 @@ Expr moe_layer(const Builder& b, const Expr& x, const MoeOptions& opt) {
   for (int l = 0; l <= opt.hidden_layers; ++l) {
     const int64_t in = l == 0 ? d : opt.hidden, out = l == opt.hidden_layers ? d : opt.hidden;
     w.experts.layers.push_back(b.weight("expert.w" + std::to_string(l), Shape{n, in, out}, Init::glorot_uniform()));
-    if (opt.expert_bias) w.experts.biases.push_back(b.weight("expert.b" + std::to_string(l), Shape{n, out}, Init::zeros()));
+    if (opt.expert_bias)
+      w.experts.biases.push_back(b.weight("expert.b" + std::to_string(l), Shape{n, out}, Init::zeros()));
   }
   GateNoise noise{noise_on, g.seed(), noise_on ? g.next_rng_stream() : 0};
   GateNoise noise2{noise_on && hier, g.seed(), noise_on && hier ? g.next_rng_stream() : 0};
   MoeOutput out = moe_forward(x, w, opt, noise, noise2, b.training());
   if (b.training()) {
-    if (opt.w_importance > 0 && opt.experts > 1) b.add_aux_loss("importance", scale(out.importance_loss, opt.w_importance));
+    if (opt.w_importance > 0 && opt.experts > 1)
+      b.add_aux_loss("importance", scale(out.importance_loss, opt.w_importance));
     if (opt.w_load > 0 && opt.experts > 1 && out.load_loss.defined())
       b.add_aux_loss("load", scale(out.load_loss, opt.w_load));
     if (out.threshold_loss.defined()) b.add_aux_loss("batchwise_threshold", out.threshold_loss);
+  } else if (GateRecorder* rec = b.gate_recorder()) {
+    record_routing(*rec, b.prefix(), out.routing, opt, lead);
   }
   return out.y;
+}
+}  // namespace
+
+Expr moe_layer(const Builder& b, const Expr& x, const MoeOptions& opt) {
+  return moe_rows(b, x, opt, Shape{x.shape().rows()});
 }
 
 Expr moe_lm_block(const Builder& b, const Expr& x, const MoeOptions& opt, float dropout_p) {
@@ -157,7 +187,9 @@ Expr moe_ffn(const Builder& b, const Expr& x, const MoeOptions& opt) {
   MOE_CHECK(x.shape().ndim() >= 1 && x.shape().last() == opt.dim, "moe ffn: input ", x.shape(), " must end in ",
             opt.dim, " features");
   Expr rows = reshape(x, {-1, opt.dim});
-  return reshape(moe_layer(b, rows, opt), x.shape());
+  std::vector<int64_t> lead = x.shape().vec();
+  lead.pop_back();
+  return reshape(moe_rows(b, rows, opt, Shape(lead)), x.shape());
 }
 
 }  // namespace moe

@@ -14,17 +14,17 @@
 namespace moe {
 
 struct MoeOptions {
-  int64_t dim = 0;              // model width d: input and output of every expert
-  int experts = 4;              // n, all experts (groups * experts per group when hierarchical)
-  int k = 2;                    // experts per token (the primary k when hierarchical)
-  int64_t hidden = 1024;        // expert hidden width
-  int hidden_layers = 1;        // ReLU hidden layers per expert (MoE-1-Deep: 4)
-  float w_importance = 0.1f;    // coefficient of CV(Importance)^2
-  float w_load = 0.1f;          // coefficient of CV(Load)^2
-  bool noisy = true;            // noisy top-k (noise only in training)
-  float noise_epsilon = 0.01f;  // sigma = softplus(x W_noise) + noise_epsilon (t2t)
-  int groups = 0;               // > 1: hierarchical, `groups` groups of experts / groups experts
-  int k_secondary = 2;          // k inside a group (hierarchical)
+  int64_t dim = 0;                    // model width d: input and output of every expert
+  int experts = 4;                    // n, all experts (groups * experts per group when hierarchical)
+  int k = 2;                          // experts per token (the primary k when hierarchical)
+  int64_t hidden = 1024;              // expert hidden width
+  int hidden_layers = 1;              // ReLU hidden layers per expert (MoE-1-Deep: 4)
+  float w_importance = 0.1f;          // coefficient of CV(Importance)^2
+  float w_load = 0.1f;                // coefficient of CV(Load)^2
+  bool noisy = true;                  // noisy top-k (noise only in training)
+  float noise_epsilon = 0.01f;        // sigma = softplus(x W_noise) + noise_epsilon (t2t)
+  int groups = 0;                     // > 1: hierarchical, `groups` groups of experts / groups experts
+  int k_secondary = 2;                // k inside a group (hierarchical)
   std::string gating = "noisy_topk";  // or "batchwise" (strictly balanced, learned thresholds at inference)
   int batchwise_inference_k = 0;      // batchwise inference: at most this many experts per token (0: 2k)
   bool expert_bias = false;           // biases in the expert layers (t2t: none)
@@ -47,10 +47,11 @@ struct MoeWeights {
 };
 
 struct MoeOutput {
-  Expr y;                                 // [N, d]
-  Expr importance, load;                  // [n] (load undefined outside training / for batchwise)
-  Expr importance_loss, load_loss;        // [] CV^2 values, unweighted (training only)
-  Expr threshold_loss;                    // [] batchwise training only
+  Expr y;                           // [N, d]
+  Expr importance, load;            // [n] (load undefined outside training / for batchwise)
+  Expr importance_loss, load_loss;  // [] CV^2 values, unweighted (training only)
+  Expr threshold_loss;              // [] batchwise training only
+  Routing routing;                  // the (expert, token, gate) assignments
 };
 
 /// The layer on explicit weights; `noise` / `noise2` drive the primary / secondary gate noise
@@ -60,11 +61,12 @@ MoeOutput moe_forward(const Expr& x, const MoeWeights& w, const MoeOptions& opt,
 
 /// The MoE layer on token rows x [N, d] -> [N, d] (any compute dtype; gating runs in f32).
 /// In training mode it adds the aux losses "<prefix>.importance" and "<prefix>.load" (and
-/// "<prefix>.batchwise_threshold" for batchwise gating) to the builder.
+/// "<prefix>.batchwise_threshold" for batchwise gating) to the builder. Inference graphs report the
+/// routing to the builder's gate recorder (layers/gate_recorder.h; family moe), one row per token.
 Expr moe_layer(const Builder& b, const Expr& x, const MoeOptions& opt);
 /// The 1B-word LM block around it (§3.9): x + dropout(sigmoid(moe_layer(x)), p).
 Expr moe_lm_block(const Builder& b, const Expr& x, const MoeOptions& opt, float dropout_p);
-/// The Transformer FFN site: x [..., d] flattened to rows, moe_layer, reshaped back.
+/// The Transformer FFN site: x [..., d] flattened to rows, moe_layer, reshaped back (recorded as [..., n]).
 Expr moe_ffn(const Builder& b, const Expr& x, const MoeOptions& opt);
 
 }  // namespace moe

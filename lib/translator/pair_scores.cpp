@@ -28,6 +28,18 @@ data::Batch on_device(const data::Batch& b, Device d) {
 }
 }  // namespace
 
+data::Batch pair_batch(const std::vector<std::vector<int32_t>>& src, const std::vector<std::vector<int32_t>>& tgt,
+                       const std::vector<size_t>& idx, int32_t pad_id, int32_t bos_id, int32_t eos_id) {
+  std::vector<std::span<const int32_t>> s, t;
+  std::vector<int64_t> ids;
+  for (size_t i : idx) {
+    s.emplace_back(src[i]);
+    t.emplace_back(tgt[i]);
+    ids.push_back(static_cast<int64_t>(i));
+  }
+  return data::make_batch(s, t, ids, pad_id, bos_id, eos_id);
+}
+
 double corpus_perplexity(const std::vector<PairScore>& scores) {
   double lp = 0;
   int64_t n = 0;
@@ -72,14 +84,7 @@ std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, D
     return out;
   }
   for (const auto& idx : batches) {
-    std::vector<std::span<const int32_t>> s, t;
-    std::vector<int64_t> ids;
-    for (size_t i : idx) {
-      s.emplace_back(src[i]);
-      t.emplace_back(tgt[i]);
-      ids.push_back(static_cast<int64_t>(i));
-    }
-    const data::Batch b = on_device(data::make_batch(s, t, ids, pad, bos, eos), device);
+    const data::Batch b = on_device(pair_batch(src, tgt, idx, pad, bos, eos), device);
     Graph g(device, &params, go);
     Builder builder(g);
     Expr memory = net->encode(builder, b.src, b.src_mask);

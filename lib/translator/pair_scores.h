@@ -29,6 +29,10 @@ std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, D
                                    const std::vector<std::vector<int32_t>>& src,
                                    const std::vector<std::vector<int32_t>>& tgt, const PairScoreOptions& options);
 
+/// The padded CPU batch of pairs src[i], tgt[i] for i in `idx` (ids = i; specials added as data::make_batch does).
+data::Batch pair_batch(const std::vector<std::vector<int32_t>>& src, const std::vector<std::vector<int32_t>>& tgt,
+                       const std::vector<size_t>& idx, int32_t pad_id, int32_t bos_id, int32_t eos_id);
+
 /// exp(-sum log_prob / sum tokens).
 double corpus_perplexity(const std::vector<PairScore>& scores);
 

@@ -1,8 +1,11 @@
-// moe-score ppl / pairs (see score_commands.h). ppl prints "PPL = x (...)" (or the number alone with
-// --score-only, or JSON), with the validation windows a moe-train checkpoint stores unless --context /
-// --stride say otherwise; pairs prints one "log_prob<TAB>tokens" line per pair and the corpus
-// summary on stderr (--summary prints only the summary, on stdout).
-// Covered by tests/translator/scoring_test.cpp.
+// moe-score ppl / pairs / experts (see score_commands.h). ppl prints "PPL = x (...)" (or the number
+// alone with --score-only, or JSON), with the validation windows a moe-train checkpoint stores unless
+// --context / --stride say otherwise; pairs prints one "log_prob<TAB>tokens" line per pair and the
+// corpus summary on stderr (--summary prints only the summary, on stdout); experts prints the gate
+// statistics of translator/expert_report.h: translation models are run teacher-forced on --src/--tgt,
+// or, given only -i SRC, on their own translations (beam search, --beam 1 = greedy, by default);
+// language models over the windows of ppl.
+// Covered by tests/translator/scoring_test.cpp and tests/translator/experts_command_test.cpp.
 #include "translator/score_commands.h"
 
 #include <CLI/CLI.hpp>
@@ -12,6 +15,7 @@
 #include <sstream>
 
 #include "training/checkpoint.h"
+#include "translator/expert_report.h"
 #include "translator/lm_perplexity.h"
 #include "translator/pair_scores.h"
 #include "translator/translate_text.h"
@@ -52,6 +56,16 @@ std::string num(double v, int digits) {
   return os.str();
 }
 
+/// The LM windows moe-train's validation stored in `ck`, unless the options were given.
+void stored_windows(const LoadedCheckpoint& ck, const CLI::Option& context_opt, const CLI::Option& stride_opt,
+                    int64_t& context, int64_t& stride) {
+  if (context_opt.count() == 0 && ck.metadata.count("moe.valid.context")) {
+    context = std::stoll(ck.metadata.at("moe.valid.context"));
+    if (stride_opt.count() == 0 && ck.metadata.count("moe.valid.stride"))
+      stride = std::stoll(ck.metadata.at("moe.valid.stride"));
+  }
+}
+
 struct PplArgs {
   ModelOptions m;
   std::string input = "-", format = "text";
@@ -78,11 +92,7 @@ metrics::SubcommandRunner setup_ppl(CLI::App& sub) {
     const auto [device, dtype] = placement(a->m, "ppl");
     a->opt.dtype = dtype;
     LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
-    if (context->count() == 0 && ck.metadata.count("moe.valid.context")) {
-      a->opt.context = std::stoll(ck.metadata.at("moe.valid.context"));
-      if (stride->count() == 0 && ck.metadata.count("moe.valid.stride"))
-        a->opt.stride = std::stoll(ck.metadata.at("moe.valid.stride"));
-    }
+    stored_windows(ck, *context, *stride, a->opt.context, a->opt.stride);
     MOE_CHECK(ck.model->is_language_model(), "'", a->m.model, "' holds a ", ck.model->type(),
               " (translation) model; use moe-score pairs for translation models");
     const data::Vocab& vocab = first_vocab(ck, {"lm", "tgt", "src"});
@@ -154,11 +164,127 @@ metrics::SubcommandRunner setup_pairs(CLI::App& sub) {
     return 0;
   };
 }
+
+struct ExpertsArgs {
+  ModelOptions m;
+  std::string input, src, tgt, format = "text";
+  ExpertAnalysisOptions opt;
+  int64_t min_count = 5;
+  int top = 10, beam = 1;
+};
+
+/// Token ids of `lines` under `vocab`.
+std::vector<std::vector<int32_t>> encode_lines(const std::vector<std::string>& lines, const data::Vocab& vocab) {
+  std::vector<std::vector<int32_t>> ids;
+  for (const auto& l : lines) ids.push_back(vocab.encode(l));
+  return ids;
+}
+
+metrics::SubcommandRunner setup_experts(CLI::App& sub) {
+  auto a = std::make_shared<ExpertsArgs>();
+  add_model_options(sub, a->m);
+  sub.add_option("-i,--input", a->input,
+                 "language models: running text; translation models: source sentences, translated first "
+                 "(--beam) unless --tgt is given");
+  sub.add_option("--src", a->src, "translation: source sentences (teacher forcing with --tgt)");
+  sub.add_option("--tgt", a->tgt, "translation: their translations, line-aligned");
+  sub.add_option("--beam", a->beam, "beam size of the translations of -i (1 = greedy)")->capture_default_str();
+  sub.add_option("--max-tokens", a->opt.max_tokens, "padded tokens per batch")->capture_default_str();
+  CLI::Option* context = sub.add_option("--context", a->opt.context,
+                                        "language models: window length; default: the checkpoint's validation "
+                                        "windows, else 512");
+  CLI::Option* stride = sub.add_option("--stride", a->opt.stride, "language models: targets per later window");
+  sub.add_option("--min-count", a->min_count, "PMI: tokens seen fewer times are left out")->capture_default_str();
+  sub.add_option("--top", a->top, "PMI: tokens listed per expert")->capture_default_str();
+  sub.add_option("--attribution", a->opt.attribution,
+                 "PMI events: argmax (one per token or sentence, its argmax expert) or routed (one per routed "
+                 "(token, slot) pair of top-k routers)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"argmax", "routed"}));
+  sub.add_option("--unit", a->opt.unit, "PMI tokens: vocabulary pieces or words")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"piece", "word"}));
+  sub.add_option("-f,--format", a->format, "text, or json (one object per site, then a summary)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  return [a, context, stride](std::ostream& out) {
+    MOE_CHECK(a->min_count >= 1 && a->top >= 0 && a->beam >= 1, "experts: --min-count ", a->min_count, ", --top ",
+              a->top, " and --beam ", a->beam, " must be >= 1, >= 0 and >= 1");
+    const auto [device, dtype] = placement(a->m, "experts");
+    a->opt.dtype = dtype;
+    a->opt.model_name = a->m.model;
+    LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
+    ExpertReport report;
+    report.model = a->m.model;
+    report.model_type = ck.model->type();
+    report.site_types = site_types(*ck.model);
+    report.min_count = a->min_count;
+    report.top = a->top;
+    if (ck.model->is_language_model()) {
+      MOE_CHECK(!a->input.empty() && a->src.empty() && a->tgt.empty(), "experts: '", a->m.model, "' holds a ",
+                ck.model->type(), " language model: give its text with -i (not --src/--tgt)");
+      stored_windows(ck, *context, *stride, a->opt.context, a->opt.stride);
+      const data::Vocab& vocab = first_vocab(ck, {"lm", "tgt", "src"});
+      const auto lines = metrics::read_lines(a->input);
+      MOE_CHECK(!lines.empty(), "experts: '", a->input, "' is empty");
+      ExpertCollector c(a->opt);
+      report.input = "lm";
+      report.info = collect_lm(*ck.model, *ck.params, device, lm_stream_of(lines, vocab), vocab, c);
+      report.sites = c.summaries(a->min_count, a->top);
+    } else {
+      const std::string src_path = a->src.empty() ? a->input : a->src;
+      MOE_CHECK(!src_path.empty() && (a->src.empty() || a->input.empty()), "experts: '", a->m.model,
+                "' holds a translation model: give --src S --tgt T, or -i SRC (translated first)");
+      const data::Vocab& sv = first_vocab(ck, {"src", "tgt"});
+      const data::Vocab& tv = first_vocab(ck, {"tgt", "src"});
+      const auto src_lines = metrics::read_lines(src_path);
+      MOE_CHECK(!src_lines.empty(), "experts: '", src_path, "' is empty");
+      auto src = encode_lines(src_lines, sv);
+      std::vector<std::vector<int32_t>> tgt;
+      int64_t truncated = 0;
+      if (!a->tgt.empty()) {
+        const auto tgt_lines = metrics::read_lines(a->tgt);
+        MOE_CHECK(src_lines.size() == tgt_lines.size(), "'", src_path, "' has ", src_lines.size(), " lines but '",
+                  a->tgt, "' has ", tgt_lines.size());
+        tgt = encode_lines(tgt_lines, tv);
+        report.input = "pairs";
+      } else {
+        TranslatorOptions to;
+        to.search.beam = a->beam;
+        to.max_tokens = a->opt.max_tokens;
+        to.dtype = dtype;
+        const Translator translator(*ck.model->seq2seq(), *ck.params, device, to);
+        for (auto& s : src) {
+          if (static_cast<int64_t>(s.size()) <= translator.max_source_tokens()) continue;
+          s.resize(static_cast<size_t>(translator.max_source_tokens()));
+          ++truncated;
+        }
+        for (const auto& nbest : translator.translate(src))
+          tgt.push_back(nbest.empty() ? std::vector<int32_t>{} : nbest[0].tokens);
+        report.input = "hypotheses";
+      }
+      ExpertCollector c(a->opt);
+      report.info = collect_pairs(*ck.model, *ck.params, device, std::move(src), std::move(tgt), sv, tv, c);
+      report.info.truncated += truncated;
+      report.sites = c.summaries(a->min_count, a->top);
+    }
+    report.options = a->opt;
+    if (a->format == "json")
+      write_expert_json(out, report);
+    else
+      write_expert_text(out, report);
+    return 0;
+  };
+}
 }  // namespace
 
 void register_model_subcommands(metrics::SubcommandTable& table) {
   table.add("ppl", "perplexity of a language model (sliding windows: --context, --stride)", setup_ppl);
   table.add("pairs", "log-probabilities of given translations (--src, --tgt) and their perplexity", setup_pairs);
+  table.add("experts",
+            "expert usage of MAE / MoA / MoE sites: gate entropy, argmax and routed shares, load balance, "
+            "tokens by PMI per expert",
+            setup_experts);
 }
 
 }  // namespace moe
