@@ -45,6 +45,7 @@ CommandLine parse_command_line(const Schema& schema, const std::vector<std::stri
       continue;
     }
     const KeyInfo* info = schema.find(name);
+    if (!info) info = schema.map_owner(name);  // an entry inside a map-valued key: needs a value
     if (!info) {
       std::string near = schema.nearest(name);
       MOE_FAIL("unknown key '", name, "' on the command line", near.empty() ? "" : "; did you mean '" + near + "'?");

@@ -107,11 +107,33 @@ void Config::apply_map(const YAML::Node& node, const std::string& prefix, const 
 
 void Config::set_text(const std::string& key, const std::string& text, const std::string& source) {
   const KeyInfo* info = schema_->find(key);
+  if (!info && set_in_map(key, text, source)) return;
   if (!info) {
     std::string near = schema_->nearest(key);
     MOE_FAIL("unknown key '", key, "' on the ", source, near.empty() ? "" : "; did you mean '" + near + "'?");
   }
   entries_[key] = {convert_text(*info, text, source), source};
+}
+
+bool Config::set_in_map(const std::string& key, const std::string& text, const std::string& source) {
+  const KeyInfo* info = schema_->map_owner(key);
+  if (!info) return false;
+  auto it = entries_.find(info->name);
+  YAML::Node map = it != entries_.end() && it->second.value.IsMap() ? YAML::Clone(it->second.value) : YAML::Node();
+  YAML::Node at = map;
+  std::string rest = key.substr(info->name.size() + 1);
+  for (size_t next; (next = rest.find('.')) != std::string::npos; rest = rest.substr(next + 1)) {
+    const std::string part = rest.substr(0, next);
+    if (!at[part].IsMap()) at[part] = YAML::Node(YAML::NodeType::Map);
+    at.reset(at[part]);  // rebind the handle (operator= would overwrite the content)
+  }
+  try {
+    at[rest] = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    MOE_FAIL("'", key, "' on the ", source, ": malformed YAML value '", text, "': ", e.msg);
+  }
+  entries_[info->name] = {map, source};
+  return true;
 }
 
 const Config::Entry& Config::entry(const std::string& key, ValueType want) const {

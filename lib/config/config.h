@@ -29,7 +29,8 @@ class Config {
   void merge_file(const std::string& path);
   /// Merges YAML text; `name` stands for the file in messages; includes resolve against `base_dir`.
   void merge_text(const std::string& text, const std::string& name, const std::string& base_dir = ".");
-  /// Sets one key from command-line text ("8000", "a,b", "[1, 2]").
+  /// Sets one key from command-line text ("8000", "a,b", "[1, 2]"). A key inside a map-valued key sets
+  /// that entry of the map: "model.attention.name" with "MAE-6" (the value is read as YAML).
   void set_text(const std::string& key, const std::string& text, const std::string& source = "command line");
 
   const YAML::Node& get(const std::string& key) const;
@@ -49,6 +50,7 @@ class Config {
   YAML::Node to_yaml() const;
 
  private:
+  bool set_in_map(const std::string& key, const std::string& text, const std::string& source);
   void merge_node(const YAML::Node& root, const std::string& name, const std::string& base_dir,
                   std::vector<std::string>& stack);
   void merge_file_impl(const std::string& path, std::vector<std::string>& stack, const std::string& from);

@@ -12,14 +12,22 @@ namespace moe::config {
 
 const char* type_name(ValueType type) {
   switch (type) {
-    case ValueType::Int: return "int";
-    case ValueType::Float: return "float";
-    case ValueType::Bool: return "bool";
-    case ValueType::String: return "string";
-    case ValueType::StringList: return "list of strings";
-    case ValueType::IntList: return "list of ints";
-    case ValueType::FloatList: return "list of floats";
-    case ValueType::Map: return "map";
+    case ValueType::Int:
+      return "int";
+    case ValueType::Float:
+      return "float";
+    case ValueType::Bool:
+      return "bool";
+    case ValueType::String:
+      return "string";
+    case ValueType::StringList:
+      return "list of strings";
+    case ValueType::IntList:
+      return "list of ints";
+    case ValueType::FloatList:
+      return "list of floats";
+    case ValueType::Map:
+      return "map";
   }
   return "?";
 }
@@ -36,10 +44,9 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
-Schema& Schema::add(const std::string& name, ValueType type, const YAML::Node& default_value,
-                    const std::string& help) {
-  MOE_CHECK(!name.empty() && name.front() != '.' && name.back() != '.' &&
-                name.find("..") == std::string::npos && name.find(' ') == std::string::npos,
+Schema& Schema::add(const std::string& name, ValueType type, const YAML::Node& default_value, const std::string& help) {
+  MOE_CHECK(!name.empty() && name.front() != '.' && name.back() != '.' && name.find("..") == std::string::npos &&
+                name.find(' ') == std::string::npos,
             "config schema: invalid key name '", name, "'");
   MOE_CHECK(!keys_.count(name), "config schema: key '", name, "' registered twice");
   MOE_CHECK(!is_section(name), "config schema: key '", name, "' is already a section of other keys");
@@ -86,6 +93,12 @@ Schema& Schema::add_map(const std::string& n, const std::string& h) {
 const KeyInfo* Schema::find(const std::string& name) const {
   auto it = keys_.find(name);
   return it == keys_.end() ? nullptr : &it->second;
+}
+
+const KeyInfo* Schema::map_owner(const std::string& name) const {
+  for (size_t dot = name.rfind('.'); dot != std::string::npos && dot > 0; dot = name.rfind('.', dot - 1))
+    if (const KeyInfo* k = find(name.substr(0, dot))) return k->type == ValueType::Map ? k : nullptr;
+  return nullptr;
 }
 
 const KeyInfo& Schema::at(const std::string& name) const {

@@ -29,8 +29,7 @@ class Schema {
  public:
   /// Registers a key; the default is validated against the type. Throws on a duplicate name or
   /// when one key would be a section of another ("a" and "a.b").
-  Schema& add(const std::string& name, ValueType type, const YAML::Node& default_value,
-              const std::string& help);
+  Schema& add(const std::string& name, ValueType type, const YAML::Node& default_value, const std::string& help);
   Schema& add_int(const std::string& name, int64_t def, const std::string& help);
   Schema& add_float(const std::string& name, double def, const std::string& help);
   Schema& add_bool(const std::string& name, bool def, const std::string& help);
@@ -41,6 +40,8 @@ class Schema {
   Schema& add_map(const std::string& name, const std::string& help);
 
   const KeyInfo* find(const std::string& name) const;
+  /// The map-valued key that `name` lies inside ("model.attention" for "model.attention.name"), or null.
+  const KeyInfo* map_owner(const std::string& name) const;
   /// Throws "unknown key 'x'; did you mean 'y'?" when absent.
   const KeyInfo& at(const std::string& name) const;
   /// True when some key starts with `prefix` + ".".

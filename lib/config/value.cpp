@@ -62,13 +62,11 @@ std::string describe(const YAML::Node& n) {
 }
 
 ValueType element_type(ValueType t) {
-  return t == ValueType::StringList ? ValueType::String
-         : t == ValueType::IntList  ? ValueType::Int
-                                    : ValueType::Float;
+  return t == ValueType::StringList ? ValueType::String : t == ValueType::IntList ? ValueType::Int : ValueType::Float;
 }
 
-YAML::Node convert_scalar(const KeyInfo& key, ValueType type, const std::string& s,
-                          const std::string& where, const char* expected) {
+YAML::Node convert_scalar(const KeyInfo& key, ValueType type, const std::string& s, const std::string& where,
+                          const char* expected) {
   switch (type) {
     case ValueType::Int: {
       int64_t v;
@@ -148,8 +146,8 @@ YAML::Node convert_text(const KeyInfo& key, const std::string& text, const std::
       std::size_t pos = 0;
       while (true) {
         std::size_t comma = text.find(',', pos);
-        seq.push_back(convert_scalar(key, element_type(key.type), text.substr(pos, comma - pos), where,
-                                     type_name(key.type)));
+        seq.push_back(
+            convert_scalar(key, element_type(key.type), text.substr(pos, comma - pos), where, type_name(key.type)));
         if (comma == std::string::npos) break;
         pos = comma + 1;
       }

@@ -1,13 +1,14 @@
 // Configuration system tests: precedence (defaults < recipe < command line), includes (relative,
 // nested, cycles), unknown-key suggestions, type errors, malformed YAML with line numbers,
 // --dump-config round trip, --help text, schema registration errors.
+#include "config/config.h"
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
 #include "common/error.h"
 #include "config/command_line.h"
-#include "config/config.h"
 #include "config/value.h"
 
 using namespace moe::config;
@@ -82,6 +83,27 @@ TEST_CASE("config: defaults < recipe < command line", "[config]") {
   CHECK(load_config(schema, cmd).get_bool("train.shuffle") == false);
 }
 
+TEST_CASE("config: entries inside a map-valued key are set from the command line", "[config]") {
+  Schema schema = make_schema();
+  TempDir dir;
+  auto recipe = dir.write("map.yml", "model:\n  extra: {type: mae, name: MAE-7, gate: {hidden: 256}}\n");
+  Config c = load_config(schema, {"--config", recipe, "--model.extra.name", "MAE-6", "--model.extra.gate.hidden=128",
+                                  "--model.extra.sites.enc", "[1, 2]"});
+  const YAML::Node m = c.get("model.extra");
+  CHECK(m["type"].as<std::string>() == "mae");  // the recipe's other entries stay
+  CHECK(m["name"].as<std::string>() == "MAE-6");
+  CHECK(m["gate"]["hidden"].as<int>() == 128);
+  CHECK(m["sites"]["enc"].as<std::vector<int>>() == std::vector<int>{1, 2});
+  CHECK(c.source("model.extra") == "command line");
+  Config fresh = load_config(schema, {"--model.extra.type", "moe"});  // no map yet: one is made
+  CHECK(fresh.get("model.extra")["type"].as<std::string>() == "moe");
+  CHECK_THAT(error_of([&] {
+               load_config(schema, {"--model.name.x", "1"});
+             }),
+             Catch::Contains("unknown key 'model.name.x'"));
+  CHECK_THAT(error_of([&] { load_config(schema, {"--model.extra.name"}); }), Catch::Contains("needs a value"));
+}
+
 TEST_CASE("config: includes resolve relative to the including file, recursively", "[config]") {
   Schema schema = make_schema();
   TempDir dir;
@@ -128,7 +150,9 @@ TEST_CASE("config: unknown keys name the file and suggest the nearest key", "[co
   std::string e = error_of([&] { Config(schema).merge_file(r); });
   CHECK_THAT(e, Catch::Contains("unknown key 'train.max_token' in ") && Catch::Contains("recipe.yml") &&
                     Catch::Contains("line 3") && Catch::Contains("did you mean 'train.max_tokens'?"));
-  CHECK_THAT(error_of([&] { load_config(schema, {"--train.max_token", "5"}); }),
+  CHECK_THAT(error_of([&] {
+               load_config(schema, {"--train.max_token", "5"});
+             }),
              Catch::Contains("unknown key 'train.max_token' on the command line; did you mean 'train.max_tokens'?"));
   CHECK_THAT(error_of([&] { load_config(schema, {"--completely.different=1"}); }),
              Catch::Contains("unknown key 'completely.different'") && !Catch::Contains("did you mean"));
@@ -144,7 +168,9 @@ TEST_CASE("config: type errors name key, value and expected type", "[config]") {
   CHECK_THAT(error_of([&] { Config(schema).merge_text("train:\n  max_tokens: lots\n", "r.yml"); }),
              Catch::Contains("train.max_tokens") && Catch::Contains("'lots'") && Catch::Contains("expected int") &&
                  Catch::Contains("r.yml line 2"));
-  CHECK_THAT(error_of([&] { load_config(schema, {"--train.lr", "fast"}); }),
+  CHECK_THAT(error_of([&] {
+               load_config(schema, {"--train.lr", "fast"});
+             }),
              Catch::Contains("train.lr") && Catch::Contains("'fast'") && Catch::Contains("expected float") &&
                  Catch::Contains("command line"));
   CHECK_THAT(error_of([&] { load_config(schema, {"--train.shuffle=maybe"}); }), Catch::Contains("expected bool"));
@@ -154,7 +180,8 @@ TEST_CASE("config: type errors name key, value and expected type", "[config]") {
              Catch::Contains("'two'") && Catch::Contains("list of ints"));
   CHECK_THAT(error_of([&] { Config(schema).merge_text("train.max_tokens: 1.5\n", "r.yml"); }),
              Catch::Contains("'1.5'"));
-  CHECK_THAT(error_of([&] { Config(schema).merge_text("model.extra: 3\n", "r.yml"); }), Catch::Contains("expected map"));
+  CHECK_THAT(error_of([&] { Config(schema).merge_text("model.extra: 3\n", "r.yml"); }),
+             Catch::Contains("expected map"));
   CHECK_THAT(error_of([&] { Config(schema).get_int("train.lr"); }), Catch::Contains("is a float, not a int"));
   CHECK_THAT(error_of([&] { load_config(schema, {"--seed"}); }), Catch::Contains("needs a value"));
 }
