@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "graph/expr/binary.h"
 #include "graph/expr/dropout.h"
 #include "graph/expr/layer_norm.h"
 #include "graph/expr/matmul.h"
@@ -54,6 +55,12 @@ Expr activation(const std::string& name, const Expr& x) {
   if (name == "relu") return relu(x);
   if (name == "gelu") return gelu(x);
   MOE_FAIL("unknown activation '", name, "' (expected relu or gelu)");
+}
+
+Expr residual_block(const Builder& b, const Expr& x, int64_t dim, bool pre_norm, float dropout_p,
+                    const std::function<Expr(const Expr&)>& f) {
+  if (pre_norm) return add(x, dropout(f(layer_norm_layer(b.sub("ln"), x, dim)), dropout_p));
+  return layer_norm_layer(b.sub("ln"), add(x, dropout(f(x), dropout_p)), dim);
 }
 
 Expr feed_forward(const Builder& b, const Expr& x, int64_t dim, int64_t hidden, const std::string& act,

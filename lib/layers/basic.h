@@ -1,7 +1,8 @@
 // Basic layers built from graph ops: dense (affine) projections, layer normalisation with learned
-// gain and bias, sinusoidal position encodings, and the position-wise feed-forward block.
+// gain and bias, sinusoidal position encodings, the residual block and the position-wise feed-forward block.
 // Covered by tests/layers/transformer_test.cpp.
 #pragma once
+#include <functional>
 #include <string>
 
 #include "layers/builder.h"
@@ -19,6 +20,9 @@ Tensor sinusoidal_positions(int64_t length, int64_t dim, int64_t offset, DType d
 Tensor padding_mask(const Tensor& ids, int pad_id);
 /// relu or gelu by name; an unknown name is an error naming it.
 Expr activation(const std::string& name, const Expr& x);
+/// Residual block around f with layer norm "ln" under b: pre-norm x + drop(f(LN(x))), post-norm LN(x + drop(f(x))).
+Expr residual_block(const Builder& b, const Expr& x, int64_t dim, bool pre_norm, float dropout_p,
+                    const std::function<Expr(const Expr&)>& f);
 /// FFN: dense(d -> hidden), activation, dropout, dense(hidden -> d).
 Expr feed_forward(const Builder& b, const Expr& x, int64_t dim, int64_t hidden, const std::string& act,
                   float activation_dropout);

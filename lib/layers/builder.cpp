@@ -11,6 +11,12 @@ Builder Builder::sub(const std::string& scope) const {
   return b;
 }
 
+Builder Builder::layer(int index, const char* scope) const {
+  std::string leaf = scope;  // appended, not "l" + std::to_string(i): GCC 12 warns falsely about that
+  leaf += std::to_string(index);
+  return sub(leaf);
+}
+
 Expr Builder::param(const std::string& leaf, const Shape& shape, const Init& init, const std::string& group) const {
   return graph_->param(name(leaf), shape, init, group);
 }

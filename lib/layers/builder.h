@@ -32,6 +32,8 @@ class Builder {
   const std::string& prefix() const { return prefix_; }
   /// A builder for a sub-scope: sub("l0").name("w") == prefix + ".l0.w".
   Builder sub(const std::string& scope) const;
+  /// The sub-scope of layer `index` with a prefix: layer(3).name("w") == prefix + ".l3.w".
+  Builder layer(int index, const char* scope = "l") const;
   std::string name(const std::string& leaf) const { return prefix_.empty() ? leaf : prefix_ + "." + leaf; }
 
   /// The f32 master parameter `prefix.leaf`.

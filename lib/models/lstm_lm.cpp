@@ -19,15 +19,6 @@
 
 namespace moe {
 
-namespace {
-/// prefix + index ("l3"), built by appending (GCC 12 warns falsely about "l" + std::to_string(i)).
-std::string scoped(const char* prefix, int index) {
-  std::string s = prefix;
-  s += std::to_string(index);
-  return s;
-}
-}  // namespace
-
 LstmLm::LstmLm(LstmLmConfig config) : c_(std::move(config)) {
   MOE_CHECK(c_.vocab > 0, "lstm_lm: model.vocab is ", c_.vocab, " (it is filled from the vocabulary)");
   if (!c_.adaptive_softmax_cutoffs.empty()) softmax_spec().validate("model.adaptive_softmax_cutoffs");
@@ -43,9 +34,8 @@ Expr LstmLm::hidden(const Builder& b, const Tensor& input, std::vector<LstmState
   int64_t dim = c_.embed_dim;
   for (int l = 0; l < c_.layers; ++l) {
     const LstmSpec spec{dim, c_.hidden, c_.projection};
-    Expr y =
-        dropout(lstm_layer(b.sub(scoped("lstm", l)), x, spec, states ? &(*states)[static_cast<size_t>(l)] : nullptr),
-                c_.dropout);
+    Expr y = dropout(lstm_layer(b.layer(l, "lstm"), x, spec, states ? &(*states)[static_cast<size_t>(l)] : nullptr),
+                     c_.dropout);
     x = c_.residual && spec.out() == dim ? add(y, x) : y;
     dim = spec.out();
     if (std::find(c_.moe_after.begin(), c_.moe_after.end(), l) == c_.moe_after.end()) continue;
@@ -54,7 +44,7 @@ Expr LstmLm::hidden(const Builder& b, const Tensor& input, std::vector<LstmState
     const int64_t hidden = options["hidden"] ? options["hidden"].as<int64_t>() : 1024;
     const std::string act = options["activation"] ? options["activation"].as<std::string>() : "relu";
     const FfnSiteSpec moe_spec{dim, hidden, act, 0.f, options};
-    Expr m = ffn_site(b.sub(scoped("moe", l)), x, moe_spec);
+    Expr m = ffn_site(b.layer(l, "moe"), x, moe_spec);
     x = add(dropout(sigmoid(m), c_.dropout), x);
   }
   return x;

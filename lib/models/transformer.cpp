@@ -20,15 +20,6 @@
 
 namespace moe {
 
-namespace {
-/// Residual block: post-norm LN(x + drop(f(x))) or pre-norm x + drop(f(LN(x))).
-template <class F>
-Expr residual(const Builder& b, const Expr& x, int64_t d, bool pre_norm, float p, F f) {
-  if (pre_norm) return add(x, dropout(f(layer_norm_layer(b.sub("ln"), x, d)), p));
-  return layer_norm_layer(b.sub("ln"), add(x, dropout(f(x), p)), d);
-}
-}  // namespace
-
 Expr Transformer::embed(const Builder& b, const std::string& table, int64_t vocab, const Tensor& ids,
                         int64_t offset) const {
   const int64_t t = ids.shape()[1];
@@ -43,19 +34,19 @@ Expr Transformer::embed(const Builder& b, const std::string& table, int64_t voca
 
 Expr Transformer::encoder_layer(const Builder& b, Expr x, const Tensor& src_mask) const {
   const AttentionSiteSpec att{c_.d_model, c_.heads, c_.attention, kEncoderSelf};
-  x = residual(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
+  x = residual_block(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
     AttentionInput in{h, h, src_mask, false, true, nullptr, src_mask, Expr()};
     return attention_site(b.sub("self_attn"), in, att);
   });
   const FfnSiteSpec ffn{c_.d_model, c_.ffn_dim, c_.activation, c_.activation_dropout, c_.ffn};
-  return residual(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,
-                  [&](const Expr& h) { return ffn_site(b.sub("ffn"), h, ffn); });
+  return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,
+                        [&](const Expr& h) { return ffn_site(b.sub("ffn"), h, ffn); });
 }
 
 Expr Transformer::encode(const Builder& b, const Tensor& src, const Tensor& src_mask) const {
   Expr x = embed(b, src_table(), c_.src_vocab, src, 0);
   const Builder enc = b.sub("encoder");
-  for (int l = 0; l < c_.enc_layers; ++l) x = encoder_layer(enc.sub("l" + std::to_string(l)), x, src_mask);
+  for (int l = 0; l < c_.enc_layers; ++l) x = encoder_layer(enc.layer(l), x, src_mask);
   if (c_.pre_norm) x = layer_norm_layer(enc.sub("final_ln"), x, c_.d_model);
   return x;
 }
@@ -78,18 +69,18 @@ Transformer::GateContext Transformer::gate_context(const Expr& memory, const Ten
 Expr Transformer::decoder_layer(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask,
                                 KVCache* self_cache, KVCache* cross_cache, const GateContext& gates) const {
   const AttentionSiteSpec self_att{c_.d_model, c_.heads, c_.attention, kDecoderSelf};
-  x = residual(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
+  x = residual_block(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
     AttentionInput in{h, h, Tensor(), true, true, self_cache, gates.tgt_padding, gates.source_mean};
     return attention_site(b.sub("self_attn"), in, self_att);
   });
   const AttentionSiteSpec cross_att{c_.d_model, c_.heads, c_.attention, kDecoderCross};
-  x = residual(b.sub("cross_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
+  x = residual_block(b.sub("cross_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
     AttentionInput in{h, memory, src_mask, false, false, cross_cache, gates.tgt_padding, gates.source_mean};
     return attention_site(b.sub("cross_attn"), in, cross_att);
   });
   const FfnSiteSpec ffn{c_.d_model, c_.ffn_dim, c_.activation, c_.activation_dropout, c_.ffn};
-  return residual(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,
-                  [&](const Expr& h) { return ffn_site(b.sub("ffn"), h, ffn); });
+  return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,
+                        [&](const Expr& h) { return ffn_site(b.sub("ffn"), h, ffn); });
 }
 
 Expr Transformer::decoder_stack(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask,
@@ -98,7 +89,7 @@ Expr Transformer::decoder_stack(const Builder& b, Expr x, const Expr& memory, co
   for (int l = 0; l < c_.dec_layers; ++l) {
     KVCache* self_cache = state ? &state->self[static_cast<size_t>(l)] : nullptr;
     KVCache* cross_cache = state ? &state->cross[static_cast<size_t>(l)] : nullptr;
-    x = decoder_layer(dec.sub("l" + std::to_string(l)), x, memory, src_mask, self_cache, cross_cache, gates);
+    x = decoder_layer(dec.layer(l), x, memory, src_mask, self_cache, cross_cache, gates);
   }
   if (c_.pre_norm) x = layer_norm_layer(dec.sub("final_ln"), x, c_.d_model);
   return x;
@@ -140,7 +131,7 @@ Transformer::DecoderState Transformer::start(const Builder& b, const Tensor& src
   // Fill the cross-attention caches by projecting the memory once per layer.
   const Builder dec = b.sub("decoder");
   for (int l = 0; l < c_.dec_layers; ++l) {
-    const Builder cb = dec.sub("l" + std::to_string(l)).sub("cross_attn");
+    const Builder cb = dec.layer(l).sub("cross_attn");
     if (c_.attention_type() == "moa") {  // one shared key/value head of width D
       moa_fill_cross_cache(cb, memory, c_.d_model, MoaOptions::from_yaml(c_.attention, c_.heads),
                            st.cross[static_cast<size_t>(l)]);

@@ -20,10 +20,11 @@ void read(const YAML::Node& node, const char* key, T& out) {
 }  // namespace
 
 TransformerConfig TransformerConfig::from_yaml(const YAML::Node& node) {
-  static const std::set<std::string> known = {
-      "type", "src_vocab", "tgt_vocab", "pad_id", "bos_id", "eos_id", "d_model", "ffn_dim", "heads", "enc_layers",
-      "dec_layers", "pre_norm", "tie_embeddings", "scale_embeddings", "dropout", "activation_dropout", "activation",
-      "max_positions", "attention", "ffn"};
+  static const std::set<std::string> known = {"type",           "src_vocab",        "tgt_vocab",  "pad_id",
+                                              "bos_id",         "eos_id",           "d_model",    "ffn_dim",
+                                              "heads",          "enc_layers",       "dec_layers", "pre_norm",
+                                              "tie_embeddings", "scale_embeddings", "dropout",    "activation_dropout",
+                                              "activation",     "max_positions",    "attention",  "ffn"};
   TransformerConfig c;
   if (!node || node.IsNull()) return c;
   MOE_CHECK(node.IsMap(), "model: expected a mapping of model options");
@@ -52,7 +53,8 @@ TransformerConfig TransformerConfig::from_yaml(const YAML::Node& node) {
   if (node["ffn"]) c.ffn = YAML::Clone(node["ffn"]);
   MOE_CHECK(c.tie_embeddings == "none" || c.tie_embeddings == "decoder" || c.tie_embeddings == "all",
             "model.tie_embeddings: '", c.tie_embeddings, "' is not one of none, decoder, all");
-  MOE_CHECK(c.d_model % c.heads == 0, "model.d_model (", c.d_model, ") must be divisible by model.heads (", c.heads, ")");
+  MOE_CHECK(c.d_model % c.heads == 0, "model.d_model (", c.d_model, ") must be divisible by model.heads (", c.heads,
+            ")");
   return c;
 }
 

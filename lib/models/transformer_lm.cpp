@@ -19,18 +19,6 @@
 namespace moe {
 
 namespace {
-/// prefix + index ("l3"), built by appending (GCC 12 warns falsely about "l" + std::to_string(i)).
-std::string scoped(const char* prefix, int index) {
-  std::string s = prefix;
-  s += std::to_string(index);
-  return s;
-}
-/// Residual block: post-norm LN(x + drop(f(x))) or pre-norm x + drop(f(LN(x))).
-template <class F>
-Expr residual(const Builder& b, const Expr& x, int64_t d, bool pre_norm, float p, F f) {
-  if (pre_norm) return add(x, dropout(f(layer_norm_layer(b.sub("ln"), x, d)), p));
-  return layer_norm_layer(b.sub("ln"), add(x, dropout(f(x), p)), d);
-}
 
 /// `mask` as a [n] tensor of `dtype` (a host conversion only when its dtype differs).
 Tensor mask_as(const Tensor& mask, int64_t n, DType dtype) {
@@ -84,13 +72,13 @@ Expr TransformerLm::embed(const Builder& b, const Tensor& input, int64_t offset)
 Expr TransformerLm::layer(const Builder& b, Expr x, const Tensor& key_padding, const Tensor& query_padding,
                           KVCache* cache) const {
   const AttentionSiteSpec att{c_.d_model, c_.heads, c_.attention, c_.causal ? kLmSelf : kEncoderSelf};
-  x = residual(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
+  x = residual_block(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
     AttentionInput in{h, h, key_padding, c_.causal, true, cache, query_padding, Expr()};
     return attention_site(b.sub("self_attn"), in, att);
   });
   const FfnSiteSpec ffn{c_.d_model, c_.ffn_dim, c_.activation, c_.activation_dropout, c_.ffn};
-  return residual(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,
-                  [&](const Expr& h) { return ffn_site(b.sub("ffn"), h, ffn); });
+  return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,
+                        [&](const Expr& h) { return ffn_site(b.sub("ffn"), h, ffn); });
 }
 
 Expr TransformerLm::hidden(const Builder& b, const Tensor& input, std::vector<KVCache>* caches, int64_t offset) const {
@@ -103,8 +91,7 @@ Expr TransformerLm::hidden(const Builder& b, const Tensor& input, std::vector<KV
   const Tensor query_padding = gate_padding ? padding_mask(input, c_.pad_id) : key_padding;
   const Builder dec = b.sub("decoder");
   for (int l = 0; l < c_.layers; ++l)
-    x = layer(dec.sub(scoped("l", l)), x, key_padding, query_padding,
-              caches ? &(*caches)[static_cast<size_t>(l)] : nullptr);
+    x = layer(dec.layer(l), x, key_padding, query_padding, caches ? &(*caches)[static_cast<size_t>(l)] : nullptr);
   if (c_.final_norm) x = layer_norm_layer(dec.sub("final_ln"), x, c_.d_model);
   return x;
 }

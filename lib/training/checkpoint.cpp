@@ -24,7 +24,7 @@ void save_checkpoint(const std::string& path, const Model& model, const Paramete
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const ParamEntry& e : params.entries()) tensors.emplace_back(e.name, params.value(params.find(e.name)));
   std::map<std::string, std::string> meta = metadata;
-  meta["moe.format"] = "1";
+  meta.insert_or_assign("moe.format", std::string("1"));  // not operator= "1": a GCC 12 -Wrestrict false positive
   meta["moe.model"] = YAML::Dump(model.config_yaml());
   for (const VocabFile& v : vocabs) {
     std::vector<uint8_t> bytes(v.bytes.begin(), v.bytes.end());
