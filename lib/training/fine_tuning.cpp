@@ -47,16 +47,17 @@ int64_t restrict_trainable(ParameterStore& store, const std::vector<std::string>
   auto selects = [&](size_t i, const ParamEntry& e) {
     return e.group == patterns[i] || std::regex_match(e.name, regexes[i]);
   };
-  std::set<std::string> groups;
-  for (const ParamEntry& e : store.entries()) groups.insert(e.group.empty() ? "(none)" : e.group);
   for (size_t i = 0; i < patterns.size(); ++i) {
     bool any = false;
     for (const ParamEntry& e : store.entries()) any = any || selects(i, e);
+    if (any) continue;
+    std::set<std::string> groups;
+    for (const ParamEntry& e : store.entries()) groups.insert(e.group.empty() ? "(none)" : e.group);
     std::string known;
     for (const std::string& g : groups) known += (known.empty() ? "" : ", ") + g;
-    MOE_CHECK(any, "train.trainable: '", patterns[i], "' selects no parameter (it is compared with parameter ",
-              "groups — here ", known, " — and matched as a regex against full names such as '",
-              store.entries().empty() ? std::string("?") : store.entries().front().name, "')");
+    MOE_FAIL("train.trainable: '", patterns[i], "' selects no parameter (it is compared with parameter ",
+             "groups — here ", known, " — and matched as a regex against full names such as '",
+             store.entries().empty() ? std::string("?") : store.entries().front().name, "')");
   }
   store.set_trainable(
       [&](const ParamEntry& e) {

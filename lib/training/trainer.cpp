@@ -66,14 +66,17 @@ void Trainer::setup_model() {
                  elements, store_->count());
   }
   opt_ = Optimizer::create(o_.optimizer, o_.optim);
-  setup_mae();
+  setup_update_ranges();
   spdlog::info("moe-train: {} ({}) model, {} parameters, {} optimizer, {} on {}", model_->type(), task_name(o_.task),
                store_->count(), opt_->name(), dtype_name(o_.dtype), device_.str());
 }
 
-void Trainer::setup_mae() {
+void Trainer::setup_update_ranges() {
   mae_ = mae_training_options(model_->config_yaml());
-  if (!mae_) return;
+  if (!mae_) {
+    theta_ranges_ = store_->trainable_ranges();  // the main optimizer's ranges: everything trainable
+    return;
+  }
   gate_ranges_ = store_->trainable_ranges([](const ParamEntry& e) { return e.group == "gate"; });
   theta_ranges_ = store_->trainable_ranges([](const ParamEntry& e) { return e.group != "gate"; });
   gate_opt_ = Optimizer::create("sgd", OptimizerOptions{.momentum = 0});
@@ -205,8 +208,7 @@ bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
   const Pass pass = accumulate(batches, expected, step);
   if (pass.used == 0) return false;
   const double lr = schedule_.at(st_.update + 1);
-  const double gnorm =
-      opt_->step(*store_, mae_ ? theta_ranges_ : store_->trainable_ranges(), lr, o_.clip_norm, pass.grad_scale);
+  const double gnorm = opt_->step(*store_, theta_ranges_, lr, o_.clip_norm, pass.grad_scale);
   const bool overflow = !std::isfinite(gnorm);
   if (overflow && scaler_.enabled()) {
     MOE_CHECK(scaler_.scale() > 1, "moe-train: the f16 gradient overflows even at loss scale 1 (update ",

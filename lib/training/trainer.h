@@ -68,8 +68,8 @@ class Trainer {
     int64_t used = 0;
   };
   Pass accumulate(const std::vector<TrainBatch>& batches, int64_t expected, const std::string& mae_step);
-  /// MAE models: the options, the gates' optimizer and the ranges of gate / other parameters.
-  void setup_mae();
+  /// The main optimizer's ranges; for MAE models also the options, the gates' optimizer and their ranges.
+  void setup_update_ranges();
   void after_update();
   void log_window();
   void validate();
@@ -88,8 +88,8 @@ class Trainer {
   std::unique_ptr<ParameterStore> store_;
   std::unique_ptr<Optimizer> opt_;
   std::optional<MaeOptions> mae_;
-  std::unique_ptr<Optimizer> gate_opt_;  // MAE: plain SGD over the gate group
-  ParameterStore::Ranges gate_ranges_, theta_ranges_;
+  std::unique_ptr<Optimizer> gate_opt_;                // MAE: plain SGD over the gate group
+  ParameterStore::Ranges gate_ranges_, theta_ranges_;  // theta: the main optimizer's (all trainable without MAE)
   LrSchedule schedule_;
   LossScaler scaler_;
   TrainingState st_;
