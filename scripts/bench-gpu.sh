@@ -24,27 +24,12 @@ while (( $# )); do
 done
 [[ -n "$OUT" ]] || { usage >&2; exit 2; }
 mkdir -p "$OUT" && OUT="$(cd "$OUT" && pwd)"
-if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
-command -v nvcc >/dev/null || { echo "bench-gpu: nvcc not found: a GPU build needs the CUDA toolkit" >&2; exit 1; }
 status=0
 step() { echo "== bench-gpu: $* ($(date -u +%H:%M:%S))"; }
 
-step "dependencies"
-if ! "$ROOT/scripts/install-deps.sh" --check; then
-  if [[ -n "$DEBS" ]]; then
-    "$ROOT/scripts/install-deps.sh" --offline "$DEBS" || exit 1
-  else
-    echo "bench-gpu: Debian dependencies missing and no --debs DIR (make one with scripts/bundle-deps.sh DIR)" >&2
-    exit 1
-  fi
-fi
-
-step "build in $BUILD (log: $OUT/build.log)"
-JOBS="$(nproc)"
-{
-  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMOE_CUDA_ARCHITECTURES=90 &&
-    cmake --build "$BUILD" -j "$JOBS" --target moe-bench test_gpu
-} > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; echo "bench-gpu: build failed" >&2; exit 1; }
+source "$ROOT/scripts/gpu-build.sh"
+step "dependencies and build in $BUILD (log: $OUT/build.log)"
+gpu_build "$BUILD" "$DEBS" "$OUT/build.log" moe-bench test_gpu || exit 1
 
 step "device"
 {

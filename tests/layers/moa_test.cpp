@@ -393,7 +393,7 @@ TEST_CASE("moa: the recipes' model sections are valid MoA configurations", "[lay
   };
   for (const Want& w :
        {Want{"wmt14-en-de-moa-8K8E128D.yml", "8K8E128D"}, Want{"wmt14-en-de-moa-16K32E256D.yml", "16K32E256D"},
-        Want{"multi30k-en-de-moa.yml", "8K8E64D"}}) {
+        Want{"multi30k-en-de-moa.yml", "8K8E128D"}}) {
     INFO(w.file);
     const YAML::Node model = YAML::LoadFile(dir + w.file)["model"];
     const TransformerConfig c = TransformerConfig::from_yaml(model);
