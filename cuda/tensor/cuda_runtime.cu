@@ -19,6 +19,16 @@ struct DeviceContext {
 };
 constexpr size_t kLtWorkspace = size_t(32) << 20;
 
+/// Makes `device` this thread's current CUDA device (kernels launch on the current device, whatever
+/// stream they name); cudaGetDevice only reads thread-local state, so this is cheap per launch.
+void make_current(int device) {
+  int current = -1;
+  CUDA_CHECK(cudaGetDevice(&current));
+  if (current != device) CUDA_CHECK(cudaSetDevice(device));
+}
+
+/// The context of `device`, made current: every launch, copy and cuBLAS call reaches its stream or
+/// handles through here, so work for cuda:1 runs on device 1 even after work for cuda:0.
 DeviceContext& context(int device) {
   static std::mutex mutex;
   static std::vector<DeviceContext> contexts(64);
@@ -26,10 +36,8 @@ DeviceContext& context(int device) {
   MOE_CHECK(device >= 0 && device < device_count(), "CUDA device ", device, " is not available (", device_count(),
             " found)");
   DeviceContext& c = contexts[device];
-  if (!c.stream) {
-    CUDA_CHECK(cudaSetDevice(device));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
-  }
+  make_current(device);
+  if (!c.stream) CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
   return c;
 }
 }  // namespace
@@ -73,7 +81,7 @@ std::string device_name(int device) {
   return p.name;
 }
 
-void set_device(int device) { CUDA_CHECK(cudaSetDevice(device)); }
+void set_device(int device) { make_current(device); }
 
 cudaStream_t stream(int device) { return context(device).stream; }
 
