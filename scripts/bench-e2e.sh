@@ -12,13 +12,16 @@
 # Without --bin, builds moe-train/-translate/-score/-vocab in --build-dir (default build-bench,
 # Release, MOE_CUDA_ARCHITECTURES=90). --mt-arg / --lm-arg add moe-train options to the translation /
 # LM runs, --decode-arg moe-translate options (default on a GPU: --dtype bf16 --max-tokens 16384).
-# One run of 3 minutes takes about 4 with data, start-up and decoding: split --only across calls
-# where a call is time-limited. Exit code: non-zero if any step failed.
+# --data: the folder with multi30k/ and wikitext-103-sample/ (default $MOE_DATA, else data/shared when
+# present, a copy a device machine can carry, else ../shared/data). One run of 3 minutes takes about
+# 4 with data, start-up and decoding: split --only across time-limited calls. Exit code: non-zero if
+# any step failed.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 OUT=""; ONLY="base,mae-7,moa,moe,lm"; MINUTES=3; LM_SECONDS=19; DEVICE=auto; BIN=""; BUILD="$ROOT/build-bench"
-DEBS=""; DATA="${MOE_DATA:-$ROOT/../shared/data}"; MT_ARGS=(); LM_ARGS=(); DECODE_ARGS=()
+DEBS=""; DATA="${MOE_DATA:-$ROOT/../shared/data}"; [[ -z "${MOE_DATA:-}" && -d "$ROOT/data/shared" ]] && DATA="$ROOT/data/shared"
+MT_ARGS=(); LM_ARGS=(); DECODE_ARGS=()
 while (( $# )); do
   case "$1" in
     --only) ONLY="$2"; shift 2 ;;
