@@ -103,7 +103,7 @@ void store_any(void* p, DType t, int64_t i, double v) {
 
 void convert_host(const void* src, DType st, void* dst, DType dt, int64_t n) {
   if (st == dt) {
-    std::memcpy(dst, src, static_cast<size_t>(n) * dtype_size(st));
+    if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * dtype_size(st));  // empty: src may be null
     return;
   }
   // Integers pass through double, exact up to 2^53.

@@ -37,7 +37,7 @@ inline Expr mha_reference(const moe::Builder& b, const AttentionInput& in, int64
                           const Tensor& omega) {
   const Heads h = project_heads(b, in, dim, heads, heads);
   Expr o = attention(h.q, h.k, h.v, in.key_padding, in.causal, 1.0f / std::sqrt(float(dim / heads)));
-  const Shape& s = o.shape();
+  const Shape s = o.shape();  // a copy: o is reassigned below
   if (omega.defined()) {
     const int64_t t = omega.shape().ndim() == 3 ? s[1] : 1;
     o = mul(o, b.graph().input(
