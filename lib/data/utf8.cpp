@@ -1,5 +1,6 @@
-// UTF-8 validation (RFC 3629 table 3-7 well-formed byte sequences). An ASCII fast path skips eight
-// bytes at a time. Covered by tests/data/corpus_test.cpp ("utf8").
+// UTF-8 validation (RFC 3629 table 3-7 well-formed byte sequences; an ASCII fast path skips eight
+// bytes at a time) and the U+FFFD replacement of the bytes that start no well-formed sequence. Covered by
+// tests/data/corpus_test.cpp ("utf8").
 #include "data/utf8.h"
 
 #include <cstdint>
@@ -47,6 +48,25 @@ size_t find_invalid_utf8(std::string_view s) {
     i += len;
   }
   return std::string_view::npos;
+}
+
+size_t replace_invalid_utf8(std::string& s) {
+  size_t bad = find_invalid_utf8(s);
+  if (bad == std::string_view::npos) return 0;
+  std::string out;
+  out.reserve(s.size() + 8);
+  size_t from = 0, replaced = 0;
+  while (bad != std::string_view::npos) {
+    out.append(s, from, bad - from);
+    out += "\xEF\xBF\xBD";
+    ++replaced;
+    from = bad + 1;
+    const size_t next = find_invalid_utf8(std::string_view(s).substr(from));
+    bad = next == std::string_view::npos ? next : from + next;
+  }
+  out.append(s, from, std::string::npos);
+  s = std::move(out);
+  return replaced;
 }
 
 }  // namespace moe::data

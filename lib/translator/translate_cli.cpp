@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "data/utf8.h"
 #include "training/checkpoint.h"
 #include "translator/translate_text.h"
 
@@ -68,11 +69,14 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   TranslateStats stats;
   std::vector<std::string> chunk;
   std::string line;
+  int64_t line_no = 0;
   bool more = true;
   while (more) {
     chunk.clear();
     while (static_cast<int64_t>(chunk.size()) < o.chunk_lines && (more = static_cast<bool>(std::getline(*is, line)))) {
+      ++line_no;
       if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (data::replace_invalid_utf8(line) > 0 && stats.invalid_utf8++ < 5) stats.invalid_utf8_first.push_back(line_no);
       chunk.push_back(line);
     }
     MOE_CHECK(!is->bad(), "error reading '", o.input, "'");
@@ -83,6 +87,12 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
     MOE_CHECK(os->good(), "error writing '", o.output, "'");
   }
   const auto t2 = std::chrono::steady_clock::now();
+  if (stats.invalid_utf8 > 0) {
+    err << "moe-translate: warning: " << stats.invalid_utf8 << " input line(s) of '" << o.input
+        << "' were not valid UTF-8 (line";
+    for (int64_t n : stats.invalid_utf8_first) err << ' ' << n;
+    err << (stats.invalid_utf8 > 5 ? " ..." : "") << "); their invalid bytes were translated as U+FFFD\n";
+  }
   if (stats.truncated > 0)
     err << "moe-translate: warning: " << stats.truncated << " input line(s) longer than "
         << translator.max_source_tokens() << " tokens (model.max_positions - 1) were truncated\n";

@@ -1,9 +1,10 @@
 // Corpus reading: plain/gzip, CRLF, misaligned files, invalid UTF-8 (error and skip modes),
 // empty lines, and the length/ratio filter. Tests lib/data/corpus.cpp and lib/data/utf8.cpp.
+#include "data/corpus.h"
+
 #include <catch2/catch.hpp>
 
 #include "common/error.h"
-#include "data/corpus.h"
 #include "data/utf8.h"
 #include "data_test_util.h"
 
@@ -16,13 +17,26 @@ TEST_CASE("utf8: valid and invalid sequences", "[data]") {
   CHECK(is_valid_utf8("plain ascii text, long enough for the fast path"));
   CHECK(is_valid_utf8("Grüße \xC2\xA0 € 𝄞"));
   CHECK(find_invalid_utf8("abc\xFF") == 3);
-  CHECK(find_invalid_utf8("abcdefghij\xC3") == 10);       // truncated 2-byte
-  CHECK(find_invalid_utf8("\xC0\xAF") == 0);              // overlong '/'
-  CHECK(find_invalid_utf8("ab\xE0\x80\xAF") == 2);        // overlong 3-byte
-  CHECK(find_invalid_utf8("\xED\xA0\x80") == 0);          // surrogate U+D800
-  CHECK(find_invalid_utf8("x\xF4\x90\x80\x80") == 1);     // > U+10FFFF
-  CHECK(find_invalid_utf8("\xE2\x82") == 0);              // truncated euro
-  CHECK(find_invalid_utf8("\xE2\x82\x41") == 0);          // bad continuation
+  CHECK(find_invalid_utf8("abcdefghij\xC3") == 10);    // truncated 2-byte
+  CHECK(find_invalid_utf8("\xC0\xAF") == 0);           // overlong '/'
+  CHECK(find_invalid_utf8("ab\xE0\x80\xAF") == 2);     // overlong 3-byte
+  CHECK(find_invalid_utf8("\xED\xA0\x80") == 0);       // surrogate U+D800
+  CHECK(find_invalid_utf8("x\xF4\x90\x80\x80") == 1);  // > U+10FFFF
+  CHECK(find_invalid_utf8("\xE2\x82") == 0);           // truncated euro
+  CHECK(find_invalid_utf8("\xE2\x82\x41") == 0);       // bad continuation
+}
+
+TEST_CASE("utf8: invalid bytes become U+FFFD, valid text is untouched", "[data]") {
+  std::string s = "Grüße € 𝄞";
+  CHECK(replace_invalid_utf8(s) == 0);
+  CHECK(s == "Grüße € 𝄞");
+  s = "a\xFF b\xE2\x82 \xC3\xA9\xC0\xAF end";  // stray byte, truncated euro, é, overlong '/'
+  CHECK(replace_invalid_utf8(s) == 5);
+  CHECK(s == "a\uFFFD b\uFFFD\uFFFD \u00E9\uFFFD\uFFFD end");
+  CHECK(is_valid_utf8(s));
+  s = "\x80";
+  CHECK(replace_invalid_utf8(s) == 1);
+  CHECK(s == "\uFFFD");
 }
 
 TEST_CASE("corpus: plain and gzip, CRLF, long lines", "[data]") {
@@ -52,8 +66,8 @@ TEST_CASE("corpus: misaligned parallel files name both files and counts", "[data
   const auto dir = test::temp_dir("align");
   const auto s = test::write_file(dir + "/x.src", "a\nb\nc\n");
   const auto t = test::write_gz(dir + "/x.tgt.gz", "A\nB\n");
-  CHECK_THROWS_WITH(read_parallel(s, t), Contains("x.src") && Contains("has 3 lines") && Contains("x.tgt.gz") &&
-                                             Contains("has 2"));
+  CHECK_THROWS_WITH(read_parallel(s, t),
+                    Contains("x.src") && Contains("has 3 lines") && Contains("x.tgt.gz") && Contains("has 2"));
   CHECK_THROWS_WITH(check_aligned(s, t), Contains("x.src") && Contains("x.tgt.gz"));
   const auto t3 = test::write_file(dir + "/y.tgt", "A\nB\nC\n");
   CHECK(check_aligned(s, t3) == 3);
@@ -89,7 +103,7 @@ TEST_CASE("corpus: length filter (empty, max length per side, ratio)", "[data]")
   CHECK(f.check(10, 8) == V::keep);
   CHECK(f.check(11, 8) == V::too_long);
   CHECK(f.check(8, 9) == V::too_long);
-  CHECK(f.check(8, 4) == V::keep);   // ratio exactly 2
+  CHECK(f.check(8, 4) == V::keep);  // ratio exactly 2
   CHECK(f.check(9, 4) == V::bad_ratio);
   CHECK(f.check(2, 5) == V::bad_ratio);
   LengthFilter none;

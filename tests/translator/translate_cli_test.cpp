@@ -1,5 +1,6 @@
 // moe-translate end to end on a saved tiny checkpoint: one output line per input line in input order
-// (empty lines stay empty, over-long lines are truncated with a warning), the same translations as
+// (empty lines stay empty, over-long lines are truncated with a warning, lines that are not UTF-8 are
+// translated with U+FFFD for their bad bytes and named in a warning), the same translations as
 // the library, n-best blocks, files vs streams, the summary, and option errors; the built binary
 // (when present) with --help and a pipe.
 #include "translator/translate_cli.h"
@@ -83,6 +84,26 @@ TEST_CASE("moe-translate keeps lines, order and empties", "[translator][cli]") {
     CHECK(nb[3 * i].substr(nb[3 * i].rfind('\t') + 1) == got[i]);
   }
   CHECK(err2.str().find("lines (") == std::string::npos);  // --quiet
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("moe-translate translates lines that are not UTF-8 and names them", "[translator][cli]") {
+  auto m = test::tiny_model();
+  const auto dir = test::temp_dir("cli-utf8");
+  TranslateCliOptions o;
+  o.model = test::save_tiny(m, dir);
+  o.device = "cpu";
+  o.max_len_b = 5;
+  o.chunk_lines = 2;  // line numbers run on across chunks
+  std::istringstream in("w1 w2\n\xFF w3\nw4\n\xC0\xAF w5\n");
+  std::ostringstream out, err;
+  run_translate(o, in, out, err);
+  const auto got = split_lines(out.str());
+  REQUIRE(got.size() == 4);
+  Translator tr(m.net(), *m.params, Device::cpu(), TranslatorOptions{.search = {.max_len_b = 5}});
+  TranslateStats st;
+  CHECK(got == translate_lines(tr, *m.vocab, *m.vocab, {"w1 w2", "\uFFFD w3", "w4", "\uFFFD\uFFFD w5"}, 1, 0, st));
+  CHECK(err.str().find("warning: 2 input line(s) of '-' were not valid UTF-8 (line 2 4)") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
