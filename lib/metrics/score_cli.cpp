@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "common/error.h"
+#include "data/utf8.h"
 
 namespace moe::metrics {
 
@@ -14,8 +15,7 @@ SubcommandTable::SubcommandTable(std::string program, std::string description)
     : program_(std::move(program)), description_(std::move(description)) {}
 
 void SubcommandTable::add(std::string name, std::string description, SubcommandSetup setup) {
-  for (const auto& e : entries_)
-    MOE_CHECK(e.name != name, program_, ": subcommand '", name, "' registered twice");
+  for (const auto& e : entries_) MOE_CHECK(e.name != name, program_, ": subcommand '", name, "' registered twice");
   entries_.push_back({std::move(name), std::move(description), std::move(setup)});
 }
 
@@ -25,8 +25,7 @@ std::vector<std::string> SubcommandTable::names() const {
   return out;
 }
 
-int SubcommandTable::run(const std::vector<std::string>& argv, std::ostream& out,
-                         std::ostream& err) const {
+int SubcommandTable::run(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) const {
   CLI::App app(description_, program_);
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, SubcommandRunner>> runners;
@@ -65,6 +64,9 @@ std::vector<std::string> read_lines(const std::string& path) {
   std::string line;
   while (std::getline(*in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    const size_t bad = data::find_invalid_utf8(line);
+    MOE_CHECK(bad == std::string::npos, "'", path, "' line ", lines.size() + 1, " is not valid UTF-8 (byte ", bad + 1,
+              " of the line); sacreBLEU would refuse it too");
     lines.push_back(std::move(line));
   }
   MOE_CHECK(!in->bad(), "error reading '", path, "'");

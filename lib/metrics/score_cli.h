@@ -40,7 +40,8 @@ class SubcommandTable {
 /// Adds `bleu` and `chrf` to the table.
 void register_metric_subcommands(SubcommandTable& table);
 
-/// Lines of a text file ("-" = stdin), without the trailing "\n" (or "\r\n"); errors name the file.
+/// Lines of a text file ("-" = stdin), without the trailing "\n" (or "\r\n"); errors name the file,
+/// and the line of the first one that is not valid UTF-8.
 std::vector<std::string> read_lines(const std::string& path);
 
 /// The moe-score program: bleu + chrf (+ whatever `extra` registers).

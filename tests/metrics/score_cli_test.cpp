@@ -1,13 +1,14 @@
 // moe-score command-line tests: bleu/chrf subcommands on temporary files (sacreBLEU's README
 // example, expected 48.53), JSON output, --help, line-count mismatch errors naming both files,
-// a custom subcommand registered in the table, and a real-data identity check (MOE_SHARED_DATA).
-#include <catch2/catch.hpp>
+// input that is not UTF-8 (an error naming the file and line, as sacreBLEU refuses it), a custom
+// subcommand registered in the table, and a real-data identity check (MOE_SHARED_DATA).
+#include "metrics/score_cli.h"
+
 #include <CLI/CLI.hpp>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include "metrics/score_cli.h"
 
 using namespace moe::metrics;
 namespace fs = std::filesystem;
@@ -50,8 +51,9 @@ TEST_CASE("moe-score bleu and chrf on files", "[metrics][cli]") {
 
   Result a = run({"bleu", "-r", r1, "-r", r2, "-i", hyp});
   CHECK(a.rc == 0);
-  CHECK(a.out == "BLEU = 48.53 82.4/50.0/45.5/37.5 (BP = 0.943 ratio = 0.944 hyp_len = 17 ref_len = 18)\n"
-                 "nrefs:2|case:mixed|eff:no|tok:13a|smooth:exp|version:2.3.1\n");
+  CHECK(a.out ==
+        "BLEU = 48.53 82.4/50.0/45.5/37.5 (BP = 0.943 ratio = 0.944 hyp_len = 17 ref_len = 18)\n"
+        "nrefs:2|case:mixed|eff:no|tok:13a|smooth:exp|version:2.3.1\n");
   Result b = run({"bleu", "-r", r1 + "," + r2, "-i", hyp, "-b", "-w", "4"});
   CHECK(b.out == "48.5308\n");
   Result j = run({"bleu", "-r", r1, "-r", r2, "-i", hyp, "--format", "json"});
@@ -66,8 +68,9 @@ TEST_CASE("moe-score bleu and chrf on files", "[metrics][cli]") {
   CHECK_THAT(cpp.out, Catch::StartsWith("chrF2++ = "));
 
   // --num-refs: one file with tab-separated references gives the same as two files.
-  auto tabbed = dir.write("tabbed", "The dog bit the man.\tThe dog had bit the man.\nIt was not unexpected.\tNo one "
-                                    "was surprised.\nThe man bit him first.\tThe man had bitten the dog.\n");
+  auto tabbed = dir.write("tabbed",
+                          "The dog bit the man.\tThe dog had bit the man.\nIt was not unexpected.\tNo one "
+                          "was surprised.\nThe man bit him first.\tThe man had bitten the dog.\n");
   CHECK(run({"bleu", "-r", tabbed, "--num-refs", "2", "-i", hyp}).out == a.out);
   Result few = run({"bleu", "-r", r1, "--num-refs", "2", "-i", hyp});
   CHECK(few.rc == 1);
@@ -89,6 +92,10 @@ TEST_CASE("moe-score bleu and chrf on files", "[metrics][cli]") {
   CHECK_THAT(missing.err, Catch::Contains("cannot open") && Catch::Contains("nope"));
   Result badtok = run({"bleu", "-r", r1, "-i", hyp, "-t", "klingon"});
   CHECK(badtok.rc != 0);
+  auto latin1 = dir.write("latin1", "The dog bit the man.\nIt wasn't surprising.\nThe man had just bitt\xE9n him.\n");
+  Result notutf8 = run({"chrf", "-r", r1, "-i", latin1});
+  CHECK(notutf8.rc == 1);
+  CHECK_THAT(notutf8.err, Catch::Contains(latin1) && Catch::Contains("line 3 is not valid UTF-8 (byte 22"));
 }
 
 TEST_CASE("moe-score --help and subcommand table", "[metrics][cli]") {
