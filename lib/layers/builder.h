@@ -49,6 +49,10 @@ class Builder {
   /// "mae.inference" = "mixture" | "argmax"); empty string when unset.
   std::string flag(const std::string& key) const;
   void set_flag(const std::string& key, const std::string& value) const { (*flags_)[key] = value; }
+  /// set_flag for each entry of `flags`.
+  void set_flags(const std::map<std::string, std::string>& flags) const {
+    for (const auto& [key, value] : flags) set_flag(key, value);
+  }
   std::vector<AuxLoss>& aux_losses() const { return *aux_; }
   /// Analysis hook (layers/gate_recorder.h): gated layers of inference graphs report their gate
   /// probabilities to it; nullptr (the default) reports nothing. Shared by sub-builders.

@@ -11,7 +11,7 @@
 // gates, from the gate computed without gradient: q = one-hot); unset: "mae.inference" = mixture
 // (default) | argmax (q = one-hot of the most-weighted expert, ties to the lowest index).
 // gate: uniform (UNI-MAE) declares no gate: mixture = plain MHA, F draws uniformly.
-// Covered by tests/layers/mae_test.cpp and tests/layers/mae_model_test.cpp.
+// Covered by tests/layers/mae_test.cpp, mae_model_test.cpp and mae_causality_test.cpp.
 #pragma once
 #include <yaml-cpp/yaml.h>
 
@@ -39,13 +39,21 @@ struct MaeOptions {
   std::map<std::string, std::string> gate_input;  // role -> full_mean | causal_prefix_mean |
                                                   //         causal_window_mean | source_mean
 
+  /// The gate_input preset of a model.attention that names none.
+  static constexpr const char* kDefaultGateInput = "leak_free";
+
   /// model.attention (type mae): name ("MAE-7", "MAE-6", "UNI-MAE-7", "NOBCD-7"; the number is
   /// h-1 or h-2), experts (h-1 | h-2), gate, training, gate_hidden, gate_dropout, gate_window,
-  /// gate_input (a map role -> policy, or one of the presets "paper" — full_mean at MT sites,
-  /// causal_window_mean at LM sites (Appendix A), the default — and "leak_free" — encoder full_mean,
-  /// decoder causal_prefix_mean, LM causal_window_mean (MODELS.md §1.4)). Unknown keys and
-  /// inconsistent values are errors naming them.
+  /// gate_input (one of the presets "leak_free" — encoder full_mean, decoder causal_prefix_mean,
+  /// LM causal_window_mean (MODELS.md §1.4), the default — and "paper" — full_mean at every MT site,
+  /// causal_window_mean at LM sites (Appendix A): its decoder gates see the whole target in
+  /// teacher-forced graphs, which decoding cannot; or a map role -> policy over the default preset).
+  /// Unknown keys and inconsistent values are errors naming them.
   static MaeOptions from_yaml(const YAML::Node& node, int heads);
+  /// Writes the default preset into a model.attention node of type mae without gate_input, and
+  /// completes a partial gate_input map from it, so that the architecture a checkpoint stores names
+  /// the gate inputs it was trained with whatever later defaults become. Other nodes stay as they are.
+  static void pin_gate_input(YAML::Node& attention);
   int experts() const { return dropped == 1 ? heads : heads * (heads - 1) / 2; }
   /// "MAE-7", "UNI-MAE-6", "NOBCD-7".
   std::string name() const;

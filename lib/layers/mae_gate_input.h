@@ -8,8 +8,9 @@
 // ("mae.sum", prefix) or the last W-1 inputs ("mae.window") in KVCache::rows plus the position count,
 // so a step equals the full causal recomputation. full_mean while decoding incrementally reads the
 // prefix mean: the future is unknown there, so the prefix is its only causal reading (teacher-forced
-// graphs, i.e. training and scoring, use the whole target as the paper does).
-// Covered by tests/layers/mae_test.cpp and tests/layers/mae_model_test.cpp.
+// graphs, i.e. training and scoring, use the whole target as the paper does: that is why decoder
+// sites default to causal_prefix_mean, MaeOptions::kDefaultGateInput).
+// Covered by tests/layers/mae_test.cpp, mae_model_test.cpp and mae_causality_test.cpp.
 #pragma once
 #include <string>
 

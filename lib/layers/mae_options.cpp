@@ -1,7 +1,9 @@
 // MaeOptions (mae.h): the recipe keys of attention type mae, the name shorthand and the gate-input
-// presets. Paper defaults (MODELS.md §0): MAE-7, learned gate, 256 tanh units, dropout 0.1, MT sites
-// average all input vectors (full_mean), LM sites the most recent 100 (causal_window_mean).
-// Covered by tests/layers/mae_test.cpp ("options").
+// presets. Paper defaults (MODELS.md §0): MAE-7, learned gate, 256 tanh units, dropout 0.1. Gate
+// inputs default to the preset leak_free (issue 16): encoder sites average the whole source
+// (full_mean), decoder sites the causal prefix (causal_prefix_mean), LM sites the most recent 100
+// positions (causal_window_mean); the preset paper averages the whole target at decoder sites too.
+// Covered by tests/layers/mae_test.cpp ("options") and tests/layers/mae_causality_test.cpp.
 #include <regex>
 #include <set>
 
@@ -62,7 +64,7 @@ MaeOptions MaeOptions::from_yaml(const YAML::Node& node, int heads) {
                                               "gate_hidden", "gate_dropout", "gate_window", "gate_input"};
   MaeOptions o;
   o.heads = heads;
-  o.gate_input = preset("paper");
+  o.gate_input = preset(kDefaultGateInput);
   if (node && node.IsMap()) {
     for (const auto& kv : node) {
       const std::string key = kv.first.as<std::string>();
@@ -118,6 +120,19 @@ MaeOptions MaeOptions::from_yaml(const YAML::Node& node, int heads) {
               role, ": source_mean is only for decoder sites (it averages the encoder output)");
   }
   return o;
+}
+
+void MaeOptions::pin_gate_input(YAML::Node& attention) {
+  if (!attention || !attention.IsMap() || !attention["type"] || attention["type"].as<std::string>() != "mae") return;
+  const YAML::Node gi = attention["gate_input"];
+  if (gi && !gi.IsMap()) return;  // a preset name (from_yaml checks it)
+  // No gate_input: the default preset; a partial map: completed from it, role by role.
+  if (!gi) {
+    attention["gate_input"] = kDefaultGateInput;
+    return;
+  }
+  for (const auto& [role, policy] : preset(kDefaultGateInput))
+    if (!gi[role]) attention["gate_input"][role] = policy;
 }
 
 std::string MaeOptions::name() const {

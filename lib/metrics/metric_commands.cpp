@@ -131,7 +131,7 @@ SubcommandRunner setup_bleu(CLI::App& sub) {
   sub.add_flag("-e,--effective-order", opt->effective_order, "average only over orders with n-grams");
   sub.add_flag("--compound-split", opt->compound_split,
                "WMT14 En-De convention: 'a-b' -> 'a ##AT##-##AT## b' after tokenization");
-  return [io, opt, smooth_value](std::ostream& out) {
+  return [io, opt, smooth_value](std::ostream& out, std::ostream&) {
     if (*smooth_value >= 0) opt->smooth_value = *smooth_value;
     Corpus c = load_corpus(*io, "bleu");
     Bleu bleu(*opt);
@@ -163,7 +163,7 @@ SubcommandRunner setup_chrf(CLI::App& sub) {
   sub.add_flag("--chrf-whitespace", opt->whitespace, "keep whitespace in character n-grams");
   sub.add_flag("--chrf-eps-smoothing", opt->eps_smoothing, "chrF++.py eps smoothing instead of effective order");
   sub.add_flag("--lowercase,--lc", opt->lowercase, "lowercase hypotheses and references");
-  return [io, opt](std::ostream& out) {
+  return [io, opt](std::ostream& out, std::ostream&) {
     Corpus c = load_corpus(*io, "chrf");
     Chrf chrf(*opt);
     ChrfScore s = chrf.corpus_score(c.hyps, c.refs);

@@ -43,7 +43,7 @@ int SubcommandTable::run(const std::vector<std::string>& argv, std::ostream& out
   for (auto& [sub, runner] : runners) {
     if (!sub->parsed()) continue;
     try {
-      return runner(out);
+      return runner(out, err);
     } catch (const Error& e) {
       err << program_ << " " << sub->get_name() << ": error: " << e.what() << "\n";
       return 1;

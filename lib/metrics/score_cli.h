@@ -14,8 +14,9 @@ class App;
 
 namespace moe::metrics {
 
-/// Runs a parsed subcommand, writing results to `out`; returns the exit status.
-using SubcommandRunner = std::function<int(std::ostream& out)>;
+/// Runs a parsed subcommand, writing results to `out` and warnings or summaries to `err`; returns the
+/// exit status.
+using SubcommandRunner = std::function<int(std::ostream& out, std::ostream& err)>;
 /// Adds a subcommand's options to `sub` (binding them to state it owns) and returns its runner.
 using SubcommandSetup = std::function<SubcommandRunner(CLI::App& sub)>;
 

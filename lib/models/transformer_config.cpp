@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "layers/mae.h"
 
 namespace moe {
 
@@ -50,6 +51,7 @@ TransformerConfig TransformerConfig::from_yaml(const YAML::Node& node) {
   read(node, "activation", c.activation);
   read(node, "max_positions", c.max_positions);
   if (node["attention"]) c.attention = YAML::Clone(node["attention"]);
+  MaeOptions::pin_gate_input(c.attention);  // the stored architecture names its MAE gate inputs
   if (node["ffn"]) c.ffn = YAML::Clone(node["ffn"]);
   MOE_CHECK(c.tie_embeddings == "none" || c.tie_embeddings == "decoder" || c.tie_embeddings == "all",
             "model.tie_embeddings: '", c.tie_embeddings, "' is not one of none, decoder, all");

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "layers/mae.h"
 
 namespace moe {
 
@@ -80,6 +81,7 @@ TransformerLmConfig TransformerLmConfig::from_yaml(const YAML::Node& node) {
   read(node, "adaptive_softmax_dropout", c.adaptive_softmax_dropout);
   read(node, "tie_adaptive_proj", c.tie_adaptive_proj);
   if (node["attention"]) c.attention = YAML::Clone(node["attention"]);
+  MaeOptions::pin_gate_input(c.attention);  // the stored architecture names its MAE gate inputs
   if (node["ffn"]) c.ffn = YAML::Clone(node["ffn"]);
   MOE_CHECK(c.positions == "sinusoidal" || c.positions == "learned" || c.positions == "none", "model.positions: '",
             c.positions, "' is not one of sinusoidal, learned, none");

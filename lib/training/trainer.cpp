@@ -1,6 +1,6 @@
 // trainer.h implementation, part 1: setup (the task's vocabularies and data, the model) and the
 // update loop. Part 2 (validation, checkpoints, resume, logs) is trainer_io.cpp.
-// Covered by tests/training/resume_test.cpp, lm_train_test.cpp and tests/scripts/e2e_*.sh.
+// Covered by tests/training/resume_test.cpp, lm_train_test.cpp, bcd_trainer_test.cpp and tests/scripts/e2e_*.sh.
 #include "training/trainer.h"
 
 #include <spdlog/spdlog.h>
@@ -13,6 +13,7 @@
 #include "graph/expr/binary.h"
 #include "graph/expr/unary.h"
 #include "graph/graph.h"
+#include "models/mae_causality.h"
 #include "tensor/allocator.h"
 #include "training/bcd.h"
 #include "training/bleu_validation.h"
@@ -90,6 +91,9 @@ void Trainer::setup_update_ranges() {
                                                          "{} == {}, F updates always",
                                                          o_.bcd.g_every, o_.bcd.g_offset),
                o_.gate_lr);
+  const std::string future =
+      mae_future_warning(model_->config_yaml(), "the training loss and the validation loss and perplexity");
+  if (!future.empty()) spdlog::warn("moe-train: {}", future);
 }
 
 bool Trainer::finished() const {

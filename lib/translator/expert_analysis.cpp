@@ -167,6 +167,7 @@ ExpertRunInfo collect_pairs(const Model& model, ParameterStore& params, Device d
     info.tgt_tokens += b.tgt_tokens;
     Graph g(device, &params, go);
     Builder builder(g);
+    builder.set_flags(out.options().flags);
     GateRecorder rec;
     builder.set_gate_recorder(&rec);
     const Tensor src_mask = b.src_mask.to(device);
@@ -200,6 +201,7 @@ ExpertRunInfo collect_lm(const Model& model, ParameterStore& params, Device devi
     b.mask = cpu.mask.to(device);
     Graph g(device, &params, go);
     Builder builder(g);
+    builder.set_flags(out.options().flags);
     GateRecorder rec;
     builder.set_gate_recorder(&rec);
     model.lm_loss(builder, b, 0.f);

@@ -79,6 +79,7 @@ std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, D
                                              {static_cast<int64_t>(i)}, pad, bos, eos);
       Graph g(device, &params, go);
       Builder builder(g);
+      builder.set_flags(o.flags);
       out[i] = {-model.loss(builder, on_device(b, device), 0.f).val().item(), b.tgt_tokens};
     }
     return out;
@@ -87,6 +88,7 @@ std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, D
     const data::Batch b = on_device(pair_batch(src, tgt, idx, pad, bos, eos), device);
     Graph g(device, &params, go);
     Builder builder(g);
+    builder.set_flags(o.flags);
     Expr memory = net->encode(builder, b.src, b.src_mask);
     Expr logits = net->decode(builder, memory, b.src_mask, b.tgt_in);
     Expr targets = g.input(b.tgt_out.view(Shape{b.tgt_out.numel()}));

@@ -2,9 +2,13 @@
 // translations y (with </s>) under a translation model, per pair, and the corpus perplexity
 // exp(-sum log P / target tokens). Encoder-decoders (Model::seq2seq) are scored in padded batches,
 // reading the per-token cross-entropy of every row and summing it per line; other models through
-// Model::loss on batches of one pair. Covered by tests/translator/scoring_test.cpp.
+// Model::loss on batches of one pair. Builder flags (--mae-inference) make the scored model the one
+// the translator runs with the same flags.
+// Covered by tests/translator/scoring_test.cpp, mae_scoring_test.cpp and translator_test.cpp.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "graph/parameters.h"
@@ -21,6 +25,8 @@ struct PairScoreOptions {
   int64_t max_tokens = 4096;  // padded (source + target) tokens per batch
   DType dtype = DType::f32;
   bool per_pair = false;  // force the one-pair-per-batch Model::loss path
+  /// Builder flags of the scoring graphs (translator/mae_inference.h: mae_inference_flags).
+  std::map<std::string, std::string> flags;
 };
 
 /// Scores pairs of token sequences (without specials); sources longer than the model's positions

@@ -4,19 +4,23 @@
 // corpus summary on stderr (--summary prints only the summary, on stdout); experts prints the gate
 // statistics of translator/expert_report.h: translation models are run teacher-forced on --src/--tgt,
 // or, given only -i SRC, on their own translations (beam search, --beam 1 = greedy, by default);
-// language models over the windows of ppl.
-// Covered by tests/translator/scoring_test.cpp and tests/translator/experts_command_test.cpp.
+// language models over the windows of ppl. pairs and experts take --mae-inference like moe-translate
+// (translator/mae_inference.h); every model command warns on stderr when the model's MAE gates see
+// future target tokens in these teacher-forced passes (models/mae_causality.h: gate_input paper).
+// Covered by tests/translator/scoring_test.cpp, experts_command_test.cpp and mae_scoring_test.cpp.
 #include "translator/score_commands.h"
 
 #include <CLI/CLI.hpp>
 #include <iomanip>
-#include <iostream>
 #include <memory>
+#include <ostream>
 #include <sstream>
 
+#include "models/mae_causality.h"
 #include "training/checkpoint.h"
 #include "translator/expert_report.h"
 #include "translator/lm_perplexity.h"
+#include "translator/mae_inference.h"
 #include "translator/pair_scores.h"
 #include "translator/translate_text.h"
 
@@ -42,6 +46,12 @@ std::pair<Device, DType> placement(const ModelOptions& m, const char* cmd) {
   MOE_CHECK(dtype == DType::f32 || device.is_cuda(), cmd, ": --dtype ", m.dtype,
             " needs a GPU (the CPU computes in f32); use --device cuda or --dtype f32");
   return {device, dtype};
+}
+
+/// Warns on `err` when the MAE gates of the checkpoint's model see future target tokens in `what`.
+void warn_future_gates(const LoadedCheckpoint& ck, const char* cmd, const std::string& what, std::ostream& err) {
+  const std::string w = mae_future_warning(ck.model->config_yaml(), what);
+  if (!w.empty()) err << "moe-score " << cmd << ": warning: " << w << "\n";
 }
 
 const data::Vocab& first_vocab(const LoadedCheckpoint& ck, std::initializer_list<const char*> roles) {
@@ -88,13 +98,14 @@ metrics::SubcommandRunner setup_ppl(CLI::App& sub) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   sub.add_flag("-b,--score-only", a->score_only, "print only the perplexity");
-  return [a, context, stride](std::ostream& out) {
+  return [a, context, stride](std::ostream& out, std::ostream& err) {
     const auto [device, dtype] = placement(a->m, "ppl");
     a->opt.dtype = dtype;
     LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
     stored_windows(ck, *context, *stride, a->opt.context, a->opt.stride);
     MOE_CHECK(ck.model->is_language_model(), "'", a->m.model, "' holds a ", ck.model->type(),
               " (translation) model; use moe-score pairs for translation models");
+    warn_future_gates(ck, "ppl", "this perplexity", err);
     const data::Vocab& vocab = first_vocab(ck, {"lm", "tgt", "src"});
     const auto lines = metrics::read_lines(a->input);
     const auto stream = lm_stream_of(lines, vocab);
@@ -122,7 +133,7 @@ metrics::SubcommandRunner setup_ppl(CLI::App& sub) {
 
 struct PairsArgs {
   ModelOptions m;
-  std::string src, tgt;
+  std::string src, tgt, mae_inference = "mixture";
   PairScoreOptions opt;
   bool summary = false;
 };
@@ -134,12 +145,15 @@ metrics::SubcommandRunner setup_pairs(CLI::App& sub) {
   sub.add_option("--tgt", a->tgt, "their translations, line-aligned")->required();
   sub.add_option("--max-tokens", a->opt.max_tokens, "padded tokens per batch")->capture_default_str();
   sub.add_flag("--summary", a->summary, "print only the corpus summary (on stdout)");
-  return [a](std::ostream& out) {
+  add_mae_inference_option(sub, a->mae_inference);
+  return [a](std::ostream& out, std::ostream& err) {
     const auto [device, dtype] = placement(a->m, "pairs");
     a->opt.dtype = dtype;
+    a->opt.flags = mae_inference_flags(a->mae_inference);
     LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
     MOE_CHECK(!ck.model->is_language_model(), "'", a->m.model, "' holds a ", ck.model->type(),
               " language model; use moe-score ppl for language models");
+    warn_future_gates(ck, "pairs", "these log-probabilities", err);
     const data::Vocab& sv = first_vocab(ck, {"src", "tgt"});
     const data::Vocab& tv = first_vocab(ck, {"tgt", "src"});
     const auto src_lines = metrics::read_lines(a->src), tgt_lines = metrics::read_lines(a->tgt);
@@ -158,7 +172,7 @@ metrics::SubcommandRunner setup_pairs(CLI::App& sub) {
       tokens += p.tokens;
       if (!a->summary) out << num(p.log_prob, 6) << '\t' << p.tokens << '\n';
     }
-    std::ostream& sum = a->summary ? out : std::cerr;
+    std::ostream& sum = a->summary ? out : err;
     sum << "pairs: " << scores.size() << " lines, " << tokens << " target tokens, log-prob " << num(lp, 4)
         << ", PPL = " << num(corpus_perplexity(scores), 4) << "\n";
     return 0;
@@ -167,7 +181,7 @@ metrics::SubcommandRunner setup_pairs(CLI::App& sub) {
 
 struct ExpertsArgs {
   ModelOptions m;
-  std::string input, src, tgt, format = "text";
+  std::string input, src, tgt, format = "text", mae_inference = "mixture";
   ExpertAnalysisOptions opt;
   int64_t min_count = 5;
   int top = 10, beam = 1;
@@ -207,13 +221,16 @@ metrics::SubcommandRunner setup_experts(CLI::App& sub) {
   sub.add_option("-f,--format", a->format, "text, or json (one object per site, then a summary)")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  return [a, context, stride](std::ostream& out) {
+  add_mae_inference_option(sub, a->mae_inference);
+  return [a, context, stride](std::ostream& out, std::ostream& err) {
     MOE_CHECK(a->min_count >= 1 && a->top >= 0 && a->beam >= 1, "experts: --min-count ", a->min_count, ", --top ",
               a->top, " and --beam ", a->beam, " must be >= 1, >= 0 and >= 1");
     const auto [device, dtype] = placement(a->m, "experts");
     a->opt.dtype = dtype;
     a->opt.model_name = a->m.model;
+    a->opt.flags = mae_inference_flags(a->mae_inference);
     LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
+    warn_future_gates(ck, "experts", "the gates and states analysed here", err);
     ExpertReport report;
     report.model = a->m.model;
     report.model_type = ck.model->type();
@@ -253,6 +270,7 @@ metrics::SubcommandRunner setup_experts(CLI::App& sub) {
         to.search.beam = a->beam;
         to.max_tokens = a->opt.max_tokens;
         to.dtype = dtype;
+        to.flags = a->opt.flags;
         const Translator translator(*ck.model->seq2seq(), *ck.params, device, to);
         for (auto& s : src) {
           if (static_cast<int64_t>(s.size()) <= translator.max_source_tokens()) continue;

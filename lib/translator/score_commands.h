@@ -2,7 +2,7 @@
 // `pairs` (forced-decoding log-probabilities of given translations and their corpus perplexity) and
 // `experts` (expert usage of the gated sites: translator/expert_analysis.h, expert_report.h).
 // Registered into the metrics SubcommandTable by apps/moe_score.cpp.
-// Covered by tests/translator/scoring_test.cpp and tests/translator/experts_command_test.cpp.
+// Covered by tests/translator/scoring_test.cpp, experts_command_test.cpp and mae_scoring_test.cpp.
 #pragma once
 #include "metrics/score_cli.h"
 

@@ -9,6 +9,7 @@
 
 #include "data/utf8.h"
 #include "training/checkpoint.h"
+#include "translator/mae_inference.h"
 #include "translator/translate_text.h"
 
 namespace moe {
@@ -39,7 +40,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   to.search.min_len = o.min_len;
   to.max_tokens = o.max_tokens;
   to.dtype = dtype;
-  to.flags["mae.inference"] = o.mae_inference;
+  to.flags = mae_inference_flags(o.mae_inference);
   MOE_CHECK(o.n_best >= 1 && o.n_best <= o.beam, "--n-best ", o.n_best, " must be in [1, --beam = ", o.beam, "]");
 
   LoadedCheckpoint ck = load_checkpoint(o.model, device);
@@ -133,11 +134,7 @@ int translate_main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--device", o.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
-  app.add_option("--mae-inference", o.mae_inference,
-                 "MAE models: mixture (the gate-weighted experts) or argmax (only the most-weighted expert, the "
-                 "MAE paper's Table 5 analysis)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"mixture", "argmax"}));
+  add_mae_inference_option(app, o.mae_inference);
   app.add_option("--dtype", o.dtype, "compute dtype on the GPU")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "bf16"}));

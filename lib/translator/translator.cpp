@@ -69,7 +69,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate_batch(
   go.compute_dtype = o_.dtype;
   Graph g(device_, &params_, go);
   Builder builder(g);
-  for (const auto& [key, value] : o_.flags) builder.set_flag(key, value);
+  builder.set_flags(o_.flags);
   Transformer::DecoderState state = net_.start(builder, Tensor::from_vector(ids, Shape{B, S}, device_),
                                                Tensor::from_vector(mask, Shape{B, S}, device_));
   auto step = [&](const Tensor& prev) { return net_.step(builder, state, prev).val(); };

@@ -16,35 +16,15 @@
 #include "training/checkpoint.h"
 
 using namespace moe;
+using test::ids;
 using test::mae_opts;
+using test::step_ids;
+using test::tiny_lm;
+using test::tiny_mt;
+using test::u8;
 
 namespace {
 constexpr int64_t D = 8;
-
-/// A 2+2-layer Transformer (d 16, 4 heads) or a 2-layer LM with the given attention options.
-TransformerConfig tiny_mt(const std::string& attention) {
-  return TransformerConfig::from_yaml(
-      YAML::Load("{src_vocab: 12, tgt_vocab: 12, d_model: 16, ffn_dim: 32, heads: 4, "
-                 "enc_layers: 2, dec_layers: 2, dropout: 0, max_positions: 32, "
-                 "attention: " +
-                 attention + "}"));
-}
-TransformerLmConfig tiny_lm(const std::string& attention) {
-  return TransformerLmConfig::from_yaml(
-      YAML::Load("{vocab: 12, d_model: 16, ffn_dim: 32, heads: 4, layers: 2, "
-                 "dropout: 0, max_positions: 32, attention: " +
-                 attention + "}"));
-}
-
-Tensor ids(const std::vector<int32_t>& v, int64_t b, int64_t t) { return Tensor::from_vector(v, Shape{b, t}); }
-Tensor u8(const std::vector<uint8_t>& v, int64_t b, int64_t t) { return Tensor::from_vector(v, Shape{b, t}); }
-Tensor step_ids(const Tensor& tgt, int64_t t) {
-  const auto v = tgt.to_vector<int32_t>();
-  const int64_t len = tgt.shape()[1];
-  std::vector<int32_t> col;
-  for (int64_t r = 0; r < tgt.shape()[0]; ++r) col.push_back(v[static_cast<size_t>(r * len + t)]);
-  return Tensor::from_vector(col, Shape{tgt.shape()[0]});
-}
 
 /// Full teacher-forced log-probabilities [B * T, V] and the step-by-step ones (same layout).
 std::pair<std::vector<float>, std::vector<float>> mt_full_and_steps(const Transformer& net, ParameterStore& store,
@@ -168,7 +148,8 @@ TEST_CASE("mae: Transformer incremental decoding equals full recomputation", "[l
   // The paper's full_mean decoder gates decode with the prefix mean: the steps equal the teacher-forced
   // pass of the prefix policy (same parameters), and differ from the whole-target one.
   ParameterStore store(Device::cpu(), 12);
-  const auto [paper_full, paper_steps] = mt_full_and_steps(Transformer(tiny_mt("{type: mae}")), store, src, mask, tgt);
+  const auto [paper_full, paper_steps] =
+      mt_full_and_steps(Transformer(tiny_mt("{type: mae, gate_input: paper}")), store, src, mask, tgt);
   const auto [prefix_full, prefix_steps] =
       mt_full_and_steps(Transformer(tiny_mt("{type: mae, gate_input: leak_free}")), store, src, mask, tgt);
   CHECK(max_diff(paper_steps, prefix_full) < 1e-5);
@@ -189,11 +170,15 @@ TEST_CASE("mae: Transformer decoder gates: leaks, padding and beam reordering", 
   const Tensor s1 = ids({5, 6, 7, 3}, 1, 4), m1 = u8({1, 1, 1, 1}, 1, 4);
   CHECK(max_diff(logits("{type: mae, gate_input: leak_free}", s1, m1, t1),
                  logits("{type: mae, gate_input: leak_free}", s1, m1, t2), 0, 24) < 1e-6);
-  CHECK(max_diff(logits("{type: mae}", s1, m1, t1), logits("{type: mae}", s1, m1, t2), 0, 24) > 1e-6);
+  CHECK(max_diff(logits("{type: mae, gate_input: paper}", s1, m1, t1),
+                 logits("{type: mae, gate_input: paper}", s1, m1, t2), 0, 24) > 1e-6);
   // Padding enters no gate: padded source and target rows give the unpadded logits.
-  const auto padded = logits("{type: mae}", ids({5, 6, 7, 0}, 1, 4), u8({1, 1, 1, 0}, 1, 4), ids({2, 4, 5, 0}, 1, 4));
-  const auto plain = logits("{type: mae}", ids({5, 6, 7}, 1, 3), u8({1, 1, 1}, 1, 3), ids({2, 4, 5}, 1, 3));
-  CHECK(max_diff(padded, plain, 0, 36) < 1e-5);
+  for (const std::string att : {"{type: mae, gate_input: paper}", "{type: mae}"}) {
+    INFO(att);
+    const auto padded = logits(att, ids({5, 6, 7, 0}, 1, 4), u8({1, 1, 1, 0}, 1, 4), ids({2, 4, 5, 0}, 1, 4));
+    const auto plain = logits(att, ids({5, 6, 7}, 1, 3), u8({1, 1, 1}, 1, 3), ids({2, 4, 5}, 1, 3));
+    CHECK(max_diff(padded, plain, 0, 36) < 1e-5);
+  }
   // Reordering hypotheses reorders the gate state (prefix sums) with the caches.
   for (const std::string att :
        {"{type: mae, gate_input: leak_free}",

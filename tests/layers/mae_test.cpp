@@ -58,10 +58,16 @@ TEST_CASE("mae: options, names and errors", "[layers][mae]") {
   CHECK(d.gate_hidden == 256);
   CHECK(d.gate_dropout == Approx(0.1));
   CHECK(d.gate_window == 100);
+  // The default gate inputs are leak_free (issue 16; the paper preset was the default before).
   CHECK(d.policy(kEncoderSelf) == "full_mean");
-  CHECK(d.policy(kDecoderSelf) == "full_mean");
-  CHECK(d.policy(kDecoderCross) == "full_mean");
+  CHECK(d.policy(kDecoderSelf) == "causal_prefix_mean");
+  CHECK(d.policy(kDecoderCross) == "causal_prefix_mean");
   CHECK(d.policy(kLmSelf) == "causal_window_mean");
+  const MaeOptions paper = mae_opts("{type: mae, gate_input: paper}", 8);
+  CHECK(paper.policy(kEncoderSelf) == "full_mean");
+  CHECK(paper.policy(kDecoderSelf) == "full_mean");
+  CHECK(paper.policy(kDecoderCross) == "full_mean");
+  CHECK(paper.policy(kLmSelf) == "causal_window_mean");
   const MaeOptions six = mae_opts("{type: mae, name: MAE-6}", 8);
   CHECK(six.dropped == 2);
   CHECK(six.experts() == 28);
@@ -71,11 +77,11 @@ TEST_CASE("mae: options, names and errors", "[layers][mae]") {
   CHECK(mae_opts("{type: mae, name: NOBCD-7}", 8).training == "joint");
   CHECK(mae_opts("{type: mae, name: MAE-3}", 4).experts() == 4);
   const MaeOptions lf = mae_opts("{type: mae, gate_input: leak_free}", 8);
-  CHECK(lf.policy(kDecoderSelf) == "causal_prefix_mean");
-  CHECK(lf.policy(kEncoderSelf) == "full_mean");
+  CHECK(lf.gate_input == d.gate_input);
+  // A map changes the roles it names and keeps the default preset's others.
   const MaeOptions m = mae_opts("{type: mae, gate_input: {decoder_cross: source_mean}, gate_window: 7}", 8);
   CHECK(m.policy(kDecoderCross) == "source_mean");
-  CHECK(m.policy(kDecoderSelf) == "full_mean");
+  CHECK(m.policy(kDecoderSelf) == "causal_prefix_mean");
   CHECK(m.gate_window == 7);
   CHECK_THROWS_WITH(mae_opts("{type: mae, heads: 3}", 8), Catch::Contains("model.attention.heads"));
   CHECK_THROWS_WITH(mae_opts("{type: mae, name: MAE-5}", 8), Catch::Contains("MAE-5") && Catch::Contains("heads = 8"));

@@ -1,6 +1,7 @@
-// Helpers of the MAE tests (mae_test.cpp, mae_model_test.cpp): options from YAML, site inputs, an
-// MHA reference that weights the head contexts outside the fused attention op, parameter access in
-// the store, and a finite-difference check of store parameters (f32 masters, f64 graphs).
+// Helpers of the MAE tests (mae_test.cpp, mae_model_test.cpp, mae_causality_test.cpp): options from
+// YAML, site inputs, an MHA reference that weights the head contexts outside the fused attention op,
+// parameter access in the store, a finite-difference check of store parameters (f32 masters, f64
+// graphs), and tiny Transformer / LM configurations with id tensors.
 #pragma once
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -14,12 +15,40 @@
 #include "graph/expr/shape_ops.h"
 #include "layers/basic.h"
 #include "layers/mae.h"
+#include "models/transformer_config.h"
+#include "models/transformer_lm_config.h"
 #include "support/gradcheck.h"
 
 namespace moe::test {
 
 inline MaeOptions mae_opts(const std::string& yaml, int heads = 4) {
   return MaeOptions::from_yaml(YAML::Load(yaml), heads);
+}
+
+/// A 2+2-layer Transformer (d 16, 4 heads, vocabularies of 12) or a 2-layer LM with the given attention options.
+inline TransformerConfig tiny_mt(const std::string& attention) {
+  return TransformerConfig::from_yaml(
+      YAML::Load("{src_vocab: 12, tgt_vocab: 12, d_model: 16, ffn_dim: 32, heads: 4, "
+                 "enc_layers: 2, dec_layers: 2, dropout: 0, max_positions: 32, "
+                 "attention: " +
+                 attention + "}"));
+}
+inline TransformerLmConfig tiny_lm(const std::string& attention) {
+  return TransformerLmConfig::from_yaml(
+      YAML::Load("{vocab: 12, d_model: 16, ffn_dim: 32, heads: 4, layers: 2, "
+                 "dropout: 0, max_positions: 32, attention: " +
+                 attention + "}"));
+}
+
+inline Tensor ids(const std::vector<int32_t>& v, int64_t b, int64_t t) { return Tensor::from_vector(v, Shape{b, t}); }
+inline Tensor u8(const std::vector<uint8_t>& v, int64_t b, int64_t t) { return Tensor::from_vector(v, Shape{b, t}); }
+/// Column t of ids [B, T] as [B].
+inline Tensor step_ids(const Tensor& tgt, int64_t t) {
+  const auto v = tgt.to_vector<int32_t>();
+  const int64_t len = tgt.shape()[1];
+  std::vector<int32_t> col;
+  for (int64_t r = 0; r < tgt.shape()[0]; ++r) col.push_back(v[static_cast<size_t>(r * len + t)]);
+  return Tensor::from_vector(col, Shape{tgt.shape()[0]});
 }
 
 inline GraphOptions f64_graph(bool training, uint64_t step = 0) {

@@ -115,7 +115,7 @@ TEST_CASE("moe-score --help and subcommand table", "[metrics][cli]") {
   table.add("ppl", "perplexity (test stub)", [&seen](CLI::App& sub) -> SubcommandRunner {
     auto n = std::make_shared<int>(0);
     sub.add_option("-n", *n);
-    return [n, &seen](std::ostream& out) {
+    return [n, &seen](std::ostream& out, std::ostream&) {
       seen = *n;
       out << "ppl " << *n << "\n";
       return 0;

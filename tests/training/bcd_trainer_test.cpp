@@ -3,8 +3,13 @@
 // trains both, UNI-MAE has no gates and only F steps, FTG (trainable [gate], joint) changes only the
 // gates, and a bcd run whose trainable set leaves nothing for F steps is an error. Each optimizer
 // step is observed through Trainer::set_step_hook (store state, the gates' running statistics, aside).
+// moe-train warns at start-up when decoder gates read whole targets (gate_input paper), only then.
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
 #include <catch2/catch.hpp>
 #include <map>
+#include <sstream>
 
 #include "common/error.h"
 #include "training/trainer.h"
@@ -131,4 +136,31 @@ TEST_CASE("bcd trainer: an interrupted and resumed MAE run logs the losses of an
   o.valid_every = 2;
   o.save_every = 2;
   test::check_resume_reproduces(o, dir, 6);
+}
+
+TEST_CASE("bcd trainer: whole-target decoder gates (gate_input paper) are trained with a warning",
+          "[training][bcd][mae]") {
+  const std::string dir = test::temp_dir("bcd_warning");
+  test::write_corpus(dir, "train", 20, 17);
+  test::write_corpus(dir, "valid", 5, 18);
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_st>(log);
+  spdlog::default_logger()->sinks().push_back(sink);
+  for (const std::string att : {"{type: mae, name: MAE-1, gate_input: paper}", "{type: mae, name: MAE-1}",
+                                "{type: mae, name: NOBCD-1, gate_input: {decoder_cross: full_mean}}"}) {
+    INFO(att);
+    log.str("");
+    TrainOptions o = mae_options(dir, att);
+    o.max_updates = 1;
+    Trainer(o).run(false);
+    CHECK(log.str().find("gates: plain SGD") != std::string::npos);  // the sink sees the start-up
+    const bool paper = att.find("paper") != std::string::npos, cross = att.find("decoder_cross") != std::string::npos;
+    CHECK((log.str().find("[warning] moe-train: the MAE gates at decoder_self, decoder_cross read full_mean") !=
+           std::string::npos) == paper);
+    CHECK((log.str().find("[warning] moe-train: the MAE gates at decoder_cross read full_mean") != std::string::npos) ==
+          cross);
+    if (paper || cross)
+      CHECK(log.str().find("validation loss and perplexity see future target tokens") != std::string::npos);
+  }
+  spdlog::default_logger()->sinks().pop_back();
 }

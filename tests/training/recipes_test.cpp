@@ -3,7 +3,8 @@
 // Table 7 fine-tuning set, WikiText-103 Table 4, Multi30k) have the parameter counts the paper
 // reports: BASE about 61M and MAE-7 / NOBCD about 63M on WMT14 (+ one gate per attention site:
 // BatchNorm(d) -> d x 256 -> 256 x E), UNI-MAE exactly BASE's count, the LM +16 gates of width 1024.
-// The count covers trainable parameters (the gates' running statistics are store state). The
+// The count covers trainable parameters (the gates' running statistics are store state). Every MAE
+// recipe's decoder gates are causal (issue 16: gate_input leak_free by default; paper on request). The
 // Multi30k MAE-7 recipe runs two CPU updates on 300 real pairs (a small vocabulary, f32).
 #include <yaml-cpp/yaml.h>
 
@@ -12,7 +13,9 @@
 
 #include "config/config.h"
 #include "graph/graph.h"
+#include "models/mae_causality.h"
 #include "models/model.h"
+#include "training/bcd.h"
 #include "training/train_options.h"
 #include "training/trainer.h"
 #include "training_test_util.h"
@@ -20,11 +23,12 @@
 using namespace moe;
 
 namespace {
-TrainOptions load(const std::string& recipe) {
+TrainOptions load(const std::string& recipe, const std::vector<std::pair<std::string, std::string>>& overrides = {}) {
   config::Schema schema;
   register_train_keys(schema);
   config::Config c(schema);
   c.merge_file(std::string(MOE_SOURCE_DIR) + "/recipes/" + recipe);
+  for (const auto& [key, value] : overrides) c.set_text(key, value);
   const bool translation = task_of_model_type(c.get_string("model.type")) == TrainTaskKind::translation;
   if (translation && c.get_string("data.train.src").empty()) {  // ci-tiny.yml: data on the command line
     c.set_text("data.train.src", "train.src");
@@ -114,6 +118,40 @@ TEST_CASE("recipes: the MAE variants' training modes", "[training][recipes][mae]
   CHECK(load("iwslt14-en-de-ftall.yml").bcd.g_every == 1);
   CHECK(load("wmt14-en-de-mae-7.yml").bcd.g_every == 5);
   CHECK_FALSE(load("iwslt14-en-de-ftg.yml").init_from.empty());
+}
+
+TEST_CASE("recipes: every MAE recipe gates its decoders causally", "[training][recipes][mae]") {
+  int seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(MOE_SOURCE_DIR) + "/recipes")) {
+    if (entry.path().extension() != ".yml") continue;
+    const std::string name = entry.path().filename().string();
+    INFO(name);
+    const TrainOptions o = load(name);
+    YAML::Node m = YAML::Clone(o.model);
+    if (o.task == TrainTaskKind::translation)
+      m["src_vocab"] = m["tgt_vocab"] = 100;
+    else
+      m["vocab"] = 267744;                                     // WikiText-103's, above the adaptive cutoffs
+    const YAML::Node stored = create_model(m)->config_yaml();  // what the checkpoint keeps
+    const auto mae = mae_training_options(stored);
+    if (!mae) continue;
+    ++seen;
+    CHECK(mae_future_roles(stored).empty());
+    if (o.task == TrainTaskKind::translation) {
+      CHECK(stored["attention"]["gate_input"].as<std::string>() == "leak_free");
+      CHECK(mae->policy(kEncoderSelf) == "full_mean");
+      CHECK(mae->policy(kDecoderSelf) == "causal_prefix_mean");
+      CHECK(mae->policy(kDecoderCross) == "causal_prefix_mean");
+    } else {
+      CHECK(mae->policy(kLmSelf) == "causal_window_mean");
+    }
+  }
+  CHECK(seen == 18);  // WMT14 5, IWSLT14 5, fine-tuning 4 (with -ft-base), WikiText-103 3, Multi30k 1
+  // The paper's reading stays one option away, and then its decoder gates see the future.
+  const TrainOptions paper = load("wmt14-en-de-mae-7.yml", {{"model.attention.gate_input", "paper"}});
+  YAML::Node m = YAML::Clone(paper.model);
+  m["src_vocab"] = m["tgt_vocab"] = 100;
+  CHECK(mae_future_roles(create_model(m)->config_yaml()) == std::vector<std::string>{"decoder_self", "decoder_cross"});
 }
 
 TEST_CASE("recipes: multi30k-en-de-mae-7.yml trains on the CPU", "[training][recipes][mae]") {

@@ -156,8 +156,12 @@ TEST_CASE("moe-score experts: MAE-7 with a hand-set gate", "[translator][experts
     CHECK(enc["top_tokens"][0].size() == 0);
     const YAML::Node dec = r.site("decoder.l0.cross_attn");
     CHECK(dec["group"].as<std::string>() == "decoder");
-    CHECK(dec["instances"].as<int>() == 4);
+    // Decoder gates read the causal prefix mean by default (gate_input leak_free): one instance per
+    // target position (<s> y), i.e. per target token (until issue 16: per sentence, 4 instances).
+    CHECK(dec["policy"].as<std::string>() == "causal_prefix_mean");
+    CHECK(dec["granularity"].as<std::string>() == "token");
     const YAML::Node sum = r.summary();
+    CHECK(dec["instances"].as<int>() == sum["tgt_tokens"].as<int>());
     CHECK(sum["type"].as<std::string>() == "summary");
     CHECK(sum["input"].as<std::string>() == (given ? "pairs" : "hypotheses"));
     CHECK(sum["sentences"].as<int>() == 4);

@@ -2,7 +2,8 @@
 // scratch (teacher-forced decode of each prefix, no caches), a batch equals its sentences alone,
 // n-best lists are ordered and their log-probs equal forced decoding, token batching, and
 // translate_lines keeps one output line per input line (empty lines, truncation, n-best); an MAE
-// model (leak-free gates) decodes consistently with forced scoring, and mae.inference argmax changes it.
+// model (default, leak-free gates) decodes consistently with forced scoring, in mixture and argmax
+// inference (score_pairs with the same flags), and mae.inference argmax changes it.
 #include "translator/translator.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "graph/expr/cross_entropy.h"
 #include "tiny_model.h"
+#include "translator/mae_inference.h"
 #include "translator/pair_scores.h"
 #include "translator/translate_text.h"
 
@@ -138,17 +140,24 @@ TEST_CASE("batched beam search equals sentence-by-sentence and forced decoding",
 }
 
 TEST_CASE("an MAE model decodes; mae.inference argmax uses the most-weighted expert", "[translator][mae]") {
-  auto m = test::tiny_model(17, 32, 4.f, "{type: mae, name: MAE-1, gate_input: leak_free}");
+  // The default gate inputs (leak_free): forced decoding with the same flags scores what the search found.
+  auto m = test::tiny_model(17, 32, 4.f, "{type: mae, name: MAE-1}");
   TranslatorOptions o;
   o.search.beam = 3;
   o.search.max_len_b = 8;
+  auto forced_scores_match = [&](const std::vector<std::vector<Hypothesis>>& found) {
+    std::vector<std::vector<int32_t>> tgt;
+    for (const auto& h : found) tgt.push_back(h[0].tokens);
+    PairScoreOptions po;
+    po.flags = o.flags;
+    const auto forced = score_pairs(*m.model, *m.params, Device::cpu(), kSources, tgt, po);
+    for (size_t s = 0; s < kSources.size(); ++s) CHECK(forced[s].log_prob == Approx(found[s][0].log_prob).margin(1e-4));
+  };
   const auto mixture = Translator(m.net(), *m.params, Device::cpu(), o).translate(kSources);
-  std::vector<std::vector<int32_t>> tgt;
-  for (const auto& h : mixture) tgt.push_back(h[0].tokens);
-  const auto forced = score_pairs(*m.model, *m.params, Device::cpu(), kSources, tgt, PairScoreOptions{});
-  for (size_t s = 0; s < kSources.size(); ++s) CHECK(forced[s].log_prob == Approx(mixture[s][0].log_prob).margin(1e-4));
-  o.flags["mae.inference"] = "argmax";
+  forced_scores_match(mixture);
+  o.flags = mae_inference_flags("argmax");
   const auto argmax = Translator(m.net(), *m.params, Device::cpu(), o).translate(kSources);
+  forced_scores_match(argmax);
   int differ = 0;
   for (size_t s = 0; s < kSources.size(); ++s)
     differ += std::abs(argmax[s][0].log_prob - mixture[s][0].log_prob) > 1e-6;

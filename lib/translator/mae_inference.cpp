@@ -1,0 +1,19 @@
+// mae_inference.h implementation. Covered by tests/translator/mae_scoring_test.cpp and translate_cli_test.cpp.
+#include "translator/mae_inference.h"
+
+#include <CLI/CLI.hpp>
+
+namespace moe {
+
+CLI::Option* add_mae_inference_option(CLI::App& app, std::string& value) {
+  return app
+      .add_option("--mae-inference", value,
+                  "MAE models: mixture (the gate-weighted experts) or argmax (only the most-weighted expert, the "
+                  "MAE paper's Table 5 analysis)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"mixture", "argmax"}));
+}
+
+std::map<std::string, std::string> mae_inference_flags(const std::string& value) { return {{"mae.inference", value}}; }
+
+}  // namespace moe
