@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
-# The test command: installs missing dependencies, configures, builds everything (CUDA included
-# when nvcc is found, for explicit architectures), runs every test under ctest, prints a summary.
-#   scripts/test.sh [--build-dir DIR] [--cuda-arch "80;90"] [--no-install] [--sanitize] [-- extra ctest args]
-# GPU tests exit 77 without a GPU and are reported by ctest as Skipped. --sanitize: a CPU-only build
-# with AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer in build-asan/ (any report fails
-# the test that made it; about 3x slower than Release).
+# The test command: installs missing dependencies, configures, builds everything and runs every test
+# under ctest, prints a summary. Where a GPU answers (nvidia-smi lists one), CUDA is built with nvcc and
+# the GPU suite runs on it. Where none answers, the CUDA sources are built for the CUDA emulator
+# (emu/README.md): the GPU parity suite and the end-to-end CUDA path run on the CPU under its checker;
+# with nvcc on the machine, the same sources are also compiled by nvcc for the real architectures
+# (objects only, in BUILD-nvcc/) and a test checks their register budgets from ptxas's reports.
+#   scripts/test.sh [--build-dir DIR] [--cuda-arch "80;90"] [--emulate] [--no-install] [--sanitize] [-- ctest args]
+# --emulate: the emulator even where a GPU answers. --sanitize: a CPU-only build with AddressSanitizer,
+# LeakSanitizer and UndefinedBehaviorSanitizer in build-asan/ (a report fails the test that made it;
+# about 3x slower than Release).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-BUILD=""; ARCH="${MOE_CUDA_ARCHITECTURES:-80;90}"; INSTALL=1; SANITIZE=0; CTEST_ARGS=()
+BUILD=""; ARCH="${MOE_CUDA_ARCHITECTURES:-80;90}"; INSTALL=1; SANITIZE=0; EMULATE=0; CTEST_ARGS=()
 while (( $# )); do
   case "$1" in
     --build-dir) BUILD="$2"; shift 2 ;;
     --cuda-arch) ARCH="$2"; shift 2 ;;
+    --emulate) EMULATE=1; shift ;;
     --no-install) INSTALL=0; shift ;;
     --sanitize) SANITIZE=1; shift ;;
     --) shift; CTEST_ARGS=("$@"); break ;;
-    -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
 done
 if (( INSTALL )) && ! "$ROOT/scripts/install-deps.sh" --check; then "$ROOT/scripts/install-deps.sh"; fi
 # nvcc is usually not on PATH in a fresh shell.
 if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
+gpu_answers() { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }
 JOBS="$(nproc)"
 start=$(date +%s)
 CONFIG=(-DCMAKE_BUILD_TYPE=Release -DMOE_CUDA_ARCHITECTURES="$ARCH")
@@ -30,6 +36,22 @@ if (( SANITIZE )); then
   SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
   CONFIG=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOE_CUDA=OFF "-DCMAKE_CXX_FLAGS=$SAN" "-DCMAKE_EXE_LINKER_FLAGS=$SAN")
   export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1" UBSAN_OPTIONS="print_stacktrace=1"
+elif (( EMULATE )) || ! gpu_answers; then
+  echo "test.sh: no GPU answers: the CUDA code runs under the CUDA emulator (emu/README.md)"
+  BUILD="${BUILD:-$ROOT/build}"
+  CONFIG+=(-DMOE_CUDA_EMU=ON)
+  if command -v nvcc >/dev/null; then
+    # The same CUDA sources through nvcc (objects only) with ptxas reports for the register-budget test.
+    NVCC_BUILD="$BUILD-nvcc"
+    cmake -S "$ROOT" -B "$NVCC_BUILD" -DCMAKE_BUILD_TYPE=Release -DMOE_CUDA_ARCHITECTURES="$ARCH" -DMOE_TESTS=OFF \
+      -DMOE_PTXAS_REPORTS=ON
+    cmake --build "$NVCC_BUILD" -j "$JOBS" --target moe_cuda
+    CONFIG+=(-DMOE_PTXAS_REPORT_DIR="$NVCC_BUILD/ptxas")
+  else
+    echo "test.sh: nvcc not found: the CUDA sources are not compiled for a GPU and register budgets are not checked"
+  fi
+else
+  CONFIG+=(-DMOE_CUDA_EMU=OFF)
 fi
 BUILD="${BUILD:-$ROOT/build}"
 cmake -S "$ROOT" -B "$BUILD" "${CONFIG[@]}"

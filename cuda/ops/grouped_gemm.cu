@@ -8,8 +8,10 @@
 // Operands are addressed by element strides A(m,k) = a[m*sam + k*sak], B(k,n) = b[k*sbk + n*sbn],
 // staged through shared memory with 16-byte loads where layout allows. bf16/f16: wmma tensor cores
 // (128x128x32 tiles, 8 warps of 64x32), f32 accumulation; f32: 64x64x16 FMA tiles (4x4 per thread).
-// Shared-memory tiles are double-buffered; contiguous 16-byte vectors are copied with cp.async.
+// Shared-memory tiles are double-buffered; contiguous 16-byte vectors are copied with cp.async
+// (CUDA's pipeline primitives, which the emulator implements too).
 // Covered by tests/gpu/grouped_gemm_parity_test.cpp.
+#include <cuda_pipeline.h>
 #include <mma.h>
 
 #include <cstdint>
@@ -82,21 +84,9 @@ __device__ bool find_tile(const GroupArgs& g, Tile& t) {
   return t.m0 >= 0 && t.m0 < t.m_end;
 }
 
-__device__ __forceinline__ void async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-/// Waits until at most N committed groups of cp.async copies are still in flight.
-template <int N>
-__device__ __forceinline__ void async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-#endif
-}
-
 /// tile[r * P + c] = src[(r0 + r) * sr + (c0 + c) * sc] inside [r_end, c_end), else 0. Mode 1 copies
-/// asynchronously (cp.async, sm_80+): the caller commits and waits (async_commit / async_wait).
+/// asynchronously (cp.async through CUDA's pipeline primitives): the caller commits (__pipeline_commit)
+/// and waits (__pipeline_wait_prior).
 template <class T, int R, int C, int P>
 __device__ __forceinline__ void load_tile(T* tile, const T* src, long long r0, long long r_end, long long c0,
                                           long long c_end, long long sr, long long sc, int mode) {
@@ -107,16 +97,8 @@ __device__ __forceinline__ void load_tile(T* tile, const T* src, long long r0, l
     for (int v = threadIdx.x; v < R * CV; v += kThreads) {
       const int r = v / CV, c = (v % CV) * V;
       const bool in = r0 + r < r_end && c0 + c < c_end;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-      // Asynchronous 16-byte copy; src-size 0 zero-fills out-of-range vectors (nothing is read).
-      const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(tile + r * P + c));
-      const T* from = in ? src + (r0 + r) * sr + c0 + c : src;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(from), "r"(in ? 16 : 0));
-#else
-      uint4 val = make_uint4(0, 0, 0, 0);
-      if (in) val = *reinterpret_cast<const uint4*>(src + (r0 + r) * sr + c0 + c);
-      *reinterpret_cast<uint4*>(tile + r * P + c) = val;
-#endif
+      // Asynchronous 16-byte copy (cp.async.cg); a zero fill of 16 bytes reads nothing (out-of-range vectors).
+      __pipeline_memcpy_async(tile + r * P + c, in ? src + (r0 + r) * sr + c0 + c : src, 16, in ? 0 : 16);
     }
   } else if (mode == 2) {
     constexpr int RV = R / V;
@@ -181,7 +163,7 @@ __global__ void __launch_bounds__(kThreads) grouped_wmma_kernel(GroupArgs g) {
   auto load = [&](long long k, int buf) {
     load_tile<T, BM, BK, PA>(As + buf * kA, A, t.m0, t.m_end, k, t.k_end, g.sam, g.sak, g.a_mode);
     load_tile<T, BK, BN, PB>(Bs + buf * kB, B, k, t.k_end, n0, g.n, g.sbk, g.sbn, g.b_mode);
-    async_commit();
+    __pipeline_commit();
   };
   if (t.k0 < t.k_end) load(t.k0, 0);
   int it = 0;
@@ -190,9 +172,9 @@ __global__ void __launch_bounds__(kThreads) grouped_wmma_kernel(GroupArgs g) {
     const T* bs = Bs + (it & 1) * kB;
     if (k + BK < t.k_end) {
       load(k + BK, (it + 1) & 1);
-      async_wait<1>();
+      __pipeline_wait_prior(1);
     } else {
-      async_wait<0>();
+      __pipeline_wait_prior(0);
     }
     __syncthreads();
 #pragma unroll
@@ -246,7 +228,7 @@ __global__ void __launch_bounds__(kThreads) grouped_fma_kernel(GroupArgs g) {
   auto load = [&](long long k, int buf) {
     load_tile<float, BM, BK, PA>(As + buf * kA, A, t.m0, t.m_end, k, t.k_end, g.sam, g.sak, g.a_mode);
     load_tile<float, BK, BN, PB>(Bs + buf * kB, B, k, t.k_end, n0, g.n, g.sbk, g.sbn, g.b_mode);
-    async_commit();
+    __pipeline_commit();
   };
   if (t.k0 < t.k_end) load(t.k0, 0);
   int it = 0;
@@ -255,9 +237,9 @@ __global__ void __launch_bounds__(kThreads) grouped_fma_kernel(GroupArgs g) {
     const float* bs = Bs + (it & 1) * kB;
     if (k + BK < t.k_end) {
       load(k + BK, (it + 1) & 1);
-      async_wait<1>();
+      __pipeline_wait_prior(1);
     } else {
-      async_wait<0>();
+      __pipeline_wait_prior(0);
     }
     __syncthreads();
 #pragma unroll

@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+#ifdef MOE_CUDA_EMU
+#include "moe_emu/control.h"
+#endif
+
 #include "common/context.h"
 #include "common/cuda_check.h"
 #include "tensor/cuda_runtime.h"
@@ -121,6 +125,14 @@ void raw_free(void* ptr, int device) {
   CUDA_CHECK(cudaSetDevice(device));
   CUDA_CHECK(cudaStreamSynchronize(stream(device)));
   CUDA_CHECK(cudaFree(ptr));
+}
+
+void note_tensor_memory(void* ptr, size_t bytes, bool live) {
+#ifdef MOE_CUDA_EMU
+  moe_emu::note_suballocation(ptr, bytes, live);
+#else
+  (void)ptr, (void)bytes, (void)live;  // a GPU has no checker to tell
+#endif
 }
 
 size_t free_memory(int device) {

@@ -63,6 +63,7 @@ void* Allocator::allocate(size_t bytes) {
     block_sizes_[p] = size;
   }
   const size_t actual = block_sizes_[p];
+  if (device_.is_cuda()) cuda::note_tensor_memory(p, bytes, true);
   stats_.in_use += actual;
   if (stats_.in_use > stats_.peak_in_use) stats_.peak_in_use = stats_.in_use;
   return p;
@@ -74,6 +75,7 @@ void Allocator::deallocate(void* ptr) {
   auto it = block_sizes_.find(ptr);
   MOE_CHECK(it != block_sizes_.end(), "allocator on ", device_.str(), ": freeing a pointer it did not allocate");
   stats_.in_use -= it->second;
+  if (device_.is_cuda()) cuda::note_tensor_memory(ptr, 0, false);
   free_blocks_.emplace(it->second, ptr);
 }
 

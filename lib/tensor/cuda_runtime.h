@@ -19,6 +19,10 @@ void set_device(int device);
 /// Raw allocation on a device; returns nullptr when the device is out of memory.
 void* raw_malloc(size_t bytes, int device);
 void raw_free(void* ptr, int device);
+/// Which bytes of a raw block hold a live tensor (live) or no longer do: the caching allocator's
+/// sub-allocations, for a memory checker (the CUDA emulator's finds accesses past a tensor's end
+/// inside a cached block with it; compute-sanitizer would take NVTX memory regions). No-op on a GPU.
+void note_tensor_memory(void* ptr, size_t bytes, bool live);
 size_t free_memory(int device);
 void copy_host_to_device(void* dst, const void* src, size_t bytes, int device);
 void copy_device_to_host(void* dst, const void* src, size_t bytes, int device);

@@ -14,6 +14,7 @@ std::string device_name(int) { no_cuda(); }
 void set_device(int) { no_cuda(); }
 void* raw_malloc(size_t, int) { no_cuda(); }
 void raw_free(void*, int) { no_cuda(); }
+void note_tensor_memory(void*, size_t, bool) {}
 size_t free_memory(int) { no_cuda(); }
 void copy_host_to_device(void*, const void*, size_t, int) { no_cuda(); }
 void copy_device_to_host(void*, const void*, size_t, int) { no_cuda(); }

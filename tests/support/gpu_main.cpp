@@ -1,7 +1,10 @@
 // main() of the GPU parity executable: exits 77 ("skipped" under ctest) when no GPU answers,
 // so a CUDA build on a machine without a GPU reports the suite as Skipped, never as passed. It
 // prints why no GPU answered (e.g. a driver older than the CUDA runtime); with MOE_REQUIRE_GPU=1
-// in the environment (a session that has a GPU) it fails instead of skipping.
+// in the environment (a session that has a GPU) it fails instead of skipping. Under the CUDA emulator
+// (MOE_CUDA_EMU builds) a run of the whole suite also fails when some __global__ instantiation compiled
+// into moe was never launched: every kernel must meet its CPU reference. That run also writes
+// emu-kernels.tsv (name, launched, largest block) for the register-budget test.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -9,6 +12,9 @@
 
 #include "tensor/cuda_runtime.h"
 #include "tensor/device.h"
+#ifdef MOE_CUDA_EMU
+#include "moe_emu/control.h"
+#endif
 
 int main(int argc, char** argv) {
   if (!moe::built_with_cuda() || !moe::has_gpu()) {
@@ -19,5 +25,24 @@ int main(int argc, char** argv) {
                 required ? "MOE_REQUIRE_GPU=1, failing" : "skipping");
     return required ? 1 : 77;
   }
-  return Catch::Session().run(argc, argv);
+#ifdef MOE_CUDA_EMU
+  std::printf("cuda:N are emulated on the CPU, with the emulator's checker (emu/README.md)\n");
+#endif
+  int rc = Catch::Session().run(argc, argv);
+#ifdef MOE_CUDA_EMU
+  if (argc == 1) {  // the whole suite ran: list the kernels it never launched, and emu-kernels.tsv
+    int launched = 0, total = 0;
+    std::FILE* tsv = std::fopen("emu-kernels.tsv", "w");  // for scripts/register-budget.sh
+    for (const moe_emu::KernelCoverage& k : moe_emu::kernel_coverage()) {
+      ++total;
+      if (k.launched) ++launched;
+      else std::printf("never launched: %s\n", k.name.c_str());
+      if (tsv) std::fprintf(tsv, "%s\t%d\t%u\n", k.name.c_str(), k.launched ? 1 : 0, k.max_threads);
+    }
+    if (tsv) std::fclose(tsv);
+    std::printf("kernel coverage: %d of %d __global__ instantiations launched\n", launched, total);
+    if (launched != total && rc == 0) rc = 1;
+  }
+#endif
+  return rc;
 }

@@ -1,0 +1,29 @@
+// CUDA emulator (emu/README.md): per-process device state shared by the runtime API (api.cpp) and the
+// launcher (scheduler.cpp): the emulated devices, each host thread's current device and sticky last
+// error, streams, and the per-device kernel attributes (the opt-in dynamic shared memory).
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "cuda_runtime.h"
+
+struct CUstream_st {
+  int device;
+};
+
+namespace moe_emu {
+
+constexpr size_t kDefaultDynamicShared = 48 * 1024;
+/// The largest opt-in shared memory per block on every architecture this build targets (sm_80: 163 KiB).
+constexpr size_t kMaxSharedPerBlock = 163 * 1024;
+
+int emulated_device_count();
+int current_device();
+/// The device of a stream (nullptr: the current device's default stream); -1 for a destroyed stream.
+int stream_device(cudaStream_t stream);
+size_t dynamic_shared_limit(int device, const void* kernel);
+/// Sets the calling host thread's sticky error (kept until cudaGetLastError) and returns `error`;
+/// `message` (may be empty) is what cudaGetErrorString returns for it.
+cudaError_t set_error(cudaError_t error, const std::string& message = "");
+
+}  // namespace moe_emu
