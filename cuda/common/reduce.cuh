@@ -1,7 +1,7 @@
 // Warp- and block-level reductions (sum, max) used by row-wise kernels (softmax, norms, losses).
 // block_* need blockDim.x to be a multiple of 32 and at most 1024; every thread gets the result.
 #pragma once
-#include <cfloat>
+#include <cmath>
 
 namespace moe::cuda {
 
@@ -32,7 +32,7 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
   __syncthreads();
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
-  v = lane < warps ? scratch[lane] : -FLT_MAX;
+  v = lane < warps ? scratch[lane] : -INFINITY;  // not -FLT_MAX: a row of -inf has max -inf
   return warp_max(v);
 }
 

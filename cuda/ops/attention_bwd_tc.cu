@@ -183,9 +183,10 @@ void launch_bwd_tc(const Params& p, const Tensor& q, const Tensor& k, const Tens
                    Tensor& dk, Tensor& dv) {
   using C = TcBwdTile<DP>;
   auto kernel = attention_bwd_tc_kernel<T, DP>;
+  const cudaStream_t s = stream(q.device());  // makes q's device current: the attribute is per device
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::smem)));
   const dim3 grid((p.Tk + C::BK - 1) / C::BK, p.Hk, p.B);
-  kernel<<<grid, kThreads, C::smem, stream(q.device())>>>(
+  kernel<<<grid, kThreads, C::smem, s>>>(
       p, static_cast<const T*>(q.raw()), static_cast<const T*>(k.raw()), static_cast<const T*>(v.raw()),
       w.defined() ? static_cast<const T*>(w.raw()) : nullptr, static_cast<const T*>(dout.raw()), lse.data<float>(),
       delta.data<float>(), dq_acc.defined() ? dq_acc.data<float>() : nullptr,

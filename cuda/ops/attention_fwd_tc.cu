@@ -152,9 +152,10 @@ void launch_fwd_tc(const Params& p, const Tensor& q, const Tensor& k, const Tens
                    Tensor& lse) {
   using C = TcTile<DP>;
   auto kernel = attention_fwd_tc_kernel<T, DP>;
+  const cudaStream_t s = stream(q.device());  // makes q's device current: the attribute is per device
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::smem)));
   const dim3 grid((p.Tq + C::BQ - 1) / C::BQ, p.H, p.B);
-  kernel<<<grid, kThreads, C::smem, stream(q.device())>>>(
+  kernel<<<grid, kThreads, C::smem, s>>>(
       p, static_cast<const T*>(q.raw()), static_cast<const T*>(k.raw()), static_cast<const T*>(v.raw()),
       w.defined() ? static_cast<const T*>(w.raw()) : nullptr, static_cast<T*>(out.raw()), lse.data<float>());
   MOE_KERNEL_CHECK();

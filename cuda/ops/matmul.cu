@@ -1,6 +1,7 @@
 // CUDA dense GEMMs: matmul via cublasGemmStridedBatchedEx (one call for the whole batch; a shared
 // operand has stride 0), linear via cuBLASLt with the bias add fused in the epilogue
-// (CUBLASLT_EPILOGUE_BIAS; falls back to GEMM + a bias kernel when no Lt algorithm fits), and
+// (CUBLASLT_EPILOGUE_BIAS; falls back to GEMM + a bias kernel when no Lt algorithm fits or the bias
+// is not 16-byte aligned), and
 // bias_grad as a column reduction. cuBLAS is column-major, so the row-major C = op(A) op(B) is
 // computed as C^T = op(B)^T op(A)^T with the operands swapped. Accumulation is always f32; bf16/f16
 // use tensor cores; f32 uses full FP32 unless allow_tf32(). Covered by tests/gpu/matmul_parity_test.cpp.
@@ -165,7 +166,10 @@ void matmul_forward(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool
 void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) {
   const MatmulPlan p = matmul_plan(x.shape(), w.shape(), false, false, "linear");
   if (p.m == 0 || p.n == 0) return;
-  if (bias.defined() && p.k > 0 && p.m < INT32_MAX && lt_linear(x, w, bias, out, p)) return;
+  // cuBLASLt's bias epilogue reads the bias with 16-byte loads: a less aligned bias (a view at an odd
+  // offset) takes the GEMM + bias-kernel path.
+  if (bias.defined() && p.k > 0 && p.m < INT32_MAX && alignment_of(bias.raw()) >= 16 && lt_linear(x, w, bias, out, p))
+    return;
   gemm(x, w, out, false, false, p, 1.f, 0.f);
   if (!bias.defined()) return;
   const long long total = out.numel();

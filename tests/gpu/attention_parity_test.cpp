@@ -1,11 +1,14 @@
 // CPU-vs-CUDA parity of fused attention (f32 and bf16) for head sizes 32, 64, 128, 256 and an odd
 // one (generic path), with and without causal/padding masks, Hk = 1 and Hk = H, both head_weight
-// shapes, a fully padded sequence and Tq = 1 decoding (skipped without a GPU).
+// shapes, a fully padded sequence and Tq = 1 decoding, and on cuda:1 while cuda:0 is current
+// (skipped without a GPU).
 #include <catch2/catch.hpp>
 #include <cmath>
 
 #include "graph/expr/attention.h"
+#include "ops/attention.h"
 #include "support/parity.h"
+#include "tensor/device.h"
 
 using namespace moe;
 
@@ -71,4 +74,29 @@ TEST_CASE("attention parity: head sizes off the 8-element grid, wide GQA groups"
   // one sequence fully padded (rows with no visible key: out 0, lse -inf, no gradient, no NaN).
   check_case({3, 50, 130, 8, 2, 64, true, true, 1}, 15);
   check_case({3, 1, 1, 8, 2, 64, false, true, 0}, 16);  // one key: batches 1 and 2 fully masked
+}
+
+TEST_CASE("attention on cuda:1 while cuda:0 is current", "[gpu][attention]") {
+  // The opt-in to more than 48 KiB of dynamic shared memory (cudaFuncSetAttribute) holds for the
+  // device that is current when it is set: the launchers must make the tensors' device current first,
+  // or the launch on cuda:1 fails when work on cuda:0 came last (D = 128: the kernels need 60-150 KiB).
+  if (gpu_count() < 2) {
+    WARN("one GPU: the cuda:1 case needs two (the CUDA emulator has two)");
+    return;
+  }
+  const Shape qs{2, 70, 2, 128}, ls{2, 2, 70};
+  const Tensor q = test::random_tensor(qs, 21, -2, 2), k = test::random_tensor(qs, 22, -2, 2),
+               v = test::random_tensor(qs, 23), none;
+  const float scale = 1.f / std::sqrt(128.f);
+  Tensor ref = Tensor::empty(qs, DType::f64, Device::cpu()), ref_lse = Tensor::empty(ls, DType::f64, Device::cpu());
+  attention_forward(q, k, v, none, true, scale, none, ref, ref_lse);
+  for (DType dt : {DType::f32, DType::bf16}) {
+    INFO(dtype_name(dt));
+    auto on1 = [dt](const Tensor& t) { return Tensor::from_vector(t.to_vector<double>(), t.shape(), Device::cuda(1), dt); };
+    const Tensor q1 = on1(q), k1 = on1(k), v1 = on1(v);
+    Tensor out = Tensor::empty(qs, dt, Device::cuda(1)), lse = Tensor::empty(ls, DType::f32, Device::cuda(1));
+    Tensor::zeros(Shape{1}, DType::f32, Device::cuda(0));  // work on cuda:0 makes it the current device
+    attention_forward(q1, k1, v1, none, true, scale, none, out, lse);
+    CHECK(test::rel_error(out.to_vector<double>(), ref.to_vector<double>()) < (dt == DType::f32 ? 1e-5 : 2e-2));
+  }
 }

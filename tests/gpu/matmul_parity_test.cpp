@@ -1,8 +1,11 @@
 // CPU-vs-CUDA parity of matmul (2-D, batched, shared operands, every transposition) and linear
-// (cuBLASLt bias epilogue and its fallback at odd sizes), f32 and bf16, forward and gradients.
+// (cuBLASLt bias epilogue and its fallback at odd sizes and for a misaligned bias), f32 and bf16,
+// forward and gradients.
 #include <catch2/catch.hpp>
+#include <cstdint>
 
 #include "graph/expr/matmul.h"
+#include "ops/matmul.h"
 #include "support/parity.h"
 
 using namespace moe;
@@ -61,5 +64,24 @@ TEST_CASE("linear parity", "[gpu][matmul][linear]") {
       CHECK(nb.forward < (dt == DType::f32 ? 1e-5 : 2e-2));
       CHECK(nb.backward < (dt == DType::f32 ? 1e-5 : 2e-2));
     }
+  }
+}
+
+TEST_CASE("linear with a bias vector that is not 16-byte aligned", "[gpu][matmul][linear]") {
+  // cuBLASLt's bias epilogue needs a 16-byte-aligned bias vector (the emulator's cuBLASLt fails the
+  // matmul otherwise, as the GPU does); a bias that is a view at an odd element offset must take the
+  // GEMM + bias-kernel path instead.
+  Tensor x = test::random_tensor(Shape{9, 24}, 40), w = test::random_tensor(Shape{24, 40}, 41);
+  Tensor bias_all = test::random_tensor(Shape{41}, 42);
+  Tensor ref = Tensor::empty(Shape{9, 40}, DType::f64, Device::cpu());
+  linear_forward(x, w, bias_all.flat_range(1, 40), ref);
+  for (DType dt : {DType::f32, DType::bf16}) {
+    INFO(dtype_name(dt));
+    auto on_gpu = [dt](const Tensor& t) { return Tensor::from_vector(t.to_vector<double>(), t.shape(), Device::cuda(0), dt); };
+    const Tensor bias = on_gpu(bias_all).flat_range(1, 40);
+    REQUIRE(reinterpret_cast<uintptr_t>(bias.raw()) % 16 != 0);
+    Tensor out = Tensor::empty(Shape{9, 40}, dt, Device::cuda(0));
+    linear_forward(on_gpu(x), on_gpu(w), bias, out);
+    CHECK(test::rel_error(out.to_vector<double>(), ref.to_vector<double>()) < (dt == DType::f32 ? 1e-5 : 2e-2));
   }
 }

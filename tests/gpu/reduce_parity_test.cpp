@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "graph/expr/reduce.h"
+#include "ops/reduce.h"
 #include "support/parity.h"
 
 using namespace moe;
@@ -55,4 +56,31 @@ TEST_CASE("sum_to_shape parity", "[gpu][reduce]") {
       CHECK(test::rel_error(out.to_vector<double>(), ref.to_vector<double>()) < (dt == DType::f32 ? 1e-5 : 2e-2));
     }
   }
+}
+
+TEST_CASE("max over long rows of -inf", "[gpu][reduce]") {
+  // Rows of more than 1024 elements take the block reduction. Padding its per-warp maxima with
+  // -FLT_MAX instead of -inf made the max of a row of -inf -FLT_MAX, which no element equals, so the
+  // backward dropped the row's gradient. The CPU reference gives -inf and the gradient to the first.
+  const Shape s{2, 3000};
+  std::vector<double> v(6000, -INFINITY);
+  v[3000 + 17] = 1.5;  // the second row has one finite element
+  for (Device d : {Device::cpu(), Device::cuda(0)})
+    for (DType dt : {DType::f32, DType::bf16}) {
+      if (d.is_cpu() && dt == DType::bf16) continue;
+      INFO(d << " " << dtype_name(dt));
+      Tensor x = Tensor::from_vector(v, s, d, dt), y = Tensor::empty(Shape{2}, dt, d);
+      reduce_forward(ReduceOp::max, x, 1, y);
+      const std::vector<double> yv = y.to_vector<double>();
+      CHECK(yv[0] == -INFINITY);
+      CHECK(yv[1] == 1.5);
+      Tensor dx = Tensor::zeros(s, dt, d);
+      reduce_backward(ReduceOp::max, x, 1, y, Tensor::from_vector(std::vector<double>{1.0, 2.0}, Shape{2}, d, dt), dx);
+      const std::vector<double> g = dx.to_vector<double>();
+      double total = 0;
+      for (double e : g) total += e;
+      CHECK(g[0] == 1.0);
+      CHECK(g[3000 + 17] == 2.0);
+      CHECK(total == 3.0);
+    }
 }
