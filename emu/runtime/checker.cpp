@@ -79,22 +79,24 @@ bool readers_unordered(const Worker& w, const ShadowByte& b, const ThreadState& 
   return false;
 }
 
-/// A write of the running thread whose effect on the byte is known: check it, then record it.
-void finalize_write(ThreadState& t, ShadowByte& b, bool changed, uintptr_t pc, uintptr_t addr) {
+/// A write of the running thread to arena byte `off` whose effect is known: check it, then record it.
+void finalize_write(ThreadState& t, size_t off, bool changed, uintptr_t pc) {
   Worker& w = *t.worker;
+  ShadowByte& b = w.shadow[off];
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(w.arena) + off;
   if (changed && b.w_epoch == w.epoch && b.w_tid != t.tid && !ordered(w, b.w_tid, b.w_seq, t))
     report(t, ReportKind::race, pc,
            "write changes " + shared_place(w, addr) + ", which another thread wrote with no barrier between", false,
-           addr, b.w_tid, b.w_pc);
+           addr, b.w_tid, w.shadow_pcs[off].write);
   else if (changed && b.r_epoch == w.epoch && readers_unordered(w, b, t))
     report(t, ReportKind::race, pc,
            "write changes " + shared_place(w, addr) + ", which another thread read with no barrier between", false,
-           addr, b.r_tid, b.r_pc);
+           addr, b.r_tid, w.shadow_pcs[off].read);
   b.w_changed = (b.w_epoch == w.epoch && b.w_tid == t.tid) ? (b.w_changed | changed) : changed;
   b.w_tid = uint16_t(t.tid);
   b.w_epoch = w.epoch;
   b.w_seq = w.sync_counter;
-  b.w_pc = pc;
+  w.shadow_pcs[off].write = pc;
 }
 
 void shared_access(ThreadState& t, uintptr_t a, size_t bytes, bool write, uintptr_t pc, bool atomic) {
@@ -122,35 +124,35 @@ void shared_access(ThreadState& t, uintptr_t a, size_t bytes, bool write, uintpt
     }
     return;
   }
-  for (size_t i = 0; i < bytes; ++i) {
-    ShadowByte& b = w.shadow[off + i];
-    if (b.async_pending) {
-      report(t, ReportKind::async_in_flight, pc,
-             access_text(write, bytes) + " of " + shared_place(w, a) +
-                 " before the cp.async copy into it has landed (no __pipeline_wait_prior for its group)",
-             false, a);
-      break;
-    }
-    if (b.init_gen != w.block_gen) {
-      report(t, ReportKind::uninitialized_read, pc,
-             access_text(false, bytes) + " of " + shared_place(w, a) + ", which no thread of the block has written",
-             false, a);
-      break;
-    }
-    if (!atomic && b.pending_seg != t.segment && b.w_epoch == w.epoch && b.w_tid != t.tid && b.w_changed &&
-        !ordered(w, b.w_tid, b.w_seq, t)) {
-      report(t, ReportKind::race, pc,
-             "read of " + shared_place(w, a) + ", which another thread wrote with no barrier between", false, a,
-             b.w_tid, b.w_pc);
-      break;
-    }
-  }
-  if (atomic) return;  // atomics do not race with each other; their bytes stay as they were for the checker
+  // Reads (and atomics): one pass that checks each byte and records the read.
   const unsigned me = 1u << t.lane;
+  bool reported = false;
   for (size_t i = 0; i < bytes; ++i) {
     ShadowByte& b = w.shadow[off + i];
+    if (!reported) {
+      if (b.async_pending) {
+        report(t, ReportKind::async_in_flight, pc,
+               access_text(write, bytes) + " of " + shared_place(w, a) +
+                   " before the cp.async copy into it has landed (no __pipeline_wait_prior for its group)",
+               false, a);
+        reported = true;
+      } else if (b.init_gen != w.block_gen) {
+        report(t, ReportKind::uninitialized_read, pc,
+               access_text(false, bytes) + " of " + shared_place(w, a) + ", which no thread of the block has written",
+               false, a);
+        reported = true;
+      } else if (!atomic && b.pending_seg != t.segment && b.w_epoch == w.epoch && b.w_tid != t.tid && b.w_changed &&
+                 !ordered(w, b.w_tid, b.w_seq, t)) {
+        report(t, ReportKind::race, pc,
+               "read of " + shared_place(w, a) + ", which another thread wrote with no barrier between", false, a,
+               b.w_tid, w.shadow_pcs[off + i].write);
+        reported = true;
+      }
+    }
+    if (atomic) continue;  // atomics do not race with each other; their bytes stay as they were for the checker
     if (b.r_epoch != w.epoch) {
-      b.r_epoch = w.epoch, b.r_tid = uint16_t(t.tid), b.r_warp = int16_t(t.warp), b.r_lanes = me, b.r_pc = pc;
+      b.r_epoch = w.epoch, b.r_tid = uint16_t(t.tid), b.r_warp = int16_t(t.warp), b.r_lanes = me;
+      w.shadow_pcs[off + i].read = pc;
     } else if (b.r_warp != t.warp) {
       b.r_warp = -2;
     } else {
@@ -226,7 +228,7 @@ void flush_pending_writes(ThreadState& t) {
       ShadowByte& b = w.shadow[off];
       if (b.pending_seg != t.segment) continue;  // an earlier record of this segment covered the byte
       b.pending_seg = 0;
-      finalize_write(t, b, (p.fresh >> i & 1u) || w.arena[off] != p.old[i], p.pc, p.addr + i);
+      finalize_write(t, off, (p.fresh >> i & 1u) || w.arena[off] != p.old[i], p.pc);
     }
   t.pending.clear();
 }
@@ -239,7 +241,7 @@ void record_shared_write(ThreadState& t, uintptr_t addr, const uint8_t* old_byte
     const bool fresh = b.init_gen != w.block_gen;
     b.init_gen = w.block_gen;
     b.async_pending = 0;
-    finalize_write(t, b, fresh || w.arena[off + i] != old_bytes[i], pc, addr + i);
+    finalize_write(t, off + i, fresh || w.arena[off + i] != old_bytes[i], pc);
   }
 }
 

@@ -57,6 +57,7 @@ std::unique_ptr<Worker> make_worker(int id) {
   w->arena_bytes = kArenaBytes;
   w->arena = static_cast<unsigned char*>(std::aligned_alloc(4096, kArenaBytes));
   w->shadow.assign(kArenaBytes, ShadowByte{});
+  w->shadow_pcs.assign(kArenaBytes, ShadowPcs{});
   w->threads.resize(kMaxThreads);
   w->warps.resize(kMaxWarps);
   for (ThreadState& t : w->threads) t.worker = w.get(), t.pending.reserve(256);

@@ -93,7 +93,8 @@ struct WarpState {
   }
 };
 
-/// One shadow record per byte of shared memory (the checker's view).
+/// One shadow record per byte of shared memory (the checker's view); kept small (36 bytes), the program
+/// counters of the last accesses, needed only for reports, are in ShadowPcs beside it.
 struct ShadowByte {
   uint32_t init_gen;     // == Worker::block_gen: written in this block
   uint32_t pending_seg;  // segment of a write whose value is not known yet
@@ -102,7 +103,9 @@ struct ShadowByte {
   uint16_t w_tid, r_tid;
   int16_t r_warp;  // -2: readers in several warps
   uint8_t w_changed, async_pending;
-  uintptr_t w_pc, r_pc;
+};
+struct ShadowPcs {
+  uintptr_t write, read;  // the last write, the first read of the epoch
 };
 
 struct SharedRegion {
@@ -118,6 +121,7 @@ struct Worker {
   unsigned char* arena = nullptr;  // shared memory of the running block
   size_t arena_bytes = 0;
   std::vector<ShadowByte> shadow;
+  std::vector<ShadowPcs> shadow_pcs;
   std::vector<ThreadState> threads;
   std::vector<WarpState> warps;
   FiberContext scheduler;
