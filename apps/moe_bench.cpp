@@ -1,7 +1,8 @@
 // moe-bench: per-kernel timings (median ms), TFLOP/s or GB/s and the fraction of the device ceiling
 // measured in the same run, as a text table or JSON lines. `moe-bench --device cuda` (bf16,
 // transformer-base shapes) or `--device cpu` (f32, small shapes); --list shows the cases, --filter
-// picks them by regex, --has-gpu answers whether a GPU is there (scripts/demo.sh). Logic in lib/bench/ (bench.h);
+// picks them by regex, --has-gpu answers whether a GPU is there (scripts/demo.sh; the CUDA emulator's
+// devices do not count), --has-cuda whether cuda:0 exists at all (tests/scripts/cuda_e2e.sh). Logic in lib/bench/ (bench.h);
 // covered by tests/bench/bench_test.cpp.
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -13,7 +14,7 @@ int main(int argc, char** argv) {
   CLI::App app{"moe-bench: per-kernel timings, TFLOP/s or GB/s and the fraction of the measured device ceiling"};
   std::string device = "auto", dtype, scale, format = "text", filter, json_out;
   int repeat = 0, warmup = -1;
-  bool list = false, no_flush = false, no_ceilings = false, has_gpu = false;
+  bool list = false, no_flush = false, no_ceilings = false, has_gpu = false, has_cuda = false;
   app.add_option("--device", device, "cpu, cuda, cuda:N or auto (a GPU when one answers)");
   app.add_option("--dtype", dtype, "activation / GEMM dtype (default bf16 on a GPU, f32 on the CPU)");
   app.add_option("--scale", scale, "shapes: full (transformer-base; GPU default), small (CPU default), tiny")
@@ -28,11 +29,14 @@ int main(int argc, char** argv) {
   app.add_flag("--no-ceilings", no_ceilings, "skip measuring the copy and GEMM ceilings (no % ceil column)");
   app.add_flag("--list", list, "list the cases and exit");
   app.add_flag("--has-gpu", has_gpu, "print how many GPUs answer and exit 0 when there is one, else 1 (scripts)");
+  app.add_flag("--has-cuda", has_cuda,
+               "exit 0 when cuda:0 exists, a GPU or the CUDA emulator's device (emu/), else 1 (scripts)");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (has_gpu) {
-      std::cout << moe::gpu_count() << "\n";
-      return moe::gpu_count() > 0 ? 0 : 1;
+    if (has_gpu || has_cuda) {
+      const bool emulated = moe::cuda_emulated() && moe::gpu_count() > 0;
+      std::cout << moe::gpu_count() << (emulated ? " (emulated on the CPU)" : "") << "\n";
+      return moe::gpu_count() > 0 && (has_cuda || !emulated) ? 0 : 1;
     }
     if (list) {
       for (const std::string& line : moe::bench::list_cases()) std::cout << line << "\n";

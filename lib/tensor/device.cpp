@@ -21,9 +21,17 @@ int gpu_count() {
 
 bool has_gpu() { return gpu_count() > 0; }
 
+bool cuda_emulated() {
+#ifdef MOE_CUDA_EMU
+  return true;
+#else
+  return false;
+#endif
+}
+
 Device Device::parse(const std::string& text) {
   if (text == "cpu") return cpu();
-  if (text == "auto") return has_gpu() ? cuda(0) : cpu();
+  if (text == "auto") return has_gpu() && !cuda_emulated() ? cuda(0) : cpu();
   for (const std::string prefix : {"cuda", "gpu"}) {
     if (text.rfind(prefix, 0) != 0) continue;
     std::string rest = text.substr(prefix.size());

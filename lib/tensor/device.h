@@ -14,7 +14,8 @@ struct Device {
 
   static Device cpu() { return {DeviceType::cpu, 0}; }
   static Device cuda(int i = 0) { return {DeviceType::cuda, i}; }
-  /// "cpu", "cuda", "cuda:N", "gpu", "gpuN"; "auto" = cuda:0 when a GPU is present, else cpu.
+  /// "cpu", "cuda", "cuda:N", "gpu", "gpuN"; "auto" = cuda:0 when a GPU is present (not the CUDA
+  /// emulator's), else cpu.
   static Device parse(const std::string& text);
 
   bool is_cpu() const { return type == DeviceType::cpu; }
@@ -26,10 +27,14 @@ struct Device {
 
 inline std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
 
-/// True when CUDA support was compiled in and at least one GPU answers at run time.
+/// True when CUDA support was compiled in and at least one CUDA device answers at run time (a GPU,
+/// or in a MOE_CUDA_EMU build the CUDA emulator's devices).
 bool has_gpu();
 /// Number of usable CUDA devices (0 without a driver, a GPU, or CUDA support in this build).
 int gpu_count();
+/// True in a build for the CUDA emulator (emu/): the cuda devices run on the CPU, about a thousand
+/// times slower than a GPU, so "auto" does not choose them.
+bool cuda_emulated();
 /// True when this build contains the CUDA kernels (nvcc was found at configure time).
 bool built_with_cuda();
 

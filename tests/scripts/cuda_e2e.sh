@@ -16,7 +16,7 @@ UPDATES="${CUDA_E2E_UPDATES:-6}"
 E2E_NAME=cuda_e2e
 source "$(dirname "$0")/lib/e2e_common.sh"
 if [[ ! -f "$DATA/train.en" ]]; then echo "cuda_e2e: no Multi30k data in $DATA: skipped"; exit 77; fi
-if ! "$BIN/moe-bench" --has-gpu; then echo "cuda_e2e: no CUDA device (GPU or emulator): skipped"; exit 77; fi
+if ! "$BIN/moe-bench" --has-cuda; then echo "cuda_e2e: no CUDA device (GPU or emulator): skipped"; exit 77; fi
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/moe-cuda-e2e.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 

@@ -40,6 +40,10 @@ TEST_CASE("device", "[tensor]") {
   if (!has_gpu()) {
     CHECK_THROWS_WITH(Tensor::empty(Shape{4}, DType::f32, Device::cuda(0)), Catch::Contains("not available"));
   }
+  if (cuda_emulated()) {  // the CUDA emulator's devices exist, but "auto" keeps the (much faster) CPU
+    CHECK(has_gpu());
+    CHECK(Device::parse("auto").is_cpu());
+  }
 }
 
 TEST_CASE("tensor views and conversions", "[tensor]") {
