@@ -71,7 +71,9 @@ void register_train_keys(config::Schema& s) {
                 "(e.g. '.*attn\\.o\\..*'); empty = all (MAE fine-tuning: FTG [gate], FTG+ [gate, '.*_attn\\.o\\..*'])");
   s.add_int("train.seed", 1, "seed of initialisation, shuffling and dropout");
   s.add_string("train.device", "auto", "cpu | cuda | cuda:N | auto (a GPU when present)");
-  s.add_string("train.dtype", "f32", "compute dtype: f32 | bf16 | f16 (f32 master weights; f16 adds loss scaling)");
+  s.add_string("train.dtype", "f32",
+               "compute dtype: f32 | bf16 | f16 (f32 master weights; f16 adds loss scaling) | auto (bf16 on a GPU, "
+               "f32 on the CPU)");
   s.add_float("train.label_smoothing", 0.1, "label smoothing of the training loss");
   s.add_float("train.clip_norm", 0.0, "clip the gradient norm to this (0 = off)");
   s.add_string("train.optimizer", "adam", "adam | adamw | sgd | nag");
@@ -208,8 +210,10 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
   o.seed = static_cast<uint64_t>(c.get_int("train.seed"));
   o.device = c.get_string("train.device");
   const std::string dt = c.get_string("train.dtype");
-  MOE_CHECK(dt == "f32" || dt == "bf16" || dt == "f16", "train.dtype: '", dt, "' is not one of f32, bf16, f16");
-  o.dtype = dtype_from_name(dt);
+  MOE_CHECK(dt == "f32" || dt == "bf16" || dt == "f16" || dt == "auto", "train.dtype: '", dt,
+            "' is not one of f32, bf16, f16, auto");
+  o.dtype_auto = dt == "auto";
+  o.dtype = o.dtype_auto ? DType::f32 : dtype_from_name(dt);  // auto: resolved by the Trainer for its device
   o.label_smoothing = static_cast<float>(c.get_float("train.label_smoothing"));
   MOE_CHECK(o.label_smoothing >= 0 && o.label_smoothing < 1, "train.label_smoothing must be in [0, 1), got ",
             o.label_smoothing);

@@ -78,6 +78,7 @@ struct TrainOptions {
   uint64_t seed = 1;
   std::string device = "auto";
   DType dtype = DType::f32;  // compute dtype: f32, bf16 (f32 masters) or f16 (+ dynamic loss scaling)
+  bool dtype_auto = false;   // train.dtype auto: the Trainer picks bf16 on a GPU, f32 on the CPU, and logs it
   float label_smoothing = 0.1f;
   double clip_norm = 0;
   std::string optimizer = "adam";

@@ -32,8 +32,13 @@ Trainer::Trainer(TrainOptions options, std::string config_text)
       scaler_(o_.dtype == DType::f16, o_.loss_scale, o_.loss_scale_window) {
   st_.seed = o_.seed;
   st_.loss_scale = scaler_.scale();
+  if (o_.dtype_auto) {  // never f16, so the loss scaler (set up above for f32) stays off
+    o_.dtype = device_.is_cuda() ? DType::bf16 : DType::f32;
+    spdlog::info("moe-train: train.dtype auto: {} on {}", dtype_name(o_.dtype), device_.str());
+  }
   MOE_CHECK(o_.dtype == DType::f32 || device_.is_cuda(), "train.dtype ", dtype_name(o_.dtype),
-            " needs a GPU (train.device resolved to ", device_.str(), "); the CPU trains in f32");
+            " needs a GPU (train.device resolved to ", device_.str(), "); the CPU trains in f32 (train.dtype auto "
+            "picks it)");
 }
 
 Trainer::~Trainer() = default;

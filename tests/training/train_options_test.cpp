@@ -9,6 +9,7 @@
 #include "config/command_line.h"
 #include "models/model.h"
 #include "models/transformer.h"
+#include "training/trainer.h"
 
 using namespace moe;
 
@@ -102,6 +103,10 @@ TEST_CASE("train options: errors name the key", "[training][options]") {
     return TrainOptions::from_config(c);
   };
   CHECK_THROWS_WITH(with("train.dtype", "f64"), Catch::Contains("train.dtype") && Catch::Contains("f64"));
+  CHECK(with("train.dtype", "auto").dtype_auto);
+  TrainOptions bf16_on_cpu = with("train.dtype", "bf16");  // explicit bf16 on the CPU stays an error
+  bf16_on_cpu.device = "cpu";
+  CHECK_THROWS_WITH(Trainer(bf16_on_cpu), Catch::Contains("train.dtype bf16 needs a GPU") && Catch::Contains("auto"));
   CHECK_THROWS_WITH(with("train.update_freq", "0"), Catch::Contains("train.update_freq"));
   CHECK_THROWS_WITH(with("data.train.src", ""), Catch::Contains("data.train.src"));
   CHECK_THROWS_WITH(with("data.valid.tgt", ""), Catch::Contains("data.valid.src"));
