@@ -7,7 +7,8 @@
 namespace moe {
 
 LmEvalSum lm_eval_sum(const Model& model, ParameterStore& store, const std::vector<data::LmBatch>& batches,
-                      DType compute_dtype, data::BatchUploader& uploader) {
+                      DType compute_dtype, data::BatchUploader& uploader,
+                      const std::function<void(int64_t tokens)>& on_batch) {
   MOE_CHECK(model.is_language_model(), "LM evaluation: model type '", model.type(), "' is not a language model");
   LmEvalSum s;
   for (const data::LmBatch& cpu_batch : batches) {
@@ -16,6 +17,7 @@ LmEvalSum lm_eval_sum(const Model& model, ParameterStore& store, const std::vect
     Builder b(g);
     s.nll += model.lm_loss(b, batch, 0.f).val().item();
     s.tokens += batch.tokens;
+    if (on_batch) on_batch(s.tokens);
   }
   return s;
 }

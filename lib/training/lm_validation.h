@@ -6,6 +6,7 @@
 // Covered by tests/training/lm_train_test.cpp and tests/translator/scoring_test.cpp.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "data/batch.h"
@@ -20,8 +21,10 @@ struct LmEvalSum {
   int64_t tokens = 0;  // scored targets
 };
 
-/// Sums over `batches` (CPU) on the store's device; `uploader` moves them there.
+/// Sums over `batches` (CPU) on the store's device; `uploader` moves them there. `on_batch(tokens)`
+/// (optional) gets the tokens scored so far after each batch (progress reports).
 LmEvalSum lm_eval_sum(const Model& model, ParameterStore& store, const std::vector<data::LmBatch>& batches,
-                      DType compute_dtype, data::BatchUploader& uploader);
+                      DType compute_dtype, data::BatchUploader& uploader,
+                      const std::function<void(int64_t tokens)>& on_batch = {});
 
 }  // namespace moe

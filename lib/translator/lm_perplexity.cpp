@@ -39,7 +39,8 @@ PerplexityResult lm_perplexity(const Model& model, ParameterStore& params, Devic
   MOE_CHECK(stride <= o.context, "ppl: --stride ", stride, " exceeds --context ", o.context);
   data::BatchUploader uploader(device);
   const LmEvalSum sum = lm_eval_sum(
-      model, params, data::eval_batches(stream, o.context, stride, o.batch_size, eos_id, pad_id), o.dtype, uploader);
+      model, params, data::eval_batches(stream, o.context, stride, o.batch_size, eos_id, pad_id), o.dtype, uploader,
+      o.progress);
   PerplexityResult r;
   r.nll = sum.nll;
   r.tokens = sum.tokens;

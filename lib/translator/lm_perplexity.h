@@ -7,6 +7,7 @@
 // PPL = exp(nll / tokens). Covered by tests/translator/scoring_test.cpp.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct PerplexityOptions {
   int64_t stride = 0;      // scored targets per later window; 0 = context / 2 (at least 1)
   int64_t batch_size = 8;  // windows per forward pass
   DType dtype = DType::f32;
+  std::function<void(int64_t scored_tokens)> progress;  // optional: after each batch of windows
 };
 
 struct PerplexityResult {

@@ -16,6 +16,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "common/progress_meter.h"
 #include "models/mae_causality.h"
 #include "training/checkpoint.h"
 #include "translator/expert_report.h"
@@ -81,6 +82,7 @@ struct PplArgs {
   std::string input = "-", format = "text";
   PerplexityOptions opt;
   bool score_only = false;
+  double log_every = 30;
 };
 
 metrics::SubcommandRunner setup_ppl(CLI::App& sub) {
@@ -98,6 +100,11 @@ metrics::SubcommandRunner setup_ppl(CLI::App& sub) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   sub.add_flag("-b,--score-only", a->score_only, "print only the perplexity");
+  sub.add_option("--log-every", a->log_every,
+                 "seconds between progress lines on stderr when it is not a terminal (0 = none; on a terminal one "
+                 "line is redrawn in place)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   return [a, context, stride](std::ostream& out, std::ostream& err) {
     const auto [device, dtype] = placement(a->m, "ppl");
     a->opt.dtype = dtype;
@@ -109,7 +116,12 @@ metrics::SubcommandRunner setup_ppl(CLI::App& sub) {
     const data::Vocab& vocab = first_vocab(ck, {"lm", "tgt", "src"});
     const auto lines = metrics::read_lines(a->input);
     const auto stream = lm_stream_of(lines, vocab);
-    PerplexityResult r = lm_perplexity(*ck.model, *ck.params, device, stream, a->opt, vocab.eos_id(), vocab.pad_id());
+    ProgressMeter progress(err, {.name = "moe-score ppl", .unit = "tokens", .total = int64_t(stream.size()),
+                                 .log_every = a->log_every, .terminal = stderr_is_terminal()});
+    PerplexityOptions opt = a->opt;
+    opt.progress = [&progress](int64_t tokens) { progress.update(tokens); };
+    PerplexityResult r = lm_perplexity(*ck.model, *ck.params, device, stream, opt, vocab.eos_id(), vocab.pad_id());
+    progress.finish();
     r.lines = static_cast<int64_t>(lines.size());
     for (const auto& l : lines) r.words += count_words(l);
     const int64_t stride = a->opt.stride > 0 ? a->opt.stride : std::max<int64_t>(1, a->opt.context / 2);

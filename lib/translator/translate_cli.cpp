@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "common/progress_meter.h"
 #include "data/utf8.h"
 #include "training/checkpoint.h"
 #include "translator/mae_inference.h"
@@ -19,6 +20,19 @@ namespace {
 const data::Vocab& vocab_or(const LoadedCheckpoint& ck, const std::string& role, const std::string& fallback) {
   if (ck.vocabs.count(role)) return *ck.vocabs.at(role);
   return ck.vocab(fallback);
+}
+
+/// Lines of a file (for the progress total); -1 for standard input, which is read once.
+int64_t count_lines(const std::string& path) {
+  if (path == "-") return -1;
+  std::ifstream f(path, std::ios::binary);
+  int64_t n = 0;
+  char last = '\n';
+  for (char buf[1 << 16]; f.read(buf, sizeof buf) || f.gcount() > 0;) {
+    for (std::streamsize i = 0; i < f.gcount(); ++i) n += buf[i] == '\n';
+    last = buf[f.gcount() - 1];
+  }
+  return n + (last != '\n');
 }
 }  // namespace
 
@@ -67,6 +81,12 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   }
 
   const auto t1 = std::chrono::steady_clock::now();
+  ProgressMeter progress(err, {.name = "moe-translate", .unit = "lines", .total = count_lines(o.input),
+                               .log_every = o.quiet ? 0 : o.log_every, .terminal = !o.quiet && stderr_is_terminal()});
+  int64_t done_lines = 0, done_tokens = 0;
+  const auto on_batch = [&](int64_t sentences, int64_t tokens) {
+    progress.update(done_lines += sentences, done_tokens += tokens);
+  };
   TranslateStats stats;
   std::vector<std::string> chunk;
   std::string line;
@@ -82,12 +102,15 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
     }
     MOE_CHECK(!is->bad(), "error reading '", o.input, "'");
     if (chunk.empty()) break;
-    for (const std::string& r : translate_lines(translator, src_vocab, tgt_vocab, chunk, o.n_best, stats.lines, stats))
+    const int64_t first = stats.lines;
+    for (const std::string& r : translate_lines(translator, src_vocab, tgt_vocab, chunk, o.n_best, first, stats, on_batch))
       *os << r << '\n';
+    done_lines = stats.lines;  // empty lines too (they are not decoded)
     os->flush();
     MOE_CHECK(os->good(), "error writing '", o.output, "'");
   }
   const auto t2 = std::chrono::steady_clock::now();
+  progress.finish();
   if (stats.invalid_utf8 > 0) {
     err << "moe-translate: warning: " << stats.invalid_utf8 << " input line(s) of '" << o.input
         << "' were not valid UTF-8 (line";
@@ -138,7 +161,12 @@ int translate_main(int argc, char** argv) {
   app.add_option("--dtype", o.dtype, "compute dtype on the GPU")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "bf16"}));
-  app.add_flag("-q,--quiet", o.quiet, "no summary on stderr");
+  app.add_flag("-q,--quiet", o.quiet, "no summary or progress on stderr");
+  app.add_option("--log-every", o.log_every,
+                 "seconds between progress lines on stderr when it is not a terminal (0 = none; on a terminal one "
+                 "line is redrawn in place)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

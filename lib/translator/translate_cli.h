@@ -1,7 +1,8 @@
 // The moe-translate command line: `moe-translate -m CHECKPOINT [-i IN] [-o OUT]` plus the search,
 // batching and device options. Reads raw text (stdin by default), writes detokenised text (stdout by
-// default) one line per input line, in input order, in chunks so that long inputs stream; reports
-// lines, words/s and tokens/s (and truncated lines) on stderr at the end.
+// default) one line per input line, in input order, in chunks so that long inputs stream; shows
+// progress on stderr while it runs (common/progress_meter.h) and reports lines, words/s and tokens/s
+// (and truncated lines) there at the end.
 // Covered by tests/translator/translate_cli_test.cpp.
 #pragma once
 #include <cstdint>
@@ -21,7 +22,8 @@ struct TranslateCliOptions {
   int64_t chunk_lines = 10000;  // input lines read, sorted and translated at a time
   std::string device = "auto", dtype = "f32";
   std::string mae_inference = "mixture";  // MAE models: mixture | argmax (the single most-weighted expert)
-  bool quiet = false;                     // no summary on stderr
+  bool quiet = false;                     // no summary or progress on stderr
+  double log_every = 30;                  // seconds between progress lines off a terminal (0 = none)
 };
 
 /// Runs a translation job; results go to options.output (or `out` when it is "-"), the summary and

@@ -24,10 +24,12 @@ struct TranslateStats {
   std::vector<int64_t> invalid_utf8_first;  // their 1-based line numbers, the first few
 };
 
-/// Translates `lines`; `first_index` numbers the lines in n-best output. Adds to `stats`.
-std::vector<std::string> translate_lines(const Translator& translator, const data::Vocab& src_vocab,
-                                         const data::Vocab& tgt_vocab, const std::vector<std::string>& lines,
-                                         int n_best, int64_t first_index, TranslateStats& stats);
+/// Translates `lines`; `first_index` numbers the lines in n-best output. Adds to `stats`; `on_batch`
+/// as Translator::translate (progress).
+std::vector<std::string> translate_lines(
+    const Translator& translator, const data::Vocab& src_vocab, const data::Vocab& tgt_vocab,
+    const std::vector<std::string>& lines, int n_best, int64_t first_index, TranslateStats& stats,
+    const std::function<void(int64_t sentences, int64_t target_tokens)>& on_batch = {});
 
 /// Number of whitespace-separated words in `line`.
 int64_t count_words(const std::string& line);

@@ -77,7 +77,9 @@ std::vector<std::vector<Hypothesis>> Translator::translate_batch(
   return beam_search(lengths, step, reorder, o_.search);
 }
 
-std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std::vector<int32_t>>& sources) const {
+std::vector<std::vector<Hypothesis>> Translator::translate(
+    const std::vector<std::vector<int32_t>>& sources,
+    const std::function<void(int64_t sentences, int64_t target_tokens)>& on_batch) const {
   std::vector<std::vector<Hypothesis>> out(sources.size());
   std::vector<size_t> nonempty;
   std::vector<int64_t> lengths;
@@ -90,7 +92,12 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
     std::vector<const std::vector<int32_t>*> srcs;
     for (size_t j : batch) srcs.push_back(&sources[nonempty[j]]);
     auto res = translate_batch(srcs);
-    for (size_t j = 0; j < batch.size(); ++j) out[nonempty[batch[j]]] = std::move(res[j]);
+    int64_t tokens = 0;
+    for (size_t j = 0; j < batch.size(); ++j) {
+      if (!res[j].empty()) tokens += static_cast<int64_t>(res[j][0].tokens.size());
+      out[nonempty[batch[j]]] = std::move(res[j]);
+    }
+    if (on_batch) on_batch(static_cast<int64_t>(batch.size()), tokens);
   }
   return out;
 }

@@ -6,6 +6,7 @@
 // Covered by tests/translator/translator_test.cpp.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,7 +35,10 @@ class Translator {
 
   /// n-best lists for source token sequences (without </s>), in input order. An empty source gives
   /// an empty list (nothing is decoded); a source longer than max_positions - 1 tokens is an error.
-  std::vector<std::vector<Hypothesis>> translate(const std::vector<std::vector<int32_t>>& sources) const;
+  /// `on_batch(sentences, target_tokens)` (optional) runs after each decoded batch (progress reports).
+  std::vector<std::vector<Hypothesis>> translate(
+      const std::vector<std::vector<int32_t>>& sources,
+      const std::function<void(int64_t sentences, int64_t target_tokens)>& on_batch = {}) const;
   /// Decodes `sources` as one batch (no sorting, no splitting; none may be empty).
   std::vector<std::vector<Hypothesis>> translate_batch(const std::vector<const std::vector<int32_t>*>& sources) const;
 

@@ -3,6 +3,7 @@
 // decoding in padded batches equal to one-pair Model::loss, perplexity arithmetic, and the two
 // subcommands through the moe-score table on a saved checkpoint.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -62,8 +63,13 @@ TEST_CASE("sliding-window perplexity scores every token once", "[translator][ppl
     o.context = context;
     o.stride = stride;
     o.batch_size = batch;
+    std::vector<int64_t> progress;  // tokens scored after each batch: rising to the whole stream
+    o.progress = [&progress](int64_t tokens) { progress.push_back(tokens); };
     const PerplexityResult r = lm_perplexity(lm, params, Device::cpu(), stream, o);
     CHECK(r.tokens == static_cast<int64_t>(stream.size()));
+    REQUIRE(!progress.empty());
+    CHECK(std::is_sorted(progress.begin(), progress.end()));
+    CHECK(progress.back() == r.tokens);
     CHECK(r.nll == Approx(expected).epsilon(1e-6));
     CHECK(r.ppl() == Approx(std::exp(expected / static_cast<double>(stream.size()))).epsilon(1e-6));
     const int64_t s = stride > 0 ? stride : std::max(1, context / 2);

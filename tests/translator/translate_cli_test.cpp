@@ -87,6 +87,33 @@ TEST_CASE("moe-translate keeps lines, order and empties", "[translator][cli]") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("moe-translate reports progress on stderr, never on stdout", "[translator][cli][progress]") {
+  auto m = test::tiny_model(13, 10);
+  const auto dir = test::temp_dir("cli-progress");
+  TranslateCliOptions o;
+  o.model = test::save_tiny(m, dir);
+  o.device = "cpu";
+  o.max_len_b = 6;
+  o.max_tokens = 12;  // several batches
+  std::string input;
+  for (int i = 0; i < 9; ++i) input += "w" + std::to_string(i) + " w" + std::to_string(i + 1) + "\n";
+  test::write_file(dir / "in.txt", input);
+  o.input = (dir / "in.txt").string();  // a file: the total is known
+  std::istringstream unused;
+  std::ostringstream quiet_out, quiet_err, out, err;
+  o.log_every = 0;
+  run_translate(o, unused, quiet_out, quiet_err);
+  CHECK(quiet_err.str().find("/9 lines") == std::string::npos);
+  o.log_every = 1e-9;  // a line after every batch (stderr here is not a terminal)
+  run_translate(o, unused, out, err);
+  CHECK(out.str() == quiet_out.str());  // stdout byte for byte as without progress
+  CHECK(err.str().find("moe-translate: ") != std::string::npos);
+  CHECK(err.str().find("/9 lines (") != std::string::npos);
+  CHECK(err.str().find("9/9 lines (100.0%)") != std::string::npos);
+  CHECK(err.str().find("elapsed") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("moe-translate translates lines that are not UTF-8 and names them", "[translator][cli]") {
   auto m = test::tiny_model();
   const auto dir = test::temp_dir("cli-utf8");
