@@ -139,7 +139,8 @@ std::string experts_svg(const std::vector<SiteUsage>& sites, const std::string& 
     cols = std::max(cols, s.shares.size());
   }
   const double cell = cols > 32 ? 6 : 16;
-  Svg svg(190 + double(cols) * cell + 140, 70 + double(rows.size()) * cell + 20);
+  const double width = std::max(190 + double(cols) * cell + 140, 20 + 7.5 * double(title.size()));  // the title fits
+  Svg svg(width, 70 + double(rows.size()) * cell + 20);
   svg.text(10, 18, title, 14, "start", {{"class", "title"}});
   heatmap(svg, 10, 60, cell, rows, most, "expert (share of instances; darker = more)");
   return svg.str();
