@@ -9,6 +9,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 #include "attention_common.cuh"
 #include "common/context.h"
 #include "common/cuda_check.h"
@@ -209,13 +211,15 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
                                                                    static_cast<const T*>(out.raw()),
                                                                    delta.data<float>(), p.Tq, p.H, p.D, rows);
     MOE_KERNEL_CHECK();
-    if (q.dtype() != DType::f32)  // bf16 / f16: tensor cores
+    if constexpr (std::is_same_v<T, float>) {  // the FMA kernel: instantiated for f32 only
+      switch (padded_head_size(p.D)) {
+        case 32: launch_bwd<T, 32>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;
+        case 64: launch_bwd<T, 64>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;
+        case 128: launch_bwd<T, 128>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;
+        default: launch_bwd<T, 256>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;
+      }
+    } else {  // bf16 / f16: tensor cores
       attention_backward_tc(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv);
-    else switch (padded_head_size(p.D)) {
-      case 32: launch_bwd<T, 32>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;
-      case 64: launch_bwd<T, 64>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;
-      case 128: launch_bwd<T, 128>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;
-      default: launch_bwd<T, 256>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;
     }
     if (dq.defined()) {
       attention_add_kernel<T><<<grid_for(q.numel()), 256, 0, st>>>(static_cast<T*>(dq.raw()), dq_acc.data<float>(),

@@ -166,14 +166,15 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
     attention_forward_tc(p, q, k, v, head_weight, out, lse);
     return;
   }
-  MOE_FLOAT_SWITCH(q.dtype(), "attention", T, {
-    switch (attn::padded_head_size(p.D)) {
-      case 32: launch_fwd<T, 32>(p, q, k, v, head_weight, out, lse); break;
-      case 64: launch_fwd<T, 64>(p, q, k, v, head_weight, out, lse); break;
-      case 128: launch_fwd<T, 128>(p, q, k, v, head_weight, out, lse); break;
-      default: launch_fwd<T, 256>(p, q, k, v, head_weight, out, lse); break;
-    }
-  });
+  // f32: the FMA kernel, instantiated for f32 only (bf16 and f16 took the tensor cores above).
+  MOE_CHECK(q.dtype() == DType::f32, "attention: the CUDA kernels support f32, bf16 and f16, not ",
+            dtype_name(q.dtype()));
+  switch (attn::padded_head_size(p.D)) {
+    case 32: launch_fwd<float, 32>(p, q, k, v, head_weight, out, lse); break;
+    case 64: launch_fwd<float, 64>(p, q, k, v, head_weight, out, lse); break;
+    case 128: launch_fwd<float, 128>(p, q, k, v, head_weight, out, lse); break;
+    default: launch_fwd<float, 256>(p, q, k, v, head_weight, out, lse); break;
+  }
 }
 
 }  // namespace moe::cuda

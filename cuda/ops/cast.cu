@@ -1,8 +1,9 @@
 // CUDA kernel of the dtype casts (see lib/ops/cast.h): between f32, bf16, f16 (round to nearest
-// even) and between i32 and f32 (float -> int rounds toward zero and saturates, NaN -> 0, as PTX
-// cvt.rzi does). With `accumulate` (backward) it computes out += cast(x) in f32. Memory bound:
-// 4 elements per thread with one vector load and one vector store (16 bytes of f32/i32, 8 of
-// bf16/f16) when both pointers are aligned, a scalar grid-stride loop for the tail or otherwise.
+// even; same-dtype pairs only accumulate) and between i32 and f32 (float -> int rounds toward zero
+// and saturates, NaN -> 0, as PTX cvt.rzi does). With `accumulate` (backward) it computes
+// out += cast(x) in f32. Memory bound: 4 elements per thread with one vector load and one vector
+// store (16 bytes of f32/i32, 8 of bf16/f16) when both pointers are aligned, a scalar grid-stride
+// loop for the tail or otherwise.
 // Tests: tests/gpu/cast_parity_test.cpp.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -83,38 +84,21 @@ void launch(const Tensor& x, Tensor& out, bool accumulate) {
   }
 }
 
-template <class TI>
-void launch_from(const Tensor& x, Tensor& out, bool accumulate) {
-  switch (out.dtype()) {
-    case DType::f32:
-      return launch<TI, float>(x, out, accumulate);
-    case DType::bf16:
-      return launch<TI, __nv_bfloat16>(x, out, accumulate);
-    case DType::f16:
-      return launch<TI, __half>(x, out, accumulate);
-    case DType::i32:
-      return launch<TI, int>(x, out, false);
-    default:
-      MOE_FAIL("cast: the CUDA kernel cannot write ", dtype_name(out.dtype()), " (shape ", out.shape(), ")");
-  }
-}
-
 }  // namespace
 
 void cast_forward(const Tensor& x, Tensor& out, bool accumulate) {
   if (x.numel() == 0) return;
-  switch (x.dtype()) {
-    case DType::f32:
-      return launch_from<float>(x, out, accumulate);
-    case DType::bf16:
-      return launch_from<__nv_bfloat16>(x, out, accumulate);
-    case DType::f16:
-      return launch_from<__half>(x, out, accumulate);
-    case DType::i32:
-      return launch_from<int>(x, out, accumulate);
-    default:
-      MOE_FAIL("cast: the CUDA kernel cannot read ", dtype_name(x.dtype()), " (shape ", x.shape(), ")");
-  }
+  // i32 only to and from f32 (lib/ops/cast.cpp refuses the rest before dispatch, and integers take
+  // no gradient, so never accumulate); the three float types in every pair, the same-dtype pairs for
+  // cast_backward (dx += dy).
+  const DType from = x.dtype(), to = out.dtype();
+  if (from == DType::i32 && to == DType::f32) return launch<int, float>(x, out, false);
+  if (from == DType::f32 && to == DType::i32) return launch<float, int>(x, out, false);
+  MOE_CHECK(from != DType::i32 && to != DType::i32, "cast: the CUDA kernel casts i32 only to and from f32, not ",
+            dtype_name(from), " to ", dtype_name(to), " (shape ", x.shape(), ")");
+  MOE_FLOAT_SWITCH(from, "cast (source)", TI, {
+    MOE_FLOAT_SWITCH(to, "cast (target)", TO, { launch<TI, TO>(x, out, accumulate); });
+  });
 }
 
 }  // namespace moe::cuda

@@ -81,10 +81,16 @@ void launch_transpose(const void* xp, void* yp, const std::vector<int64_t>& d, c
   if (n == 1) {
     copy2d_kernel<U, Acc><<<grid_for(total), 256, 0, st>>>(x, y, 1, total, total, total);
   } else if (inner_swap) {
-    const long long R = d[n - 2], C = d[n - 1], batch = total / (R * C);
-    const dim3 grid(static_cast<unsigned>((C + kTile - 1) / kTile), static_cast<unsigned>((R + kTile - 1) / kTile),
-                    static_cast<unsigned>(batch < 65535 ? batch : 65535));
-    tile_transpose_kernel<U, Acc><<<grid, dim3(kTile, kRowsPerPass), 0, st>>>(x, y, batch, R, C);
+    // Units wider than the element only move a last axis that stays last (never an inner swap), and
+    // elements have at most 8 bytes: no 16-byte tile kernel is instantiated.
+    if constexpr (sizeof(U) <= 8) {
+      const long long R = d[n - 2], C = d[n - 1], batch = total / (R * C);
+      const dim3 grid(static_cast<unsigned>((C + kTile - 1) / kTile), static_cast<unsigned>((R + kTile - 1) / kTile),
+                      static_cast<unsigned>(batch < 65535 ? batch : 65535));
+      tile_transpose_kernel<U, Acc><<<grid, dim3(kTile, kRowsPerPass), 0, st>>>(x, y, batch, R, C);
+    } else {
+      MOE_FAIL("transpose: an inner swap of ", sizeof(U), "-byte units (the widest element is 8 bytes)");
+    }
   } else {
     PermArgs a{};
     a.n = n;

@@ -41,7 +41,7 @@ MatmulPlan matmul_plan(const Shape& a, const Shape& b, bool trans_a, bool trans_
   p.n = bn;
   p.m = am;
   if (b.ndim() == 2 && (a.ndim() == 2 || !trans_a)) {  // rows of a (any leading axes) times one matrix
-    p.m = a.ndim() == 2 ? am : a.rows();
+    p.m = lead_product(a) * am;  // not a.rows() = numel / last, which is 0 when k = 0
     p.out = a.ndim() == 2 ? Shape{am, bn} : a.with(-1, bn);
     p.stride_a = p.m * p.k;
     p.stride_b = p.k * p.n;

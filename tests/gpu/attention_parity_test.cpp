@@ -1,4 +1,4 @@
-// CPU-vs-CUDA parity of fused attention (f32 and bf16) for head sizes 32, 64, 128, 256 and an odd
+// CPU-vs-CUDA parity of fused attention (f32, bf16 and f16) for head sizes 32, 64, 128, 256 and an odd
 // one (generic path), with and without causal/padding masks, Hk = 1 and Hk = H, both head_weight
 // shapes, a fully padded sequence and Tq = 1 decoding, and on cuda:1 while cuda:0 is current
 // (skipped without a GPU).
@@ -35,15 +35,15 @@ void check_case(const Case& c, uint32_t seed) {
   const float scale = 1.f / std::sqrt(static_cast<float>(c.D));
   std::vector<int> grads{0, 1, 2};
   if (c.weight) grads.push_back(3);
-  for (DType dt : {DType::f32, DType::bf16}) {
+  for (DType dt : test::kFloatTypes) {
     INFO("B=" << c.B << " Tq=" << c.Tq << " Tk=" << c.Tk << " H=" << c.H << " Hk=" << c.Hk << " D=" << c.D
               << " causal=" << c.causal << " pad=" << c.pad << " weight=" << c.weight << " " << dtype_name(dt));
     const bool causal = c.causal;
     auto r = test::parity(in, [&](Graph&, const std::vector<Expr>& x) {
       return attention(x[0], x[1], x[2], pad, causal, scale, x.size() > 3 ? x[3] : Expr());
     }, dt, grads);
-    CHECK(r.forward < (dt == DType::f32 ? 1e-5 : 2e-2));
-    CHECK(r.backward < (dt == DType::f32 ? 1e-4 : 3e-2));
+    CHECK(r.forward < test::bar(dt, 1e-5, 2e-2));
+    CHECK(r.backward < test::bar(dt, 1e-4, 3e-2));
   }
 }
 }  // namespace

@@ -1,5 +1,5 @@
 // CPU-vs-CUDA parity of the beam-search step scores (exact in f32: one addition per element) on the
-// float4 path (V % 4 == 0) and the scalar path, bf16 log-probs within rounding, and a whole beam
+// float4 path (V % 4 == 0) and the scalar path, bf16 and f16 log-probs exactly, and a whole beam
 // search whose scorer lives on the GPU giving the CPU's hypotheses. Skipped without a GPU.
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -31,15 +31,18 @@ TEST_CASE("beam_scores parity", "[gpu][translator]") {
       res[dev] = out.to_vector<float>();
     }
     CHECK(res[1] == res[0]);
-    // bf16 storage: the GPU reads rounded log-probs; compare with the CPU on the same rounded values.
-    Tensor lp16 = Tensor::from_vector(lp, Shape{n, v}, Device::cuda(0), DType::bf16);
-    Tensor out = Tensor::empty(Shape{n, v}, DType::f32, Device::cuda(0));
-    beam_scores(lp16, Tensor::from_vector(cum, Shape{n}, Device::cuda(0)),
-                Tensor::from_vector(mode, Shape{n}, Device::cuda(0)), BeamSpecials{0, 2, 3}, out);
-    Tensor ref = Tensor::empty(Shape{n, v}, DType::f32, Device::cpu());
-    beam_scores(Tensor::from_vector(lp16.to_vector<float>(), Shape{n, v}), Tensor::from_vector(cum, Shape{n}),
-                Tensor::from_vector(mode, Shape{n}), BeamSpecials{0, 2, 3}, ref);
-    CHECK(out.to_vector<float>() == ref.to_vector<float>());
+    // bf16 / f16 storage: the GPU reads rounded log-probs; compare with the CPU on the same rounded values.
+    for (DType dt : {DType::bf16, DType::f16}) {
+      INFO(dtype_name(dt));
+      Tensor lp16 = Tensor::from_vector(lp, Shape{n, v}, Device::cuda(0), dt);
+      Tensor out = Tensor::empty(Shape{n, v}, DType::f32, Device::cuda(0));
+      beam_scores(lp16, Tensor::from_vector(cum, Shape{n}, Device::cuda(0)),
+                  Tensor::from_vector(mode, Shape{n}, Device::cuda(0)), BeamSpecials{0, 2, 3}, out);
+      Tensor ref = Tensor::empty(Shape{n, v}, DType::f32, Device::cpu());
+      beam_scores(Tensor::from_vector(lp16.to_vector<float>(), Shape{n, v}), Tensor::from_vector(cum, Shape{n}),
+                  Tensor::from_vector(mode, Shape{n}), BeamSpecials{0, 2, 3}, ref);
+      CHECK(out.to_vector<float>() == ref.to_vector<float>());
+    }
   }
 }
 

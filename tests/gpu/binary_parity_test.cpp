@@ -1,4 +1,4 @@
-// CPU-vs-CUDA parity of the broadcasting binary ops in f32 and bf16 (skipped without a GPU):
+// CPU-vs-CUDA parity of the broadcasting binary ops in f32, bf16 and f16 (skipped without a GPU):
 // same shape (vector path and scalar tail), bias add, column broadcast, scalars, general
 // broadcasting, unaligned views, and x op x.
 #include <catch2/catch.hpp>
@@ -36,12 +36,12 @@ TEST_CASE("binary parity", "[gpu][binary]") {
     const BinaryOp o = static_cast<BinaryOp>(op);
     for (const auto& [sa, sb] : cases) {
       Tensor a = grid_tensor(sa, 5 + op, -2, 2, 0.125, 0), b = grid_tensor(sb, 9 + op, 0.5, 2.5, 0.125, 0.0625);
-      for (DType dt : {DType::f32, DType::bf16}) {
+      for (DType dt : test::kFloatTypes) {
         INFO(binary_op_name(o) << " " << sa << " " << sb << " " << dtype_name(dt));
         auto r = test::parity({a, b}, [o](Graph&, const std::vector<Expr>& in) { return binary(o, in[0], in[1]); }, dt,
                               {0, 1});
-        CHECK(r.forward < (dt == DType::f32 ? 1e-6 : 1e-2));
-        CHECK(r.backward < (dt == DType::f32 ? 1e-5 : 2e-2));
+        CHECK(r.forward < test::bar(dt, 1e-6, 1e-2));
+        CHECK(r.backward < test::bar(dt, 1e-5, 2e-2));
       }
     }
   }
@@ -49,11 +49,11 @@ TEST_CASE("binary parity", "[gpu][binary]") {
 
 TEST_CASE("binary parity: x op x and unaligned views", "[gpu][binary]") {
   Tensor x = test::random_tensor(Shape{17, 33}, 3, 0.5, 2);
-  for (DType dt : {DType::f32, DType::bf16}) {
+  for (DType dt : test::kFloatTypes) {
     auto r =
         test::parity({x}, [](Graph&, const std::vector<Expr>& in) { return in[0] * in[0] - in[0] / in[0]; }, dt, {0});
-    CHECK(r.forward < (dt == DType::f32 ? 1e-6 : 1e-2));
-    CHECK(r.backward < (dt == DType::f32 ? 1e-5 : 2e-2));
+    CHECK(r.forward < test::bar(dt, 1e-6, 1e-2));
+    CHECK(r.backward < test::bar(dt, 1e-5, 2e-2));
   }
   // Views that start one element into their storage take the scalar path.
   Tensor big = test::random_tensor(Shape{1 + 8 * 64}, 4), other = test::random_tensor(Shape{8, 64}, 5);

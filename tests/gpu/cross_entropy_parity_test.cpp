@@ -1,4 +1,4 @@
-// CPU-vs-CUDA parity of the fused cross-entropy (f32 and bf16 logits; loss and gradients): warp
+// CPU-vs-CUDA parity of the fused cross-entropy (f32, bf16 and f16 logits; loss and gradients): warp
 // rows (V <= 1024) and block rows, packed and scalar paths (V not a multiple of 8), label
 // smoothing and ignore_index rows; out-of-range targets give NaN on the GPU.
 #include <catch2/catch.hpp>
@@ -20,13 +20,13 @@ TEST_CASE("cross_entropy parity", "[gpu][cross_entropy]") {
     t[1] = -100;  // ignored row
     Tensor targets = Tensor::from_vector(t, Shape{N});
     for (float eps : {0.f, 0.1f}) {
-      for (DType dt : {DType::f32, DType::bf16}) {
+      for (DType dt : test::kFloatTypes) {
         INFO(shape << " eps " << eps << " " << dtype_name(dt));
         auto r = test::parity(
             {x, targets}, [eps](Graph&, const std::vector<Expr>& in) { return cross_entropy(in[0], in[1], eps, -100); },
             dt, {0});
-        CHECK(r.forward < (dt == DType::f32 ? 1e-5 : 2e-2));
-        CHECK(r.backward < (dt == DType::f32 ? 1e-5 : 2e-2));
+        CHECK(r.forward < test::bar(dt, 1e-5, 2e-2));
+        CHECK(r.backward < test::bar(dt, 1e-5, 2e-2));
       }
     }
   }

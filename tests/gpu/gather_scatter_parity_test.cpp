@@ -1,5 +1,6 @@
-// CPU-vs-CUDA parity of index_select / index_add / gather_last / scatter_add_last in f32 and
-// bf16 (repeated indices, vector and scalar paths), and the device flag for out-of-range indices.
+// CPU-vs-CUDA parity of index_select / index_add / gather_last / scatter_add_last in f32, bf16 and
+// f16 (repeated indices, vector and scalar paths), index_select of u8 / i64 / f32 rows in 1- and
+// 8-byte units, and the device flag for out-of-range indices.
 #include <catch2/catch.hpp>
 
 #include "graph/expr/gather_scatter.h"
@@ -21,9 +22,9 @@ TEST_CASE("gather_scatter parity", "[gpu][gather_scatter]") {
   for (int64_t R : {64, 7}) {  // 16-byte rows (vector copies, float4 atomics) and odd rows
     Tensor x = test::random_tensor(Shape{50, R}, 1), src = test::random_tensor(Shape{300, R}, 2);
     Tensor idx = random_ids(300, 50, 3, Shape{300});
-    for (DType dt : {DType::f32, DType::bf16}) {
+    for (DType dt : test::kFloatTypes) {
       INFO("R " << R << " " << dtype_name(dt));
-      const double bar = dt == DType::f32 ? 1e-6 : 2e-2;
+      const double bar = test::bar(dt, 1e-6, 2e-2);
       auto r = test::parity({x, idx}, [](Graph&, const std::vector<Expr>& in) { return index_select(in[0], in[1]); },
                             dt, {0});
       CHECK(r.forward < bar);
@@ -36,9 +37,9 @@ TEST_CASE("gather_scatter parity", "[gpu][gather_scatter]") {
   }
   Tensor v = test::random_tensor(Shape{3, 17, 1000}, 4), s = test::random_tensor(Shape{3, 17, 8}, 5);
   Tensor k = random_ids(3 * 17 * 8, 1000, 6, Shape{3, 17, 8});
-  for (DType dt : {DType::f32, DType::bf16}) {
+  for (DType dt : test::kFloatTypes) {
     INFO(dtype_name(dt));
-    const double bar = dt == DType::f32 ? 1e-6 : 2e-2;
+    const double bar = test::bar(dt, 1e-6, 2e-2);
     auto r =
         test::parity({v, k}, [](Graph&, const std::vector<Expr>& in) { return gather_last(in[0], in[1]); }, dt, {0});
     CHECK(r.forward < bar);
@@ -48,6 +49,23 @@ TEST_CASE("gather_scatter parity", "[gpu][gather_scatter]") {
                      {0, 2});
     CHECK(r.forward < bar);
     CHECK(r.backward < bar);
+  }
+}
+
+TEST_CASE("index_select parity: 1- and 8-byte units", "[gpu][gather_scatter]") {
+  // Row copies move the widest unit dividing the row's bytes: u8 rows of 7 bytes one byte at a time,
+  // i64 rows of 3 (24 bytes) and f32 rows of 6 in 8-byte units.
+  const Tensor idx = random_ids(300, 50, 3, Shape{300});
+  for (auto [dt, R] : {std::pair<DType, int64_t>{DType::u8, 7}, {DType::i64, 3}, {DType::f32, 6}}) {
+    INFO(dtype_name(dt) << " rows of " << R);
+    const Tensor x = test::random_ints(Shape{50, R}, dt, 1);
+    Tensor out[2];
+    for (int dev = 0; dev < 2; ++dev) {
+      const Device d = dev ? Device::cuda(0) : Device::cpu();
+      out[dev] = Tensor::empty(Shape{300, R}, dt, d);
+      index_select_forward(x.to(d), idx.to(d), out[dev]);
+    }
+    CHECK(out[1].to_vector<double>() == out[0].to_vector<double>());
   }
 }
 

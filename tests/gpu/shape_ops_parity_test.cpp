@@ -1,5 +1,6 @@
-// CPU-vs-CUDA parity of concat / split / slice / transpose in f32 and bf16 (every transpose
-// path: tiled inner swap, last-axis-kept vectors, general), plus i32 copies and accumulation.
+// CPU-vs-CUDA parity of concat / split / slice / transpose in f32, bf16 and f16 (every transpose
+// path: tiled inner swap, last-axis-kept vectors, general), plus i32, u8 and i64 copies (4-, 1- and
+// 8-byte units) and accumulation.
 #include <catch2/catch.hpp>
 
 #include "graph/expr/shape_ops.h"
@@ -11,9 +12,9 @@ using namespace moe;
 TEST_CASE("shape ops parity: concat, slice, split", "[gpu][shape_ops]") {
   Tensor a = test::random_tensor(Shape{5, 33, 7}, 1), b = test::random_tensor(Shape{5, 2, 7}, 2),
          c = test::random_tensor(Shape{5, 64, 7}, 3);
-  for (DType dt : {DType::f32, DType::bf16}) {
+  for (DType dt : test::kFloatTypes) {
     INFO(dtype_name(dt));
-    const double fb = dt == DType::f32 ? 1e-6 : 1e-2;
+    const double fb = test::bar(dt, 1e-6, 1e-2);
     auto r = test::parity({a, b, c}, [](Graph&, const std::vector<Expr>& in) { return concat(in, 1); }, dt, {0, 1, 2});
     CHECK(r.forward < fb);
     CHECK(r.backward < fb);
@@ -44,12 +45,12 @@ TEST_CASE("shape ops parity: transpose paths", "[gpu][shape_ops]") {
       {Shape{2100000, 2}, {1, 0}}};     // ceil(R / 32) > 65535 row tiles: the general kernel instead
   for (const auto& [shape, perm] : cases) {
     Tensor x = test::random_tensor(shape, 7);
-    for (DType dt : {DType::f32, DType::bf16}) {
+    for (DType dt : test::kFloatTypes) {
       INFO(shape << " " << dtype_name(dt));
       auto r =
           test::parity({x}, [perm](Graph&, const std::vector<Expr>& in) { return transpose(in[0], perm); }, dt, {0});
-      CHECK(r.forward < (dt == DType::f32 ? 1e-6 : 1e-2));
-      CHECK(r.backward < (dt == DType::f32 ? 1e-6 : 1e-2));
+      CHECK(r.forward < test::bar(dt, 1e-6, 1e-2));
+      CHECK(r.backward < test::bar(dt, 1e-6, 1e-2));
     }
   }
 }
@@ -73,4 +74,34 @@ TEST_CASE("shape ops parity: integer copies and accumulation on the GPU", "[gpu]
     strided_copy(sg, dg, 3, 5, 9, 11, 1, 3, acc);
   }
   CHECK(dg.to_vector<float>() == dc.to_vector<float>());
+}
+
+TEST_CASE("shape ops parity: 1- and 8-byte units (u8 and i64)", "[gpu][shape_ops]") {
+  // Copies move bytes: u8 tensors go one byte at a time and i64 ones 8 bytes at a time through the
+  // tiled inner swap, the general permutation and the last-axis-kept path (3 elements: 3 or 24 bytes);
+  // a strided copy at odd offsets and strides.
+  const std::vector<std::pair<Shape, std::vector<int>>> cases = {
+      {Shape{3, 45, 70}, {0, 2, 1}}, {Shape{2, 3, 5, 7}, {3, 1, 0, 2}}, {Shape{2, 37, 4, 3}, {0, 2, 1, 3}}};
+  for (DType dt : {DType::u8, DType::i64}) {
+    for (const auto& [shape, perm] : cases) {
+      INFO(dtype_name(dt) << " " << shape);
+      const Tensor x = test::random_ints(shape, dt, 11);
+      Tensor y[2];
+      for (int dev = 0; dev < 2; ++dev) {
+        const Device d = dev ? Device::cuda(0) : Device::cpu();
+        y[dev] = Tensor::empty(transpose_shape(shape, perm), dt, d);
+        transpose_forward(x.to(d), y[dev], perm);
+      }
+      CHECK(y[1].to_vector<double>() == y[0].to_vector<double>());
+    }
+    INFO(dtype_name(dt) << " strided copy");
+    const Tensor src = test::random_ints(Shape{30}, dt, 12), init = test::random_ints(Shape{40}, dt, 13);
+    Tensor dst[2];
+    for (int dev = 0; dev < 2; ++dev) {
+      const Device d = dev ? Device::cuda(0) : Device::cpu();
+      dst[dev] = init.to(d);
+      strided_copy(src.to(d), dst[dev], 3, 5, 9, 11, 1, 3);
+    }
+    CHECK(dst[1].to_vector<double>() == dst[0].to_vector<double>());
+  }
 }

@@ -1,4 +1,4 @@
-// CPU-vs-CUDA parity of softmax / log-softmax (f32 and bf16): warp rows (<= 1024) and block rows,
+// CPU-vs-CUDA parity of softmax / log-softmax (f32, bf16 and f16): warp rows (<= 1024) and block rows,
 // packed (aligned) and scalar paths, full masks with a fully masked row and broadcast row masks.
 // Masked log-softmax outputs (-inf) are mapped to 0 by a test node before comparison, after
 // checking that CPU and GPU put -inf in exactly the same places.
@@ -45,7 +45,7 @@ TEST_CASE("softmax parity", "[gpu][softmax]") {
     Tensor x = test::random_tensor(shape, 41, -6, 6);
     const Shape row{1, shape.last()};
     for (Tensor mask : {Tensor(), random_mask(shape, 5, true), random_mask(row, 6, false)}) {
-      for (DType dt : {DType::f32, DType::bf16}) {
+      for (DType dt : test::kFloatTypes) {
         for (bool log : {false, true}) {
           INFO(shape << " mask " << (mask.defined() ? mask.shape().str() : "none") << " " << dtype_name(dt) << " log "
                      << log);
@@ -54,8 +54,8 @@ TEST_CASE("softmax parity", "[gpu][softmax]") {
             return log ? finite(log_softmax(in[0], m)) : softmax(in[0], m);
           };
           auto r = test::parity({x}, build, dt, {0});
-          CHECK(r.forward < (dt == DType::f32 ? 1e-5 : 2e-2));
-          CHECK(r.backward < (dt == DType::f32 ? 1e-5 : 2e-2));
+          CHECK(r.forward < test::bar(dt, 1e-5, 2e-2));
+          CHECK(r.backward < test::bar(dt, 1e-5, 2e-2));
         }
       }
       if (!mask.defined()) continue;

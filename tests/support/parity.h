@@ -7,7 +7,8 @@
 // input gradient, s being the largest RMS of all the reference tensors (the floor: a reference that is
 // zero in exact arithmetic, such as the query gradient of attention over a single key, is compared
 // against the scale of the problem, not against its own rounding noise).
-// Bars: 1e-5 for f32 (1e-4 where a GEMM uses TF32 or a different summation order), 2e-2 for bf16.
+// Bars: 1e-5 for f32 (1e-4 where a GEMM uses TF32 or a different summation order), 2e-2 for bf16,
+// and a quarter of the bf16 bar for f16 (bar() below).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -35,6 +36,26 @@ inline double rel_error(const std::vector<double>& a, const std::vector<double>&
 inline std::vector<double> rounded_to(const std::vector<double>& v, const Shape& shape, DType dtype) {
   if (dtype == DType::f32 || dtype == DType::f64) return v;
   return Tensor::from_vector(v, shape, Device::cpu(), dtype).to_vector<double>();
+}
+
+/// The floating dtypes of the CUDA kernels (MOE_FLOAT_SWITCH): the parity tests loop over all three.
+inline constexpr DType kFloatTypes[] = {DType::f32, DType::bf16, DType::f16};
+
+/// The bar of a parity check in `dt`: `f32` in f32, `half` in bf16 (8-bit significand), and `half` / 4 in
+/// f16 (11-bit significand: rounding 8 times finer, so the bar keeps a factor 2 more margin than bf16's).
+inline double bar(DType dt, double f32, double half) {
+  return dt == DType::f32 ? f32 : dt == DType::bf16 ? half : half / 4;
+}
+
+/// Random integers stored as `dtype` (u8: 0..255; i64: up to 2^52, so every byte varies and the host's
+/// doubles hold them exactly; other types: 0..1000), for the copies that move bytes of any dtype.
+inline Tensor random_ints(const Shape& shape, DType dtype, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  const int64_t hi = dtype == DType::u8 ? 255 : dtype == DType::i64 ? (int64_t{1} << 52) : 1000;
+  std::uniform_int_distribution<int64_t> u(0, hi);
+  std::vector<int64_t> v(static_cast<size_t>(shape.numel()));
+  for (int64_t& e : v) e = u(rng);
+  return Tensor::from_vector(v, shape, Device::cpu(), dtype);
 }
 
 struct ParityResult {
