@@ -3,11 +3,13 @@
 //   dp_ij = w_i dout_i.v_j, delta_i = sum_j p_ij dp_ij, ds_ij = p_ij (dp_ij - delta_i),
 //   dq_i += scale sum_j ds_ij k_j, dk_j += scale ds_ij q_i, dv_j += p_ij w_i dout_i, dw += dout_i.o_i.
 // Covered by tests/ops/attention_test.cpp (hand-computed values, finite differences in f64).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "ops/attention.h"
+#include "common/cpu_threads.h"
 #include "ops/dispatch.h"
 
 namespace moe::cpu {
@@ -56,10 +58,12 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
   const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>();
   const T* pw = head_weight.defined() ? head_weight.data<T>() : nullptr;
   T *po = out.data<T>(), *pl = lse.data<T>();
+  // query rows (b, i) in parallel: each writes only its own out and lse entries
+  parallel_for(g.B * g.Tq, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.Tk * g.H * g.D)), [&](int64_t r0, int64_t r1) {
   std::vector<T> s(static_cast<size_t>(g.Tk));
-  for (int64_t b = 0; b < g.B; ++b)
-    for (int64_t i = 0; i < g.Tq; ++i)
+  for (int64_t r = r0; r < r1; ++r)
       for (int64_t h = 0; h < g.H; ++h) {
+        const int64_t b = r / g.Tq, i = r % g.Tq;
         const int64_t hk = h / (g.H / g.Hk);
         const T m = row_scores(g, pq, pk, b, i, h, scale, s);
         T* o = po + g.qi(b, i, h);
@@ -78,6 +82,7 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
         }
         pl[(b * g.H + h) * g.Tq + i] = m + std::log(sum);
       }
+  });
 }
 
 template <class T>
@@ -91,11 +96,14 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
   T* pdk = dk.defined() ? dk.data<T>() : nullptr;
   T* pdv = dv.defined() ? dv.data<T>() : nullptr;
   T* pdw = dhw.defined() ? dhw.data<T>() : nullptr;
+  // (batch, key/value head) pairs in parallel: dk and dv of a pair are written by its query heads only
+  const int64_t group = g.H / g.Hk;
+  parallel_for(g.B * g.Hk, 1, [&](int64_t p0, int64_t p1) {
   std::vector<T> s(static_cast<size_t>(g.Tk)), dp(static_cast<size_t>(g.Tk));
-  for (int64_t b = 0; b < g.B; ++b)
-    for (int64_t i = 0; i < g.Tq; ++i)
-      for (int64_t h = 0; h < g.H; ++h) {
-        const int64_t hk = h / (g.H / g.Hk);
+  for (int64_t pair = p0; pair < p1; ++pair)
+    for (int64_t h = pair % g.Hk * group; h < (pair % g.Hk + 1) * group; ++h)
+      for (int64_t i = 0; i < g.Tq; ++i) {
+        const int64_t b = pair / g.Hk, hk = pair % g.Hk;
         const T l = pl[(b * g.H + h) * g.Tq + i];
         if (l == -std::numeric_limits<T>::infinity()) continue;  // fully masked row: no gradient
         row_scores(g, pq, pk, b, i, h, scale, s);
@@ -123,6 +131,7 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
           }
         }
       }
+  });
 }
 }  // namespace
 

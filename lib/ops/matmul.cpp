@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "common/cpu_threads.h"
 #include "ops/dispatch.h"
 #include "tensor/cuda_runtime.h"
 
@@ -91,13 +92,37 @@ double bench_gemm_tflops(const std::function<void()>& fn, double flops, Device d
 
 namespace cpu {
 namespace {
-void gemm(const float* a, const float* b, float* c, bool ta, bool tb, int m, int n, int k, float alpha, float beta) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
-              std::max(1, ta ? m : k), b, std::max(1, tb ? k : n), beta, c, std::max(1, n));
+void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
+              alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
-void gemm(const double* a, const double* b, double* c, bool ta, bool tb, int m, int n, int k, float alpha, float beta) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
-              std::max(1, ta ? m : k), b, std::max(1, tb ? k : n), beta, c, std::max(1, n));
+void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const double* a, int64_t lda,
+          const double* b, int64_t ldb, float beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
+              alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+/// c = alpha op(a) op(b) + beta c, split across the CPU threads (common/cpu_threads.h) along the
+/// longer of m and n: each part is one single-threaded BLAS call on a block of rows (or columns)
+/// of c, so every element is computed as by one call on the whole matrix.
+template <class T>
+void gemm(const T* a, const T* b, T* c, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, float beta,
+          bool split) {
+  const int64_t lda = std::max<int64_t>(1, ta ? m : k), ldb = std::max<int64_t>(1, tb ? k : n), ldc = std::max<int64_t>(1, n);
+  constexpr int64_t kMinFlopsPerThread = int64_t(1) << 20;  // below this a fork costs more than it saves
+  if (!split) return blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (m >= n) {
+    const int64_t rows = std::max<int64_t>(4, kMinFlopsPerThread / std::max<int64_t>(1, 2 * n * k));
+    parallel_for(m, rows, [&](int64_t lo, int64_t hi) {
+      blas(ta, tb, hi - lo, n, k, alpha, ta ? a + lo : a + lo * lda, lda, b, ldb, beta, c + lo * ldc, ldc);
+    });
+  } else {
+    const int64_t cols = std::max<int64_t>(16, kMinFlopsPerThread / std::max<int64_t>(1, 2 * m * k));
+    parallel_for(n, cols, [&](int64_t lo, int64_t hi) {
+      blas(ta, tb, m, hi - lo, k, alpha, a, lda, tb ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
+    });
+  }
 }
 
 template <class T>
@@ -106,14 +131,20 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool tb, flo
   if (p.m == 0 || p.n == 0) return;
   const T *pa = a.data<T>(), *pb = b.data<T>();
   T* pc = out.data<T>();
-  for (int64_t i = 0; i < p.batch; ++i) {
+  auto one = [&](int64_t i, bool split) {
     T* c = pc + i * p.stride_c;
     if (p.k == 0) {  // empty reduction: out = beta * out
       for (int64_t j = 0; j < p.stride_c; ++j) c[j] = beta == 0 ? T(0) : T(beta) * c[j];
-      continue;
+      return;
     }
-    gemm(pa + i * p.stride_a, pb + i * p.stride_b, c, ta, tb, int(p.m), int(p.n), int(p.k), alpha, beta);
-  }
+    gemm(pa + i * p.stride_a, pb + i * p.stride_b, c, ta, tb, p.m, p.n, p.k, alpha, beta, split);
+  };
+  if (p.batch == 1) return one(0, true);
+  // a batch: one matrix per thread at a time (each call single-threaded)
+  const int64_t per = std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(1, 2 * p.m * p.n * std::max<int64_t>(1, p.k)));
+  parallel_for(p.batch, per, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) one(i, false);
+  });
 }
 
 template <class T>
@@ -121,20 +152,33 @@ void add_bias(const Tensor& bias, Tensor& out) {
   const T* pb = bias.data<T>();
   T* po = out.data<T>();
   const int64_t n = bias.numel(), rows = n ? out.numel() / n : 0;
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < n; ++j) po[i * n + j] += pb[j];
+  parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n)), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      for (int64_t j = 0; j < n; ++j) po[i * n + j] += pb[j];
+  });
 }
 
+/// Column sums of dout [rows, n] added to dbias: the threads take blocks of columns, each streams
+/// the rows once (contiguous, vectorised) into its own sums; every column is summed in row order.
 template <class T>
 void bias_grad_t(const Tensor& dout, Tensor& dbias) {
   const T* pd = dout.data<T>();
   T* pb = dbias.data<T>();
   const int64_t n = dbias.numel(), rows = n ? dout.numel() / n : 0;
-  for (int64_t j = 0; j < n; ++j) {
-    T s = 0;
-    for (int64_t i = 0; i < rows; ++i) s += pd[i * n + j];
-    pb[j] += s;
-  }
+  const int64_t min_cols = std::max<int64_t>(16, 16384 / std::max<int64_t>(1, rows));
+  parallel_for(n, min_cols, [&](int64_t lo, int64_t hi) {
+    constexpr int64_t kBlock = 256;  // columns summed at once: their sums stay in registers / L1
+    T sums[kBlock];
+    for (int64_t c0 = lo; c0 < hi; c0 += kBlock) {
+      const int64_t w = std::min(kBlock, hi - c0);
+      for (int64_t j = 0; j < w; ++j) sums[j] = 0;
+      for (int64_t i = 0; i < rows; ++i) {
+        const T* r = pd + i * n + c0;
+        for (int64_t j = 0; j < w; ++j) sums[j] += r[j];
+      }
+      for (int64_t j = 0; j < w; ++j) pb[c0 + j] += sums[j];
+    }
+  });
 }
 }  // namespace
 

@@ -3,9 +3,11 @@
 // Covered by tests/ops/softmax_test.cpp.
 #include "ops/softmax.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "common/cpu_threads.h"
 #include "ops/dispatch.h"
 
 namespace moe {
@@ -31,7 +33,8 @@ void forward(const Tensor& x, const Tensor& mask, Tensor& y, bool log, int64_t m
   const uint8_t* pm = mask.defined() ? mask.data<uint8_t>() : nullptr;
   T* py = y.data<T>();
   const T ninf = -std::numeric_limits<T>::infinity();
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_for(rows, std::max<int64_t>(1, kElementsPerThread / std::max<int64_t>(1, cols)), [&](int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
     const T* xr = px + r * cols;
     const uint8_t* mr = pm ? pm + r * mask_stride : nullptr;
     T* yr = py + r * cols;
@@ -50,6 +53,7 @@ void forward(const Tensor& x, const Tensor& mask, Tensor& y, bool log, int64_t m
         yr[j] = log ? xr[j] - lse : static_cast<T>(std::exp(xr[j] - m) / s);
     }
   }
+  });  // rows in parallel
 }
 
 template <class T>
@@ -58,7 +62,8 @@ void backward(const Tensor& y, const Tensor& dy, Tensor& dx, bool log) {
   const T *py = y.data<T>(), *pdy = dy.data<T>();
   T* pdx = dx.data<T>();
   const T ninf = -std::numeric_limits<T>::infinity();
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_for(rows, std::max<int64_t>(1, kElementsPerThread / std::max<int64_t>(1, cols)), [&](int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
     const T *yr = py + r * cols, *dyr = pdy + r * cols;
     T* dxr = pdx + r * cols;
     double s = 0;  // in f64, as the forward's sum
@@ -75,6 +80,7 @@ void backward(const Tensor& y, const Tensor& dy, Tensor& dx, bool log) {
         dxr[j] += static_cast<T>(yr[j] * (dyr[j] - s));
     }
   }
+  });  // rows in parallel
 }
 }  // namespace
 
