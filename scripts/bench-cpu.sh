@@ -108,6 +108,17 @@ if [[ ",$ONLY," == *,decode,* ]]; then
       moe_train demo 0 "$OUT/demo-model" 0 "$TRAIN_MINUTES"
     fi
   fi
+  # the source ids for PyTorch, encoded with the vocabulary stored in the checkpoint (tensor vocab.src)
+  "$PY" - "$CKPT" "$OUT/checkpoint-vocab.spm" <<'EOF'
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    h = json.loads(f.read(n))
+    lo, hi = h["vocab.src"]["data_offsets"]
+    f.seek(8 + n + lo)
+    open(sys.argv[2], "wb").write(f.read(hi - lo))
+EOF
+  "$BIN/moe-vocab" --encode --vocab "$OUT/checkpoint-vocab.spm" -i "$DATA/test.src" -o "$OUT/test.src.ckpt.ids"
   for beam in 5 1; do
     for t in $THREADS; do
       for r in $(seq "$REPEAT"); do
@@ -117,7 +128,7 @@ if [[ ",$ONLY," == *,decode,* ]]; then
           --beam "$beam" -i "$DATA/test.src" -o "$hyp.moe" "${DECODE_ARGS[@]}"
         read -r wall user sys major minor <"$hyp.time"
         emit "{\"side\": \"moe\", \"work\": \"decode\", \"beam\": $beam, \"threads\": $t, \"seconds\": $wall, \"user\": $user, \"system\": $sys, \"page_faults\": $((major + minor))}"
-        emit "$("$PY" "$ROOT/scripts/bench_cpu_torch.py" decode --checkpoint "$CKPT" --src "$DATA/test.src.ids" \
+        emit "$("$PY" "$ROOT/scripts/bench_cpu_torch.py" decode --checkpoint "$CKPT" --src "$OUT/test.src.ckpt.ids" \
                 --beam "$beam" --threads "$t" --max-tokens 4096 --out "$hyp.torch.ids")"
       done
     done

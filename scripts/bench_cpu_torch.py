@@ -200,7 +200,7 @@ def load_safetensors(path):
     kinds = {"F32": torch.float32, "F64": torch.float64, "BF16": torch.bfloat16, "F16": torch.float16,
              "I64": torch.int64, "I32": torch.int32}
     for name, h in header.items():
-        if name == "__metadata__":
+        if name == "__metadata__" or h["dtype"] not in kinds:
             continue
         lo, hi = h["data_offsets"]
         out[name] = torch.frombuffer(bytearray(data[lo:hi]), dtype=kinds[h["dtype"]]).reshape(h["shape"]).float() \
@@ -233,7 +233,9 @@ def beam_search(model, src, beam, max_len, lenpen):
     while active:
         lp = torch.log_softmax(model.decode(tokens[:, -1:], mem, mask, step, caches)[:, -1].float(), -1)
         lp[:, PAD] = float("-inf")
-        if step + 1 >= max_len:  # the last position: only </s>
+        if step == 0:  # min length 1
+            lp[:, EOS] = float("-inf")
+        if step >= max_len:  # the last position: only </s>
             keep = lp[:, EOS].clone()
             lp.fill_(float("-inf"))
             lp[:, EOS] = keep
@@ -247,11 +249,11 @@ def beam_search(model, src, beam, max_len, lenpen):
             for r, (sc, ix) in enumerate(zip(top[g], idx[g])):
                 row, tok = g * rows_per + ix // V, ix % V
                 if tok == EOS:
-                    if r < beam:
+                    if r < beam and len(finished[sent]) < beam:
                         finished[sent].append((sc / (step + 1) ** lenpen, tokens[row, 1:].tolist()))
                 elif len(chosen) < beam:
                     chosen.append((row, tok, sc))
-            if len(finished[sent]) >= beam or step + 1 >= max_len or not chosen:
+            if len(finished[sent]) >= beam or step >= max_len or not chosen:
                 continue
             still.append(sent)
             for row, tok, sc in chosen[:beam]:
@@ -273,13 +275,42 @@ def beam_search(model, src, beam, max_len, lenpen):
 
 
 def load_model(path):
+    """A moe Transformer checkpoint (names as lib/models/transformer.cpp gives them) as our Transformer."""
     w, meta = load_safetensors(path)
-    # moe names (lib/models/transformer.cpp, lib/layers/): printed by --list-params for a new checkpoint
-    raise SystemExit("decode: parameter mapping not written yet; names: " + " ".join(sorted(w)))
+    cfg = {}
+    for line in meta.get("moe.model", "").splitlines():
+        k, _, v = line.partition(":")
+        cfg[k.strip()] = v.strip()
+    for key, want in (("type", "transformer"), ("pre_norm", "true"), ("tie_embeddings", "all"), ("activation", "relu")):
+        if cfg.get(key) != want:
+            raise SystemExit("%s: model.%s is %r; this reference needs %r" % (path, key, cfg.get(key), want))
+    if cfg.get("attention", "~") not in ("~", "", "{}") or cfg.get("ffn", "~") not in ("~", "", "{}"):
+        raise SystemExit("%s: only dense attention and FFN are written out here" % path)
+    d, heads = int(cfg["d_model"]), int(cfg["heads"])
+    model = Transformer(int(cfg["src_vocab"]), d, int(cfg["ffn_dim"]), heads, int(cfg["enc_layers"]),
+                        int(cfg["dec_layers"]), 0.0)
+    state = {"emb.weight": w["embed.shared"], "enc_ln.weight": w["encoder.final_ln.g"],
+             "enc_ln.bias": w["encoder.final_ln.b"], "dec_ln.weight": w["decoder.final_ln.g"],
+             "dec_ln.bias": w["decoder.final_ln.b"]}
+    for side, layers, ours in (("encoder", int(cfg["enc_layers"]), "enc"), ("decoder", int(cfg["dec_layers"]), "dec")):
+        for i in range(layers):
+            src, dst = "%s.l%d." % (side, i), "%s.%d." % (ours, i)
+            atts = [("self_attn", "att", "ln1")] + ([("cross_attn", "catt", "ln_c")] if side == "decoder" else [])
+            for name, att, ln in atts:
+                state[dst + ln + ".weight"], state[dst + ln + ".bias"] = w[src + name + ".ln.g"], w[src + name + ".ln.b"]
+                for x in "qkvo":  # moe stores [in, out], torch.nn.Linear [out, in]
+                    state[dst + att + "." + x + ".weight"] = w[src + name + "." + x + ".w"].t().contiguous()
+                    state[dst + att + "." + x + ".bias"] = w[src + name + "." + x + ".b"]
+            state[dst + "ln2.weight"], state[dst + "ln2.bias"] = w[src + "ffn.ln.g"], w[src + "ffn.ln.b"]
+            for x, y in (("w1", "fc1"), ("w2", "fc2")):
+                state[dst + x + ".weight"] = w[src + "ffn." + y + ".w"].t().contiguous()
+                state[dst + x + ".bias"] = w[src + "ffn." + y + ".b"]
+    model.load_state_dict(state)
+    return model, int(cfg.get("max_positions", 1024))
 
 
 def decode(a):
-    model = load_model(a.checkpoint)
+    model, max_positions = load_model(a.checkpoint)
     model.eval()
     src = read_ids(a.src)
     order = sorted(range(len(src)), key=lambda i: len(src[i]))  # batches by source length, as moe-translate
@@ -293,7 +324,7 @@ def decode(a):
             j += 1
         j = max(j, i + 1)
         batch = [order[k] for k in range(i, j)]
-        hyps = beam_search(model, pad([src[k] + [EOS] for k in batch]), a.beam, min(200, 1023), 1.0)
+        hyps = beam_search(model, pad([src[k] + [EOS] for k in batch]), a.beam, min(200, max_positions - 1), 1.0)
         for k, h in zip(batch, hyps):
             out[k] = h
         i = j
@@ -329,8 +360,8 @@ def summary(a):
             u = statistics.median(x["user"] for x in sides["moe"])
             s_ = statistics.median(x["system"] for x in sides["moe"])
             extra = " system %.0f%% of CPU" % (100 * s_ / max(u + s_, 1e-9))
-        print("%-7s %-6s %-7s %12.1f%-2s %12.1f%-2s %6.2fx  %s%s" % (
-            work, case, t, m, unit[:2], p, unit[:2], ratio, [x[field] for x in sides["moe"]], extra))
+        print("%-7s %-6s %-7s %8.1f %-5s %8.1f %-5s %6.2fx  %s%s" % (
+            work, case, t, m, unit, p, unit, ratio, [x[field] for x in sides["moe"]], extra))
         b = best.setdefault((work, case), {"moe": None, "torch": None})
         for side, v in (("moe", m), ("torch", p)):
             if b[side] is None or (v > b[side] if work == "train" else v < b[side]):
