@@ -39,13 +39,14 @@ def read_ids(path):
 
 
 def sinusoidal(t, d, offset=0):
-    pos = torch.arange(offset, offset + t, dtype=torch.float32)[:, None]
-    i = torch.arange(0, d, 2, dtype=torch.float32)
-    ang = pos / torch.pow(10000.0, i / d)
-    pe = torch.zeros(t, d)
-    pe[:, 0::2] = torch.sin(ang)
-    pe[:, 1::2] = torch.cos(ang)
-    return pe
+    """moe's sinusoidal_positions (lib/layers/basic.cpp, fairseq's layout): sin in the first half, cos in the second."""
+    half = d // 2
+    step = math.log(10000.0) / (half - 1) if half > 1 else 0.0
+    ang = torch.arange(offset, offset + t, dtype=torch.float64)[:, None] * torch.exp(
+        -step * torch.arange(half, dtype=torch.float64))[None, :]
+    pe = torch.zeros(t, d, dtype=torch.float64)
+    pe[:, :half], pe[:, half:2 * half] = torch.sin(ang), torch.cos(ang)
+    return pe.float()
 
 
 class Attention(torch.nn.Module):
