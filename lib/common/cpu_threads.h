@@ -26,8 +26,9 @@ bool apply_cpu_threads_flag(int& argc, char** argv);
 class RangeFn {
  public:
   template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, RangeFn>>>
-  RangeFn(F&& f) : obj_(const_cast<void*>(static_cast<const void*>(&f))),
-                   call_([](void* o, int64_t b, int64_t e) { (*static_cast<std::remove_reference_t<F>*>(o))(b, e); }) {}
+  RangeFn(F&& f)
+      : obj_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* o, int64_t b, int64_t e) { (*static_cast<std::remove_reference_t<F>*>(o))(b, e); }) {}
   void operator()(int64_t b, int64_t e) const { call_(obj_, b, e); }
 
  private:

@@ -41,17 +41,17 @@ void forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y
   const T* px = x.data<T>();
   T *py = y.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>();
   parallel_for(rows, std::max<int64_t>(1, kElementsPerThread / std::max<int64_t>(1, d)), [&](int64_t r0, int64_t r1) {
-  for (int64_t r = r0; r < r1; ++r) {
-    const T* xr = px + r * d;
-    T mu = 0, var = 0;
-    for (int64_t j = 0; j < d; ++j) mu += xr[j];
-    mu /= T(d);
-    for (int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
-    const T rs = T(1) / std::sqrt(var / T(d) + eps);
-    pm[r] = mu;
-    pr[r] = rs;
-    for (int64_t j = 0; j < d; ++j) py[r * d + j] = (xr[j] - mu) * rs * T(g[j]) + T(b[j]);
-  }
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = px + r * d;
+      T mu = 0, var = 0;
+      for (int64_t j = 0; j < d; ++j) mu += xr[j];
+      mu /= T(d);
+      for (int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
+      const T rs = T(1) / std::sqrt(var / T(d) + eps);
+      pm[r] = mu;
+      pr[r] = rs;
+      for (int64_t j = 0; j < d; ++j) py[r * d + j] = (xr[j] - mu) * rs * T(g[j]) + T(b[j]);
+    }
   });  // rows in parallel
 }
 

@@ -42,7 +42,7 @@ MatmulPlan matmul_plan(const Shape& a, const Shape& b, bool trans_a, bool trans_
   p.n = bn;
   p.m = am;
   if (b.ndim() == 2 && (a.ndim() == 2 || !trans_a)) {  // rows of a (any leading axes) times one matrix
-    p.m = lead_product(a) * am;  // not a.rows() = numel / last, which is 0 when k = 0
+    p.m = lead_product(a) * am;                        // not a.rows() = numel / last, which is 0 when k = 0
     p.out = a.ndim() == 2 ? Shape{am, bn} : a.with(-1, bn);
     p.stride_a = p.m * p.k;
     p.stride_b = p.k * p.n;
@@ -97,8 +97,8 @@ void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
               alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
-void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const double* a, int64_t lda,
-          const double* b, int64_t ldb, float beta, double* c, int64_t ldc) {
+void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const double* a, int64_t lda, const double* b,
+          int64_t ldb, float beta, double* c, int64_t ldc) {
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
               alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
@@ -109,7 +109,8 @@ void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
 template <class T>
 void gemm(const T* a, const T* b, T* c, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, float beta,
           bool split) {
-  const int64_t lda = std::max<int64_t>(1, ta ? m : k), ldb = std::max<int64_t>(1, tb ? k : n), ldc = std::max<int64_t>(1, n);
+  const int64_t lda = std::max<int64_t>(1, ta ? m : k), ldb = std::max<int64_t>(1, tb ? k : n),
+                ldc = std::max<int64_t>(1, n);
   constexpr int64_t kMinFlopsPerThread = int64_t(1) << 20;  // below this a fork costs more than it saves
   if (!split) return blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (m >= n) {
@@ -141,7 +142,8 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool tb, flo
   };
   if (p.batch == 1) return one(0, true);
   // a batch: one matrix per thread at a time (each call single-threaded)
-  const int64_t per = std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(1, 2 * p.m * p.n * std::max<int64_t>(1, p.k)));
+  const int64_t per =
+      std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(1, 2 * p.m * p.n * std::max<int64_t>(1, p.k)));
   parallel_for(p.batch, per, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) one(i, false);
   });
@@ -184,21 +186,27 @@ void bias_grad_t(const Tensor& dout, Tensor& dbias) {
 
 void matmul_forward(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool tb, float alpha, float beta) {
   check_cpu_float("matmul", a);
-  if (a.dtype() == DType::f64) matmul<double>(a, b, out, ta, tb, alpha, beta);
-  else matmul<float>(a, b, out, ta, tb, alpha, beta);
+  if (a.dtype() == DType::f64)
+    matmul<double>(a, b, out, ta, tb, alpha, beta);
+  else
+    matmul<float>(a, b, out, ta, tb, alpha, beta);
 }
 
 void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) {
   cpu::matmul_forward(x, w, out, false, false, 1.f, 0.f);
   if (!bias.defined()) return;
-  if (x.dtype() == DType::f64) add_bias<double>(bias, out);
-  else add_bias<float>(bias, out);
+  if (x.dtype() == DType::f64)
+    add_bias<double>(bias, out);
+  else
+    add_bias<float>(bias, out);
 }
 
 void bias_grad(const Tensor& dout, Tensor& dbias) {
   check_cpu_float("bias_grad", dout);
-  if (dout.dtype() == DType::f64) bias_grad_t<double>(dout, dbias);
-  else bias_grad_t<float>(dout, dbias);
+  if (dout.dtype() == DType::f64)
+    bias_grad_t<double>(dout, dbias);
+  else
+    bias_grad_t<float>(dout, dbias);
 }
 }  // namespace cpu
 

@@ -4,7 +4,6 @@
 // operand's gradient), cross-entropy, softmax, layer norm (forward and backward), attention (causal, padded,
 // grouped heads; forward and backward) and Adam. Equal bit for bit, except matmul within 1e-5.
 #include <catch2/catch.hpp>
-
 #include <functional>
 
 #include "common/cpu_threads.h"
@@ -47,11 +46,17 @@ std::vector<float> cat(std::initializer_list<Tensor> ts) {
 }  // namespace
 
 TEST_CASE("threaded kernels: matmul splits rows, columns and batches", "[ops][threads]") {
-  struct Case { Shape a, b; };
+  struct Case {
+    Shape a, b;
+  };
   for (const Case& c : {Case{{301, 64}, {64, 70}}, Case{{9, 256}, {256, 1001}}, Case{{6, 40, 32}, {6, 32, 40}}})
     for (int t = 0; t < 4; ++t) {
       const bool ta = t & 1, tb = t & 2;
-      auto tr = [](Shape s, bool on) { auto d = s.vec(); if (on) std::swap(d[d.size() - 1], d[d.size() - 2]); return Shape(d); };
+      auto tr = [](Shape s, bool on) {
+        auto d = s.vec();
+        if (on) std::swap(d[d.size() - 1], d[d.size() - 2]);
+        return Shape(d);
+      };
       Tensor a = rnd(tr(c.a, ta), 1), b = rnd(tr(c.b, tb), 2);
       const MatmulPlan p = matmul_plan(a.shape(), b.shape(), ta, tb);
       auto [one, three] = one_and_three([&] {

@@ -1,13 +1,12 @@
 // The CPU threading model (common/cpu_threads.h): parallel_for covers [0, n) exactly once in
 // contiguous parts, honours min_per_thread, runs nested calls serially; --cpu-threads parsing.
-#include <catch2/catch.hpp>
+#include "common/cpu_threads.h"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include "common/cpu_threads.h"
 
 using namespace moe;
 
@@ -48,7 +47,8 @@ TEST_CASE("parallel_for: min_per_thread limits the parts; nested calls run seria
   CHECK(parts.load() == 1);
   std::atomic<int> inner{0};
   parallel_for(4, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) parallel_for(10, 1, [&](int64_t a, int64_t b) {
+    for (int64_t i = lo; i < hi; ++i)
+      parallel_for(10, 1, [&](int64_t a, int64_t b) {
         CHECK((a == 0 && b == 10));  // one serial part
         ++inner;
       });
