@@ -4,9 +4,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/cpu_threads.h"
 #include "training/average.h"
 
 int main(int argc, char** argv) {
+  if (!moe::apply_cpu_threads_flag(argc, argv)) return 2;  // --cpu-threads N (common/cpu_threads.h)
   CLI::App app{"moe-average: average the parameters of several checkpoints of one model"};
   std::vector<std::string> inputs;
   std::string output, run_dir;

@@ -7,10 +7,12 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "common/cpu_threads.h"
 #include "bench/bench.h"
 #include "tensor/device.h"
 
 int main(int argc, char** argv) {
+  if (!moe::apply_cpu_threads_flag(argc, argv)) return 2;  // --cpu-threads N (common/cpu_threads.h)
   CLI::App app{"moe-bench: per-kernel timings, TFLOP/s or GB/s and the fraction of the measured device ceiling"};
   std::string device = "auto", dtype, scale, format = "text", filter, json_out;
   int repeat = 0, warmup = -1;

@@ -2,6 +2,10 @@
 // lib/plot/ (plot_cli.h); covered by tests/plot/plot_test.cpp.
 #include <iostream>
 
+#include "common/cpu_threads.h"
 #include "plot/plot_cli.h"
 
-int main(int argc, char** argv) { return moe::plot::plot_main(argc, argv, std::cout, std::cerr); }
+int main(int argc, char** argv) {
+  if (!moe::apply_cpu_threads_flag(argc, argv)) return 2;  // --cpu-threads N (common/cpu_threads.h)
+  return moe::plot::plot_main(argc, argv, std::cout, std::cerr);
+}

@@ -3,7 +3,11 @@
 // `moe-score pairs -m MODEL --src S --tgt T` and `moe-score experts -m MODEL -i TEXT` (gate statistics of
 // mixture-of-experts sites; lib/translator/score_commands.h).
 // Covered by tests/metrics/score_cli_test.cpp and tests/translator/scoring_test.cpp.
+#include "common/cpu_threads.h"
 #include "metrics/score_cli.h"
 #include "translator/score_commands.h"
 
-int main(int argc, char** argv) { return moe::metrics::score_main(argc, argv, moe::register_model_subcommands); }
+int main(int argc, char** argv) {
+  if (!moe::apply_cpu_threads_flag(argc, argv)) return 2;  // --cpu-threads N (common/cpu_threads.h)
+  return moe::metrics::score_main(argc, argv, moe::register_model_subcommands);
+}

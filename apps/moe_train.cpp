@@ -6,10 +6,12 @@
 
 #include <iostream>
 
+#include "common/cpu_threads.h"
 #include "config/command_line.h"
 #include "training/trainer.h"
 
 int main(int argc, char** argv) {
+  if (!moe::apply_cpu_threads_flag(argc, argv)) return 2;  // --cpu-threads N (common/cpu_threads.h)
   try {
     moe::config::Schema schema;
     moe::register_train_keys(schema);

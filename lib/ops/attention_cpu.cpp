@@ -3,10 +3,12 @@
 //   dp_ij = w_i dout_i.v_j, delta_i = sum_j p_ij dp_ij, ds_ij = p_ij (dp_ij - delta_i),
 //   dq_i += scale sum_j ds_ij k_j, dk_j += scale ds_ij q_i, dv_j += p_ij w_i dout_i, dw += dout_i.o_i.
 // Covered by tests/ops/attention_test.cpp (hand-computed values, finite differences in f64).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "common/cpu_threads.h"
 #include "ops/attention.h"
 #include "ops/dispatch.h"
 
@@ -19,8 +21,14 @@ struct Geometry {
   const uint8_t* pad;
   bool per_position;  // head_weight is [B,Tq,H]
   Geometry(const Tensor& q, const Tensor& k, const Tensor& key_padding, bool c, const Tensor& hw)
-      : B(q.shape()[0]), Tq(q.shape()[1]), H(q.shape()[2]), D(q.shape()[3]), Tk(k.shape()[1]), Hk(k.shape()[2]),
-        causal(c), pad(key_padding.defined() ? key_padding.data<uint8_t>() : nullptr),
+      : B(q.shape()[0]),
+        Tq(q.shape()[1]),
+        H(q.shape()[2]),
+        D(q.shape()[3]),
+        Tk(k.shape()[1]),
+        Hk(k.shape()[2]),
+        causal(c),
+        pad(key_padding.defined() ? key_padding.data<uint8_t>() : nullptr),
         per_position(hw.defined() && hw.shape().ndim() == 3) {}
   bool visible(int64_t b, int64_t i, int64_t j) const {
     if (pad && !pad[b * Tk + j]) return false;
@@ -56,28 +64,32 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
   const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>();
   const T* pw = head_weight.defined() ? head_weight.data<T>() : nullptr;
   T *po = out.data<T>(), *pl = lse.data<T>();
-  std::vector<T> s(static_cast<size_t>(g.Tk));
-  for (int64_t b = 0; b < g.B; ++b)
-    for (int64_t i = 0; i < g.Tq; ++i)
-      for (int64_t h = 0; h < g.H; ++h) {
-        const int64_t hk = h / (g.H / g.Hk);
-        const T m = row_scores(g, pq, pk, b, i, h, scale, s);
-        T* o = po + g.qi(b, i, h);
-        for (int64_t d = 0; d < g.D; ++d) o[d] = 0;
-        if (m == -std::numeric_limits<T>::infinity()) {  // no visible key: o = 0, lse = -inf
-          pl[(b * g.H + h) * g.Tq + i] = m;
-          continue;
-        }
-        T sum = 0;
-        for (int64_t j = 0; j < g.Tk; ++j) sum += s[j] = std::exp(s[j] - m);  // exp(-inf) = 0
-        const T w = pw ? pw[g.wi(b, i, h)] : T(1);
-        for (int64_t j = 0; j < g.Tk; ++j) {
-          if (s[j] == 0) continue;
-          const T p = w * s[j] / sum;
-          for (int64_t d = 0; d < g.D; ++d) o[d] += p * pv[g.ki(b, j, hk) + d];
-        }
-        pl[(b * g.H + h) * g.Tq + i] = m + std::log(sum);
-      }
+  // query rows (b, i) in parallel: each writes only its own out and lse entries
+  parallel_for(g.B * g.Tq, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.Tk * g.H * g.D)),
+               [&](int64_t r0, int64_t r1) {
+                 std::vector<T> s(static_cast<size_t>(g.Tk));
+                 for (int64_t r = r0; r < r1; ++r)
+                   for (int64_t h = 0; h < g.H; ++h) {
+                     const int64_t b = r / g.Tq, i = r % g.Tq;
+                     const int64_t hk = h / (g.H / g.Hk);
+                     const T m = row_scores(g, pq, pk, b, i, h, scale, s);
+                     T* o = po + g.qi(b, i, h);
+                     for (int64_t d = 0; d < g.D; ++d) o[d] = 0;
+                     if (m == -std::numeric_limits<T>::infinity()) {  // no visible key: o = 0, lse = -inf
+                       pl[(b * g.H + h) * g.Tq + i] = m;
+                       continue;
+                     }
+                     T sum = 0;
+                     for (int64_t j = 0; j < g.Tk; ++j) sum += s[j] = std::exp(s[j] - m);  // exp(-inf) = 0
+                     const T w = pw ? pw[g.wi(b, i, h)] : T(1);
+                     for (int64_t j = 0; j < g.Tk; ++j) {
+                       if (s[j] == 0) continue;
+                       const T p = w * s[j] / sum;
+                       for (int64_t d = 0; d < g.D; ++d) o[d] += p * pv[g.ki(b, j, hk) + d];
+                     }
+                     pl[(b * g.H + h) * g.Tq + i] = m + std::log(sum);
+                   }
+               });
 }
 
 template <class T>
@@ -91,46 +103,52 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
   T* pdk = dk.defined() ? dk.data<T>() : nullptr;
   T* pdv = dv.defined() ? dv.data<T>() : nullptr;
   T* pdw = dhw.defined() ? dhw.data<T>() : nullptr;
-  std::vector<T> s(static_cast<size_t>(g.Tk)), dp(static_cast<size_t>(g.Tk));
-  for (int64_t b = 0; b < g.B; ++b)
-    for (int64_t i = 0; i < g.Tq; ++i)
-      for (int64_t h = 0; h < g.H; ++h) {
-        const int64_t hk = h / (g.H / g.Hk);
-        const T l = pl[(b * g.H + h) * g.Tq + i];
-        if (l == -std::numeric_limits<T>::infinity()) continue;  // fully masked row: no gradient
-        row_scores(g, pq, pk, b, i, h, scale, s);
-        const T* gdo = pdo + g.qi(b, i, h);
-        const T w = pw ? pw[g.wi(b, i, h)] : T(1);
-        T delta = 0, dw = 0;
-        for (int64_t j = 0; j < g.Tk; ++j) {
-          s[j] = std::exp(s[j] - l);  // p_ij (0 where masked)
-          T dov = 0;
-          if (s[j] != 0)
-            for (int64_t d = 0; d < g.D; ++d) dov += gdo[d] * pv[g.ki(b, j, hk) + d];
-          dp[j] = w * dov;
-          delta += s[j] * dp[j];
-          dw += s[j] * dov;  // dout.o = sum_j p_ij dout.v_j
-        }
-        if (pdw) pdw[g.wi(b, i, h)] += dw;
-        for (int64_t j = 0; j < g.Tk; ++j) {
-          if (s[j] == 0) continue;
-          const T ds = s[j] * (dp[j] - delta) * scale;
-          const int64_t kj = g.ki(b, j, hk), qi = g.qi(b, i, h);
-          for (int64_t d = 0; d < g.D; ++d) {
-            if (pdq) pdq[qi + d] += ds * pk[kj + d];
-            if (pdk) pdk[kj + d] += ds * pq[qi + d];
-            if (pdv) pdv[kj + d] += s[j] * w * gdo[d];
+  // (batch, key/value head) pairs in parallel: dk and dv of a pair are written by its query heads only
+  const int64_t group = g.H / g.Hk;
+  parallel_for(g.B * g.Hk, 1, [&](int64_t p0, int64_t p1) {
+    std::vector<T> s(static_cast<size_t>(g.Tk)), dp(static_cast<size_t>(g.Tk));
+    for (int64_t pair = p0; pair < p1; ++pair)
+      for (int64_t h = pair % g.Hk * group; h < (pair % g.Hk + 1) * group; ++h)
+        for (int64_t i = 0; i < g.Tq; ++i) {
+          const int64_t b = pair / g.Hk, hk = pair % g.Hk;
+          const T l = pl[(b * g.H + h) * g.Tq + i];
+          if (l == -std::numeric_limits<T>::infinity()) continue;  // fully masked row: no gradient
+          row_scores(g, pq, pk, b, i, h, scale, s);
+          const T* gdo = pdo + g.qi(b, i, h);
+          const T w = pw ? pw[g.wi(b, i, h)] : T(1);
+          T delta = 0, dw = 0;
+          for (int64_t j = 0; j < g.Tk; ++j) {
+            s[j] = std::exp(s[j] - l);  // p_ij (0 where masked)
+            T dov = 0;
+            if (s[j] != 0)
+              for (int64_t d = 0; d < g.D; ++d) dov += gdo[d] * pv[g.ki(b, j, hk) + d];
+            dp[j] = w * dov;
+            delta += s[j] * dp[j];
+            dw += s[j] * dov;  // dout.o = sum_j p_ij dout.v_j
+          }
+          if (pdw) pdw[g.wi(b, i, h)] += dw;
+          for (int64_t j = 0; j < g.Tk; ++j) {
+            if (s[j] == 0) continue;
+            const T ds = s[j] * (dp[j] - delta) * scale;
+            const int64_t kj = g.ki(b, j, hk), qi = g.qi(b, i, h);
+            for (int64_t d = 0; d < g.D; ++d) {
+              if (pdq) pdq[qi + d] += ds * pk[kj + d];
+              if (pdk) pdk[kj + d] += ds * pq[qi + d];
+              if (pdv) pdv[kj + d] += s[j] * w * gdo[d];
+            }
           }
         }
-      }
+  });
 }
 }  // namespace
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
                        float scale, const Tensor& head_weight, Tensor& out, Tensor& lse) {
   check_cpu_float("attention", q);
-  if (q.dtype() == DType::f64) forward<double>(q, k, v, key_padding, causal, scale, head_weight, out, lse);
-  else forward<float>(q, k, v, key_padding, causal, scale, head_weight, out, lse);
+  if (q.dtype() == DType::f64)
+    forward<double>(q, k, v, key_padding, causal, scale, head_weight, out, lse);
+  else
+    forward<float>(q, k, v, key_padding, causal, scale, head_weight, out, lse);
 }
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
@@ -139,7 +157,8 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   check_cpu_float("attention", q);
   if (q.dtype() == DType::f64)
     backward<double>(q, k, v, key_padding, causal, scale, head_weight, lse, dout, dq, dk, dv, dhead_weight);
-  else backward<float>(q, k, v, key_padding, causal, scale, head_weight, lse, dout, dq, dk, dv, dhead_weight);
+  else
+    backward<float>(q, k, v, key_padding, causal, scale, head_weight, lse, dout, dq, dk, dv, dhead_weight);
 }
 
 }  // namespace moe::cpu

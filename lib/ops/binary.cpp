@@ -4,6 +4,7 @@
 #include "ops/binary.h"
 
 #include "ops/binary_math.h"
+#include "common/cpu_threads.h"
 #include "ops/dispatch.h"
 
 namespace moe {
@@ -20,11 +21,13 @@ void forward(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   const BroadcastIndex ix = make_broadcast_index(collapse_broadcast(a.shape(), b.shape(), out.shape()));
   const T *pa = a.data<T>(), *pb = b.data<T>();
   T* po = out.data<T>();
-  for (int64_t i = 0, n = out.numel(); i < n; ++i) {
-    int64_t ia, ib;
-    ix.map(i, ia, ib);
-    po[i] = binary_value<T>(op, pa[ia], pb[ib]);
-  }
+  parallel_for(out.numel(), kElementsPerThread, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      int64_t ia, ib;
+      ix.map(i, ia, ib);
+      po[i] = binary_value<T>(op, pa[ia], pb[ib]);
+    }
+  });
 }
 
 template <class T>
@@ -37,11 +40,15 @@ void backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dout,
   for (int pass = 0; pass < 2; ++pass) {
     T* dst = pass == 0 ? pda : pdb;
     if (!dst) continue;
-    for (int64_t i = 0, n = dout.numel(); i < n; ++i) {
-      int64_t ia, ib;
-      ix.map(i, ia, ib);
-      dst[pass == 0 ? ia : ib] += pg[i] * binary_partial<T>(op, pa[ia], pb[ib], pass == 1);
-    }
+    // in parallel only when this operand is not broadcast (each output element owns its gradient)
+    const bool own = (pass == 0 ? a.numel() : b.numel()) == dout.numel();
+    parallel_for(dout.numel(), own ? kElementsPerThread : dout.numel(), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        int64_t ia, ib;
+        ix.map(i, ia, ib);
+        dst[pass == 0 ? ia : ib] += pg[i] * binary_partial<T>(op, pa[ia], pb[ib], pass == 1);
+      }
+    });
   }
 }
 }  // namespace

@@ -3,9 +3,11 @@
 // Covered by tests/ops/cross_entropy_test.cpp.
 #include "ops/cross_entropy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "common/cpu_threads.h"
 #include "ops/dispatch.h"
 
 namespace moe {
@@ -21,26 +23,29 @@ void forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& 
   const int32_t* t = targets.data<int32_t>();
   T *pl = loss.data<T>(), *plse = lse.data<T>();
   const T eps_i = V > 1 ? eps / T(V - 1) : T(0);
-  for (int64_t n = 0; n < N; ++n) {
-    const T* xr = x + n * V;
-    if (t[n] == ignore) {
-      pl[n] = 0;
-      plse[n] = 0;
-      continue;
+  for (int64_t n = 0; n < N; ++n)  // checked before the parallel rows (an error cannot leave a thread)
+    MOE_CHECK(t[n] == ignore || (t[n] >= 0 && t[n] < V), "cross_entropy: target ", t[n], " of row ", n,
+              " is outside [0, ", V, ") for logits of shape ", logits.shape(), " (ignore_index is ", ignore, ")");
+  parallel_for(N, std::max<int64_t>(1, kElementsPerThread / std::max<int64_t>(1, V)), [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) {
+      const T* xr = x + n * V;
+      if (t[n] == ignore) {
+        pl[n] = 0;
+        plse[n] = 0;
+        continue;
+      }
+      T m = -std::numeric_limits<T>::infinity(), sx = 0;
+      for (int64_t j = 0; j < V; ++j) m = std::max(m, xr[j]);
+      T s = 0;
+      for (int64_t j = 0; j < V; ++j) {
+        s += std::exp(xr[j] - m);
+        sx += xr[j];
+      }
+      const T l = m + std::log(s);
+      plse[n] = l;
+      pl[n] = (T(1) - eps - eps_i) * (l - xr[t[n]]) + eps_i * (T(V) * l - sx);
     }
-    MOE_CHECK(t[n] >= 0 && t[n] < V, "cross_entropy: target ", t[n], " of row ", n, " is outside [0, ", V,
-              ") for logits of shape ", logits.shape(), " (ignore_index is ", ignore, ")");
-    T m = -std::numeric_limits<T>::infinity(), sx = 0;
-    for (int64_t j = 0; j < V; ++j) m = std::max(m, xr[j]);
-    T s = 0;
-    for (int64_t j = 0; j < V; ++j) {
-      s += std::exp(xr[j] - m);
-      sx += xr[j];
-    }
-    const T l = m + std::log(s);
-    plse[n] = l;
-    pl[n] = (T(1) - eps - eps_i) * (l - xr[t[n]]) + eps_i * (T(V) * l - sx);
-  }
+  });  // rows in parallel
 }
 
 template <class T>
@@ -51,15 +56,17 @@ void backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, co
   const int32_t* t = targets.data<int32_t>();
   T* dx = dlogits.data<T>();
   const T eps_i = V > 1 ? eps / T(V - 1) : T(0);
-  for (int64_t n = 0; n < N; ++n) {
-    if (t[n] == ignore || t[n] < 0 || t[n] >= V) continue;
-    const T* xr = x + n * V;
-    T* dr = dx + n * V;
-    for (int64_t j = 0; j < V; ++j) {
-      const T q = eps_i + (j == t[n] ? T(1) - eps - eps_i : T(0));
-      dr[j] += dl[n] * (std::exp(xr[j] - plse[n]) - q);
+  parallel_for(N, std::max<int64_t>(1, kElementsPerThread / std::max<int64_t>(1, V)), [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) {
+      if (t[n] == ignore || t[n] < 0 || t[n] >= V) continue;
+      const T* xr = x + n * V;
+      T* dr = dx + n * V;
+      for (int64_t j = 0; j < V; ++j) {
+        const T q = eps_i + (j == t[n] ? T(1) - eps - eps_i : T(0));
+        dr[j] += dl[n] * (std::exp(xr[j] - plse[n]) - q);
+      }
     }
-  }
+  });  // rows in parallel
 }
 }  // namespace
 

@@ -2,6 +2,7 @@
 // Covered by tests/ops/dropout_test.cpp.
 #include "ops/dropout.h"
 
+#include "common/cpu_threads.h"
 #include "ops/dispatch.h"
 
 namespace moe {
@@ -11,13 +12,15 @@ namespace {
 template <class T, bool Backward>
 void run(const T* src, T* dst, int64_t n, float p, uint64_t seed, uint64_t rng_stream) {
   const T scale = T(1) / (T(1) - static_cast<T>(p));
-  for (int64_t i = 0; i < n; ++i) {
-    const T v = dropout_keep(seed, rng_stream, static_cast<uint64_t>(i), p) ? src[i] * scale : T(0);
-    if constexpr (Backward)
-      dst[i] += v;
-    else
-      dst[i] = v;
-  }
+  parallel_for(n, kElementsPerThread, [&](int64_t lo, int64_t hi) {  // the mask depends on i only
+    for (int64_t i = lo; i < hi; ++i) {
+      const T v = dropout_keep(seed, rng_stream, static_cast<uint64_t>(i), p) ? src[i] * scale : T(0);
+      if constexpr (Backward)
+        dst[i] += v;
+      else
+        dst[i] = v;
+    }
+  });
 }
 }  // namespace
 

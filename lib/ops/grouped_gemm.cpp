@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/cpu_threads.h"
 #include "ops/dispatch.h"
 
 namespace moe {
@@ -37,16 +38,19 @@ void forward(const Tensor& x, const Tensor& w, const Tensor& offsets, Tensor& ou
   const T* px = x.data<T>();
   const T* pw = w.data<T>();
   T* po = out.data<T>();
-  for (size_t e = 0; e + 1 < off.size(); ++e) {
-    const int64_t r0 = off[e], rows = off[e + 1] - off[e];
-    if (rows == 0 || m == 0) continue;
-    if (k == 0) {
-      if (!accumulate) std::fill(po + r0 * m, po + (r0 + rows) * m, T(0));
-      continue;
+  // experts in parallel (common/cpu_threads.h), each GEMM single-threaded: the blocks of out are disjoint
+  parallel_for(int64_t(off.size()) - 1, 1, [&](int64_t e0, int64_t e1) {
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t r0 = off[e], rows = off[e + 1] - off[e];
+      if (rows == 0 || m == 0) continue;
+      if (k == 0) {
+        if (!accumulate) std::fill(po + r0 * m, po + (r0 + rows) * m, T(0));
+        continue;
+      }
+      gemm(px + r0 * k, pw + int64_t(e) * k * m, po + r0 * m, false, trans_w, int(rows), int(m), int(k),
+           accumulate ? 1.f : 0.f);
     }
-    gemm(px + r0 * k, pw + int64_t(e) * k * m, po + r0 * m, false, trans_w, int(rows), int(m), int(k),
-         accumulate ? 1.f : 0.f);
-  }
+  });
 }
 
 // dw[e] += x_e^T @ dout_e ([K, M]) or, with trans_w, dout_e^T @ x_e ([M, K]).
@@ -57,13 +61,17 @@ void weight_grad(const Tensor& x, const Tensor& dout, const Tensor& offsets, Ten
   const T* px = x.data<T>();
   const T* pd = dout.data<T>();
   T* pw = dw.data<T>();
-  for (size_t e = 0; e + 1 < off.size(); ++e) {
-    const int64_t r0 = off[e], rows = off[e + 1] - off[e];
-    if (rows == 0 || k == 0 || m == 0) continue;
-    T* dwe = pw + int64_t(e) * k * m;
-    if (trans_w) gemm(pd + r0 * m, px + r0 * k, dwe, true, false, int(m), int(k), int(rows), 1.f);
-    else gemm(px + r0 * k, pd + r0 * m, dwe, true, false, int(k), int(m), int(rows), 1.f);
-  }
+  parallel_for(int64_t(off.size()) - 1, 1, [&](int64_t e0, int64_t e1) {  // experts in parallel, as forward
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t r0 = off[e], rows = off[e + 1] - off[e];
+      if (rows == 0 || k == 0 || m == 0) continue;
+      T* dwe = pw + int64_t(e) * k * m;
+      if (trans_w)
+        gemm(pd + r0 * m, px + r0 * k, dwe, true, false, int(m), int(k), int(rows), 1.f);
+      else
+        gemm(px + r0 * k, pd + r0 * m, dwe, true, false, int(k), int(m), int(rows), 1.f);
+    }
+  });
 }
 
 void check_args(const char* what, const Tensor& x, const Tensor& w, const Tensor& offsets, bool trans_w) {
@@ -85,13 +93,17 @@ namespace cpu {
 void grouped_gemm_forward(const Tensor& x, const Tensor& w, const Tensor& offsets, Tensor& out, bool trans_w,
                           bool accumulate) {
   check_cpu_float("grouped_gemm", x);
-  if (x.dtype() == DType::f64) forward<double>(x, w, offsets, out, trans_w, accumulate);
-  else forward<float>(x, w, offsets, out, trans_w, accumulate);
+  if (x.dtype() == DType::f64)
+    forward<double>(x, w, offsets, out, trans_w, accumulate);
+  else
+    forward<float>(x, w, offsets, out, trans_w, accumulate);
 }
 void grouped_gemm_weight_grad(const Tensor& x, const Tensor& dout, const Tensor& offsets, Tensor& dw, bool trans_w) {
   check_cpu_float("grouped_gemm", x);
-  if (x.dtype() == DType::f64) weight_grad<double>(x, dout, offsets, dw, trans_w);
-  else weight_grad<float>(x, dout, offsets, dw, trans_w);
+  if (x.dtype() == DType::f64)
+    weight_grad<double>(x, dout, offsets, dw, trans_w);
+  else
+    weight_grad<float>(x, dout, offsets, dw, trans_w);
 }
 }  // namespace cpu
 

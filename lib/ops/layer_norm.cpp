@@ -2,9 +2,11 @@
 // any float dtype, plus the argument checks and dispatch. Covered by tests/ops/layer_norm_test.cpp.
 #include "ops/layer_norm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "common/cpu_threads.h"
 #include "ops/dispatch.h"
 
 namespace moe {
@@ -38,17 +40,19 @@ void forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y
   const std::vector<double> g = host(gamma, d, 1), b = host(beta, d, 0);
   const T* px = x.data<T>();
   T *py = y.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>();
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = px + r * d;
-    T mu = 0, var = 0;
-    for (int64_t j = 0; j < d; ++j) mu += xr[j];
-    mu /= T(d);
-    for (int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
-    const T rs = T(1) / std::sqrt(var / T(d) + eps);
-    pm[r] = mu;
-    pr[r] = rs;
-    for (int64_t j = 0; j < d; ++j) py[r * d + j] = (xr[j] - mu) * rs * T(g[j]) + T(b[j]);
-  }
+  parallel_for(rows, std::max<int64_t>(1, kElementsPerThread / std::max<int64_t>(1, d)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = px + r * d;
+      T mu = 0, var = 0;
+      for (int64_t j = 0; j < d; ++j) mu += xr[j];
+      mu /= T(d);
+      for (int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
+      const T rs = T(1) / std::sqrt(var / T(d) + eps);
+      pm[r] = mu;
+      pr[r] = rs;
+      for (int64_t j = 0; j < d; ++j) py[r * d + j] = (xr[j] - mu) * rs * T(g[j]) + T(b[j]);
+    }
+  });  // rows in parallel
 }
 
 template <class T>
@@ -56,25 +60,40 @@ void backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Te
               Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
   const int64_t d = x.shape().last(), rows = x.numel() / d;
   const std::vector<double> g = host(gamma, d, 1);
-  std::vector<double> dg(static_cast<size_t>(d), 0.0), db(static_cast<size_t>(d), 0.0);
   const T *px = x.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>(), *pdy = dy.data<T>();
-  for (int64_t r = 0; r < rows; ++r) {
-    const T *xr = px + r * d, *dyr = pdy + r * d;
-    T a = 0, b = 0;  // sum g, sum g*xhat
-    for (int64_t j = 0; j < d; ++j) {
-      const T xh = (xr[j] - pm[r]) * pr[r], gj = dyr[j] * T(g[j]);
-      a += gj;
-      b += gj * xh;
-      dg[j] += dyr[j] * xh;
-      db[j] += dyr[j];
+  // Chunks of rows in parallel, each with its own dgamma / dbeta sums (f64), added in chunk order
+  // afterwards: the result does not depend on the thread count.
+  constexpr int64_t kChunk = 256;
+  const int64_t chunks = (rows + kChunk - 1) / kChunk;
+  std::vector<double> part(static_cast<size_t>(2 * chunks * d), 0.0);
+  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      double *dg = part.data() + 2 * c * d, *db = dg + d;
+      for (int64_t r = c * kChunk; r < std::min(rows, (c + 1) * kChunk); ++r) {
+        const T *xr = px + r * d, *dyr = pdy + r * d;
+        T a = 0, b = 0;  // sum g, sum g*xhat
+        for (int64_t j = 0; j < d; ++j) {
+          const T xh = (xr[j] - pm[r]) * pr[r], gj = dyr[j] * T(g[j]);
+          a += gj;
+          b += gj * xh;
+          dg[j] += dyr[j] * xh;
+          db[j] += dyr[j];
+        }
+        if (!dx.defined()) continue;
+        T* dxr = dx.data<T>() + r * d;
+        for (int64_t j = 0; j < d; ++j) {
+          const T xh = (xr[j] - pm[r]) * pr[r];
+          dxr[j] += pr[r] * (dyr[j] * T(g[j]) - a / T(d) - xh * b / T(d));
+        }
+      }
     }
-    if (!dx.defined()) continue;
-    T* dxr = dx.data<T>() + r * d;
+  });
+  std::vector<double> dg(static_cast<size_t>(d), 0.0), db(static_cast<size_t>(d), 0.0);
+  for (int64_t c = 0; c < chunks; ++c)
     for (int64_t j = 0; j < d; ++j) {
-      const T xh = (xr[j] - pm[r]) * pr[r];
-      dxr[j] += pr[r] * (dyr[j] * T(g[j]) - a / T(d) - xh * b / T(d));
+      dg[j] += part[2 * c * d + j];
+      db[j] += part[(2 * c + 1) * d + j];
     }
-  }
   if (dgamma.defined()) add_into(dgamma, dg);
   if (dbeta.defined()) add_into(dbeta, db);
 }

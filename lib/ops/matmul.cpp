@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "common/cpu_threads.h"
 #include "ops/dispatch.h"
 #include "tensor/cuda_runtime.h"
 
@@ -41,7 +42,7 @@ MatmulPlan matmul_plan(const Shape& a, const Shape& b, bool trans_a, bool trans_
   p.n = bn;
   p.m = am;
   if (b.ndim() == 2 && (a.ndim() == 2 || !trans_a)) {  // rows of a (any leading axes) times one matrix
-    p.m = lead_product(a) * am;  // not a.rows() = numel / last, which is 0 when k = 0
+    p.m = lead_product(a) * am;                        // not a.rows() = numel / last, which is 0 when k = 0
     p.out = a.ndim() == 2 ? Shape{am, bn} : a.with(-1, bn);
     p.stride_a = p.m * p.k;
     p.stride_b = p.k * p.n;
@@ -91,13 +92,38 @@ double bench_gemm_tflops(const std::function<void()>& fn, double flops, Device d
 
 namespace cpu {
 namespace {
-void gemm(const float* a, const float* b, float* c, bool ta, bool tb, int m, int n, int k, float alpha, float beta) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
-              std::max(1, ta ? m : k), b, std::max(1, tb ? k : n), beta, c, std::max(1, n));
+void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
+              alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
-void gemm(const double* a, const double* b, double* c, bool ta, bool tb, int m, int n, int k, float alpha, float beta) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
-              std::max(1, ta ? m : k), b, std::max(1, tb ? k : n), beta, c, std::max(1, n));
+void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const double* a, int64_t lda, const double* b,
+          int64_t ldb, float beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
+              alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+/// c = alpha op(a) op(b) + beta c, split across the CPU threads (common/cpu_threads.h) along the
+/// longer of m and n: each part is one single-threaded BLAS call on a block of rows (or columns)
+/// of c, so every element is computed as by one call on the whole matrix.
+template <class T>
+void gemm(const T* a, const T* b, T* c, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, float beta,
+          bool split) {
+  const int64_t lda = std::max<int64_t>(1, ta ? m : k), ldb = std::max<int64_t>(1, tb ? k : n),
+                ldc = std::max<int64_t>(1, n);
+  constexpr int64_t kMinFlopsPerThread = int64_t(1) << 20;  // below this a fork costs more than it saves
+  if (!split) return blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (m >= n) {
+    const int64_t rows = std::max<int64_t>(4, kMinFlopsPerThread / std::max<int64_t>(1, 2 * n * k));
+    parallel_for(m, rows, [&](int64_t lo, int64_t hi) {
+      blas(ta, tb, hi - lo, n, k, alpha, ta ? a + lo : a + lo * lda, lda, b, ldb, beta, c + lo * ldc, ldc);
+    });
+  } else {
+    const int64_t cols = std::max<int64_t>(16, kMinFlopsPerThread / std::max<int64_t>(1, 2 * m * k));
+    parallel_for(n, cols, [&](int64_t lo, int64_t hi) {
+      blas(ta, tb, m, hi - lo, k, alpha, a, lda, tb ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
+    });
+  }
 }
 
 template <class T>
@@ -106,14 +132,21 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool tb, flo
   if (p.m == 0 || p.n == 0) return;
   const T *pa = a.data<T>(), *pb = b.data<T>();
   T* pc = out.data<T>();
-  for (int64_t i = 0; i < p.batch; ++i) {
+  auto one = [&](int64_t i, bool split) {
     T* c = pc + i * p.stride_c;
     if (p.k == 0) {  // empty reduction: out = beta * out
       for (int64_t j = 0; j < p.stride_c; ++j) c[j] = beta == 0 ? T(0) : T(beta) * c[j];
-      continue;
+      return;
     }
-    gemm(pa + i * p.stride_a, pb + i * p.stride_b, c, ta, tb, int(p.m), int(p.n), int(p.k), alpha, beta);
-  }
+    gemm(pa + i * p.stride_a, pb + i * p.stride_b, c, ta, tb, p.m, p.n, p.k, alpha, beta, split);
+  };
+  if (p.batch == 1) return one(0, true);
+  // a batch: one matrix per thread at a time (each call single-threaded)
+  const int64_t per =
+      std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(1, 2 * p.m * p.n * std::max<int64_t>(1, p.k)));
+  parallel_for(p.batch, per, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) one(i, false);
+  });
 }
 
 template <class T>
@@ -121,40 +154,59 @@ void add_bias(const Tensor& bias, Tensor& out) {
   const T* pb = bias.data<T>();
   T* po = out.data<T>();
   const int64_t n = bias.numel(), rows = n ? out.numel() / n : 0;
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < n; ++j) po[i * n + j] += pb[j];
+  parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n)), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      for (int64_t j = 0; j < n; ++j) po[i * n + j] += pb[j];
+  });
 }
 
+/// Column sums of dout [rows, n] added to dbias: the threads take blocks of columns, each streams
+/// the rows once (contiguous, vectorised) into its own sums; every column is summed in row order.
 template <class T>
 void bias_grad_t(const Tensor& dout, Tensor& dbias) {
   const T* pd = dout.data<T>();
   T* pb = dbias.data<T>();
   const int64_t n = dbias.numel(), rows = n ? dout.numel() / n : 0;
-  for (int64_t j = 0; j < n; ++j) {
-    T s = 0;
-    for (int64_t i = 0; i < rows; ++i) s += pd[i * n + j];
-    pb[j] += s;
-  }
+  const int64_t min_cols = std::max<int64_t>(16, 16384 / std::max<int64_t>(1, rows));
+  parallel_for(n, min_cols, [&](int64_t lo, int64_t hi) {
+    constexpr int64_t kBlock = 256;  // columns summed at once: their sums stay in registers / L1
+    T sums[kBlock];
+    for (int64_t c0 = lo; c0 < hi; c0 += kBlock) {
+      const int64_t w = std::min(kBlock, hi - c0);
+      for (int64_t j = 0; j < w; ++j) sums[j] = 0;
+      for (int64_t i = 0; i < rows; ++i) {
+        const T* r = pd + i * n + c0;
+        for (int64_t j = 0; j < w; ++j) sums[j] += r[j];
+      }
+      for (int64_t j = 0; j < w; ++j) pb[c0 + j] += sums[j];
+    }
+  });
 }
 }  // namespace
 
 void matmul_forward(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool tb, float alpha, float beta) {
   check_cpu_float("matmul", a);
-  if (a.dtype() == DType::f64) matmul<double>(a, b, out, ta, tb, alpha, beta);
-  else matmul<float>(a, b, out, ta, tb, alpha, beta);
+  if (a.dtype() == DType::f64)
+    matmul<double>(a, b, out, ta, tb, alpha, beta);
+  else
+    matmul<float>(a, b, out, ta, tb, alpha, beta);
 }
 
 void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) {
   cpu::matmul_forward(x, w, out, false, false, 1.f, 0.f);
   if (!bias.defined()) return;
-  if (x.dtype() == DType::f64) add_bias<double>(bias, out);
-  else add_bias<float>(bias, out);
+  if (x.dtype() == DType::f64)
+    add_bias<double>(bias, out);
+  else
+    add_bias<float>(bias, out);
 }
 
 void bias_grad(const Tensor& dout, Tensor& dbias) {
   check_cpu_float("bias_grad", dout);
-  if (dout.dtype() == DType::f64) bias_grad_t<double>(dout, dbias);
-  else bias_grad_t<float>(dout, dbias);
+  if (dout.dtype() == DType::f64)
+    bias_grad_t<double>(dout, dbias);
+  else
+    bias_grad_t<float>(dout, dbias);
 }
 }  // namespace cpu
 

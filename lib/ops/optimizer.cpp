@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "common/cpu_threads.h"
 #include "ops/dispatch.h"
 
 namespace moe {
@@ -13,7 +14,9 @@ namespace cpu {
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamCoeffs& c) {
   float *p = param.data<float>(), *pm = m.data<float>(), *pv = v.data<float>();
   const float* g = grad.data<float>();
-  for (int64_t i = 0, n = param.numel(); i < n; ++i) adam_element(p[i], g[i], pm[i], pv[i], c);
+  parallel_for(param.numel(), kElementsPerThread, [&](int64_t lo, int64_t hi) {  // one flat buffer, in parallel
+    for (int64_t i = lo; i < hi; ++i) adam_element(p[i], g[i], pm[i], pv[i], c);
+  });
 }
 
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdCoeffs& c) {
@@ -21,7 +24,10 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& buf, cons
   const float* g = grad.data<float>();
   float dummy = 0.f;
   float* b = buf.defined() ? buf.data<float>() : nullptr;
-  for (int64_t i = 0, n = param.numel(); i < n; ++i) sgd_element(p[i], g[i], b ? b[i] : dummy, c);
+  parallel_for(param.numel(), b ? kElementsPerThread : param.numel(), [&](int64_t lo, int64_t hi) {
+    float scratch = dummy;
+    for (int64_t i = lo; i < hi; ++i) sgd_element(p[i], g[i], b ? b[i] : scratch, c);
+  });
 }
 
 void sum_squares(const Tensor& t, double& out) {

@@ -3,9 +3,11 @@
 // Covered by tests/ops/softmax_test.cpp.
 #include "ops/softmax.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "common/cpu_threads.h"
 #include "ops/dispatch.h"
 
 namespace moe {
@@ -31,25 +33,28 @@ void forward(const Tensor& x, const Tensor& mask, Tensor& y, bool log, int64_t m
   const uint8_t* pm = mask.defined() ? mask.data<uint8_t>() : nullptr;
   T* py = y.data<T>();
   const T ninf = -std::numeric_limits<T>::infinity();
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = px + r * cols;
-    const uint8_t* mr = pm ? pm + r * mask_stride : nullptr;
-    T* yr = py + r * cols;
-    auto kept = [&](int64_t j) { return (!mr || mr[j]) && xr[j] != ninf; };
-    T m = ninf;
-    for (int64_t j = 0; j < cols; ++j)
-      if (kept(j) && xr[j] > m) m = xr[j];
-    double s = 0;  // in f64: a sequential f32 sum of 32,000 terms is off by ~3e-5 (the CUDA tree sum by ~1e-7)
-    for (int64_t j = 0; j < cols; ++j)
-      if (kept(j)) s += std::exp(xr[j] - m);
-    const T lse = static_cast<T>(m + std::log(s));
-    for (int64_t j = 0; j < cols; ++j) {
-      if (!kept(j) || s == 0)
-        yr[j] = log ? ninf : T(0);
-      else
-        yr[j] = log ? xr[j] - lse : static_cast<T>(std::exp(xr[j] - m) / s);
-    }
-  }
+  parallel_for(
+      rows, std::max<int64_t>(1, kElementsPerThread / std::max<int64_t>(1, cols)), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const T* xr = px + r * cols;
+          const uint8_t* mr = pm ? pm + r * mask_stride : nullptr;
+          T* yr = py + r * cols;
+          auto kept = [&](int64_t j) { return (!mr || mr[j]) && xr[j] != ninf; };
+          T m = ninf;
+          for (int64_t j = 0; j < cols; ++j)
+            if (kept(j) && xr[j] > m) m = xr[j];
+          double s = 0;  // in f64: a sequential f32 sum of 32,000 terms is off by ~3e-5 (the CUDA tree sum by ~1e-7)
+          for (int64_t j = 0; j < cols; ++j)
+            if (kept(j)) s += std::exp(xr[j] - m);
+          const T lse = static_cast<T>(m + std::log(s));
+          for (int64_t j = 0; j < cols; ++j) {
+            if (!kept(j) || s == 0)
+              yr[j] = log ? ninf : T(0);
+            else
+              yr[j] = log ? xr[j] - lse : static_cast<T>(std::exp(xr[j] - m) / s);
+          }
+        }
+      });  // rows in parallel
 }
 
 template <class T>
@@ -58,23 +63,26 @@ void backward(const Tensor& y, const Tensor& dy, Tensor& dx, bool log) {
   const T *py = y.data<T>(), *pdy = dy.data<T>();
   T* pdx = dx.data<T>();
   const T ninf = -std::numeric_limits<T>::infinity();
-  for (int64_t r = 0; r < rows; ++r) {
-    const T *yr = py + r * cols, *dyr = pdy + r * cols;
-    T* dxr = pdx + r * cols;
-    double s = 0;  // in f64, as the forward's sum
-    for (int64_t j = 0; j < cols; ++j) {
-      if (log)
-        s += yr[j] == ninf ? T(0) : dyr[j];
-      else
-        s += dyr[j] * yr[j];
-    }
-    for (int64_t j = 0; j < cols; ++j) {
-      if (log)
-        dxr[j] += yr[j] == ninf ? T(0) : static_cast<T>(dyr[j] - std::exp(yr[j]) * s);
-      else
-        dxr[j] += static_cast<T>(yr[j] * (dyr[j] - s));
-    }
-  }
+  parallel_for(rows, std::max<int64_t>(1, kElementsPerThread / std::max<int64_t>(1, cols)),
+               [&](int64_t r0, int64_t r1) {
+                 for (int64_t r = r0; r < r1; ++r) {
+                   const T *yr = py + r * cols, *dyr = pdy + r * cols;
+                   T* dxr = pdx + r * cols;
+                   double s = 0;  // in f64, as the forward's sum
+                   for (int64_t j = 0; j < cols; ++j) {
+                     if (log)
+                       s += yr[j] == ninf ? T(0) : dyr[j];
+                     else
+                       s += dyr[j] * yr[j];
+                   }
+                   for (int64_t j = 0; j < cols; ++j) {
+                     if (log)
+                       dxr[j] += yr[j] == ninf ? T(0) : static_cast<T>(dyr[j] - std::exp(yr[j]) * s);
+                     else
+                       dxr[j] += static_cast<T>(yr[j] * (dyr[j] - s));
+                   }
+                 }
+               });  // rows in parallel
 }
 }  // namespace
 

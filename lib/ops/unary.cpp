@@ -1,6 +1,7 @@
 // CPU reference of the element-wise unary ops (see unary.h for the math) and their dispatch.
 #include "ops/unary.h"
 
+#include "common/cpu_threads.h"
 #include "ops/dispatch.h"
 #include "ops/unary_math.h"
 
@@ -18,13 +19,17 @@ template <class T>
 void forward(UnaryOp op, const Tensor& x, Tensor& y, T alpha, T beta) {
   const T* px = x.data<T>();
   T* py = y.data<T>();
-  for (int64_t i = 0, n = x.numel(); i < n; ++i) py[i] = unary_value<T>(op, px[i], alpha, beta);
+  parallel_for(x.numel(), kElementsPerThread, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) py[i] = unary_value<T>(op, px[i], alpha, beta);
+  });
 }
 template <class T>
 void backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx, T alpha) {
   const T *px = x.data<T>(), *py = y.data<T>(), *pdy = dy.data<T>();
   T* pdx = dx.data<T>();
-  for (int64_t i = 0, n = x.numel(); i < n; ++i) pdx[i] += pdy[i] * unary_derivative<T>(op, px[i], py[i], alpha);
+  parallel_for(x.numel(), kElementsPerThread, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) pdx[i] += pdy[i] * unary_derivative<T>(op, px[i], py[i], alpha);
+  });
 }
 }  // namespace
 

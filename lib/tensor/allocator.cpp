@@ -1,6 +1,8 @@
 // allocator.h implementation.
 #include "tensor/allocator.h"
 
+#include <sys/mman.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -18,6 +20,30 @@ size_t Allocator::round_size(size_t bytes) {
   return (bytes + kLarge - 1) / kLarge * kLarge;
 }
 
+size_t Allocator::round_size_host(size_t bytes) {
+  constexpr size_t kClassesFrom = size_t(64) << 10, kPage = 4096;
+  if (bytes <= kClassesFrom) return round_size(bytes);
+  size_t base = kClassesFrom;  // the power of two at or below bytes
+  while (base * 2 <= bytes) base *= 2;
+  const size_t step = base / 4;
+  const size_t size = (bytes + step - 1) / step * step;  // base * {1, 1.25, 1.5, 1.75, 2}
+  return (size + kPage - 1) / kPage * kPage;
+}
+
+namespace {
+/// Host blocks of 2 MiB and more are 2 MiB-aligned and marked for transparent huge pages: their
+/// first touch then faults once per 2 MiB instead of once per 4 KiB page (issue 13: ~125k page
+/// faults and a third of the CPU time in the kernel when decoding 1000 sentences).
+void* host_alloc(size_t bytes) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  if (bytes < kHuge) return std::aligned_alloc(256, bytes);
+  void* p = nullptr;
+  if (posix_memalign(&p, kHuge, bytes) != 0) return nullptr;
+  madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP support it changes nothing
+  return p;
+}
+}  // namespace
+
 Allocator::~Allocator() {
   // Process exit: the CUDA context may already be gone, so only host memory is given back here.
   if (device_.is_cpu()) {
@@ -27,7 +53,7 @@ Allocator::~Allocator() {
 
 void* Allocator::raw_alloc(size_t bytes) {
   if (limit_ && stats_.reserved + bytes > limit_) return nullptr;
-  void* p = device_.is_cpu() ? std::aligned_alloc(256, bytes) : cuda::raw_malloc(bytes, device_.index);
+  void* p = device_.is_cpu() ? host_alloc(bytes) : cuda::raw_malloc(bytes, device_.index);
   if (p) {
     stats_.reserved += bytes;
     ++stats_.raw_allocations;
@@ -41,7 +67,7 @@ void Allocator::raw_free(void* ptr) {
 }
 
 void* Allocator::allocate(size_t bytes) {
-  const size_t size = round_size(bytes);
+  const size_t size = device_.is_cpu() ? round_size_host(bytes) : round_size(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   void* p = nullptr;
   auto it = free_blocks_.lower_bound(size);

@@ -1,7 +1,10 @@
 // A caching allocator per device: freed blocks go back to size-keyed free lists and are handed out
 // again, so steady-state training performs no cudaMalloc/cudaFree (or malloc/free) at all.
-// Sizes are rounded up (512 B granularity below 1 MiB, 2 MiB above); a request takes the smallest
-// cached block that fits and is at most twice its size. On failure the cache is released and the
+// Sizes are rounded up (512 B granularity below 1 MiB, 2 MiB above; on the CPU, above 64 KiB, to
+// four classes per power of two, 2^k * {1, 1.25, 1.5, 1.75}); a request takes the smallest cached
+// block that fits and is at most twice its size. The CPU classes let tensors that grow a little at
+// every step (the decoder's key/value cache, a batch longer than the last) reuse freed blocks
+// instead of taking fresh pages from the OS (page faults, system time) at each step. On failure the cache is released and the
 // request retried once; after that OutOfMemory names the request and what is in use.
 // Covered by tests/unit/allocator_test.cpp.
 #pragma once
@@ -41,6 +44,8 @@ class Allocator {
   Device device() const { return device_; }
 
   static size_t round_size(size_t bytes);
+  /// The CPU allocator's rounding (size classes above 64 KiB, page multiples).
+  static size_t round_size_host(size_t bytes);
 
  private:
   void* raw_alloc(size_t bytes);

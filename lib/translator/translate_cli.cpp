@@ -9,6 +9,7 @@
 
 #include "common/progress_meter.h"
 #include "data/utf8.h"
+#include "tensor/allocator.h"
 #include "training/checkpoint.h"
 #include "translator/mae_inference.h"
 #include "translator/translate_text.h"
@@ -129,6 +130,9 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
         << secs << " s on " << device << " (" << o.dtype << ", beam " << o.beam
         << "): " << static_cast<int64_t>(stats.src_words * rate) << " words/s, "
         << static_cast<int64_t>(stats.tgt_tokens * rate) << " tokens/s; loading took " << load << " s\n";
+    const AllocatorStats mem = allocator_for(device).stats();
+    err << "moe-translate: memory: peak " << format_bytes(mem.peak_in_use) << " in tensors, "
+        << format_bytes(mem.reserved) << " reserved in " << mem.raw_allocations << " allocations\n";
   }
 }
 

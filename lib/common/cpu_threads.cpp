@@ -1,0 +1,119 @@
+// cpu_threads.h implementation.
+// Why OpenMP and not a hand-written pool: the ops need only fork-join loops over rows, OpenMP's
+// team is created once and reused (a region costs about a microsecond, its idle threads spin
+// briefly and then sleep on a futex, so nothing spins between updates), it is part of the compiler
+// (no dependency), and PyTorch's CPU ops use the same model, which keeps the comparison in
+// scripts/bench-cpu.sh like for like. OpenBLAS (the Debian pthread build) is told to use one thread:
+// with its own workers running as well, both pools would want every core and its idle workers spin
+// in sched_yield for a long time after each GEMM (the ~12% of issue 13's profile).
+#include "common/cpu_threads.h"
+
+#include <omp.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "common/error.h"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace moe {
+
+namespace {
+std::atomic<int> g_threads{0};
+
+int read_int(const std::string& path) {
+  std::ifstream f(path);
+  int v = -1;
+  f >> v;
+  return f ? v : -1;
+}
+}  // namespace
+
+int physical_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return std::max(1, omp_get_num_procs());
+  std::set<std::pair<int, int>> cores;
+  int cpus = 0;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &set)) continue;
+    ++cpus;
+    const std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
+    const int package = read_int(base + "physical_package_id"), core = read_int(base + "core_id");
+    cores.emplace(package, core < 0 ? c : core);  // no topology: count the CPU itself
+  }
+  return std::max(1, std::min(cpus, static_cast<int>(cores.size())));
+}
+
+void set_cpu_threads(int n) {
+  if (n <= 0) n = physical_cores();
+  openblas_set_num_threads(1);
+  omp_set_num_threads(n);
+  g_threads.store(n);
+}
+
+int cpu_threads() {
+  int n = g_threads.load();
+  if (n == 0) {
+    set_cpu_threads(0);
+    n = g_threads.load();
+  }
+  return n;
+}
+
+bool apply_cpu_threads_flag(int& argc, char** argv) {
+  int out = 1, n = 0;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const char* a = argv[i];
+      const char* value = nullptr;
+      if (std::strcmp(a, "--cpu-threads") == 0) {
+        MOE_CHECK(i + 1 < argc, "--cpu-threads needs a value (a thread count; 0 = the physical cores)");
+        value = argv[++i];
+      } else if (std::strncmp(a, "--cpu-threads=", 14) == 0) {
+        value = a + 14;
+      } else {
+        argv[out++] = argv[i];
+        continue;
+      }
+      char* end = nullptr;
+      const long v = std::strtol(value, &end, 10);
+      MOE_CHECK(end != value && *end == 0 && v >= 0 && v <= 1024, "--cpu-threads: '", value,
+                "' is not a thread count (0..1024; 0 = the physical cores)");
+      n = static_cast<int>(v);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << '\n';
+    return false;
+  }
+  argc = out;
+  argv[argc] = nullptr;
+  set_cpu_threads(n);
+  return true;
+}
+
+void parallel_for(int64_t n, int64_t min_per_thread, RangeFn fn) {
+  if (n <= 0) return;
+  const int64_t most = n / std::max<int64_t>(1, min_per_thread);
+  const int t = static_cast<int>(std::min<int64_t>(cpu_threads(), most));
+  if (t <= 1 || omp_in_parallel()) {
+    fn(0, n);
+    return;
+  }
+#pragma omp parallel num_threads(t)
+  {
+    const int64_t i = omp_get_thread_num(), m = omp_get_num_threads();
+    const int64_t lo = n * i / m, hi = n * (i + 1) / m;
+    if (lo < hi) fn(lo, hi);
+  }
+}
+
+}  // namespace moe

@@ -1,0 +1,46 @@
+// One CPU threading model for every op: OpenMP parallel regions (lib/common/cpu_threads.cpp says
+// why), entered through parallel_for, and OpenBLAS kept single-threaded inside them so that its own
+// pthread workers never spin (sched_yield) against ours; GEMMs are split across the threads by
+// ops/matmul.cpp instead. The thread count is set once per process (--cpu-threads N on every
+// program, see apply_cpu_threads_flag) and defaults to the physical cores the process may run on.
+// Covered by tests/unit/cpu_threads_test.cpp.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace moe {
+
+/// Physical cores (distinct core ids) among the CPUs this process may run on; at least 1.
+int physical_cores();
+/// The thread count parallel_for uses (first call: physical_cores(), OpenBLAS set to 1 thread).
+int cpu_threads();
+/// Sets the thread count (n <= 0: physical_cores()).
+void set_cpu_threads(int n);
+/// Removes "--cpu-threads N" / "--cpu-threads=N" from argv (argc shrinks) and applies it (absent:
+/// the physical cores). A bad value prints an error naming the flag and returns false. Every app's
+/// main() calls it first: `if (!moe::apply_cpu_threads_flag(argc, argv)) return 2;`.
+bool apply_cpu_threads_flag(int& argc, char** argv);
+
+/// A non-owning reference to a callable void(int64_t begin, int64_t end) (no allocation per call).
+class RangeFn {
+ public:
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, RangeFn>>>
+  RangeFn(F&& f)
+      : obj_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* o, int64_t b, int64_t e) { (*static_cast<std::remove_reference_t<F>*>(o))(b, e); }) {}
+  void operator()(int64_t b, int64_t e) const { call_(obj_, b, e); }
+
+ private:
+  void* obj_;
+  void (*call_)(void*, int64_t, int64_t);
+};
+
+/// Element-wise ops: fewer elements than this per thread are not worth a fork.
+constexpr int64_t kElementsPerThread = 16384;
+
+/// Calls fn(begin, end) on contiguous, disjoint parts of [0, n) covering it, one part per thread,
+/// using at most n / min_per_thread threads (serially when that is 1, or inside another parallel_for).
+void parallel_for(int64_t n, int64_t min_per_thread, RangeFn fn);
+
+}  // namespace moe

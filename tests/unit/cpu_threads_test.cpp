@@ -1,0 +1,84 @@
+// The CPU threading model (common/cpu_threads.h): parallel_for covers [0, n) exactly once in
+// contiguous parts, honours min_per_thread, runs nested calls serially; --cpu-threads parsing.
+#include "common/cpu_threads.h"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace moe;
+
+namespace {
+struct ThreadCount {  // sets the count for one test and restores it
+  int old = cpu_threads();
+  explicit ThreadCount(int n) { set_cpu_threads(n); }
+  ~ThreadCount() { set_cpu_threads(old); }
+};
+}  // namespace
+
+TEST_CASE("parallel_for: every index once, in contiguous parts", "[unit][threads]") {
+  ThreadCount t(3);
+  REQUIRE(cpu_threads() == 3);
+  for (int64_t n : {0, 1, 2, 3, 7, 1000, 100003}) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    std::atomic<int> parts{0};
+    parallel_for(n, 1, [&](int64_t lo, int64_t hi) {
+      CHECK(lo < hi);
+      ++parts;
+      for (int64_t i = lo; i < hi; ++i) ++hits[static_cast<size_t>(i)];
+    });
+    for (auto& h : hits) REQUIRE(h.load() == 1);
+    CHECK(parts.load() == std::min<int64_t>(n, 3));
+  }
+}
+
+TEST_CASE("parallel_for: min_per_thread limits the parts; nested calls run serially", "[unit][threads]") {
+  ThreadCount t(4);
+  std::atomic<int> parts{0};
+  parallel_for(100, 40, [&](int64_t, int64_t) { ++parts; });
+  CHECK(parts.load() == 2);  // 100 / 40 = 2 threads at most
+  parts = 0;
+  parallel_for(100, 1000, [&](int64_t lo, int64_t hi) {
+    ++parts;
+    CHECK((lo == 0 && hi == 100));
+  });
+  CHECK(parts.load() == 1);
+  std::atomic<int> inner{0};
+  parallel_for(4, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      parallel_for(10, 1, [&](int64_t a, int64_t b) {
+        CHECK((a == 0 && b == 10));  // one serial part
+        ++inner;
+      });
+  });
+  CHECK(inner.load() == 4);
+}
+
+TEST_CASE("--cpu-threads: parsed, removed from argv, bad values refused", "[unit][threads]") {
+  ThreadCount t(1);
+  std::vector<std::string> words = {"prog", "-m", "x", "--cpu-threads", "3", "--beam", "5", "--cpu-threads=2"};
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(words.size());
+  REQUIRE(apply_cpu_threads_flag(argc, argv.data()));
+  CHECK(cpu_threads() == 2);  // the last one wins
+  REQUIRE(argc == 5);
+  CHECK(std::string(argv[3]) == "--beam");
+  CHECK(argv[5] == nullptr);
+  for (const char* bad : {"x", "-1", "2k", ""}) {
+    std::string flag = std::string("--cpu-threads=") + bad;
+    char* v[] = {words[0].data(), flag.data(), nullptr};
+    int c = 2;
+    CHECK_FALSE(apply_cpu_threads_flag(c, v));
+  }
+  std::string last = "--cpu-threads";
+  char* v[] = {words[0].data(), last.data(), nullptr};
+  int c = 2;
+  CHECK_FALSE(apply_cpu_threads_flag(c, v));  // no value
+  set_cpu_threads(0);
+  CHECK(cpu_threads() == physical_cores());
+  CHECK(physical_cores() >= 1);
+}
