@@ -45,6 +45,12 @@ class Optimizer {
   /// Restores state() output; buffer sizes must match the store this optimizer is used with.
   void load_state(const std::map<std::string, Tensor>& state);
 
+  /// ZeRO stage 1: keep state for, and update, only the elements [begin, end) of the store's flat
+  /// buffers (this rank's shard); the norm and clipping still see every range. state() then holds the
+  /// shard's buffers (end - begin elements); load_state() takes those or full-size ones (sliced).
+  void set_shard(int64_t begin, int64_t end);
+  bool sharded() const { return shard_end_ >= 0; }
+
   int64_t steps() const { return steps_; }
   Kind kind() const { return kind_; }
   const char* name() const;
@@ -58,6 +64,7 @@ class Optimizer {
   int64_t steps_ = 0;
   double lr_old_ = 0;  // nag: the previous learning rate (0 before the first step)
   Tensor m_, v_;       // adam/adamw moments; m_ is the momentum buffer of sgd/nag
+  int64_t shard_begin_ = 0, shard_end_ = -1;  // set_shard(); -1: the whole store
 };
 
 }  // namespace moe

@@ -22,8 +22,10 @@
 #include <vector>
 
 #include "data/batch_upload.h"
+#include "dist/communicator.h"
 #include "graph/parameters.h"
 #include "models/model.h"
+#include "training/data_parallel.h"
 #include "training/loss_scaler.h"
 #include "training/optimizer.h"
 #include "training/progress.h"
@@ -52,12 +54,20 @@ class Trainer {
   using StepHook = std::function<void(const ParameterStore& store, const std::string& step)>;
   void set_step_hook(StepHook hook) { step_hook_ = std::move(hook); }
 
+  /// The communicator to train over (tests; must outlive run()); by default run() makes one from
+  /// dist.backend. With several ranks, see data_parallel.h.
+  void set_communicator(dist::Communicator* comm) { comm_ = comm; }
+
   const TrainingState& state() const { return st_; }
   const ParameterStore& params() const { return *store_; }
   Device device() const { return device_; }
 
  private:
   void setup_model();
+  void setup_dist();
+  bool lead() const { return !dp_ || dp_->lead(); }
+  /// Runs `f` on rank 0 first and on the others after it (files it creates: vocabularies, caches).
+  void rank0_first(const std::function<void()>& f);
   void restore(const std::string& checkpoint);
   /// One update over `batches`; false when it was skipped (NaN batches, f16 overflow).
   bool train_update(const std::vector<TrainBatch>& batches);
@@ -80,7 +90,11 @@ class Trainer {
   std::string path_in_run(const std::string& name) const;
 
   TrainOptions o_;
+  TrainOptions task_o_;  // what the task reads: with N ranks, N times the per-rank batch (data_parallel.h)
   std::string config_text_;
+  dist::Communicator* comm_ = nullptr;
+  std::unique_ptr<dist::Communicator> own_comm_;
+  std::unique_ptr<DataParallel> dp_;
   Device device_;
   std::unique_ptr<data::BatchUploader> uploader_;
   std::unique_ptr<TrainTask> task_;

@@ -36,7 +36,7 @@ void Trainer::log_window() {
   alloc.reset_peak();
   bar_->clear();
   spdlog::info("{}", format_train_line(f));
-  metrics_->train(f);
+  if (metrics_) metrics_->train(f);
   st_.window_loss = st_.window_gnorm = 0;
   st_.window_tokens = st_.window_updates = 0;
   window_start_ = now;
@@ -60,7 +60,7 @@ void Trainer::validate() {
   }
   bar_->clear();
   spdlog::info("{}", format_valid_line(f));
-  metrics_->valid(f);
+  if (metrics_) metrics_->valid(f);
   if (f.improved) save(path_in_run("checkpoint.best.safetensors"));
   if (o_.early_stopping > 0 && st_.bad_validations >= o_.early_stopping) {
     spdlog::info("moe-train: early stopping: {} validations without improvement (best {} at update {})",
@@ -71,7 +71,8 @@ void Trainer::validate() {
 
 void Trainer::save(const std::string& path) {
   TrainingState s = st_;
-  s.optimizer = opt_->state();
+  s.optimizer = dp_ ? dp_->full_state(*opt_) : opt_->state();  // a collective when sharded
+  if (!lead()) return;  // rank 0 alone writes (every rank holds the same parameters)
   s.loss_scale = scaler_.scale();
   s.loss_scale_clean = scaler_.clean_updates();
   save_training_state(state_path_for(path), s);
@@ -86,8 +87,9 @@ void Trainer::save_all() {
   save(path_in_run("checkpoint.last.safetensors"));
   if (o_.keep_last > 0) {
     save(path_in_run("checkpoint." + std::to_string(st_.update) + ".safetensors"));
-    remove_old_numbered();
+    if (lead()) remove_old_numbered();
   }
+  if (dp_) comm_->barrier();  // nobody resumes from, or reads, a checkpoint rank 0 is still writing
   spdlog::info("moe-train: saved {} at update {}", path_in_run("checkpoint.last.safetensors"), st_.update);
 }
 
