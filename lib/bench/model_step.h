@@ -22,6 +22,7 @@
 #include "bench/context.h"
 #include "data/batch_upload.h"
 #include "models/model.h"
+#include "dist/communicator.h"
 #include "training/optimizer.h"
 
 namespace moe::bench {
@@ -48,12 +49,18 @@ struct UpdateSpec {
   std::string optimizer = "adam";  // Optimizer::create
   OptimizerOptions optim = {};
   double lr = 1e-4;
+  /// Several ranks: a data-parallel update (training/data_parallel.h: bucketed all-reduce overlapped
+  /// with backward, sharded Adam past 2 ranks); each rank trains this batch, the global batch is world x.
+  dist::Communicator* comm = nullptr;
 };
 
 struct UpdateTiming {
   Timing timing;
   int64_t params = 0;    // parameters of the model (ParameterStore::count)
   double last_loss = 0;  // mean loss per target token of the last timed update
+  // Data parallel only (per update, from the gradient buckets): bytes all-reduced per rank, seconds
+  // the all-reduces took and seconds the update waited for them after backward (the unhidden part).
+  double dp_bytes = 0, dp_comm_s = 0, dp_wait_s = 0;
 };
 
 /// Times one training update per call, as in the file comment; a non-finite loss is an error.
