@@ -16,6 +16,7 @@
 #include "models/mae_causality.h"
 #include "tensor/allocator.h"
 #include "tensor/device.h"
+#include "layers/moe_ffn_expert_parallel.h"
 #include "training/bcd.h"
 #include "training/bleu_validation.h"
 #include "training/fine_tuning.h"
@@ -42,7 +43,9 @@ Trainer::Trainer(TrainOptions options, std::string config_text)
             "picks it)");
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  if (dp_ || (comm_ && comm_->world() > 1)) set_moe_communicator(nullptr);
+}
 
 std::string Trainer::path_in_run(const std::string& name) const { return (fs::path(o_.run_dir) / name).string(); }
 
@@ -51,6 +54,19 @@ void Trainer::rank0_first(const std::function<void()>& f) {
   f();
   if (dp_ && dp_->lead()) comm_->barrier();
 }
+
+namespace {
+bool names_key(const YAML::Node& node, const std::string& key) {
+  if (node.IsMap()) {
+    for (const auto& kv : node)
+      if (kv.first.as<std::string>() == key || names_key(kv.second, key)) return true;
+  } else if (node.IsSequence()) {
+    for (const auto& item : node)
+      if (names_key(item, key)) return true;
+  }
+  return false;
+}
+}  // namespace
 
 void Trainer::setup_dist() {
   if (!comm_) {
@@ -66,6 +82,11 @@ void Trainer::setup_dist() {
   task_o_.max_tokens = o_.max_tokens * world;
   task_o_.max_sentences = o_.max_sentences * world;
   if (comm_->rank() != 0) spdlog::set_level(spdlog::level::warn);  // rank 0 alone logs
+  MOE_CHECK(!names_key(o_.model, "experts_per_rank"),
+            "model: experts_per_rank (expert parallelism) is implemented in the MoE layer "
+            "(layers/moe_ffn_expert_parallel.h) but moe-train does not place experts over ranks yet (their "
+            "initialisation, gradients and checkpoints); remove the key to train the MoE data-parallel");
+  set_moe_communicator(comm_);  // MoE balancing losses over the global batch
 }
 
 void Trainer::setup_model() {
