@@ -5,6 +5,8 @@
 // calls), the summed loss plus each auxiliary loss times the batch's target tokens, the forward, the
 // loss read back and checked finite, the backward scaled by 1 / tokens (gradients of the mean loss),
 // and one optimizer step over every trainable range (its gradient norm syncs the host, as in training).
+// With a communicator of several ranks (UpdateSpec::comm) the update is data-parallel (DataParallel:
+// bucketed all-reduce overlapped with backward) and reports the bytes and the overlap of its buckets.
 // Model FLOPs of an update (model_train_flops), counted exactly per GEMM:
 //   forward multiply-adds per token, encoder layer: 4d^2 (q, k, v, o) + FFN; decoder layer: 4d^2 (self)
 //   + 2d^2 (cross q, o) + FFN, plus 2d^2 per source token (cross k, v); output: d*V per target token;
