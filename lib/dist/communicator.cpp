@@ -141,7 +141,9 @@ void check_gather(const char* op, const Tensor& small, const Tensor& big, int wo
 
 int64_t row_elements(const char* op, const Tensor& t) {
   MOE_CHECK(t.defined() && t.shape().ndim() >= 1, op, ": needs tensors with at least one axis, got ", t.shape());
-  return t.shape()[0] == 0 ? 0 : t.numel() / t.shape()[0];
+  int64_t n = 1;  // the product of the trailing axes (also for a tensor of 0 rows)
+  for (int i = 1; i < t.shape().ndim(); ++i) n *= t.shape()[i];
+  return n;
 }
 
 void check_counts(const char* op, const std::vector<int64_t>& counts, int world, const Tensor& t, const char* side) {

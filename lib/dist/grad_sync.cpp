@@ -10,7 +10,8 @@
 
 namespace moe::dist {
 
-GradSync::GradSync(Communicator& comm, const ParameterStore& store, int64_t bucket_bytes)
+GradSync::GradSync(Communicator& comm, const ParameterStore& store, int64_t bucket_bytes,
+                   const std::function<bool(const ParamEntry&)>& include)
     : comm_(comm), grads_(store.grads()) {
   MOE_CHECK(bucket_bytes > 0, "GradSync: bucket size must be > 0 bytes, got ", bucket_bytes);
   MOE_CHECK(grads_.defined(), "GradSync: the parameter store is not allocated");
@@ -18,7 +19,8 @@ GradSync::GradSync(Communicator& comm, const ParameterStore& store, int64_t buck
   // Trainable parameters from the end of the buffer to its start: the order backward completes them.
   std::vector<int> order;
   for (size_t i = 0; i < store.entries().size(); ++i)
-    if (store.entries()[i].trainable && !store.entries()[i].state && store.entries()[i].shape.numel() > 0)
+    if (store.entries()[i].trainable && !store.entries()[i].state && store.entries()[i].shape.numel() > 0 &&
+        (!include || include(store.entries()[i])))
       order.push_back(static_cast<int>(i));
   std::sort(order.begin(), order.end(),
             [&](int a, int b) { return store.entry(a).offset > store.entry(b).offset; });
@@ -31,6 +33,9 @@ GradSync::GradSync(Communicator& comm, const ParameterStore& store, int64_t buck
   for (int p : order) {
     const ParamEntry& e = store.entry(p);
     int64_t begin = e.offset, end = e.offset + e.shape.numel();
+    // Parameters start at multiples of 16 elements, so a gap of 16 or more means that something left out
+    // lies between: a bucket never spans it.
+    if (cur.params && cur.begin - end >= 16) close();
     // A parameter larger than a bucket is split into several; smaller ones share buckets.
     while (end > begin) {
       if (!cur.params) cur.begin = cur.end = end;

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -24,7 +25,9 @@ namespace moe::dist {
 
 class GradSync {
  public:
-  GradSync(Communicator& comm, const ParameterStore& store, int64_t bucket_bytes);
+  /// include: the trainable parameters to sum (default: all of them).
+  GradSync(Communicator& comm, const ParameterStore& store, int64_t bucket_bytes,
+           const std::function<bool(const ParamEntry&)>& include = {});
   ~GradSync();
   GradSync(const GradSync&) = delete;
   GradSync& operator=(const GradSync&) = delete;

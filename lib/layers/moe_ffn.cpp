@@ -177,12 +177,14 @@ Expr moe_rows(const Builder& b, const Expr& x, const MoeOptions& opt, const Shap
     if (has_noise) w.w_noise2 = b.param("gate2.noise_w", Shape{opt.groups, d, per}, Init::zeros());
   }
   if (opt.gating == "batchwise") w.thresholds = b.param("gate.thresholds", Shape{n}, Init::zeros());
-  const int64_t held = expert_parallel(opt) ? opt.experts_per_rank : n;  // this rank's experts
+  const bool local = expert_parallel(opt);
+  const int64_t held = local ? opt.experts_per_rank : n;  // this rank's experts
+  const std::string group = local ? kLocalExpertGroup : "";
   for (int l = 0; l <= opt.hidden_layers; ++l) {
     const int64_t in = l == 0 ? d : opt.hidden, out = l == opt.hidden_layers ? d : opt.hidden;
-    w.experts.layers.push_back(b.weight("expert.w" + std::to_string(l), Shape{held, in, out}, Init::glorot_uniform()));
+    w.experts.layers.push_back(b.weight("expert.w" + std::to_string(l), Shape{held, in, out}, Init::glorot_uniform(), group));
     if (opt.expert_bias)
-      w.experts.biases.push_back(b.weight("expert.b" + std::to_string(l), Shape{held, out}, Init::zeros()));
+      w.experts.biases.push_back(b.weight("expert.b" + std::to_string(l), Shape{held, out}, Init::zeros(), group));
   }
   GateNoise noise{noise_on, g.seed(), noise_on ? g.next_rng_stream() : 0};
   GateNoise noise2{noise_on && hier, g.seed(), noise_on && hier ? g.next_rng_stream() : 0};

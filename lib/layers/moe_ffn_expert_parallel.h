@@ -15,6 +15,11 @@
 
 namespace moe {
 
+/// The parameter group of this rank's experts when the layer runs expert-parallel (their first axis is
+/// experts_per_rank, not experts): the trainer keeps them out of the data-parallel all-reduce and
+/// gathers them for checkpoints (training/data_parallel.h).
+inline constexpr const char* kLocalExpertGroup = "expert_local";
+
 /// The communicator MoE layers use (nullptr or world 1: everything local). The trainer sets it.
 void set_moe_communicator(dist::Communicator* comm);
 dist::Communicator* moe_communicator();

@@ -55,10 +55,17 @@ DataParallel::DataParallel(dist::Communicator& comm, const DistOptions& options,
                            Optimizer& optimizer)
     : comm_(comm), store_(store) {
   if (comm_.world() == 1) return;
+  placement_ = std::make_unique<ExpertPlacement>(comm_, store_);
   sync_comm_ = comm_.dup();
   sync_comm_->set_timeout(options.timeout);
-  sync_ = std::make_unique<dist::GradSync>(*sync_comm_, store_, static_cast<int64_t>(options.bucket_mb * 1024 * 1024));
-  if (options.shard(comm_.world())) {
+  // This rank's experts already hold their whole gradient (every token routed to them came here).
+  sync_ = std::make_unique<dist::GradSync>(*sync_comm_, store_, static_cast<int64_t>(options.bucket_mb * 1024 * 1024),
+                                           [](const ParamEntry& e) { return !ExpertPlacement::is_local(e); });
+  if (experts()) {
+    MOE_CHECK(options.shard_optimizer != "on", "dist.shard_optimizer on: optimizer sharding is not implemented "
+              "together with expert parallelism (model.ffn.experts_per_rank); use auto or off");
+    optimizer.set_partitioned(experts()->ranges(), [this](double x) { return comm_.sum(x); });
+  } else if (options.shard(comm_.world())) {
     const int64_t n = store_.values().numel(), w = comm_.world();
     shard_size_ = (n + w - 1) / w;
     shard_begin_ = std::min(n, shard_size_ * comm_.rank());
@@ -68,8 +75,12 @@ DataParallel::DataParallel(dist::Communicator& comm, const DistOptions& options,
 }
 
 void DataParallel::broadcast_parameters() {
-  if (world() > 1) comm_.broadcast(store_.values(), 0);
+  if (world() == 1) return;
+  comm_.broadcast(store_.values(), 0);
+  if (experts()) experts()->initialise(store_);
 }
+
+const ParameterStore& DataParallel::whole_parameters() { return experts() ? experts()->gathered() : store_; }
 
 void DataParallel::begin() {
   if (sync_) sync_->begin();
@@ -106,6 +117,12 @@ void DataParallel::after_step() {
 
 std::map<std::string, Tensor> DataParallel::full_state(const Optimizer& optimizer) {
   std::map<std::string, Tensor> s = optimizer.state();
+  if (experts()) {
+    for (auto& [name, t] : s)
+      if (t.shape().ndim() == 1 && t.dtype() == DType::f32 && t.numel() == store_.values().numel())
+        t = experts()->to_full(t);
+    return s;
+  }
   if (!sharded()) return s;
   for (auto& [name, t] : s) {
     if (t.shape().ndim() != 1 || t.dtype() != DType::f32 || t.numel() != shard_end_ - shard_begin_) continue;
@@ -121,7 +138,9 @@ std::string DataParallel::describe(int64_t max_tokens_per_rank) const {
       "data parallel over {} ranks ({} backend): train.max_tokens {} per rank, global batch up to {} tokens; "
       "gradients in {} buckets overlapped with backward; optimizer state {}",
       world(), comm_.backend(), max_tokens_per_rank, max_tokens_per_rank * world(), sync_ ? sync_->bucket_count() : 0,
-      sharded() ? fmt::format("sharded (ZeRO-1, {} elements per rank)", shard_size_) : std::string("replicated"));
+      sharded()   ? fmt::format("sharded (ZeRO-1, {} elements per rank)", shard_size_)
+      : placement_ && placement_->active() ? std::string("replicated; MoE experts placed over the ranks (experts_per_rank)")
+                  : std::string("replicated"));
 }
 
 }  // namespace moe

@@ -18,6 +18,7 @@
 #include "dist/grad_sync.h"
 #include "graph/graph.h"
 #include "training/dist_options.h"
+#include "training/expert_placement.h"
 #include "training/optimizer.h"
 #include "training/train_task.h"
 
@@ -35,8 +36,13 @@ class DataParallel {
   bool sharded() const { return shard_end_ >= 0; }
   dist::Communicator& comm() { return comm_; }
 
-  /// Rank 0's parameter values on every rank.
+  /// Rank 0's parameter values on every rank; with expert parallelism each rank's experts then get
+  /// their rows of the single-process initialisation.
   void broadcast_parameters();
+  /// Expert parallelism (expert_placement.h): nullptr when no rank holds experts of its own.
+  ExpertPlacement* experts() { return placement_ && placement_->active() ? placement_.get() : nullptr; }
+  /// The parameters as one process holds them (the store itself without expert parallelism; a collective).
+  const ParameterStore& whole_parameters();
   /// Sum over the ranks (1 rank: the value itself).
   int64_t global(int64_t local) { return comm_.sum(local); }
   /// An update's gradient synchronisation: begin(), arm(g) on the graph of its last backward, then
@@ -60,6 +66,7 @@ class DataParallel {
   ParameterStore& store_;
   std::unique_ptr<dist::Communicator> sync_comm_;  // GradSync's thread: a duplicate, so it never mixes with the layers'
   std::unique_ptr<dist::GradSync> sync_;
+  std::unique_ptr<ExpertPlacement> placement_;
   int64_t shard_size_ = 0, shard_begin_ = 0, shard_end_ = -1;
 };
 

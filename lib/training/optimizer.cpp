@@ -46,6 +46,28 @@ void Optimizer::set_shard(int64_t begin, int64_t end) {
   shard_end_ = end;
 }
 
+void Optimizer::set_partitioned(ParameterStore::Ranges ranges, std::function<double(double)> sum) {
+  partitioned_ = std::move(ranges);
+  partitioned_sum_ = std::move(sum);
+}
+
+double Optimizer::partitioned_norm(const ParameterStore& store, const ParameterStore::Ranges& ranges,
+                                   double grad_scale) const {
+  double shared = 0, own = 0;
+  for (const auto& [begin, end] : ranges) {
+    int64_t at = begin;
+    for (const auto& [pb, pe] : partitioned_) {  // sorted, disjoint
+      const int64_t b = std::max(at, pb), e = std::min(end, pe);
+      if (e <= b) continue;
+      if (b > at) shared += sum_squares(store.grads().flat_range(at, b - at));
+      own += sum_squares(store.grads().flat_range(b, e - b));
+      at = e;
+    }
+    if (end > at) shared += sum_squares(store.grads().flat_range(at, end - at));
+  }
+  return std::sqrt(shared + partitioned_sum_(own)) * std::abs(grad_scale);
+}
+
 void Optimizer::ensure_buffers(const ParameterStore& store) {
   const int64_t n = sharded() ? shard_end_ - shard_begin_ : store.values().numel();
   const bool adam = kind_ == Kind::adam || kind_ == Kind::adamw;
@@ -71,7 +93,8 @@ double Optimizer::step(ParameterStore& store, const ParameterStore::Ranges& rang
                        double grad_scale) {
   MOE_CHECK(store.values().defined(), "Optimizer::step: the parameter store is not allocated");
   MOE_CHECK(clip_norm >= 0, "Optimizer::step: clip_norm must be >= 0, got ", clip_norm);
-  const double norm = grad_norm(store, ranges, grad_scale);
+  const double norm =
+      partitioned_.empty() ? grad_norm(store, ranges, grad_scale) : partitioned_norm(store, ranges, grad_scale);
   if (!std::isfinite(norm)) return norm;  // overflow: skip this update
   double scale = grad_scale;
   if (clip_norm > 0 && norm > clip_norm) scale *= clip_norm / norm;

@@ -6,6 +6,7 @@
 // Covered by tests/ops/optimizer_test.cpp.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,6 +51,10 @@ class Optimizer {
   /// shard's buffers (end - begin elements); load_state() takes those or full-size ones (sliced).
   void set_shard(int64_t begin, int64_t end);
   bool sharded() const { return shard_end_ >= 0; }
+  /// Expert parallelism: the elements of `ranges` hold this rank's own parameters (different on every
+  /// rank, e.g. its experts); their squared gradient norm is summed over the ranks with `sum` before
+  /// the norm is taken, so that every rank clips by the same global norm.
+  void set_partitioned(ParameterStore::Ranges ranges, std::function<double(double)> sum);
 
   int64_t steps() const { return steps_; }
   Kind kind() const { return kind_; }
@@ -65,6 +70,9 @@ class Optimizer {
   double lr_old_ = 0;  // nag: the previous learning rate (0 before the first step)
   Tensor m_, v_;       // adam/adamw moments; m_ is the momentum buffer of sgd/nag
   int64_t shard_begin_ = 0, shard_end_ = -1;  // set_shard(); -1: the whole store
+  ParameterStore::Ranges partitioned_;          // set_partitioned()
+  std::function<double(double)> partitioned_sum_;
+  double partitioned_norm(const ParameterStore& store, const ParameterStore::Ranges& ranges, double grad_scale) const;
 };
 
 }  // namespace moe

@@ -55,19 +55,6 @@ void Trainer::rank0_first(const std::function<void()>& f) {
   if (dp_ && dp_->lead()) comm_->barrier();
 }
 
-namespace {
-bool names_key(const YAML::Node& node, const std::string& key) {
-  if (node.IsMap()) {
-    for (const auto& kv : node)
-      if (kv.first.as<std::string>() == key || names_key(kv.second, key)) return true;
-  } else if (node.IsSequence()) {
-    for (const auto& item : node)
-      if (names_key(item, key)) return true;
-  }
-  return false;
-}
-}  // namespace
-
 void Trainer::setup_dist() {
   if (!comm_) {
     own_comm_ = dist::make_communicator(o_.dist.backend, device_);
@@ -82,11 +69,7 @@ void Trainer::setup_dist() {
   task_o_.max_tokens = o_.max_tokens * world;
   task_o_.max_sentences = o_.max_sentences * world;
   if (comm_->rank() != 0) spdlog::set_level(spdlog::level::warn);  // rank 0 alone logs
-  MOE_CHECK(!names_key(o_.model, "experts_per_rank"),
-            "model: experts_per_rank (expert parallelism) is implemented in the MoE layer "
-            "(layers/moe_ffn_expert_parallel.h) but moe-train does not place experts over ranks yet (their "
-            "initialisation, gradients and checkpoints); remove the key to train the MoE data-parallel");
-  set_moe_communicator(comm_);  // MoE balancing losses over the global batch
+  set_moe_communicator(comm_);  // MoE balancing losses over the global batch; experts_per_rank: expert parallelism
 }
 
 void Trainer::setup_model() {

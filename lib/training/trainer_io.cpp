@@ -71,7 +71,8 @@ void Trainer::validate() {
 
 void Trainer::save(const std::string& path) {
   TrainingState s = st_;
-  s.optimizer = dp_ ? dp_->full_state(*opt_) : opt_->state();  // a collective when sharded
+  s.optimizer = dp_ ? dp_->full_state(*opt_) : opt_->state();  // a collective when sharded or experts are placed
+  const ParameterStore& params = dp_ ? dp_->whole_parameters() : *store_;  // every expert (a collective)
   if (!lead()) return;  // rank 0 alone writes (every rank holds the same parameters)
   s.loss_scale = scaler_.scale();
   s.loss_scale_clean = scaler_.clean_updates();
@@ -79,7 +80,7 @@ void Trainer::save(const std::string& path) {
   std::map<std::string, std::string> meta = task_->checkpoint_metadata();
   meta["moe.update"] = std::to_string(st_.update);
   meta["moe.epoch"] = std::to_string(st_.epoch);
-  save_checkpoint(path, *model_, *store_, task_->vocab_files(), meta);
+  save_checkpoint(path, *model_, params, task_->vocab_files(), meta);
 }
 
 void Trainer::save_all() {
@@ -118,8 +119,9 @@ void Trainer::restore(const std::string& checkpoint) {
   MOE_CHECK(model->second == YAML::Dump(model_->config_yaml()), "--resume: the model in ", checkpoint,
             " differs from the recipe's model section:\n", model->second, "\nversus\n",
             YAML::Dump(model_->config_yaml()));
+  ExpertPlacement* experts = dp_ ? dp_->experts() : nullptr;
   for (const ParamEntry& e : store_->entries()) {
-    const Tensor& t = file.get(e.name);
+    const Tensor t = experts ? experts->local_part(e, file.get(e.name)) : file.get(e.name);
     MOE_CHECK(t.shape() == e.shape && t.dtype() == DType::f32, checkpoint, ": parameter '", e.name, "' is ",
               dtype_name(t.dtype()), " ", t.shape(), ", the model needs f32 ", e.shape);
     store_->value(store_->find(e.name)).copy_from(t);
@@ -130,8 +132,11 @@ void Trainer::restore(const std::string& checkpoint) {
             " (update ", update == file.metadata.end() ? "?" : update->second, ") and ", state_path, " (update ",
             s.update, ") do not belong together");
   MOE_CHECK(s.seed == o_.seed, "--resume: the run used train.seed ", s.seed, ", the recipe now says ", o_.seed);
-  for (auto& [name, t] : s.optimizer)
+  for (auto& [name, t] : s.optimizer) {
     if (t.dtype() == DType::f32) t = t.to(device_);
+    if (experts && t.dtype() == DType::f32 && t.shape().ndim() == 1 && t.numel() == experts->full_numel())
+      t = experts->from_full(t);  // the single-process layout -> this rank's
+  }
   opt_->load_state(s.optimizer);
   s.optimizer.clear();
   scaler_.restore(s.loss_scale, s.loss_scale_clean);
