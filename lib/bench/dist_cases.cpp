@@ -3,9 +3,10 @@
 // the 1-rank "none" backend and the collectives cost nothing). Each collective moves S bytes per rank
 // (f32: 100 MB full, 16 MB small, 4 kB tiny); rows report the bus bytes of the nccl-tests convention
 // (all_reduce 2(N-1)/N S, all_gather / reduce_scatter (N-1)/N of the gathered size, all_to_all_v
-// (N-1)/N S, broadcast S), so GB/s is bus bandwidth. dist.update is model.transformer_base's update
-// data-parallel (training/data_parallel.h) with the all-reduced bytes per rank and the overlap
-// measured by the gradient buckets (model_cases.cpp). Covered by tests/bench/bench_test.cpp (tiny, 1 rank).
+// (N-1)/N S, broadcast S; one rank uses two ranks' factors), so GB/s is bus bandwidth. dist.update is
+// model.transformer_base's update data-parallel (training/data_parallel.h) with the all-reduced bytes
+// per rank and the overlap measured by the gradient buckets (model_cases.cpp).
+// Covered by tests/bench/bench_test.cpp (tiny, 1 rank).
 #include "bench/cases.h"
 
 namespace moe::bench {
@@ -20,7 +21,8 @@ dist::Communicator& communicator(Device device) {
 void collectives_case(BenchContext& ctx) {
   dist::Communicator& c = communicator(ctx.device());
   const int64_t n = ctx.pick<int64_t>(25'000'000, 4'000'000, 1000), w = c.world();
-  const double bytes = 4.0 * double(n), share = double(w - 1) / double(w);
+  // Bus-byte factors; one rank moves nothing, so its rows count the payload (the copy it makes or skips).
+  const double bytes = 4.0 * double(n), share = w > 1 ? double(w - 1) / double(w) : 0.5;
   const std::string note = std::to_string(w) + " ranks, " + c.backend();
   const Tensor t = ctx.random(Shape{n}, DType::f32);
   ctx.emit({.label = "all_reduce", .shape = shape_text(Shape{n}), .dtype = "f32",
