@@ -137,8 +137,11 @@ void Trainer::setup_update_ranges() {
 
 bool Trainer::finished() const {
   const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start_).count() / 60;
+  bool out_of_time = o_.max_minutes > 0 && minutes >= o_.max_minutes;
+  if (dp_ && o_.max_minutes > 0)  // the ranks' clocks differ: all stop when the first runs out (a collective)
+    out_of_time = comm_->sum(static_cast<int64_t>(out_of_time)) > 0;
   return stop_ || (o_.max_updates > 0 && st_.update >= o_.max_updates) ||
-         (o_.max_epochs > 0 && st_.epoch >= o_.max_epochs) || (o_.max_minutes > 0 && minutes >= o_.max_minutes);
+         (o_.max_epochs > 0 && st_.epoch >= o_.max_epochs) || out_of_time;
 }
 
 void Trainer::run(bool resume) {
