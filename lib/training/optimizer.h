@@ -3,7 +3,8 @@
 // clips it to clip_norm, and applies one fused update per trainable range, so frozen parameter
 // groups stay bit-identical. A non-finite norm (overflow under loss scaling) skips the update.
 // State buffers are sized like store.values(); state()/load_state() carry them and the step count.
-// Covered by tests/ops/optimizer_test.cpp.
+// Covered by tests/ops/optimizer_test.cpp; set_shard (ZeRO-1) and set_partitioned (expert parallelism)
+// by tests/dist/data_parallel_test.cpp and expert_parallel_training_test.cpp.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -10,7 +10,9 @@
 // losses as an uninterrupted run). MAE models train by block coordinate descent (training/bcd.h): in
 // G epochs a gate-only pass (plain SGD at train.gate_lr on group "gate") precedes each update, whose
 // F pass steps the main optimizer on everything else; NOBCD's joint pass steps both. train.init_from /
-// train.trainable select the starting point and the trained parameters (fine_tuning.h).
+// train.trainable select the starting point and the trained parameters (fine_tuning.h). Launched
+// with several ranks (mpirun / srun; dist.*), it trains data-parallel and, with experts_per_rank,
+// expert-parallel (data_parallel.h, expert_placement.h; tests/dist/).
 // Covered by tests/training/resume_test.cpp, lm_train_test.cpp, bcd_trainer_test.cpp,
 // fine_tuning_test.cpp, tests/scripts/e2e_translation.sh and tests/scripts/e2e_lm.sh.
 #pragma once
