@@ -1,14 +1,16 @@
 // The "nccl" backend: CUDA tensors through NCCL on the device of the local rank (train.device's
 // cuda:<local rank>). Rank 0 makes the unique id and broadcasts it over MPI (so the job needs an MPI
-// launcher: mpirun, or srun with PMIx), then every rank joins with ncclCommInitRank. Collectives are
-// queued on moe's stream of that device (cuda/common/context.h), so they order after the kernels that
-// produced their inputs; each call then waits for the stream with a polling loop that also asks
+// launcher: mpirun, or srun with PMIx), then every rank joins with ncclCommInitRankConfig
+// (non-blocking). Each communicator has its own stream: a collective first makes it wait for an event
+// recorded on moe's compute stream of the device (cuda/common/context.h), so it follows the kernels
+// that produced its inputs while later kernels keep running (the gradient buckets overlap backward;
+// dup()'s communicator never shares a stream with this one, so their collectives cannot block each
+// other). Each call then waits for its stream with a polling loop that also asks
 // ncclCommGetAsyncError, so a peer's failure ends in an error naming this rank instead of a hang
 // (the Communicator's watchdog aborts the job after dist.timeout). all_to_all_v is grouped
 // ncclSend/ncclRecv pairs. Built only with real CUDA when CMake finds nccl.h and libnccl beside the
 // toolkit, and MPI (MOE_WITH_NCCL); the CUDA emulator has no NCCL, so CI compiles it in the nvcc build
-// only, and a 1-rank communicator on one GPU exercises every call (tests/dist/communicator_test.cpp
-// under --dist.backend nccl, when a GPU is present).
+// only; tests/gpu/nccl_communicator_test.cpp runs every call on a 1-rank communicator when a GPU is present.
 #include "dist/communicator.h"
 
 #include "common/error.h"
@@ -70,9 +72,16 @@ class NcclCommunicator final : public Communicator {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;  // non-blocking: wait() polls for asynchronous errors
     check_nccl(ncclCommInitRankConfig(&comm_, world(), id, rank(), &config), "init", rank());
+    MOE_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) == cudaSuccess &&
+                  cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming) == cudaSuccess,
+              "moe dist (nccl): cannot create a stream and an event on ", device_.str());
     wait("init");
   }
-  ~NcclCommunicator() override { ncclCommDestroy(comm_); }
+  ~NcclCommunicator() override {
+    ncclCommDestroy(comm_);
+    cudaEventDestroy(ready_);
+    cudaStreamDestroy(stream_);
+  }
   const char* backend() const override { return "nccl"; }
   std::unique_ptr<Communicator> dup() override {
     ncclUniqueId id;
@@ -114,12 +123,13 @@ class NcclCommunicator final : public Communicator {
     check_device(out, "all_to_all_v");
     const size_t row = static_cast<size_t>(row_elements("all_to_all_v", in)) * dtype_size(in.dtype());
     size_t s_off = 0, r_off = 0;
+    const cudaStream_t st = stream();
     check_nccl(ncclGroupStart(), "all_to_all_v", rank());
     for (int r = 0; r < world(); ++r) {
       const size_t s = static_cast<size_t>(send_rows[static_cast<size_t>(r)]) * row;
       const size_t v = static_cast<size_t>(recv_rows[static_cast<size_t>(r)]) * row;
-      if (s) check_nccl(ncclSend(static_cast<char*>(in.raw()) + s_off, s, ncclUint8, r, comm_, stream()), "send", rank());
-      if (v) check_nccl(ncclRecv(static_cast<char*>(out.raw()) + r_off, v, ncclUint8, r, comm_, stream()), "recv", rank());
+      if (s) check_nccl(ncclSend(static_cast<char*>(in.raw()) + s_off, s, ncclUint8, r, comm_, st), "send", rank());
+      if (v) check_nccl(ncclRecv(static_cast<char*>(out.raw()) + r_off, v, ncclUint8, r, comm_, st), "recv", rank());
       s_off += s;
       r_off += v;
     }
@@ -138,7 +148,12 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
-  cudaStream_t stream() const { return cuda::stream(device_.index); }
+  /// This communicator's stream, made to wait for everything queued so far on the compute stream.
+  cudaStream_t stream() const {
+    cudaEventRecord(ready_, cuda::stream(device_.index));
+    cudaStreamWaitEvent(stream_, ready_, 0);
+    return stream_;
+  }
   void check_device(const Tensor& t, const char* op) const {
     MOE_CHECK(t.device() == device_, op, " (nccl): tensor on ", t.device(), ", this rank's communicator is on ",
               device_.str(), " (the mpi backend moves CPU tensors)");
@@ -150,7 +165,7 @@ class NcclCommunicator final : public Communicator {
       check_nccl(ncclCommGetAsyncError(comm_, &async), op, rank());
       check_nccl(async, op, rank());
       if (async == ncclSuccess) {
-        const cudaError_t e = cudaStreamQuery(stream());
+        const cudaError_t e = cudaStreamQuery(stream_);
         if (e == cudaSuccess) return;
         MOE_CHECK(e == cudaErrorNotReady, "moe dist (nccl): ", op, " on rank ", rank(), ": ", cudaGetErrorString(e));
       }
@@ -160,6 +175,8 @@ class NcclCommunicator final : public Communicator {
 
   Device device_;
   ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t ready_ = nullptr;
 };
 
 }  // namespace
