@@ -45,6 +45,7 @@ Trainer::Trainer(TrainOptions options, std::string config_text)
 
 Trainer::~Trainer() {
   if (dp_ || (comm_ && comm_->world() > 1)) set_moe_communicator(nullptr);
+  if (log_level_ >= 0) spdlog::set_level(static_cast<spdlog::level::level_enum>(log_level_));
 }
 
 std::string Trainer::path_in_run(const std::string& name) const { return (fs::path(o_.run_dir) / name).string(); }
@@ -68,7 +69,10 @@ void Trainer::setup_dist() {
   // The global batch: the one every rank's generator makes, of which each trains its slice.
   task_o_.max_tokens = o_.max_tokens * world;
   task_o_.max_sentences = o_.max_sentences * world;
-  if (comm_->rank() != 0) spdlog::set_level(spdlog::level::warn);  // rank 0 alone logs
+  if (comm_->rank() != 0) {  // rank 0 alone logs (restored by the destructor)
+    log_level_ = static_cast<int>(spdlog::get_level());
+    spdlog::set_level(spdlog::level::warn);
+  }
   set_moe_communicator(comm_);  // MoE balancing losses over the global batch; experts_per_rank: expert parallelism
 }
 

@@ -97,6 +97,7 @@ class Trainer {
   dist::Communicator* comm_ = nullptr;
   std::unique_ptr<dist::Communicator> own_comm_;
   std::unique_ptr<DataParallel> dp_;
+  int log_level_ = -1;  // ranks other than 0: the log level before run() lowered it
   Device device_;
   std::unique_ptr<data::BatchUploader> uploader_;
   std::unique_ptr<TrainTask> task_;
