@@ -17,7 +17,7 @@ command -v mpirun > /dev/null || { echo "dist_failure: no mpirun: skipped"; exit
 [[ -f "$DATA/train.en" ]] || { echo "dist_failure: no Multi30k data in $DATA: skipped"; exit 77; }
 [[ -x "$BIN/moe-train" ]] || e2e_fail "$BIN/moe-train is missing"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_mpi_yield_when_idle=1
+export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/moe-dist.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 head -n 1000 "$DATA/train.en" > "$WORK/train.en"; head -n 1000 "$DATA/train.de" > "$WORK/train.de"
