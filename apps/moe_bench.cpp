@@ -3,12 +3,14 @@
 // transformer-base shapes) or `--device cpu` (f32, small shapes); --list shows the cases, --filter
 // picks them by regex, --has-gpu answers whether a GPU is there (scripts/demo.sh; the CUDA emulator's
 // devices do not count), --has-cuda whether cuda:0 exists at all (tests/scripts/cuda_e2e.sh). Logic in lib/bench/ (bench.h);
-// covered by tests/bench/bench_test.cpp.
+// covered by tests/bench/bench_test.cpp. Under mpirun / srun only rank 0 prints (the dist.* cases).
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <iostream>
 
 #include "common/cpu_threads.h"
 #include "bench/bench.h"
+#include "dist/launch_env.h"
 #include "tensor/device.h"
 
 int main(int argc, char** argv) {
@@ -34,6 +36,11 @@ int main(int argc, char** argv) {
   app.add_flag("--has-cuda", has_cuda,
                "exit 0 when cuda:0 exists, a GPU or the CUDA emulator's device (emu/), else 1 (scripts)");
   CLI11_PARSE(app, argc, argv);
+  // Under mpirun / srun (the dist.* cases) rank 0 alone prints; the others only take part.
+  if (moe::dist::launch_env_from_environment().rank != 0) {
+    json_out.clear();
+    if (!std::freopen("/dev/null", "w", stdout)) return 1;
+  }
   try {
     if (has_gpu || has_cuda) {
       const bool emulated = moe::cuda_emulated() && moe::gpu_count() > 0;

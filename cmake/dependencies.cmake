@@ -5,6 +5,7 @@ find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(ZLIB REQUIRED)
+find_package(MPI COMPONENTS C)  # optional: the mpi (and nccl) backends of lib/dist
 
 find_path(SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h REQUIRED)
 find_library(SENTENCEPIECE_LIBRARY NAMES sentencepiece REQUIRED)

@@ -9,7 +9,7 @@ std::vector<Case> all_cases() {
   using Family = std::vector<Case> (*)();
   const Family families[] = {
       gemm_cases,      attention_cases, norm_cases,      optimizer_cases, grouped_gemm_cases,
-      moe_layer_cases, moa_layer_cases, mae_layer_cases, model_cases,
+      moe_layer_cases, moa_layer_cases, mae_layer_cases, model_cases,     dist_cases,
   };
   std::vector<Case> out;
   for (Family f : families)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/context.h"
+#include "dist/communicator.h"
 
 namespace moe::bench {
 
@@ -23,12 +24,15 @@ struct Case {
 std::vector<Case> gemm_cases();          // gemm_cases.cpp: matmul op vs cuBLASLt / BLAS
 std::vector<Case> attention_cases();     // attention_cases.cpp: fused attention fwd, bwd, fwd+bwd
 std::vector<Case> norm_cases();          // norm_cases.cpp: layer norm, softmax, softmax-cross-entropy
+std::vector<Case> dist_cases();          // dist_cases.cpp: collectives, a data-parallel update
 std::vector<Case> optimizer_cases();     // optimizer_cases.cpp: Adam
 std::vector<Case> grouped_gemm_cases();  // grouped_gemm_cases.cpp: the MoE expert GEMMs vs one dense GEMM
 std::vector<Case> moe_layer_cases();     // moe_layer_cases.cpp: layer.moe_ffn vs a dense FFN
 std::vector<Case> moa_layer_cases();     // moa_layer_cases.cpp: layer.moa vs multi-head attention
 std::vector<Case> mae_layer_cases();     // mae_layer_cases.cpp: layer.mae (G and F passes) vs multi-head attention
 std::vector<Case> model_cases();         // model_cases.cpp: whole-model training updates (model.*)
+/// model.transformer_base's update, data-parallel over `comm` (the dist.update case; model_cases.cpp).
+void data_parallel_update_case(BenchContext& ctx, dist::Communicator& comm);
 
 /// Every case, in run order.
 std::vector<Case> all_cases();

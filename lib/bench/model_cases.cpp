@@ -13,6 +13,7 @@
 //                               Adam (0.9, 0.98, eps 1e-8, weight decay 0.01), no label smoothing.
 // Small (CPU default) and tiny (tests) shapes keep the same structure at a few seconds / milliseconds.
 // The same models in PyTorch: scripts/bench_torch_models.py. Covered by tests/bench/bench_test.cpp.
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <span>
@@ -80,10 +81,18 @@ void time_and_emit(BenchContext& ctx, const std::string& shape, const ModelShape
   r.flops = model_train_flops(m);
   r.tokens = double(spec.tokens);
   r.note = count_text(double(u.params)) + " params; " + what;
+  if (spec.comm && spec.comm->world() > 1) {  // per rank; the global batch is world times this one
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "; %d ranks (%s): %.1f MB all-reduced per rank per update in %.1f ms, %.1f ms "
+                  "of it after backward (overlap %.0f%%)", spec.comm->world(), spec.comm->backend(),
+                  u.dp_bytes / 1e6, u.dp_comm_s * 1e3, u.dp_wait_s * 1e3,
+                  u.dp_comm_s > 0 ? 100.0 * (1.0 - std::min(1.0, u.dp_wait_s / u.dp_comm_s)) : 0.0);
+    r.note += buf;
+  }
   ctx.emit(r);
 }
 
-void translation_case(BenchContext& ctx, int experts) {
+void translation_case(BenchContext& ctx, int experts, dist::Communicator* comm = nullptr) {
   const Sizes s = ctx.pick(Sizes{256, 64, 512, 2048, 32000, 8, 6}, Sizes{16, 32, 128, 512, 2000, 4, 2},
                            Sizes{2, 8, 16, 32, 64, 2, 1});
   const int k = 2;
@@ -114,8 +123,10 @@ void translation_case(BenchContext& ctx, int experts) {
   const std::vector<std::span<const int32_t>> src_spans(src.begin(), src.end()), tgt_spans(tgt.begin(), tgt.end());
   const data::Batch batch = data::make_batch(src_spans, tgt_spans, ids, kPad, kBos, kEos);
   MOE_CHECK(batch.tgt_tokens == s.batch * s.len, "model case: expected an unpadded batch of ", s.batch, " x ", s.len);
-  const UpdateSpec spec{
-      .model = model, .tokens = batch.tgt_tokens, .optim = {.beta1 = 0.9, .beta2 = 0.98, .eps = 1e-8}};
+  const UpdateSpec spec{.model = model,
+                        .tokens = batch.tgt_tokens,
+                        .optim = {.beta1 = 0.9, .beta2 = 0.98, .eps = 1e-8},
+                        .comm = comm};
   const std::string layers = std::to_string(s.layers) + "+" + std::to_string(s.layers);
   time_and_emit(
       ctx, shape_text(Shape{s.batch, s.len}) + " -> " + shape_text(Shape{s.batch, s.len}), shape, spec,
@@ -156,6 +167,8 @@ void lm_case(BenchContext& ctx) {
       std::to_string(s.layers) + "-layer pre-norm, tied, dropout 0.3");
 }
 }  // namespace
+
+void data_parallel_update_case(BenchContext& ctx, dist::Communicator& comm) { translation_case(ctx, 0, &comm); }
 
 std::vector<Case> model_cases() {
   return {

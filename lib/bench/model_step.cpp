@@ -8,6 +8,7 @@
 #include "graph/expr/binary.h"
 #include "graph/expr/unary.h"
 #include "graph/graph.h"
+#include "training/data_parallel.h"
 #include "ops/attention.h"
 
 namespace moe::bench {
@@ -44,6 +45,13 @@ UpdateTiming time_update(BenchContext& ctx, const UpdateSpec& spec, const BatchL
   }
   store.allocate();
   const std::unique_ptr<Optimizer> opt = Optimizer::create(spec.optimizer, spec.optim);
+  std::unique_ptr<DataParallel> dp;
+  if (spec.comm && spec.comm->world() > 1) {
+    // Buckets of 25 MiB (moe-train's default) at full scale; smaller ones at the CPU's small shapes, so
+    // that the 1.2M-parameter model still has several and the overlap is measured.
+    dp = std::make_unique<DataParallel>(*spec.comm, DistOptions{.bucket_mb = ctx.pick(25.0, 0.5, 0.001)}, store, *opt);
+    dp->broadcast_parameters();
+  }
   const double tokens = double(spec.tokens);
   uint64_t step = 0;
   UpdateTiming out;
@@ -51,6 +59,10 @@ UpdateTiming time_update(BenchContext& ctx, const UpdateSpec& spec, const BatchL
   out.timing = ctx.time([&] {
     store.zero_grads();
     Graph g(device, &store, GraphOptions{.training = true, .compute_dtype = ctx.dtype(), .seed = 1, .step = step++});
+    if (dp) {
+      dp->begin();
+      dp->arm(g);
+    }
     const Builder b(g);
     const Expr l = loss(*model, b, uploader);
     Expr objective = l;
@@ -59,10 +71,21 @@ UpdateTiming time_update(BenchContext& ctx, const UpdateSpec& spec, const BatchL
     const double value = l.val().item();
     MOE_CHECK(std::isfinite(value), "time_update: the training loss of ", model->type(), " is ", value, " at call ",
               step, " (", spec.tokens, " target tokens)");
-    g.backward(objective, 1.0 / tokens);
+    g.backward(objective, 1.0 / (dp ? tokens * dp->world() : tokens));
+    double loss_sum = value;
+    int64_t used = spec.tokens;
+    if (dp) dp->finish(loss_sum, used);
     opt->step(store, spec.lr);
-    out.last_loss = value / tokens;
+    if (dp) dp->after_step();
+    out.last_loss = loss_sum / double(used);
   });
+  if (dp) {
+    const auto& s = *dp->sync_stats();
+    const double updates = double(std::max<uint64_t>(step, 1));  // every call, warm-up included
+    out.dp_bytes = double(s.bytes) / updates;
+    out.dp_comm_s = s.comm_s / updates;
+    out.dp_wait_s = s.wait_s / updates;
+  }
   return out;
 }
 

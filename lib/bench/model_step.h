@@ -5,6 +5,8 @@
 // calls), the summed loss plus each auxiliary loss times the batch's target tokens, the forward, the
 // loss read back and checked finite, the backward scaled by 1 / tokens (gradients of the mean loss),
 // and one optimizer step over every trainable range (its gradient norm syncs the host, as in training).
+// With a communicator of several ranks (UpdateSpec::comm) the update is data-parallel (DataParallel:
+// bucketed all-reduce overlapped with backward) and reports the bytes and the overlap of its buckets.
 // Model FLOPs of an update (model_train_flops), counted exactly per GEMM:
 //   forward multiply-adds per token, encoder layer: 4d^2 (q, k, v, o) + FFN; decoder layer: 4d^2 (self)
 //   + 2d^2 (cross q, o) + FFN, plus 2d^2 per source token (cross k, v); output: d*V per target token;
@@ -22,6 +24,7 @@
 #include "bench/context.h"
 #include "data/batch_upload.h"
 #include "models/model.h"
+#include "dist/communicator.h"
 #include "training/optimizer.h"
 
 namespace moe::bench {
@@ -48,12 +51,18 @@ struct UpdateSpec {
   std::string optimizer = "adam";  // Optimizer::create
   OptimizerOptions optim = {};
   double lr = 1e-4;
+  /// Several ranks: a data-parallel update (training/data_parallel.h: bucketed all-reduce overlapped
+  /// with backward, sharded Adam past 2 ranks); each rank trains this batch, the global batch is world x.
+  dist::Communicator* comm = nullptr;
 };
 
 struct UpdateTiming {
   Timing timing;
   int64_t params = 0;    // parameters of the model (ParameterStore::count)
   double last_loss = 0;  // mean loss per target token of the last timed update
+  // Data parallel only (per update, from the gradient buckets): bytes all-reduced per rank, seconds
+  // the all-reduces took and seconds the update waited for them after backward (the unhidden part).
+  double dp_bytes = 0, dp_comm_s = 0, dp_wait_s = 0;
 };
 
 /// Times one training update per call, as in the file comment; a non-finite loss is an error.

@@ -109,6 +109,7 @@ Expr Graph::store_leaf(int index, bool trainable) {
   node->graph = this;
   node->id = next_id_++;
   node->requires_grad = trainable;
+  node->param_index = trainable ? index : -1;
   node->forward = bind;
   if (!options_.training) {
     run(*node);
@@ -161,8 +162,19 @@ void Graph::backward_from(const Expr& out, const Tensor& out_grad) {
   } else {
     root.grad = out_grad.device() == device_ ? out_grad.clone() : out_grad.to(device_);
   }
+  std::vector<size_t> first_use;  // per parameter index: its first leaf on the tape (hook only)
+  if (param_grad_hook_) {
+    for (size_t i = tape_.size(); i-- > 0;) {
+      const int p = tape_[i]->param_index;
+      if (p < 0) continue;
+      if (first_use.size() <= static_cast<size_t>(p)) first_use.resize(static_cast<size_t>(p) + 1, SIZE_MAX);
+      first_use[static_cast<size_t>(p)] = i;
+    }
+  }
   for (size_t i = tape_.size(); i-- > 0;) {
     Node& n = *tape_[i];
+    if (n.param_index >= 0 && param_grad_hook_ && first_use[static_cast<size_t>(n.param_index)] == i)
+      param_grad_hook_(n.param_index);
     if (!n.requires_grad || !n.grad.defined() || !n.backward) continue;
     n.backward(n);
   }

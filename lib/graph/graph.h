@@ -6,6 +6,7 @@
 // Covered by tests/graph/graph_test.cpp and tests/graph/mlp_test.cpp.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,12 @@ class Graph {
   /// Reverse pass seeded with an explicit gradient of `out` (same shape and dtype as `out`).
   void backward_from(const Expr& out, const Tensor& out_grad);
 
+  /// Called during backward() with a trainable parameter's store index as soon as its gradient is
+  /// complete (the reverse walk has passed its first use), so that a data-parallel trainer can
+  /// all-reduce it while the rest of the backward runs (lib/dist/grad_sync.h).
+  using ParamGradHook = std::function<void(int param_index)>;
+  void set_param_grad_hook(ParamGradHook hook) { param_grad_hook_ = std::move(hook); }
+
   /// A fresh random stream id for a node (dropout masks, noise): unique within this step.
   uint64_t next_rng_stream() { return (options_.step << 24) + ++rng_counter_; }
   uint64_t seed() const { return options_.seed; }
@@ -69,6 +76,7 @@ class Graph {
   size_t computed_upto_ = 0;
   int64_t next_id_ = 0;
   uint64_t rng_counter_ = 0;
+  ParamGradHook param_grad_hook_;
 };
 
 }  // namespace moe

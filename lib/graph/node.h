@@ -55,6 +55,7 @@ struct Node {
   bool requires_grad = false;  // some parameter or input below it needs a gradient
   bool computed = false;
   int grad_alias_child = -1;   // >= 0: this node's gradient is a view of that child's gradient
+  int param_index = -1;        // a trainable parameter's leaf: its index in the ParameterStore
 
   /// The value of child i.
   const Tensor& in(int i) const { return children[static_cast<size_t>(i)]->val; }

@@ -11,9 +11,20 @@
 #include "graph/expr/shape_ops.h"
 #include "graph/expr/unary.h"
 #include "layers/gate_recorder.h"
+#include "dist/collective_exprs.h"
+#include "layers/moe_ffn_expert_parallel.h"
 #include "layers/moe_ffn_hierarchical.h"
 
 namespace moe {
+
+bool expert_parallel(const MoeOptions& opt) {
+  dist::Communicator* comm = moe_communicator();
+  if (opt.experts_per_rank <= 0 || !comm || comm->world() == 1) return false;
+  MOE_CHECK(static_cast<int64_t>(opt.experts_per_rank) * comm->world() == opt.experts, "moe: experts_per_rank ",
+            opt.experts_per_rank, " times ", comm->world(), " ranks must equal experts = ", opt.experts);
+  return true;
+}
+
 namespace {
 template <class T>
 void read(const YAML::Node& node, const char* key, T& value) {
@@ -48,7 +59,7 @@ MoeOptions moe_options_from_yaml(const YAML::Node& node, int64_t dim, int64_t de
   static const std::set<std::string> known = {
       "type",      "experts",       "k",      "hidden",      "hidden_layers", "w_importance",          "w_load",
       "noisy",     "noise_epsilon", "groups", "k_secondary", "gating",        "batchwise_inference_k", "expert_bias",
-      "autoscale", "activation"};
+      "autoscale", "activation",    "experts_per_rank"};
   MoeOptions o;
   o.dim = dim;
   o.hidden = default_hidden;
@@ -71,6 +82,7 @@ MoeOptions moe_options_from_yaml(const YAML::Node& node, int64_t dim, int64_t de
     read(node, "batchwise_inference_k", o.batchwise_inference_k);
     read(node, "expert_bias", o.expert_bias);
     read(node, "autoscale", o.autoscale);
+    read(node, "experts_per_rank", o.experts_per_rank);
     if (node["activation"])  // accepted for the FFN-site convention; the experts are ReLU networks
       MOE_CHECK(node["activation"].as<std::string>() == "relu", "model.ffn.activation: the MoE experts use relu, not '",
                 node["activation"].as<std::string>(), "'");
@@ -83,6 +95,8 @@ void validate(const MoeOptions& o) {
   MOE_CHECK(o.dim >= 1 && o.hidden >= 1 && o.hidden_layers >= 1, "moe: dim ", o.dim, ", hidden ", o.hidden,
             " and hidden_layers ", o.hidden_layers, " must be >= 1");
   MOE_CHECK(o.experts >= 1, "moe: experts = ", o.experts, " must be >= 1");
+  MOE_CHECK(o.experts_per_rank >= 0 && (o.experts_per_rank == 0 || o.experts % o.experts_per_rank == 0),
+            "moe: experts_per_rank = ", o.experts_per_rank, " must divide experts = ", o.experts);
   MOE_CHECK(o.gating == "noisy_topk" || o.gating == "batchwise", "moe: gating '", o.gating,
             "' is unknown (known: noisy_topk, batchwise)");
   MOE_CHECK(o.w_importance >= 0 && o.w_load >= 0 && o.noise_epsilon >= 0, "moe: w_importance ", o.w_importance,
@@ -124,8 +138,18 @@ MoeOutput moe_forward(const Expr& x, const MoeWeights& w, const MoeOptions& opt,
     out.importance = expert_importance(routing, opt.experts);
     out.load = gate.load;
   }
-  out.y = moe_dispatch(x, routing, w.experts, opt.autoscale);
+  dist::Communicator* comm = moe_communicator();
+  const bool several = comm && comm->world() > 1;
+  if (expert_parallel(opt)) {
+    out.y = moe_dispatch_expert_parallel(x, routing, w.experts, opt.autoscale, *comm);
+  } else {
+    out.y = moe_dispatch(x, routing, w.experts, opt.autoscale);
+  }
   out.routing = routing;
+  if (training && several) {  // the balancing statistics of the global batch
+    out.importance = dist::all_reduce_sum(*comm, out.importance);
+    if (out.load.defined()) out.load = dist::all_reduce_sum(*comm, out.load);
+  }
   if (training) {
     out.importance_loss = cv_squared(out.importance);
     if (out.load.defined()) out.load_loss = cv_squared(out.load);
@@ -153,11 +177,14 @@ Expr moe_rows(const Builder& b, const Expr& x, const MoeOptions& opt, const Shap
     if (has_noise) w.w_noise2 = b.param("gate2.noise_w", Shape{opt.groups, d, per}, Init::zeros());
   }
   if (opt.gating == "batchwise") w.thresholds = b.param("gate.thresholds", Shape{n}, Init::zeros());
+  const bool local = expert_parallel(opt);
+  const int64_t held = local ? opt.experts_per_rank : n;  // this rank's experts
+  const std::string group = local ? kLocalExpertGroup : "";
   for (int l = 0; l <= opt.hidden_layers; ++l) {
     const int64_t in = l == 0 ? d : opt.hidden, out = l == opt.hidden_layers ? d : opt.hidden;
-    w.experts.layers.push_back(b.weight("expert.w" + std::to_string(l), Shape{n, in, out}, Init::glorot_uniform()));
+    w.experts.layers.push_back(b.weight("expert.w" + std::to_string(l), Shape{held, in, out}, Init::glorot_uniform(), group));
     if (opt.expert_bias)
-      w.experts.biases.push_back(b.weight("expert.b" + std::to_string(l), Shape{n, out}, Init::zeros()));
+      w.experts.biases.push_back(b.weight("expert.b" + std::to_string(l), Shape{held, out}, Init::zeros(), group));
   }
   GateNoise noise{noise_on, g.seed(), noise_on ? g.next_rng_stream() : 0};
   GateNoise noise2{noise_on && hier, g.seed(), noise_on && hier ? g.next_rng_stream() : 0};

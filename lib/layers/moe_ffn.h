@@ -29,11 +29,12 @@ struct MoeOptions {
   int batchwise_inference_k = 0;      // batchwise inference: at most this many experts per token (0: 2k)
   bool expert_bias = false;           // biases in the expert layers (t2t: none)
   bool autoscale = true;              // t2t: scale a layer by (in / d)^-1/2 when its input width != d
+  int experts_per_rank = 0;           // > 0: expert parallelism, experts / experts_per_rank ranks (moe_ffn_expert_parallel.h)
 };
 
 /// Options from a YAML node (model.ffn of a recipe): type, experts, k, hidden, hidden_layers,
 /// w_importance, w_load, noisy, noise_epsilon, groups, k_secondary, gating, batchwise_inference_k,
-/// expert_bias, autoscale. Unknown keys are errors naming them; `hidden` defaults to default_hidden.
+/// expert_bias, autoscale, experts_per_rank. Unknown keys are errors naming them; `hidden` defaults to default_hidden.
 MoeOptions moe_options_from_yaml(const YAML::Node& node, int64_t dim, int64_t default_hidden);
 /// Checks the options (sizes, k ranges, divisibility); errors name the option and value.
 void validate(const MoeOptions& opt);
@@ -43,7 +44,7 @@ struct MoeWeights {
   Expr w_gate, w_noise;    // [d, n] ([d, groups] when hierarchical), f32 (f64 for f64 inputs)
   Expr w_gate2, w_noise2;  // hierarchical: [groups, d, experts per group]
   Expr thresholds;         // batchwise: [n]
-  ExpertWeights experts;   // [n, d, hidden], ..., [n, hidden, d] in x's dtype
+  ExpertWeights experts;   // [n, d, hidden], ..., [n, hidden, d] in x's dtype ([experts_per_rank, ...]: this rank's)
 };
 
 struct MoeOutput {
@@ -53,6 +54,10 @@ struct MoeOutput {
   Expr threshold_loss;              // [] batchwise training only
   Routing routing;                  // the (expert, token, gate) assignments
 };
+
+/// Whether the layer runs expert-parallel: experts_per_rank > 0 and a communicator with several
+/// ranks is set (set_moe_communicator); then experts_per_rank * ranks must equal experts.
+bool expert_parallel(const MoeOptions& opt);
 
 /// The layer on explicit weights; `noise` / `noise2` drive the primary / secondary gate noise
 /// (fixed seeds make it deterministic); `training` selects batchwise mode and computes the losses.

@@ -3,6 +3,7 @@
 // tests/ops/optimizer_test.cpp.
 #include "training/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ops/optimizer.h"
@@ -39,8 +40,36 @@ double Optimizer::grad_norm(const ParameterStore& store, const ParameterStore::R
   return std::sqrt(sum) * std::abs(grad_scale);
 }
 
+void Optimizer::set_shard(int64_t begin, int64_t end) {
+  MOE_CHECK(begin >= 0 && end >= begin, "Optimizer::set_shard: bad range [", begin, ", ", end, ")");
+  shard_begin_ = begin;
+  shard_end_ = end;
+}
+
+void Optimizer::set_partitioned(ParameterStore::Ranges ranges, std::function<double(double)> sum) {
+  partitioned_ = std::move(ranges);
+  partitioned_sum_ = std::move(sum);
+}
+
+double Optimizer::partitioned_norm(const ParameterStore& store, const ParameterStore::Ranges& ranges,
+                                   double grad_scale) const {
+  double shared = 0, own = 0;
+  for (const auto& [begin, end] : ranges) {
+    int64_t at = begin;
+    for (const auto& [pb, pe] : partitioned_) {  // sorted, disjoint
+      const int64_t b = std::max(at, pb), e = std::min(end, pe);
+      if (e <= b) continue;
+      if (b > at) shared += sum_squares(store.grads().flat_range(at, b - at));
+      own += sum_squares(store.grads().flat_range(b, e - b));
+      at = e;
+    }
+    if (end > at) shared += sum_squares(store.grads().flat_range(at, end - at));
+  }
+  return std::sqrt(shared + partitioned_sum_(own)) * std::abs(grad_scale);
+}
+
 void Optimizer::ensure_buffers(const ParameterStore& store) {
-  const int64_t n = store.values().numel();
+  const int64_t n = sharded() ? shard_end_ - shard_begin_ : store.values().numel();
   const bool adam = kind_ == Kind::adam || kind_ == Kind::adamw;
   const bool momentum = kind_ == Kind::nag || (kind_ == Kind::sgd && options_.momentum != 0);
   if (m_.defined() && m_.device() != store.device()) m_ = m_.to(store.device());  // loaded on another device
@@ -64,7 +93,8 @@ double Optimizer::step(ParameterStore& store, const ParameterStore::Ranges& rang
                        double grad_scale) {
   MOE_CHECK(store.values().defined(), "Optimizer::step: the parameter store is not allocated");
   MOE_CHECK(clip_norm >= 0, "Optimizer::step: clip_norm must be >= 0, got ", clip_norm);
-  const double norm = grad_norm(store, ranges, grad_scale);
+  const double norm =
+      partitioned_.empty() ? grad_norm(store, ranges, grad_scale) : partitioned_norm(store, ranges, grad_scale);
   if (!std::isfinite(norm)) return norm;  // overflow: skip this update
   double scale = grad_scale;
   if (clip_norm > 0 && norm > clip_norm) scale *= clip_norm / norm;
@@ -73,21 +103,26 @@ double Optimizer::step(ParameterStore& store, const ParameterStore::Ranges& rang
   const float fscale = static_cast<float>(scale), flr = static_cast<float>(lr);
   const float wd = static_cast<float>(options_.weight_decay), mu = static_cast<float>(options_.momentum);
   const float lr_correct = kind_ == Kind::nag && lr_old_ > 0 ? static_cast<float>(lr / lr_old_) : 1.f;
-  for (const auto& [begin, end] : ranges) {
-    const int64_t count = end - begin;
+  for (auto [begin, end] : ranges) {
+    if (sharded()) {  // only this rank's shard; state offsets relative to it
+      begin = std::max(begin, shard_begin_);
+      end = std::min(end, shard_end_);
+      if (end <= begin) continue;
+    }
+    const int64_t count = end - begin, at = begin - (sharded() ? shard_begin_ : 0);
     const Tensor p = store.values().flat_range(begin, count), g = store.grads().flat_range(begin, count);
     switch (kind_) {
       case Kind::adam:
       case Kind::adamw:
-        adam_update(p, g, m_.flat_range(begin, count), v_.flat_range(begin, count), flr,
+        adam_update(p, g, m_.flat_range(at, count), v_.flat_range(at, count), flr,
                     static_cast<float>(options_.beta1), static_cast<float>(options_.beta2),
                     static_cast<float>(options_.eps), wd, kind_ == Kind::adamw, steps_, fscale);
         break;
       case Kind::sgd:
-        sgd_update(p, g, m_.defined() ? m_.flat_range(begin, count) : Tensor(), flr, mu, wd, false, fscale);
+        sgd_update(p, g, m_.defined() ? m_.flat_range(at, count) : Tensor(), flr, mu, wd, false, fscale);
         break;
       case Kind::nag:
-        sgd_update(p, g, m_.flat_range(begin, count), flr, mu, wd, true, fscale, lr_correct);
+        sgd_update(p, g, m_.flat_range(at, count), flr, mu, wd, true, fscale, lr_correct);
         break;
     }
   }
@@ -121,9 +156,14 @@ void Optimizer::load_state(const std::map<std::string, Tensor>& state) {
       dst = Tensor();
       return;
     }
-    const Tensor& src = found->second;
+    Tensor src = found->second;
     MOE_CHECK(src.dtype() == DType::f32 && src.shape().ndim() == 1, "Optimizer::load_state (", name(), "): '", key,
               "' must be an f32 vector, got ", dtype_name(src.dtype()), " ", src.shape());
+    if (sharded() && src.numel() > shard_end_ - shard_begin_) {  // a full (unsharded) state: take this shard
+      MOE_CHECK(src.numel() >= shard_end_, "Optimizer::load_state (", name(), "): '", key, "' has ", src.numel(),
+                " elements, the shard needs [", shard_begin_, ", ", shard_end_, ")");
+      src = src.flat_range(shard_begin_, shard_end_ - shard_begin_);
+    }
     if (!dst.defined() || dst.numel() != src.numel()) dst = Tensor::empty(src.shape(), DType::f32, src.device());
     dst.copy_from(src);
   };

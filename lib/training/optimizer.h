@@ -3,9 +3,11 @@
 // clips it to clip_norm, and applies one fused update per trainable range, so frozen parameter
 // groups stay bit-identical. A non-finite norm (overflow under loss scaling) skips the update.
 // State buffers are sized like store.values(); state()/load_state() carry them and the step count.
-// Covered by tests/ops/optimizer_test.cpp.
+// Covered by tests/ops/optimizer_test.cpp; set_shard (ZeRO-1) and set_partitioned (expert parallelism)
+// by tests/dist/data_parallel_test.cpp and expert_parallel_training_test.cpp.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -45,6 +47,16 @@ class Optimizer {
   /// Restores state() output; buffer sizes must match the store this optimizer is used with.
   void load_state(const std::map<std::string, Tensor>& state);
 
+  /// ZeRO stage 1: keep state for, and update, only the elements [begin, end) of the store's flat
+  /// buffers (this rank's shard); the norm and clipping still see every range. state() then holds the
+  /// shard's buffers (end - begin elements); load_state() takes those or full-size ones (sliced).
+  void set_shard(int64_t begin, int64_t end);
+  bool sharded() const { return shard_end_ >= 0; }
+  /// Expert parallelism: the elements of `ranges` hold this rank's own parameters (different on every
+  /// rank, e.g. its experts); their squared gradient norm is summed over the ranks with `sum` before
+  /// the norm is taken, so that every rank clips by the same global norm.
+  void set_partitioned(ParameterStore::Ranges ranges, std::function<double(double)> sum);
+
   int64_t steps() const { return steps_; }
   Kind kind() const { return kind_; }
   const char* name() const;
@@ -58,6 +70,10 @@ class Optimizer {
   int64_t steps_ = 0;
   double lr_old_ = 0;  // nag: the previous learning rate (0 before the first step)
   Tensor m_, v_;       // adam/adamw moments; m_ is the momentum buffer of sgd/nag
+  int64_t shard_begin_ = 0, shard_end_ = -1;  // set_shard(); -1: the whole store
+  ParameterStore::Ranges partitioned_;          // set_partitioned()
+  std::function<double(double)> partitioned_sum_;
+  double partitioned_norm(const ParameterStore& store, const ParameterStore::Ranges& ranges, double grad_scale) const;
 };
 
 }  // namespace moe

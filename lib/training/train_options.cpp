@@ -108,6 +108,7 @@ void register_train_keys(config::Schema& s) {
   s.add_int("valid.bleu_lines", 0, "BLEU validation on the first N lines (0 = all)");
   s.add_bool("valid.bleu", false, "decode the valid set for BLEU at every validation (implied by valid.metric bleu)");
   register_lm_keys(s);
+  register_dist_keys(s);
 }
 
 TrainTaskKind task_of_model_type(const std::string& type) {
@@ -171,6 +172,7 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
             "data.vocab.type: '", d.vocab_type, "' is not one of bpe, unigram, spm, word");
   if (d.vocab_type == "spm") d.vocab_type = "bpe";
   read_lm_options(c, o);  // the language-model keys, and which task's keys may be set
+  o.dist = read_dist_options(c);
   if (o.task == TrainTaskKind::translation) {
     MOE_CHECK(!d.train_src.empty() && !d.train_tgt.empty(), "data.train.src and data.train.tgt are required");
     MOE_CHECK(d.valid_src.empty() == d.valid_tgt.empty(), "data.valid.src ('", d.valid_src, "') and data.valid.tgt ('",

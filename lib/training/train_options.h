@@ -19,6 +19,7 @@
 #include "data/mlm.h"
 #include "tensor/dtype.h"
 #include "training/bcd.h"
+#include "training/dist_options.h"
 #include "training/optimizer.h"
 #include "training/schedule.h"
 
@@ -91,6 +92,7 @@ struct TrainOptions {
   double loss_scale = 32768;         // f16 only: initial dynamic loss scale
   int64_t loss_scale_window = 2000;  // f16 only: clean updates before the scale doubles
   std::string run_dir = "run";
+  DistOptions dist;  // dist.*: multi-process training (lib/dist)
 
   /// Reads and checks every key; errors name the key and the offending value.
   static TrainOptions from_config(const config::Config& config);

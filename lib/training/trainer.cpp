@@ -15,6 +15,8 @@
 #include "graph/graph.h"
 #include "models/mae_causality.h"
 #include "tensor/allocator.h"
+#include "tensor/device.h"
+#include "layers/moe_ffn_expert_parallel.h"
 #include "training/bcd.h"
 #include "training/bleu_validation.h"
 #include "training/fine_tuning.h"
@@ -41,12 +43,43 @@ Trainer::Trainer(TrainOptions options, std::string config_text)
             "picks it)");
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  if (dp_ || (comm_ && comm_->world() > 1)) set_moe_communicator(nullptr);
+  if (log_level_ >= 0) spdlog::set_level(static_cast<spdlog::level::level_enum>(log_level_));
+}
 
 std::string Trainer::path_in_run(const std::string& name) const { return (fs::path(o_.run_dir) / name).string(); }
 
+void Trainer::rank0_first(const std::function<void()>& f) {
+  if (dp_ && !dp_->lead()) comm_->barrier();
+  f();
+  if (dp_ && dp_->lead()) comm_->barrier();
+}
+
+void Trainer::setup_dist() {
+  if (!comm_) {
+    own_comm_ = dist::make_communicator(o_.dist.backend, device_);
+    comm_ = own_comm_.get();
+  }
+  comm_->set_timeout(o_.dist.timeout);
+  task_o_ = o_;
+  const int world = comm_->world();
+  if (world == 1) return;
+  if (device_.is_cuda()) device_ = Device::cuda(comm_->local_rank() % std::max(1, gpu_count()));
+  // The global batch: the one every rank's generator makes, of which each trains its slice.
+  task_o_.max_tokens = o_.max_tokens * world;
+  task_o_.max_sentences = o_.max_sentences * world;
+  if (comm_->rank() != 0) {  // rank 0 alone logs (restored by the destructor)
+    log_level_ = static_cast<int>(spdlog::get_level());
+    spdlog::set_level(spdlog::level::warn);
+  }
+  set_moe_communicator(comm_);  // MoE balancing losses over the global batch; experts_per_rank: expert parallelism
+}
+
 void Trainer::setup_model() {
-  model_ = create_model(task_->prepare(o_.model));
+  YAML::Node model;
+  rank0_first([&] { model = task_->prepare(o_.model); });
+  model_ = create_model(model);
   task_->attach(*model_);
   // Declare every parameter by building the loss of a one-token batch (no forward), then lay the
   // store out: a fresh run and a resumed one get the same layout and the same initial values.
@@ -72,6 +105,11 @@ void Trainer::setup_model() {
                  elements, store_->count());
   }
   opt_ = Optimizer::create(o_.optimizer, o_.optim);
+  if (comm_->world() > 1) {
+    dp_ = std::make_unique<DataParallel>(*comm_, o_.dist, *store_, *opt_);
+    dp_->broadcast_parameters();
+    spdlog::info("moe-train: {}", dp_->describe(o_.max_tokens));
+  }
   setup_update_ranges();
   spdlog::info("moe-train: {} ({}) model, {} parameters, {} optimizer, {} on {}", model_->type(), task_name(o_.task),
                store_->count(), opt_->name(), dtype_name(o_.dtype), device_.str());
@@ -103,22 +141,26 @@ void Trainer::setup_update_ranges() {
 
 bool Trainer::finished() const {
   const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start_).count() / 60;
+  bool out_of_time = o_.max_minutes > 0 && minutes >= o_.max_minutes;
+  if (dp_ && o_.max_minutes > 0)  // the ranks' clocks differ: all stop when the first runs out (a collective)
+    out_of_time = comm_->sum(static_cast<int64_t>(out_of_time)) > 0;
   return stop_ || (o_.max_updates > 0 && st_.update >= o_.max_updates) ||
-         (o_.max_epochs > 0 && st_.epoch >= o_.max_epochs) || (o_.max_minutes > 0 && minutes >= o_.max_minutes);
+         (o_.max_epochs > 0 && st_.epoch >= o_.max_epochs) || out_of_time;
 }
 
 void Trainer::run(bool resume) {
+  setup_dist();
   fs::create_directories(o_.run_dir);
   MOE_CHECK(!o_.valid.bleu || BleuValidator::available(),
             "valid.metric bleu / valid.bleu: BLEU validation "
             "needs the translator (lib/translator), which this build does not have; use valid.metric loss or ppl");
-  if (!config_text_.empty()) std::ofstream(path_in_run("config.yml")) << config_text_;
+  if (!config_text_.empty() && lead()) std::ofstream(path_in_run("config.yml")) << config_text_;
   uploader_ = std::make_unique<data::BatchUploader>(device_);
-  task_ = make_train_task(o_, *uploader_);
+  task_ = make_train_task(task_o_, *uploader_);
   setup_model();
-  task_->load_data();
+  rank0_first([&] { task_->load_data(); });
   if (resume) restore(path_in_run("checkpoint.last.safetensors"));
-  metrics_ = std::make_unique<MetricsLog>(path_in_run("metrics.jsonl"), resume ? st_.update : -1);
+  if (lead()) metrics_ = std::make_unique<MetricsLog>(path_in_run("metrics.jsonl"), resume ? st_.update : -1);
   task_->start();
   bar_ = std::make_unique<ProgressBar>(o_.max_updates);
   allocator_for(device_).reset_peak();
@@ -136,7 +178,7 @@ void Trainer::run(bool resume) {
         epoch_end = true;
         break;
       }
-      batches.push_back(std::move(*item.batch));
+      batches.push_back(dp_ ? rank_slice(*item.batch, dp_->rank(), dp_->world()) : std::move(*item.batch));
     }
     if (!batches.empty()) {
       if (train_update(batches)) {
@@ -164,12 +206,22 @@ Trainer::Pass Trainer::accumulate(const std::vector<TrainBatch>& batches, int64_
                                   const std::string& mae_step) {
   store_->zero_grads();
   Pass pass;
-  for (const TrainBatch& batch : batches) {
+  if (dp_) dp_->begin();
+  // Ranks draw different dropout masks (rank 0 keeps the single-process stream).
+  const uint64_t seed = o_.seed ^ (static_cast<uint64_t>(dp_ ? dp_->rank() : 0) * 0x9E3779B97F4A7C15ull);
+  size_t last = batches.size();  // the last batch with rows: its backward overlaps the gradient all-reduce
+  for (size_t i = 0; i < batches.size(); ++i)
+    if (batches[i].size() > 0) last = i;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    const TrainBatch& batch = batches[i];
+    ++st_.batches;
+    if (batch.size() == 0) continue;  // this rank's slice of a small global batch is empty
     Graph g(device_, store_.get(),
             GraphOptions{.training = true,
                          .compute_dtype = o_.dtype,
-                         .seed = o_.seed,
-                         .step = static_cast<uint64_t>(st_.batches++)});
+                         .seed = seed,
+                         .step = static_cast<uint64_t>(st_.batches - 1)});
+    if (dp_ && i == last) dp_->arm(g);
     Builder b(g);
     if (!mae_step.empty()) b.set_flag("mae.step", mae_step);
     const Expr loss = task_->loss(*model_, b, batch, o_.label_smoothing);
@@ -191,6 +243,7 @@ Trainer::Pass Trainer::accumulate(const std::vector<TrainBatch>& batches, int64_
     pass.loss_sum += l;
     pass.used += batch.tokens();
   }
+  if (dp_) dp_->finish(pass.loss_sum, pass.used);  // gradients and figures summed over the ranks
   // Gradients hold loss_scale * d(sum loss)/expected; this factor makes them d(mean loss over used tokens).
   pass.grad_scale = pass.used ? static_cast<double>(expected) / (scaler_.scale() * static_cast<double>(pass.used)) : 0;
   return pass;
@@ -199,6 +252,7 @@ Trainer::Pass Trainer::accumulate(const std::vector<TrainBatch>& batches, int64_
 bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
   int64_t expected = 0;
   for (const auto& b : batches) expected += b.tokens();
+  if (dp_) expected = dp_->global(expected);  // losses are normalised by the global batch's tokens
   MOE_CHECK(expected > 0, "moe-train: an update without target tokens (update ", st_.update + 1, ")");
   if (hook_) hook_(*store_, st_.update + 1);
   // MAE (block coordinate descent): G passes update only the gates, then the F (or joint) pass is the update.
@@ -239,6 +293,7 @@ bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
   }
   if (step == "joint" && !gate_ranges_.empty())  // NOBCD: the gates learn from the same gradients, by their SGD
     gate_opt_->step(*store_, gate_ranges_, o_.gate_lr, 0, pass.grad_scale);
+  if (dp_) dp_->after_step();  // sharded optimizer: every rank's updated shard to everyone
   if (step_hook_) step_hook_(*store_, step);
   scaler_.update(false);
   st_.loss_scale = scaler_.scale();

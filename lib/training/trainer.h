@@ -10,7 +10,9 @@
 // losses as an uninterrupted run). MAE models train by block coordinate descent (training/bcd.h): in
 // G epochs a gate-only pass (plain SGD at train.gate_lr on group "gate") precedes each update, whose
 // F pass steps the main optimizer on everything else; NOBCD's joint pass steps both. train.init_from /
-// train.trainable select the starting point and the trained parameters (fine_tuning.h).
+// train.trainable select the starting point and the trained parameters (fine_tuning.h). Launched
+// with several ranks (mpirun / srun; dist.*), it trains data-parallel and, with experts_per_rank,
+// expert-parallel (data_parallel.h, expert_placement.h; tests/dist/).
 // Covered by tests/training/resume_test.cpp, lm_train_test.cpp, bcd_trainer_test.cpp,
 // fine_tuning_test.cpp, tests/scripts/e2e_translation.sh and tests/scripts/e2e_lm.sh.
 #pragma once
@@ -22,8 +24,10 @@
 #include <vector>
 
 #include "data/batch_upload.h"
+#include "dist/communicator.h"
 #include "graph/parameters.h"
 #include "models/model.h"
+#include "training/data_parallel.h"
 #include "training/loss_scaler.h"
 #include "training/optimizer.h"
 #include "training/progress.h"
@@ -52,12 +56,20 @@ class Trainer {
   using StepHook = std::function<void(const ParameterStore& store, const std::string& step)>;
   void set_step_hook(StepHook hook) { step_hook_ = std::move(hook); }
 
+  /// The communicator to train over (tests; must outlive run()); by default run() makes one from
+  /// dist.backend. With several ranks, see data_parallel.h.
+  void set_communicator(dist::Communicator* comm) { comm_ = comm; }
+
   const TrainingState& state() const { return st_; }
   const ParameterStore& params() const { return *store_; }
   Device device() const { return device_; }
 
  private:
   void setup_model();
+  void setup_dist();
+  bool lead() const { return !dp_ || dp_->lead(); }
+  /// Runs `f` on rank 0 first and on the others after it (files it creates: vocabularies, caches).
+  void rank0_first(const std::function<void()>& f);
   void restore(const std::string& checkpoint);
   /// One update over `batches`; false when it was skipped (NaN batches, f16 overflow).
   bool train_update(const std::vector<TrainBatch>& batches);
@@ -80,7 +92,12 @@ class Trainer {
   std::string path_in_run(const std::string& name) const;
 
   TrainOptions o_;
+  TrainOptions task_o_;  // what the task reads: with N ranks, N times the per-rank batch (data_parallel.h)
   std::string config_text_;
+  dist::Communicator* comm_ = nullptr;
+  std::unique_ptr<dist::Communicator> own_comm_;
+  std::unique_ptr<DataParallel> dp_;
+  int log_level_ = -1;  // ranks other than 0: the log level before run() lowered it
   Device device_;
   std::unique_ptr<data::BatchUploader> uploader_;
   std::unique_ptr<TrainTask> task_;

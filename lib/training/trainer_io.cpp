@@ -36,7 +36,7 @@ void Trainer::log_window() {
   alloc.reset_peak();
   bar_->clear();
   spdlog::info("{}", format_train_line(f));
-  metrics_->train(f);
+  if (metrics_) metrics_->train(f);
   st_.window_loss = st_.window_gnorm = 0;
   st_.window_tokens = st_.window_updates = 0;
   window_start_ = now;
@@ -60,7 +60,7 @@ void Trainer::validate() {
   }
   bar_->clear();
   spdlog::info("{}", format_valid_line(f));
-  metrics_->valid(f);
+  if (metrics_) metrics_->valid(f);
   if (f.improved) save(path_in_run("checkpoint.best.safetensors"));
   if (o_.early_stopping > 0 && st_.bad_validations >= o_.early_stopping) {
     spdlog::info("moe-train: early stopping: {} validations without improvement (best {} at update {})",
@@ -71,14 +71,16 @@ void Trainer::validate() {
 
 void Trainer::save(const std::string& path) {
   TrainingState s = st_;
-  s.optimizer = opt_->state();
+  s.optimizer = dp_ ? dp_->full_state(*opt_) : opt_->state();  // a collective when sharded or experts are placed
+  const ParameterStore& params = dp_ ? dp_->whole_parameters() : *store_;  // every expert (a collective)
+  if (!lead()) return;  // rank 0 alone writes (every rank holds the same parameters)
   s.loss_scale = scaler_.scale();
   s.loss_scale_clean = scaler_.clean_updates();
   save_training_state(state_path_for(path), s);
   std::map<std::string, std::string> meta = task_->checkpoint_metadata();
   meta["moe.update"] = std::to_string(st_.update);
   meta["moe.epoch"] = std::to_string(st_.epoch);
-  save_checkpoint(path, *model_, *store_, task_->vocab_files(), meta);
+  save_checkpoint(path, *model_, params, task_->vocab_files(), meta);
 }
 
 void Trainer::save_all() {
@@ -86,8 +88,9 @@ void Trainer::save_all() {
   save(path_in_run("checkpoint.last.safetensors"));
   if (o_.keep_last > 0) {
     save(path_in_run("checkpoint." + std::to_string(st_.update) + ".safetensors"));
-    remove_old_numbered();
+    if (lead()) remove_old_numbered();
   }
+  if (dp_) comm_->barrier();  // nobody resumes from, or reads, a checkpoint rank 0 is still writing
   spdlog::info("moe-train: saved {} at update {}", path_in_run("checkpoint.last.safetensors"), st_.update);
 }
 
@@ -116,8 +119,9 @@ void Trainer::restore(const std::string& checkpoint) {
   MOE_CHECK(model->second == YAML::Dump(model_->config_yaml()), "--resume: the model in ", checkpoint,
             " differs from the recipe's model section:\n", model->second, "\nversus\n",
             YAML::Dump(model_->config_yaml()));
+  ExpertPlacement* experts = dp_ ? dp_->experts() : nullptr;
   for (const ParamEntry& e : store_->entries()) {
-    const Tensor& t = file.get(e.name);
+    const Tensor t = experts ? experts->local_part(e, file.get(e.name)) : file.get(e.name);
     MOE_CHECK(t.shape() == e.shape && t.dtype() == DType::f32, checkpoint, ": parameter '", e.name, "' is ",
               dtype_name(t.dtype()), " ", t.shape(), ", the model needs f32 ", e.shape);
     store_->value(store_->find(e.name)).copy_from(t);
@@ -128,8 +132,11 @@ void Trainer::restore(const std::string& checkpoint) {
             " (update ", update == file.metadata.end() ? "?" : update->second, ") and ", state_path, " (update ",
             s.update, ") do not belong together");
   MOE_CHECK(s.seed == o_.seed, "--resume: the run used train.seed ", s.seed, ", the recipe now says ", o_.seed);
-  for (auto& [name, t] : s.optimizer)
+  for (auto& [name, t] : s.optimizer) {
     if (t.dtype() == DType::f32) t = t.to(device_);
+    if (experts && t.dtype() == DType::f32 && t.shape().ndim() == 1 && t.numel() == experts->full_numel())
+      t = experts->from_full(t);  // the single-process layout -> this rank's
+  }
   opt_->load_state(s.optimizer);
   s.optimizer.clear();
   scaler_.restore(s.loss_scale, s.loss_scale_clean);

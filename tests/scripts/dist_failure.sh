@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Failure behaviour of data-parallel training (mpirun -np 2, recipes/ci-tiny.yml on 1,000 Multi30k
+# pairs, CPU, dropout 0; about a minute on two cores):
+#  1. kill -9 of rank 1 right after a checkpoint: the job fails (non-zero exit) and the launcher's
+#     error names the killed rank; restarted with --resume, it continues from checkpoint.last and
+#     logs exactly the losses of an uninterrupted 2-rank run, and ends with the same checkpoint.
+#  2. a hung rank (SIGSTOP) with --dist.timeout 5: rank 0's watchdog aborts the job with an error
+#     naming the collective and the timeout, instead of hanging.
+# Usage (ctest passes both): dist_failure.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped (no mpirun or data).
+set -euo pipefail
+BIN="${1:?usage: dist_failure.sh BIN_DIR SHARED_DATA_DIR}"
+DATA="${2:?usage: dist_failure.sh BIN_DIR SHARED_DATA_DIR}/multi30k"
+RECIPE="$(cd "$(dirname "$0")/../.." && pwd)/recipes/ci-tiny.yml"
+E2E_NAME=dist_failure
+source "$(dirname "$0")/lib/e2e_common.sh"
+command -v mpirun > /dev/null || { echo "dist_failure: no mpirun: skipped"; exit 77; }
+[[ -f "$DATA/train.en" ]] || { echo "dist_failure: no Multi30k data in $DATA: skipped"; exit 77; }
+[[ -x "$BIN/moe-train" ]] || e2e_fail "$BIN/moe-train is missing"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/moe-dist.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+head -n 1000 "$DATA/train.en" > "$WORK/train.en"; head -n 1000 "$DATA/train.de" > "$WORK/train.de"
+args=(--config "$RECIPE" --data.train.src "$WORK/train.en" --data.train.tgt "$WORK/train.de"
+      --data.vocab.src "$WORK/vocab.spm" --data.vocab.tgt "$WORK/vocab.spm" --model.dropout 0
+      --train.max_tokens 600 --train.log_every 1 --train.save_every 10 --train.keep_last 0 --dist.backend mpi)
+train() { mpirun --oversubscribe -np 2 "$BIN/moe-train" "${args[@]}" "$@"; }
+rank_pid() {  # pid of the moe-train of rank $2 whose command line names run folder $1
+  local p
+  for p in $(pgrep -f "moe-train .*--run_dir $1( |$)" || true); do
+    if tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+      echo "$p"
+      return 0
+    fi
+  done
+  return 0
+}
+
+# The uninterrupted reference.
+train --run_dir "$WORK/full" --train.max_updates 30 > "$WORK/full.log" 2>&1 || { cat "$WORK/full.log"; e2e_fail "mpirun (full)"; }
+
+# 1. kill -9 rank 1 as soon as the first checkpoint is on disk (the run would go on to 300 updates).
+train --run_dir "$WORK/part" --train.max_updates 300 > "$WORK/part.log" 2>&1 &
+job=$!
+for _ in $(seq 1 1200); do [[ -f "$WORK/part/checkpoint.last.state.safetensors" && -f "$WORK/part/checkpoint.last.safetensors" ]] && break; sleep 0.1; done
+[[ -f "$WORK/part/checkpoint.last.safetensors" ]] || { kill $job; e2e_fail "no checkpoint within 120 s"; }
+victim="$(rank_pid "$WORK/part" 1)"
+[[ -n "$victim" ]] || e2e_fail "rank 1's process not found"
+kill -9 "$victim"
+status=0; wait $job || status=$?
+[[ $status -ne 0 ]] || e2e_fail "the job exited 0 after rank 1 was killed"
+grep -Eiq "rank 1 .*(signal 9|killed)" "$WORK/part.log" || { cat "$WORK/part.log"; e2e_fail "no error naming rank 1"; }
+echo "dist_failure: rank 1 killed: the job failed with: $(grep -Ei "rank 1 .*(signal 9|killed)" "$WORK/part.log" | head -n 1)"
+train --run_dir "$WORK/part" --train.max_updates 30 --resume > "$WORK/resume.log" 2>&1 ||
+  { cat "$WORK/resume.log"; e2e_fail "mpirun --resume"; }
+grep -q "resumed from" "$WORK/resume.log" || e2e_fail "the restarted job did not resume"
+curve() { grep -o '"type":"[a-z]*","epoch":[0-9]*,"update":[0-9]*,"loss":[^,]*' "$1/metrics.jsonl"; }
+[[ "$(curve "$WORK/full" | wc -l)" -eq 30 ]] || e2e_fail "the full run logged $(curve "$WORK/full" | wc -l) lines, not 30"
+diff <(curve "$WORK/full") <(curve "$WORK/part") || e2e_fail "the resumed run's losses differ from the uninterrupted run"
+cmp "$WORK/full/checkpoint.last.safetensors" "$WORK/part/checkpoint.last.safetensors" ||
+  e2e_fail "the resumed run's final checkpoint differs from the uninterrupted run's"
+echo "dist_failure: $(grep -o 'resumed from .*' "$WORK/resume.log"); losses and final checkpoint identical"
+
+# 2. a hung rank: stop rank 1 once training runs; rank 0's collective times out after 5 s.
+train --run_dir "$WORK/hang" --train.max_updates 300 --dist.timeout 5 > "$WORK/hang.log" 2>&1 &
+job=$!
+for _ in $(seq 1 1200); do grep -q '"update":2,' "$WORK/hang/metrics.jsonl" 2> /dev/null && break; sleep 0.1; done
+victim="$(rank_pid "$WORK/hang" 1)"
+[[ -n "$victim" ]] || e2e_fail "rank 1's process not found (hang)"
+kill -STOP "$victim"
+start=$SECONDS
+status=0; wait $job || status=$?
+[[ $status -ne 0 ]] || e2e_fail "the job exited 0 with rank 1 stopped"
+grep -q "did not complete within 5 s" "$WORK/hang.log" || { cat "$WORK/hang.log"; e2e_fail "no timeout error"; }
+echo "dist_failure: hung rank: the job aborted after $((SECONDS - start)) s with: $(grep -o 'rank 0 of 2: .*' "$WORK/hang.log" | head -n 1)"
