@@ -16,6 +16,9 @@ have_all() {
   done
   # SentencePiece's own tools (tests check our models against them); not needed to build.
   command -v spm_encode >/dev/null || [[ -x $prefix/usr/bin/spm_encode ]] || return 1
+  # OpenMPI (lib/dist's mpi backend; the tests run under mpirun).
+  command -v mpirun >/dev/null || [[ -x $prefix/usr/bin/mpirun ]] || return 1
+  [[ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h || -e $prefix/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ]] || return 1
 }
 
 case "${1:-}" in

@@ -46,6 +46,12 @@ elif (( EMULATE )) || ! gpu_answers; then
     cmake -S "$ROOT" -B "$NVCC_BUILD" -DCMAKE_BUILD_TYPE=Release -DMOE_CUDA_ARCHITECTURES="$ARCH" -DMOE_TESTS=OFF \
       -DMOE_PTXAS_REPORTS=ON
     cmake --build "$NVCC_BUILD" -j "$JOBS" --target moe_cuda
+    # lib/dist's NCCL backend is host code built only with real CUDA (the emulator has no NCCL): compile it here.
+    if grep -q '^NCCL_LIBRARY:FILEPATH=/' "$NVCC_BUILD/CMakeCache.txt"; then  # found only with MPI (lib/CMakeLists.txt)
+      make -C "$NVCC_BUILD/lib" dist/nccl_communicator.cpp.o
+    else
+      echo "test.sh: NCCL or MPI not found: the NCCL backend of lib/dist is not compiled"
+    fi
     CONFIG+=(-DMOE_PTXAS_REPORT_DIR="$NVCC_BUILD/ptxas")
   else
     echo "test.sh: nvcc not found: the CUDA sources are not compiled for a GPU and register budgets are not checked"
