@@ -71,7 +71,7 @@ Expr mae_attention_layer(const Builder& b, const AttentionInput& in, int64_t dim
   } else {
     const MaeGateInput gi = mae_gate_input(in, policy, o.gate_window, gate_dtype);
     per_position = gi.per_position;
-    probs = mae_gate_probs(gi.u, mae_gate_weights(b, dim, o), o, b.training());
+    probs = mae_gate_probs(gi.u, mae_gate_weights(b, dim, o, o.norm(role)), o, o.norm(role), b.training());
     if (m == Mode::sample) probs = stop_gradient(probs);
     if (recorder)
       recorder->record(b.prefix(), per_position ? probs.val().view(Shape{bsz, t, e}) : probs.val(),

@@ -4,9 +4,9 @@
 // attentions: with head contexts H~_l (before W^O) the mixture is one MHA with per-head weights
 //   MAE-(h-1): w_j = h/(h-1) (1 - g_j);  MAE-(h-2): w_l = h/(h-2) (1 - sum_{p ∋ l} g_p)
 // i.e. w = c (1 - q P), P [E, h] the heads each expert drops, c = h/(h - dropped); b^O is unscaled.
-// Gate (per site, group "gate"): u -> BatchNorm (running statistics as store state) -> tanh MLP
-// (gate_hidden) -> dropout(gate_dropout) -> linear to E -> softmax; u by the site's gate-input policy
-// (mae_gate_input.h). Modes (Builder flags): "mae.step" = G | joint (mixture, gradients everywhere;
+// Gate (per site, group "gate"): u -> BatchNorm (running statistics as store state; per-role
+// gate_norm: batch, running or none, mae_gate.cpp) -> tanh MLP (gate_hidden) -> dropout(gate_dropout)
+// -> linear to E -> softmax; u by the site's gate-input policy (mae_gate_input.h). Modes (Builder flags): "mae.step" = G | joint (mixture, gradients everywhere;
 // the trainer updates only φ on G), F (one expert drawn per sentence, or per position for per-position
 // gates, from the gate computed without gradient: q = one-hot); unset: "mae.inference" = mixture
 // (default) | argmax (q = one-hot of the most-weighted expert, ties to the lowest index).
@@ -38,6 +38,7 @@ struct MaeOptions {
   int64_t gate_window = 100;     // W of causal_window_mean
   std::map<std::string, std::string> gate_input;  // role -> full_mean | causal_prefix_mean |
                                                   //         causal_window_mean | source_mean
+  std::map<std::string, std::string> gate_norm;   // role -> batch | running | none (issue 14)
 
   /// The gate_input preset of a model.attention that names none.
   static constexpr const char* kDefaultGateInput = "leak_free";
@@ -48,17 +49,26 @@ struct MaeOptions {
   /// LM causal_window_mean (MODELS.md §1.4), the default — and "paper" — full_mean at every MT site,
   /// causal_window_mean at LM sites (Appendix A): its decoder gates see the whole target in
   /// teacher-forced graphs, which decoding cannot; or a map role -> policy over the default preset).
+  /// gate_norm: how a gate normalises its input in training (batch: BatchNorm with the batch's
+  /// statistics, the paper's, which couple every row of the batch, so in training a later token moves
+  /// the gates of earlier positions; running: the running statistics, updated from the batch after
+  /// use, as in inference; none: no normalisation), one value for every site, the preset leak_free
+  /// (the default: encoder_self batch — a source sentence is seen whole anyway — and running at the
+  /// causal sites decoder_self, decoder_cross, lm_self), or a map role -> value over leak_free.
   /// Unknown keys and inconsistent values are errors naming them.
   static MaeOptions from_yaml(const YAML::Node& node, int heads);
-  /// Writes the default preset into a model.attention node of type mae without gate_input, and
-  /// completes a partial gate_input map from it, so that the architecture a checkpoint stores names
-  /// the gate inputs it was trained with whatever later defaults become. Other nodes stay as they are.
+  /// Writes the default presets into a model.attention node of type mae without gate_input or
+  /// gate_norm, and completes a partial map from them, so that the architecture a checkpoint stores
+  /// names the gate inputs and norms it was trained with whatever later defaults become. Other nodes
+  /// stay as they are.
   static void pin_gate_input(YAML::Node& attention);
   int experts() const { return dropped == 1 ? heads : heads * (heads - 1) / 2; }
   /// "MAE-7", "UNI-MAE-6", "NOBCD-7".
   std::string name() const;
   /// The gate-input policy of a site role (an error names an unknown role).
   const std::string& policy(const std::string& role) const;
+  /// The gate norm of a site role: batch | running | none (an error names an unknown role).
+  const std::string& norm(const std::string& role) const;
 };
 
 /// One gate's weights in the gate dtype (f32; f64 in f64 graphs); the running statistics are the
@@ -68,11 +78,15 @@ struct MaeGateWeights {
   Expr running_mean, running_var;
 };
 
-/// Declares the gate of the site under `b` ("gate.bn.g", "gate.bn.b", "gate.l1.w", ... in group "gate").
-MaeGateWeights mae_gate_weights(const Builder& b, int64_t dim, const MaeOptions& o);
-/// Gate probabilities [N, E] for gate inputs u [N, d] (gate dtype). training: BN batch statistics
-/// (running statistics updated; with one row the running statistics are used) and dropout.
-Expr mae_gate_probs(const Expr& u, const MaeGateWeights& w, const MaeOptions& o, bool training);
+/// Declares the gate of the site under `b` ("gate.bn.g", "gate.bn.b", "gate.l1.w", ... in group "gate";
+/// with norm none no "gate.bn.*").
+MaeGateWeights mae_gate_weights(const Builder& b, int64_t dim, const MaeOptions& o, const std::string& norm);
+/// Gate probabilities [N, E] for gate inputs u [N, d] (gate dtype) with the gate norm `norm`
+/// (MaeOptions::norm). training: dropout, and for batch the BN batch statistics (running statistics
+/// updated; with one row the running statistics are used), for running the running statistics
+/// (then updated from the batch, without gradient). Inference: the running statistics (none: no BN).
+Expr mae_gate_probs(const Expr& u, const MaeGateWeights& w, const MaeOptions& o, const std::string& norm,
+                    bool training);
 /// Per-head weights w = c (1 - q P) [N, h] from expert weights q [N, E] (mixture or one-hot).
 Expr mae_head_weights(const Expr& q, const MaeOptions& o);
 /// One-hot [N, E] (q's dtype) of the experts idx (i32 [N, 1]).

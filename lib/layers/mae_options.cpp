@@ -3,7 +3,12 @@
 // inputs default to the preset leak_free (issue 16): encoder sites average the whole source
 // (full_mean), decoder sites the causal prefix (causal_prefix_mean), LM sites the most recent 100
 // positions (causal_window_mean); the preset paper averages the whole target at decoder sites too.
-// Covered by tests/layers/mae_test.cpp ("options") and tests/layers/mae_causality_test.cpp.
+// Gate norms (issue 14) default to leak_free too: BatchNorm with batch statistics (the paper's) at
+// encoder sites, running statistics at the causal sites (decoder self and cross, LM), whose batch
+// statistics in training would mix every position of the batch into each gate.
+// Covered by tests/layers/mae_test.cpp ("options"), tests/layers/mae_causality_test.cpp and
+// tests/models/causality_test.cpp (gate norms).
+#include <functional>
 #include <regex>
 #include <set>
 
@@ -26,6 +31,37 @@ std::map<std::string, std::string> preset(const std::string& name) {
             {kDecoderCross, "causal_prefix_mean"},
             {kLmSelf, "causal_window_mean"}};
   MOE_FAIL("model.attention.gate_input: '", name, "' is neither a preset (paper, leak_free) nor a map role -> policy");
+}
+
+const std::set<std::string> kNorms = {"batch", "running", "none"};
+
+std::map<std::string, std::string> norm_preset(const std::string& name) {
+  if (kNorms.count(name))
+    return {{kEncoderSelf, name}, {kDecoderSelf, name}, {kDecoderCross, name}, {kLmSelf, name}};
+  if (name == "leak_free")
+    return {{kEncoderSelf, "batch"}, {kDecoderSelf, "running"}, {kDecoderCross, "running"}, {kLmSelf, "running"}};
+  MOE_FAIL("model.attention.gate_norm: '", name,
+           "' is neither batch, running, none, the preset leak_free nor a map role -> norm");
+}
+
+/// A preset name or a map role -> value over `out` (gate_input, gate_norm); errors name the key.
+void read_roles(const YAML::Node& node, const std::string& key,
+                const std::function<std::map<std::string, std::string>(const std::string&)>& preset_of,
+                std::map<std::string, std::string>& out) {
+  const YAML::Node v = node[key];
+  if (v && v.IsScalar())
+    out = preset_of(v.as<std::string>());
+  else if (v && v.IsMap())
+    for (const auto& kv : v) {
+      const std::string role = kv.first.as<std::string>();
+      MOE_CHECK(out.count(role), "model.attention.", key, ": unknown site '", role,
+                "' (known: encoder_self, decoder_self, decoder_cross, lm_self)");
+      MOE_CHECK(kv.second.IsScalar(), "model.attention.", key, ".", role, ": expected a name, got '",
+                YAML::Dump(kv.second), "'");
+      out[role] = kv.second.as<std::string>();
+    }
+  else if (v)
+    MOE_FAIL("model.attention.", key, ": expected a preset name or a map, got '", YAML::Dump(v), "'");
 }
 
 /// node[key] as T into `out` when present; a value of the wrong type is an error naming the key.
@@ -61,10 +97,12 @@ void parse_name(const std::string& nm, int heads, MaeOptions& o) {
 
 MaeOptions MaeOptions::from_yaml(const YAML::Node& node, int heads) {
   static const std::set<std::string> known = {"type",        "name",         "experts",     "gate",      "training",
-                                              "gate_hidden", "gate_dropout", "gate_window", "gate_input"};
+                                              "gate_hidden", "gate_dropout", "gate_window", "gate_input",
+                                              "gate_norm"};
   MaeOptions o;
   o.heads = heads;
   o.gate_input = preset(kDefaultGateInput);
+  o.gate_norm = norm_preset(kDefaultGateInput);
   if (node && node.IsMap()) {
     for (const auto& kv : node) {
       const std::string key = kv.first.as<std::string>();
@@ -88,18 +126,8 @@ MaeOptions MaeOptions::from_yaml(const YAML::Node& node, int heads) {
     take(node, "gate_hidden", o.gate_hidden);
     take(node, "gate_dropout", o.gate_dropout);
     take(node, "gate_window", o.gate_window);
-    const YAML::Node gi = node["gate_input"];
-    if (gi && gi.IsScalar())
-      o.gate_input = preset(gi.as<std::string>());
-    else if (gi && gi.IsMap())
-      for (const auto& kv : gi) {
-        const std::string role = kv.first.as<std::string>(), policy = kv.second.as<std::string>();
-        MOE_CHECK(o.gate_input.count(role), "model.attention.gate_input: unknown site '", role,
-                  "' (known: encoder_self, decoder_self, decoder_cross, lm_self)");
-        o.gate_input[role] = policy;
-      }
-    else if (gi)
-      MOE_FAIL("model.attention.gate_input: expected a preset name or a map, got '", YAML::Dump(gi), "'");
+    read_roles(node, "gate_input", preset, o.gate_input);
+    read_roles(node, "gate_norm", norm_preset, o.gate_norm);
   }
   MOE_CHECK(heads >= o.dropped + 1, "model.attention (mae): MAE-(h-", o.dropped, ") needs more than ", o.dropped,
             " heads, model.heads = ", heads);
@@ -119,20 +147,28 @@ MaeOptions MaeOptions::from_yaml(const YAML::Node& node, int heads) {
     MOE_CHECK(policy != "source_mean" || role == kDecoderSelf || role == kDecoderCross, "model.attention.gate_input.",
               role, ": source_mean is only for decoder sites (it averages the encoder output)");
   }
+  for (const auto& [role, norm] : o.gate_norm)
+    MOE_CHECK(kNorms.count(norm), "model.attention.gate_norm.", role, ": unknown norm '", norm,
+              "' (known: batch, running, none)");
   return o;
 }
 
 void MaeOptions::pin_gate_input(YAML::Node& attention) {
   if (!attention || !attention.IsMap() || !attention["type"] || attention["type"].as<std::string>() != "mae") return;
-  const YAML::Node gi = attention["gate_input"];
-  if (gi && !gi.IsMap()) return;  // a preset name (from_yaml checks it)
-  // No gate_input: the default preset; a partial map: completed from it, role by role.
-  if (!gi) {
-    attention["gate_input"] = kDefaultGateInput;
-    return;
-  }
-  for (const auto& [role, policy] : preset(kDefaultGateInput))
-    if (!gi[role]) attention["gate_input"][role] = policy;
+  // No entry: the default preset; a partial map: completed from it, role by role; a name stays
+  // (from_yaml checks it).
+  auto pin = [&](const char* key, const std::map<std::string, std::string>& defaults) {
+    const YAML::Node v = attention[key];
+    if (v && !v.IsMap()) return;
+    if (!v) {
+      attention[key] = kDefaultGateInput;
+      return;
+    }
+    for (const auto& [role, value] : defaults)
+      if (!v[role]) attention[key][role] = value;
+  };
+  pin("gate_input", preset(kDefaultGateInput));
+  pin("gate_norm", norm_preset(kDefaultGateInput));
 }
 
 std::string MaeOptions::name() const {
@@ -144,6 +180,13 @@ std::string MaeOptions::name() const {
 const std::string& MaeOptions::policy(const std::string& role) const {
   auto it = gate_input.find(role);
   MOE_CHECK(it != gate_input.end(), "mae: unknown site role '", role,
+            "' (known: encoder_self, decoder_self, decoder_cross, lm_self)");
+  return it->second;
+}
+
+const std::string& MaeOptions::norm(const std::string& role) const {
+  auto it = gate_norm.find(role);
+  MOE_CHECK(it != gate_norm.end(), "mae: unknown site role '", role,
             "' (known: encoder_self, decoder_self, decoder_cross, lm_self)");
   return it->second;
 }

@@ -303,7 +303,7 @@ TEST_CASE("mae: G-step gradients reach the gate (finite differences)", "[layers]
                                   test::random_tensor(Shape{3}, 24),    test::random_tensor(Shape{3, 4}, 25),
                                   test::random_tensor(Shape{4}, 26)};
   CHECK(test::gradcheck(in, [&](Graph&, const std::vector<Expr>& l) {
-          return mae_gate_probs(l[0], MaeGateWeights{l[1], l[2], l[3], l[4], l[5], l[6], {}, {}}, o, true);
+          return mae_gate_probs(l[0], MaeGateWeights{l[1], l[2], l[3], l[4], l[5], l[6], {}, {}}, o, "batch", true);
         }) < 1e-6);
 }
 

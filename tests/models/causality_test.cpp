@@ -1,0 +1,153 @@
+// Causality of every left-to-right model family (issue 14), with the probe of tests/support/causality.h:
+// changing token t of one row of a 3-row batch leaves the outputs (log-probabilities, or decoder
+// logits) and the per-position training-loss terms before t unchanged, and every other row too, in
+// training mode (dropout 0; MoE gate noise on, same seed) and in inference mode. Families: Transformer
+// LM (plain, adaptive input/softmax), MAE (every gate norm that is causal; G, F and joint steps),
+// MoA, MoE FFN (flat and hierarchical noisy top-k), LSTM LM (plain and with the 1B-word MoE layer,
+// flat and hierarchical), and the decoder of the translation Transformer with each of them.
+// Controls, which show the probe can fail: MAE gates with gate_norm batch (the paper's BatchNorm)
+// leak in training, and the strictly balanced batchwise MoE gate couples the batch in training
+// (by design, MODELS.md §3.10: it ranks rows per expert over the batch); both are causal in inference.
+#include <catch2/catch.hpp>
+
+#include "models/lstm_lm.h"
+#include "models/transformer.h"
+#include "models/transformer_lm.h"
+#include "support/causality.h"
+
+using namespace moe;
+using test::CausalProbe;
+using test::CausalReport;
+
+namespace {
+constexpr double kUnchanged = 1e-6;  // f32: an output or loss term that must not move
+constexpr double kSeen = 1e-4;       // the changed position must move by more than this
+constexpr double kLeak = 1e-4;       // the controls' leaks are larger than this
+
+// 3 rows of 7 tokens (ids 4..11; 0-3 are pad/unk/bos/eos): inputs x_0..x_5, targets x_1..x_6.
+const test::Rows kRows = {{4, 7, 5, 9, 11, 6, 8}, {5, 10, 4, 4, 8, 9, 7}, {11, 6, 9, 5, 7, 10, 4}};
+const std::vector<int64_t> kPositions = {1, 3, 5};
+int32_t next_token(int32_t x) { return x == 11 ? 4 : x + 1; }
+
+const std::string kLmBase = "{vocab: 12, d_model: 16, ffn_dim: 32, heads: 4, layers: 2, dropout: 0, max_positions: 32";
+
+template <class Lm>
+CausalProbe lm_probe(const Lm& lm, std::map<std::string, std::string> flags = {}) {
+  return CausalProbe{[&lm](const Builder& b, const Tensor& in) { return lm.log_probs(b, in); },
+                     [&lm](const Builder& b, const Tensor& in, const Tensor& tg, const Tensor& mask) {
+                       return lm.loss(b, in, tg, mask, 0.f);
+                     },
+                     std::move(flags)};
+}
+
+/// The decoder of a translation Transformer (encoder on a fixed source): outputs = logits [B * T, V],
+/// loss = the training loss (Transformer::loss) with unselected targets set to the pad id it ignores.
+CausalProbe mt_probe(const Transformer& net, std::map<std::string, std::string> flags = {}) {
+  static const Tensor src = Tensor::from_vector(std::vector<int32_t>{5, 6, 7, 3, 8, 9, 10, 3, 4, 11, 3, 0},
+                                                Shape{3, 4}),
+                      src_mask = Tensor::from_vector(std::vector<uint8_t>{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+                                                     Shape{3, 4});
+  auto ones = [](const Tensor& in) {
+    return Tensor::from_vector(std::vector<uint8_t>(static_cast<size_t>(in.numel()), 1), in.shape());
+  };
+  return CausalProbe{[&net, ones](const Builder& b, const Tensor& in) {
+                       return net.decode(b, net.encode(b, src, src_mask), src_mask, in, ones(in));
+                     },
+                     [&net, ones](const Builder& b, const Tensor& in, const Tensor& tg, const Tensor& mask) {
+                       auto t = tg.to_vector<int32_t>();
+                       const auto m = mask.to_vector<float>();
+                       for (size_t i = 0; i < t.size(); ++i)
+                         if (m[i] == 0.f) t[i] = net.config().pad_id;
+                       return net.loss(b, src, src_mask, in, Tensor::from_vector(t, tg.shape()), 0.f, ones(in));
+                     },
+                     std::move(flags)};
+}
+
+/// Runs the probe in training and inference mode; `leaks_in_training`: the control (a leak expected).
+void check(const CausalProbe& probe, ParameterStore& store, bool rows_independent = true,
+           bool leaks_in_training = false) {
+  for (bool training : {true, false}) {
+    const CausalReport r = test::probe_causality(probe, store, kRows, training, kPositions, next_token);
+    INFO((training ? "training" : "inference") << ": before " << r.before << ", other rows " << r.other_rows
+                                               << ", at " << r.at);
+    CHECK(r.at > kSeen);
+    if (training && leaks_in_training) {
+      CHECK(std::max(r.before, r.other_rows) > kLeak);
+    } else {
+      CHECK(r.before < kUnchanged);
+      if (rows_independent) CHECK(r.other_rows < kUnchanged);
+    }
+  }
+}
+
+void check_lm(const std::string& extra, std::map<std::string, std::string> flags = {}, bool leaks = false) {
+  INFO("transformer_lm " << extra);
+  const TransformerLm lm(TransformerLmConfig::from_yaml(YAML::Load(kLmBase + extra + "}")));
+  ParameterStore store(Device::cpu(), 11);
+  check(lm_probe(lm, std::move(flags)), store, !leaks, leaks);
+}
+
+void check_mt(const std::string& extra, std::map<std::string, std::string> flags = {}, bool leaks = false) {
+  INFO("transformer (decoder) " << extra);
+  const Transformer net(TransformerConfig::from_yaml(
+      YAML::Load("{src_vocab: 12, tgt_vocab: 12, d_model: 16, ffn_dim: 32, heads: 4, enc_layers: 2, dec_layers: 2, "
+                 "dropout: 0, max_positions: 32" +
+                 extra + "}")));
+  ParameterStore store(Device::cpu(), 12);
+  check(mt_probe(net, std::move(flags)), store, !leaks, leaks);
+}
+
+const std::string kMoe = ", ffn: {type: moe, experts: 4, k: 2, hidden: 16}";
+const std::string kHierMoe = ", ffn: {type: moe, experts: 8, groups: 2, k: 2, k_secondary: 2, hidden: 16}";
+const std::string kMoa = ", attention: {type: moa, experts: 4, k: 2, head_dim: 8, dispatch: sparse}";
+const std::string kMae = ", attention: {type: mae, name: MAE-3, gate_hidden: 8, gate_dropout: 0";
+}  // namespace
+
+TEST_CASE("causality: transformer LMs, plain and adaptive", "[models][causal]") {
+  check_lm("");
+  check_lm(", adaptive_input_cutoffs: [6, 9], adaptive_softmax_cutoffs: [6, 9], adaptive_input_factor: 2, "
+           "adaptive_softmax_factor: 2");
+}
+
+TEST_CASE("causality: MAE LMs with causal gate norms, and the paper's BatchNorm leaks in training",
+          "[models][causal][mae]") {
+  for (const std::string norm : {"", ", gate_norm: running", ", gate_norm: none", ", gate_norm: leak_free"})
+    for (const std::string step : {"", "G", "F", "joint"})
+      check_lm(kMae + norm + "}", step.empty() ? std::map<std::string, std::string>{}
+                                               : std::map<std::string, std::string>{{"mae.step", step}});
+  check_lm(kMae + ", name: NOBCD-3}");
+  check_lm(kMae + ", gate_norm: batch}", {}, true);  // the control
+}
+
+TEST_CASE("causality: MoA and MoE FFN LMs", "[models][causal][moe]") {
+  check_lm(kMoa);
+  check_lm(kMoe);
+  check_lm(kHierMoe);
+  // Batchwise gating ranks the rows of the batch per expert in training (by design); inference is per token.
+  check_lm(", ffn: {type: moe, experts: 4, k: 2, hidden: 16, gating: batchwise}", {}, true);
+}
+
+TEST_CASE("causality: LSTM LMs, plain and with MoE layers", "[models][causal][lstm]") {
+  for (const std::string extra :
+       {"", ", moe_after: [0], moe: {type: moe, experts: 4, k: 2, hidden: 16}",
+        ", moe_after: [0], moe: {type: moe, experts: 8, groups: 2, k: 2, k_secondary: 2, hidden: 16}",
+        ", adaptive_softmax_cutoffs: [6, 9], adaptive_softmax_factor: 2"}) {
+    INFO("lstm_lm " << extra);
+    const LstmLm lm(LstmLmConfig::from_yaml(
+        YAML::Load("{vocab: 12, embed_dim: 16, hidden: 16, layers: 2, dropout: 0" + extra + "}")));
+    ParameterStore store(Device::cpu(), 13);
+    check(lm_probe(lm), store);
+  }
+}
+
+TEST_CASE("causality: translation decoders", "[models][causal][mt]") {
+  check_mt("");
+  check_mt(kMoa);
+  check_mt(kMoe);
+  check_mt(kHierMoe);
+  for (const std::string step : {"", "F"})
+    check_mt(kMae + "}", step.empty() ? std::map<std::string, std::string>{}
+                                      : std::map<std::string, std::string>{{"mae.step", step}});
+  check_mt(kMae + ", gate_norm: {decoder_self: none, decoder_cross: none}}");
+  check_mt(kMae + ", gate_norm: batch}", {}, true);  // the paper's (and the control)
+}
