@@ -51,7 +51,7 @@ if "$BIN/moe-bench" --has-gpu >/dev/null 2>&1; then
 else
   # The linear decay reaches zero at max_updates; UPDATES_PER_MINUTE is what 2 cores of the CI machine
   # do with this recipe (docs/PERF.md), so the schedule ends with the time budget there.
-  UPDATES_PER_MINUTE=80
+  UPDATES_PER_MINUTE=150
   MAX_UPDATES=$(awk -v m="$CPU_MINUTES" -v r="$UPDATES_PER_MINUTE" 'BEGIN { u = int(m * r); print (u > 100 ? u : 101) }')
   echo "demo: no GPU: training recipes/multi30k-en-de-cpu.yml on the CPU, time budget $CPU_MINUTES minutes" \
        "($MAX_UPDATES updates planned)"

@@ -18,6 +18,7 @@
 #include "models/transformer_config.h"
 #include "models/transformer_lm_config.h"
 #include "support/gradcheck.h"
+#include "support/store_snapshot.h"
 
 namespace moe::test {
 
@@ -111,6 +112,9 @@ inline void set_values(ParameterStore& s, const std::string& name, const std::ve
 inline double store_gradcheck(ParameterStore& store, const std::vector<std::string>& names,
                               const std::function<Expr(Graph&)>& build, GraphOptions opt, int per = 5) {
   store.zero_grads();
+  // Training graphs update state in place (running statistics of gate_norm running): every graph
+  // starts from the same store, and a perturbed parameter is set again after each restore.
+  const auto state = snapshot(store);
   std::vector<double> w;
   {
     Graph g(Device::cpu(), &store, opt);
@@ -121,11 +125,17 @@ inline double store_gradcheck(ParameterStore& store, const std::vector<std::stri
     for (int64_t i = 0; i < out.shape().numel(); ++i) w.push_back(u(rng));
     g.backward_from(out, Tensor::from_vector(w, out.shape(), Device::cpu(), out.dtype()));
   }
+  restore(store, state);
   auto f = [&] {
-    Graph g(Device::cpu(), &store, opt);
-    Expr out = build(g);
-    g.forward();
-    return weighted_sum(out.val(), w);
+    double r;
+    {
+      Graph g(Device::cpu(), &store, opt);
+      Expr out = build(g);
+      g.forward();
+      r = weighted_sum(out.val(), w);
+    }
+    restore(store, state);
+    return r;
   };
   double worst = 0;
   for (const std::string& name : names) {

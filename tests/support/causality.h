@@ -20,6 +20,7 @@
 
 #include "graph/graph.h"
 #include "layers/builder.h"
+#include "support/store_snapshot.h"
 
 namespace moe::test {
 
@@ -46,19 +47,6 @@ inline Tensor slice(const Rows& rows, size_t from) {
   for (const auto& r : rows) v.insert(v.end(), r.begin() + static_cast<std::ptrdiff_t>(from),
                                       r.begin() + static_cast<std::ptrdiff_t>(from + len));
   return Tensor::from_vector(v, Shape{static_cast<int64_t>(rows.size()), static_cast<int64_t>(len)});
-}
-
-/// Every store entry's values (parameters and state), to restore before each graph.
-inline std::vector<std::vector<double>> snapshot(const ParameterStore& store) {
-  std::vector<std::vector<double>> s;
-  for (int i = 0; i < static_cast<int>(store.entries().size()); ++i) s.push_back(store.value(i).to_vector<double>());
-  return s;
-}
-inline void restore(ParameterStore& store, const std::vector<std::vector<double>>& s) {
-  for (int i = 0; i < static_cast<int>(s.size()); ++i) {
-    Tensor t = store.value(i);
-    t.copy_from(Tensor::from_vector(s[static_cast<size_t>(i)], t.shape(), t.device(), t.dtype()));
-  }
 }
 
 struct Observation {
