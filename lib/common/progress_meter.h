@@ -27,7 +27,7 @@ class ProgressMeter {
     int64_t total = -1;
     double log_every = 30;  // seconds between plain lines off a terminal; 0 = none
     bool terminal = false;  // redraw one line in place
-    std::function<double()> clock;  // seconds; default: a steady clock
+    std::function<double()> clock = nullptr;  // seconds; nullptr: a steady clock
   };
   ProgressMeter(std::ostream& err, Options options);
   /// Cumulative counts so far (tokens < 0: unknown).
