@@ -62,8 +62,11 @@ DataParallel::DataParallel(dist::Communicator& comm, const DistOptions& options,
   sync_ = std::make_unique<dist::GradSync>(*sync_comm_, store_, static_cast<int64_t>(options.bucket_mb * 1024 * 1024),
                                            [](const ParamEntry& e) { return !ExpertPlacement::is_local(e); });
   if (experts()) {
-    MOE_CHECK(options.shard_optimizer != "on", "dist.shard_optimizer on: optimizer sharding is not implemented "
-              "together with expert parallelism (model.ffn.experts_per_rank); use auto or off");
+    // Expert parallelism already partitions the experts' Adam state (each expert's lives on its one rank);
+    // ZeRO-1's flat shards of the whole store would cut across that layout, so the two are exclusive.
+    MOE_CHECK(options.shard_optimizer != "on", "dist.shard_optimizer on and model.ffn.experts_per_rank exclude "
+              "each other: with expert parallelism each rank keeps only its own experts' optimizer state, and the "
+              "replicated parameters' state stays whole; set dist.shard_optimizer auto or off");
     optimizer.set_partitioned(experts()->ranges(), [this](double x) { return comm_.sum(x); });
   } else if (options.shard(comm_.world())) {
     const int64_t n = store_.values().numel(), w = comm_.world();

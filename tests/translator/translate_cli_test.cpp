@@ -21,17 +21,23 @@ std::vector<std::string> split_lines(const std::string& s) {
   for (std::string l; std::getline(is, l);) out.push_back(l);
   return out;
 }
+
+/// moe-translate options for a saved tiny model on the CPU: at most 6 output tokens, 12-token batches.
+TranslateCliOptions tiny_cli(const test::TinyModel& m, const std::filesystem::path& dir) {
+  TranslateCliOptions o;
+  o.model = test::save_tiny(m, dir);
+  o.device = "cpu";
+  o.max_len_b = 6;
+  o.max_tokens = 12;
+  return o;
+}
 }  // namespace
 
 TEST_CASE("moe-translate keeps lines, order and empties", "[translator][cli]") {
   auto m = test::tiny_model(13, 10);
   const auto dir = test::temp_dir("cli");
-  TranslateCliOptions o;
-  o.model = test::save_tiny(m, dir);
-  o.device = "cpu";
+  TranslateCliOptions o = tiny_cli(m, dir);
   o.beam = 3;
-  o.max_len_b = 6;
-  o.max_tokens = 12;
   o.chunk_lines = 4;  // several chunks
   std::string input;
   std::vector<std::string> lines;
@@ -90,11 +96,7 @@ TEST_CASE("moe-translate keeps lines, order and empties", "[translator][cli]") {
 TEST_CASE("moe-translate reports progress on stderr, never on stdout", "[translator][cli][progress]") {
   auto m = test::tiny_model(13, 10);
   const auto dir = test::temp_dir("cli-progress");
-  TranslateCliOptions o;
-  o.model = test::save_tiny(m, dir);
-  o.device = "cpu";
-  o.max_len_b = 6;
-  o.max_tokens = 12;  // several batches
+  TranslateCliOptions o = tiny_cli(m, dir);  // 12-token batches: several of them
   std::string input;
   for (int i = 0; i < 9; ++i) input += "w" + std::to_string(i) + " w" + std::to_string(i + 1) + "\n";
   test::write_file(dir / "in.txt", input);
