@@ -2,8 +2,10 @@
 #include "layers/basic.h"
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
+#include "graph/expr/bias_act_dropout.h"
 #include "graph/expr/binary.h"
 #include "graph/expr/dropout.h"
 #include "graph/expr/layer_norm.h"
@@ -12,10 +14,18 @@
 
 namespace moe {
 
-Expr dense(const Builder& b, const Expr& x, int64_t in, int64_t out, bool bias, const std::string& group) {
+namespace {
+/// The weight "w" [in, out] and, when `bias`, "b" [out] of a dense layer, for input x.
+std::pair<Expr, Expr> dense_weights(const Builder& b, const Expr& x, int64_t in, int64_t out, bool bias,
+                                    const std::string& group) {
   MOE_CHECK(x.shape()[-1] == in, b.name("w"), ": input has ", x.shape()[-1], " features, the layer expects ", in);
   Expr w = b.weight("w", Shape{in, out}, Init::glorot_uniform(), group);
-  Expr bb = bias ? b.weight("b", Shape{out}, Init::zeros(), group) : Expr();
+  return {w, bias ? b.weight("b", Shape{out}, Init::zeros(), group) : Expr()};
+}
+}  // namespace
+
+Expr dense(const Builder& b, const Expr& x, int64_t in, int64_t out, bool bias, const std::string& group) {
+  auto [w, bb] = dense_weights(b, x, in, out, bias, group);
   return linear(x, w, bb);
 }
 
@@ -51,11 +61,13 @@ Tensor sinusoidal_positions(int64_t length, int64_t dim, int64_t offset, DType d
   return Tensor::from_vector(table, Shape{length, dim}, device, dtype);
 }
 
-Expr activation(const std::string& name, const Expr& x) {
-  if (name == "relu") return relu(x);
-  if (name == "gelu") return gelu(x);
+UnaryOp activation_op(const std::string& name) {
+  if (name == "relu") return UnaryOp::relu;
+  if (name == "gelu") return UnaryOp::gelu;
   MOE_FAIL("unknown activation '", name, "' (expected relu or gelu)");
 }
+
+Expr activation(const std::string& name, const Expr& x) { return unary(activation_op(name), x); }
 
 Expr residual_block(const Builder& b, const Expr& x, int64_t dim, bool pre_norm, float dropout_p,
                     const std::function<Expr(const Expr&)>& f) {
@@ -65,8 +77,8 @@ Expr residual_block(const Builder& b, const Expr& x, int64_t dim, bool pre_norm,
 
 Expr feed_forward(const Builder& b, const Expr& x, int64_t dim, int64_t hidden, const std::string& act,
                   float activation_dropout) {
-  Expr h = activation(act, dense(b.sub("fc1"), x, dim, hidden));
-  h = dropout(h, activation_dropout);
+  auto [w1, b1] = dense_weights(b.sub("fc1"), x, dim, hidden, true, "");
+  const Expr h = bias_act_dropout(matmul(x, w1), b1, activation_op(act), activation_dropout);
   return dense(b.sub("fc2"), h, hidden, dim);
 }
 

@@ -1,11 +1,12 @@
 // Basic layers built from graph ops: dense (affine) projections, layer normalisation with learned
 // gain and bias, sinusoidal position encodings, the residual block and the position-wise feed-forward block.
-// Covered by tests/layers/transformer_test.cpp.
+// Covered by tests/layers/transformer_test.cpp (the FFN's fused node: tests/ops/bias_act_dropout_test.cpp).
 #pragma once
 #include <functional>
 #include <string>
 
 #include "layers/builder.h"
+#include "ops/unary.h"
 
 namespace moe {
 
@@ -20,10 +21,13 @@ Tensor sinusoidal_positions(int64_t length, int64_t dim, int64_t offset, DType d
 Tensor padding_mask(const Tensor& ids, int pad_id);
 /// relu or gelu by name; an unknown name is an error naming it.
 Expr activation(const std::string& name, const Expr& x);
+/// The UnaryOp of an activation name (relu, gelu); an unknown name is an error naming it.
+UnaryOp activation_op(const std::string& name);
 /// Residual block around f with layer norm "ln" under b: pre-norm x + drop(f(LN(x))), post-norm LN(x + drop(f(x))).
 Expr residual_block(const Builder& b, const Expr& x, int64_t dim, bool pre_norm, float dropout_p,
                     const std::function<Expr(const Expr&)>& f);
-/// FFN: dense(d -> hidden), activation, dropout, dense(hidden -> d).
+/// FFN: dense(d -> hidden), activation, dropout (the three as one bias_act_dropout node after the
+/// GEMM), dense(hidden -> d).
 Expr feed_forward(const Builder& b, const Expr& x, int64_t dim, int64_t hidden, const std::string& act,
                   float activation_dropout);
 

@@ -2,6 +2,8 @@
 // Covered by tests/ops/dropout_test.cpp.
 #include "ops/dropout.h"
 
+#include <algorithm>
+
 #include "common/cpu_threads.h"
 #include "ops/dispatch.h"
 
@@ -13,12 +15,17 @@ template <class T, bool Backward>
 void run(const T* src, T* dst, int64_t n, float p, uint64_t seed, uint64_t rng_stream) {
   const T scale = T(1) / (T(1) - static_cast<T>(p));
   parallel_for(n, kElementsPerThread, [&](int64_t lo, int64_t hi) {  // the mask depends on i only
-    for (int64_t i = lo; i < hi; ++i) {
-      const T v = dropout_keep(seed, rng_stream, static_cast<uint64_t>(i), p) ? src[i] * scale : T(0);
-      if constexpr (Backward)
-        dst[i] += v;
-      else
-        dst[i] = v;
+    T k[kDropoutChunk];
+    for (int64_t c = lo; c < hi; c += kDropoutChunk) {
+      const int64_t w = std::min(kDropoutChunk, hi - c);
+      dropout_factors<T>(seed, rng_stream, p, scale, static_cast<uint64_t>(c), w, k);
+      for (int64_t j = 0; j < w; ++j) {
+        const T v = k[j] != T(0) ? src[c + j] * k[j] : T(0);
+        if constexpr (Backward)
+          dst[c + j] += v;
+        else
+          dst[c + j] = v;
+      }
     }
   });
 }

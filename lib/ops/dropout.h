@@ -15,6 +15,19 @@ MOE_HD bool dropout_keep(uint64_t seed, uint64_t rng_stream, uint64_t i, float p
   return philox_uniform(seed, rng_stream, i) >= p;
 }
 
+/// The CPU kernels' dropout factors: out[j] = mask / (1 - p) of element e + j, for j < count <=
+/// kDropoutChunk. The Philox blocks that cover the run are drawn first, in a loop of their own that
+/// the compiler vectorises (one draw per four elements, the lanes of dropout_keep).
+constexpr int64_t kDropoutChunk = 256;
+template <class T>
+void dropout_factors(uint64_t seed, uint64_t rng_stream, float p, T scale, uint64_t e, int64_t count, T* out) {
+  float u[kDropoutChunk + 8];
+  const uint64_t q0 = e >> 2, q1 = (e + static_cast<uint64_t>(count) + 3) >> 2;
+  for (uint64_t q = q0; q < q1; ++q) philox_uniform4(seed, rng_stream, q, u + 4 * (q - q0));
+  const float* v = u + (e & 3);
+  for (int64_t j = 0; j < count; ++j) out[j] = v[j] >= p ? scale : T(0);
+}
+
 namespace cpu {
 void dropout_forward(const Tensor& x, Tensor& y, float p, uint64_t seed, uint64_t rng_stream);
 void dropout_backward(const Tensor& dy, Tensor& dx, float p, uint64_t seed, uint64_t rng_stream);
