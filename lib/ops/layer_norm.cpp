@@ -1,12 +1,16 @@
 // CPU reference of layer normalisation (math in layer_norm.h) in f32 and f64, with gamma/beta of
-// any float dtype, plus the argument checks and dispatch. Covered by tests/ops/layer_norm_test.cpp.
+// any float dtype, plus the argument checks and dispatch. Forward: the row's mean and variance in
+// one pass (Welford in lanes, row_moments), then the output pass; backward: one pass for the
+// normalised row, the dgamma / dbeta sums and the row sums (lanes), one for dx. Covered by tests/ops/layer_norm_test.cpp.
 #include "ops/layer_norm.h"
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "common/cpu_threads.h"
+#include "ops/cpu_math.h"
 #include "ops/dispatch.h"
 
 namespace moe {
@@ -34,23 +38,57 @@ void add_into(Tensor& t, const std::vector<double>& v) {
   }
 }
 
+/// Mean and the sum of squared deviations of a row in one pass: Welford's update in kLanes
+/// interleaved lanes (vectorised; every lane has seen the same count), merged with Chan et al.'s
+/// pairwise formula, then the tail element by element.
+template <class T>
+std::pair<T, T> row_moments(const T* x, int64_t d) {
+  const int64_t steps = d / kLanes;
+  T mean[kLanes] = {}, m2[kLanes] = {};
+  for (int64_t s = 0; s < steps; ++s) {
+    const T inv = T(1) / T(s + 1);
+    const T* xs = x + s * kLanes;
+    for (int l = 0; l < kLanes; ++l) {
+      const T delta = xs[l] - mean[l];
+      mean[l] += delta * inv;
+      m2[l] += delta * (xs[l] - mean[l]);
+    }
+  }
+  T n = 0, mu = 0, sq = 0;
+  auto merge = [&](T nb, T mb, T m2b) {
+    const T nt = n + nb, delta = mb - mu;
+    mu += delta * (nb / nt);
+    sq += m2b + delta * delta * (n * nb / nt);
+    n = nt;
+  };
+  if (steps > 0)
+    for (int l = 0; l < kLanes; ++l) merge(T(steps), mean[l], m2[l]);
+  for (int64_t j = steps * kLanes; j < d; ++j) merge(T(1), x[j], T(0));
+  return {mu, sq};
+}
+
+/// gamma / beta (absent: ones / zeros) as T.
+template <class T>
+std::vector<T> param(const Tensor& t, int64_t d, double fill) {
+  const std::vector<double> v = host(t, d, fill);
+  return std::vector<T>(v.begin(), v.end());
+}
+
 template <class T>
 void forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& mean, Tensor& rstd, T eps) {
   const int64_t d = x.shape().last(), rows = x.numel() / d;
-  const std::vector<double> g = host(gamma, d, 1), b = host(beta, d, 0);
+  const std::vector<T> g = param<T>(gamma, d, 1), b = param<T>(beta, d, 0);
   const T* px = x.data<T>();
   T *py = y.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>();
   parallel_for(rows, std::max<int64_t>(1, kElementsPerThread / std::max<int64_t>(1, d)), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const T* xr = px + r * d;
-      T mu = 0, var = 0;
-      for (int64_t j = 0; j < d; ++j) mu += xr[j];
-      mu /= T(d);
-      for (int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
-      const T rs = T(1) / std::sqrt(var / T(d) + eps);
+      const auto [mu, sq] = row_moments(xr, d);
+      const T rs = T(1) / std::sqrt(sq / T(d) + eps);
       pm[r] = mu;
       pr[r] = rs;
-      for (int64_t j = 0; j < d; ++j) py[r * d + j] = (xr[j] - mu) * rs * T(g[j]) + T(b[j]);
+      T* yr = py + r * d;
+      for (int64_t j = 0; j < d; ++j) yr[j] = (xr[j] - mu) * rs * g[j] + b[j];
     }
   });  // rows in parallel
 }
@@ -59,7 +97,7 @@ template <class T>
 void backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
               Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
   const int64_t d = x.shape().last(), rows = x.numel() / d;
-  const std::vector<double> g = host(gamma, d, 1);
+  const std::vector<T> g = param<T>(gamma, d, 1);
   const T *px = x.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>(), *pdy = dy.data<T>();
   // Chunks of rows in parallel, each with its own dgamma / dbeta sums (f64), added in chunk order
   // afterwards: the result does not depend on the thread count.
@@ -67,24 +105,32 @@ void backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Te
   const int64_t chunks = (rows + kChunk - 1) / kChunk;
   std::vector<double> part(static_cast<size_t>(2 * chunks * d), 0.0);
   parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    std::vector<T> xh(static_cast<size_t>(d));
     for (int64_t c = c0; c < c1; ++c) {
       double *dg = part.data() + 2 * c * d, *db = dg + d;
       for (int64_t r = c * kChunk; r < std::min(rows, (c + 1) * kChunk); ++r) {
-        const T *xr = px + r * d, *dyr = pdy + r * d;
-        T a = 0, b = 0;  // sum g, sum g*xhat
-        for (int64_t j = 0; j < d; ++j) {
-          const T xh = (xr[j] - pm[r]) * pr[r], gj = dyr[j] * T(g[j]);
-          a += gj;
-          b += gj * xh;
-          dg[j] += dyr[j] * xh;
+        const T *xr = px + r * d, *dyr = pdy + r * d, mu = pm[r], rs = pr[r];
+        T la[kLanes] = {}, lb[kLanes] = {};  // sum g, sum g*xhat in lanes (g = dy * gamma)
+        auto one = [&](int64_t j, int l) {
+          const T h = (xr[j] - mu) * rs, gj = dyr[j] * g[j];
+          xh[j] = h;
+          la[l] += gj;
+          lb[l] += gj * h;
+          dg[j] += dyr[j] * h;
           db[j] += dyr[j];
-        }
+        };
+        int64_t j = 0;
+        for (; j + kLanes <= d; j += kLanes)
+          for (int l = 0; l < kLanes; ++l) one(j + l, l);
+        for (; j < d; ++j) one(j, 0);
         if (!dx.defined()) continue;
-        T* dxr = dx.data<T>() + r * d;
-        for (int64_t j = 0; j < d; ++j) {
-          const T xh = (xr[j] - pm[r]) * pr[r];
-          dxr[j] += pr[r] * (dyr[j] * T(g[j]) - a / T(d) - xh * b / T(d));
+        T a = 0, b = 0;
+        for (int l = 0; l < kLanes; ++l) {
+          a += la[l];
+          b += lb[l];
         }
+        T* dxr = dx.data<T>() + r * d;
+        for (int64_t k = 0; k < d; ++k) dxr[k] += rs * (dyr[k] * g[k] - a / T(d) - xh[k] * b / T(d));
       }
     }
   });

@@ -1,11 +1,13 @@
 // Softmax / log-softmax with masks: hand-computed values, fully masked rows (zeros / -inf, zero
-// gradient, never NaN), broadcast row masks, finite-difference gradients (f64), and errors.
+// gradient, never NaN), broadcast row masks, finite-difference gradients (f64), errors, and the
+// f32 exp_fast of the CPU kernels against std::exp.
 #include "graph/expr/softmax.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 
+#include "ops/cpu_math.h"
 #include "support/gradcheck.h"
 
 using namespace moe;
@@ -140,4 +142,16 @@ TEST_CASE("softmax: empty inputs and an all-zero mask", "[ops][softmax][mask]") 
   for (double v : y) CHECK(std::isinf(v));
   const auto s = softmax(g.input(x), u8(std::vector<int32_t>(99, 0), Shape{3, 33})).val().to_vector<double>();
   for (double v : s) CHECK(v == 0);
+}
+
+TEST_CASE("exp_fast: within 2 ulp of std::exp", "[ops][softmax]") {
+  double worst = 0;
+  for (float x = -87.f; x <= 88.f; x += 0.0137f) {
+    const double ref = std::exp(static_cast<double>(x)), got = cpu::exp_fast(x);
+    worst = std::max(worst, std::abs(got - ref) / ref);
+  }
+  CHECK(worst < 2.5e-7);  // 2 ulp of f32 (2^-22 = 2.4e-7)
+  CHECK(cpu::exp_fast(0.f) == 1.f);
+  CHECK(cpu::exp_fast(-1000.f) < 1e-37f);
+  CHECK(std::isfinite(cpu::exp_fast(1000.f)));
 }
