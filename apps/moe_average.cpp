@@ -8,6 +8,7 @@
 #include "training/average.h"
 
 int main(int argc, char** argv) {
+  moe::rerun_with_openmp_spin(argv);  // libgomp idle threads: short spinning (common/cpu_threads.h)
   if (!moe::apply_cpu_threads_flag(argc, argv)) return 2;  // --cpu-threads N (common/cpu_threads.h)
   CLI::App app{"moe-average: average the parameters of several checkpoints of one model"};
   std::vector<std::string> inputs;

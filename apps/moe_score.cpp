@@ -8,6 +8,7 @@
 #include "translator/score_commands.h"
 
 int main(int argc, char** argv) {
+  moe::rerun_with_openmp_spin(argv);  // libgomp idle threads: short spinning (common/cpu_threads.h)
   if (!moe::apply_cpu_threads_flag(argc, argv)) return 2;  // --cpu-threads N (common/cpu_threads.h)
   return moe::metrics::score_main(argc, argv, moe::register_model_subcommands);
 }

@@ -11,6 +11,7 @@
 #include "training/trainer.h"
 
 int main(int argc, char** argv) {
+  moe::rerun_with_openmp_spin(argv);  // libgomp idle threads: short spinning (common/cpu_threads.h)
   if (!moe::apply_cpu_threads_flag(argc, argv)) return 2;  // --cpu-threads N (common/cpu_threads.h)
   try {
     moe::config::Schema schema;

@@ -17,6 +17,7 @@
 #include "data/vocab_builder.h"
 
 int main(int argc, char** argv) {
+  moe::rerun_with_openmp_spin(argv);  // libgomp idle threads: short spinning (common/cpu_threads.h)
   if (!moe::apply_cpu_threads_flag(argc, argv)) return 2;  // --cpu-threads N (common/cpu_threads.h)
   CLI::App app{"moe-vocab: build SentencePiece or word vocabularies (ids: <pad>=0 <unk>=1 <s>=2 </s>=3)"};
   std::vector<std::string> inputs;

@@ -10,9 +10,11 @@
 
 #include <omp.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -98,6 +100,13 @@ bool apply_cpu_threads_flag(int& argc, char** argv) {
   argv[argc] = nullptr;
   set_cpu_threads(n);
   return true;
+}
+
+void rerun_with_openmp_spin(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
+  if (setenv("GOMP_SPINCOUNT", kOpenmpSpinCount, 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("GOMP_SPINCOUNT");  // no rerun: libgomp keeps its default, and so does any child process
 }
 
 void parallel_for(int64_t n, int64_t min_per_thread, RangeFn fn) {

@@ -22,6 +22,19 @@ void set_cpu_threads(int n);
 /// main() calls it first: `if (!moe::apply_cpu_threads_flag(argc, argv)) return 2;`.
 bool apply_cpu_threads_flag(int& argc, char** argv);
 
+/// How long libgomp's idle threads spin before they sleep (GOMP_SPINCOUNT, in spins: tens of
+/// microseconds, enough for the back-to-back regions of one op sequence). libgomp's default,
+/// 300,000 spins (milliseconds), kept the idle thread spinning through every serial stretch of
+/// decoding, and on a loaded machine took the core from the thread with the work: greedy decoding
+/// at 2 threads took 48.5 s against 10.9 s with this value and 4.8 s at 1 thread (docs/PERF.md).
+constexpr const char* kOpenmpSpinCount = "10000";
+/// libgomp reads GOMP_SPINCOUNT once, when it is loaded, before main(). Every program's main()
+/// calls this first: when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set it sets GOMP_SPINCOUNT
+/// to kOpenmpSpinCount and runs the program again (execv of /proc/self/exe with the same argv, so
+/// the same process id); it returns when either is already set (the user's choice, or the rerun)
+/// or when the rerun fails.
+void rerun_with_openmp_spin(char** argv);
+
 /// A non-owning reference to a callable void(int64_t begin, int64_t end) (no allocation per call).
 class RangeFn {
  public:

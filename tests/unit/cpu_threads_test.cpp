@@ -1,9 +1,11 @@
 // The CPU threading model (common/cpu_threads.h): parallel_for covers [0, n) exactly once in
-// contiguous parts, honours min_per_thread, runs nested calls serially; --cpu-threads parsing.
+// contiguous parts, honours min_per_thread, runs nested calls serially; --cpu-threads parsing;
+// rerun_with_openmp_spin leaves a chosen GOMP_SPINCOUNT alone.
 #include "common/cpu_threads.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -81,4 +83,18 @@ TEST_CASE("--cpu-threads: parsed, removed from argv, bad values refused", "[unit
   set_cpu_threads(0);
   CHECK(cpu_threads() == physical_cores());
   CHECK(physical_cores() >= 1);
+}
+
+TEST_CASE("rerun_with_openmp_spin: no rerun when the spin is already chosen", "[unit][threads]") {
+  // With GOMP_SPINCOUNT (or OMP_WAIT_POLICY) set the call returns at once and changes nothing; every
+  // program run by the script tests exercises the rerun itself.
+  const char* old = std::getenv("GOMP_SPINCOUNT");
+  const std::string saved = old ? old : "";
+  setenv("GOMP_SPINCOUNT", "123", 1);
+  std::string prog = "not-run";
+  char* argv[] = {prog.data(), nullptr};
+  rerun_with_openmp_spin(argv);
+  CHECK(std::string(std::getenv("GOMP_SPINCOUNT")) == "123");
+  if (old) setenv("GOMP_SPINCOUNT", saved.c_str(), 1);
+  else unsetenv("GOMP_SPINCOUNT");
 }
