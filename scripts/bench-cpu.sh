@@ -8,7 +8,8 @@
 # FFN 1024, 4 heads, 3+3, pre-norm, tied) and "big" (d 512, FFN 2048, 8 heads, 6+6), at each thread
 # count. Decoding: beam 5 and greedy of test_2016_flickr (1000 lines) with one demo checkpoint
 # (--checkpoint, else the demo model trained here for --train-minutes), moe-translate against the
-# same weights in PyTorch with a key/value cache; wall seconds, and for moe user / system CPU.
+# same weights in PyTorch with a key/value cache; wall seconds. Every run (both sides, training and
+# decoding) also records the process's user and system CPU seconds (/usr/bin/time), whole process.
 # Prints one JSON line per measurement (also appended to DIR/results.jsonl) and a ratio table
 # (moe / PyTorch speed: > 1 means moe is faster). PyTorch is /usr/bin/python3's (Debian python3-torch).
 set -euo pipefail
@@ -46,6 +47,11 @@ for f in train.src train.tgt test.src; do
   [[ -s "$DATA/$f.ids" ]] || "$BIN/moe-vocab" --encode --vocab "$DATA/vocab.spm" -i "$DATA/$f" -o "$DATA/$f.ids"
 done
 emit() { echo "$1" | tee -a "$RESULTS"; }
+timed() { local f="$1"; shift; /usr/bin/time -f '%e %U %S %F %R' -o "$f" "$@"; }  # FILE CMD...: wall user sys faults
+cpu_fields() {  # FILE: the JSON fields of a timed run
+  local wall user sys major minor; read -r wall user sys major minor < <(tail -1 "$1")
+  echo "\"wall\": $wall, \"user\": $user, \"system\": $sys, \"page_faults\": $((major + minor))"
+}
 # Builds from before --cpu-threads (a baseline) get the thread count through OpenBLAS instead.
 threads_flag() {
   if "$BIN/moe-train" --cpu-threads 1 --help >/dev/null 2>&1; then THREAD_ARGS=(--cpu-threads "$1"); ENV_T=(env)
@@ -67,7 +73,7 @@ moe_train() {  # model threads run_dir updates [minutes]: the demo recipe as scr
   model_args "$1"
   rm -rf "$3"
   threads_flag "$2"
-  "${ENV_T[@]}" "$BIN/moe-train" "${THREAD_ARGS[@]}" --config "$ROOT/recipes/multi30k-en-de.yml" --run_dir "$3" \
+  timed "$3.time" "${ENV_T[@]}" "$BIN/moe-train" "${THREAD_ARGS[@]}" --config "$ROOT/recipes/multi30k-en-de.yml" --run_dir "$3" \
     --data.train.src "$DATA/train.src" --data.train.tgt "$DATA/train.tgt" \
     --data.valid.src "$DATA/valid.src" --data.valid.tgt "$DATA/valid.tgt" \
     --data.vocab.src "$DATA/vocab.spm" --data.vocab.tgt "$DATA/vocab.spm" \
@@ -83,18 +89,20 @@ if [[ ",$ONLY," == *,train,* ]]; then
         run="$OUT/train-$model-t$t"
         moe_train "$model" "$t" "$run" $((WARMUP + UPDATES))
         # the first logged window (the untimed warm-up updates) is left out
-        emit "$("$PY" - "$run/metrics.jsonl" "$model" "$t" "$UPDATES" <<'EOF'
+        emit "$("$PY" - "$run/metrics.jsonl" "$model" "$t" "$UPDATES" "$(cpu_fields "$run.time")" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if '"type":"train"' in l.replace(" ", "")][1:]
 tok = sum(r["tokens"] for r in rows); sec = sum(r["tokens"] / r["tokens_per_s"] for r in rows)
-print(json.dumps({"side": "moe", "work": "train", "model": sys.argv[2], "threads": int(sys.argv[3]),
-                  "updates": int(sys.argv[4]), "tokens": tok, "seconds": round(sec, 3), "tokens_per_s": round(tok / sec, 1)}))
+r = {"side": "moe", "work": "train", "model": sys.argv[2], "threads": int(sys.argv[3]),
+     "updates": int(sys.argv[4]), "tokens": tok, "seconds": round(sec, 3), "tokens_per_s": round(tok / sec, 1)}
+r.update(json.loads("{" + sys.argv[5] + "}"))
+print(json.dumps(r))
 EOF
 )"
         model_args "$model"
-        line=$("$PY" "$ROOT/scripts/bench_cpu_torch.py" train --src "$DATA/train.src.ids" --tgt "$DATA/train.tgt.ids" \
+        line=$(timed "$run.torch.time" "$PY" "$ROOT/scripts/bench_cpu_torch.py" train --src "$DATA/train.src.ids" --tgt "$DATA/train.tgt.ids" \
                "${TORCH_MODEL[@]}" --threads "$t" --updates "$UPDATES" --warmup "$WARMUP")
-        emit "${line%\}}, \"model\": \"$model\"}"
+        emit "${line%\}}, \"model\": \"$model\", $(cpu_fields "$run.torch.time")}"
       done
     done
   done
@@ -124,12 +132,13 @@ EOF
       for r in $(seq "$REPEAT"); do
         hyp="$OUT/test.b$beam.t$t"
         threads_flag "$t"
-        /usr/bin/time -f '%e %U %S %F %R' -o "$hyp.time" "${ENV_T[@]}" "$BIN/moe-translate" "${THREAD_ARGS[@]}" -q -m "$CKPT" \
+        timed "$hyp.time" "${ENV_T[@]}" "$BIN/moe-translate" "${THREAD_ARGS[@]}" -q -m "$CKPT" \
           --beam "$beam" -i "$DATA/test.src" -o "$hyp.moe" "${DECODE_ARGS[@]}"
-        read -r wall user sys major minor <"$hyp.time"
-        emit "{\"side\": \"moe\", \"work\": \"decode\", \"beam\": $beam, \"threads\": $t, \"seconds\": $wall, \"user\": $user, \"system\": $sys, \"page_faults\": $((major + minor))}"
-        emit "$("$PY" "$ROOT/scripts/bench_cpu_torch.py" decode --checkpoint "$CKPT" --src "$OUT/test.src.ckpt.ids" \
-                --beam "$beam" --threads "$t" --max-tokens 4096 --out "$hyp.torch.ids")"
+        read -r wall _ <"$hyp.time"
+        emit "{\"side\": \"moe\", \"work\": \"decode\", \"beam\": $beam, \"threads\": $t, \"seconds\": $wall, $(cpu_fields "$hyp.time")}"
+        line=$(timed "$hyp.torch.time" "$PY" "$ROOT/scripts/bench_cpu_torch.py" decode --checkpoint "$CKPT" \
+               --src "$OUT/test.src.ckpt.ids" --beam "$beam" --threads "$t" --max-tokens 4096 --out "$hyp.torch.ids")
+        emit "${line%\}}, $(cpu_fields "$hyp.torch.time")}"
       done
     done
   done

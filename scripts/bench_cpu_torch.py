@@ -357,10 +357,11 @@ def summary(a):
         ratio = m / p if work == "train" else p / m
         unit = "tok/s" if work == "train" else "s"
         extra = ""
-        if work == "decode":
-            u = statistics.median(x["user"] for x in sides["moe"])
-            s_ = statistics.median(x["system"] for x in sides["moe"])
-            extra = " system %.0f%% of CPU" % (100 * s_ / max(u + s_, 1e-9))
+        for side in ("moe", "torch"):  # system CPU time as a share of the process's CPU time
+            if all("user" in x for x in sides[side]):
+                u = statistics.median(x["user"] for x in sides[side])
+                s_ = statistics.median(x["system"] for x in sides[side])
+                extra += " %s system %.1f%% of CPU" % (side, 100 * s_ / max(u + s_, 1e-9))
         print("%-7s %-6s %-7s %8.1f %-5s %8.1f %-5s %6.2fx  %s%s" % (
             work, case, t, m, unit, p, unit, ratio, [x[field] for x in sides["moe"]], extra))
         b = best.setdefault((work, case), {"moe": None, "torch": None})
