@@ -26,7 +26,7 @@ bool apply_cpu_threads_flag(int& argc, char** argv);
 /// microseconds, enough for the back-to-back regions of one op sequence). libgomp's default,
 /// 300,000 spins (milliseconds), kept the idle thread spinning through every serial stretch of
 /// decoding, and on a loaded machine took the core from the thread with the work: greedy decoding
-/// at 2 threads took 48.5 s against 10.9 s with this value and 4.8 s at 1 thread (docs/PERF.md).
+/// at 2 threads took 48.5 s against 10.9-15.8 s with this value, 4.8-8.1 s at 1 thread (docs/PERF.md).
 constexpr const char* kOpenmpSpinCount = "10000";
 /// libgomp reads GOMP_SPINCOUNT once, when it is loaded, before main(). Every program's main()
 /// calls this first: when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set it sets GOMP_SPINCOUNT
