@@ -69,11 +69,15 @@ template <class F>
 void with_types(DType dt, UnaryOp act, float p, F&& f) {
   auto on_act = [&]<class T>() {
     const bool drop = p > 0.f;
-    if (act == UnaryOp::relu) drop ? f.template operator()<T, UnaryOp::relu, true>() : f.template operator()<T, UnaryOp::relu, false>();
-    else drop ? f.template operator()<T, UnaryOp::gelu, true>() : f.template operator()<T, UnaryOp::gelu, false>();
+    if (act == UnaryOp::relu)
+      drop ? f.template operator()<T, UnaryOp::relu, true>() : f.template operator()<T, UnaryOp::relu, false>();
+    else
+      drop ? f.template operator()<T, UnaryOp::gelu, true>() : f.template operator()<T, UnaryOp::gelu, false>();
   };
-  if (dt == DType::f64) on_act.template operator()<double>();
-  else on_act.template operator()<float>();
+  if (dt == DType::f64)
+    on_act.template operator()<double>();
+  else
+    on_act.template operator()<float>();
 }
 }  // namespace
 

@@ -18,7 +18,7 @@ inline float exp_fast(float x) {
   x = x < -87.3f ? -87.3f : x;
   x = x > 88.3f ? 88.3f : x;
   const float n = (x * 1.44269504088896341f + 12582912.f) - 12582912.f;  // round(x / ln 2)
-  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;            // x - n ln2 in two parts
+  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;           // x - n ln2 in two parts
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;

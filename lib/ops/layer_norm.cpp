@@ -1,7 +1,8 @@
 // CPU reference of layer normalisation (math in layer_norm.h) in f32 and f64, with gamma/beta of
 // any float dtype, plus the argument checks and dispatch. Forward: the row's mean and variance in
 // one pass (Welford in lanes, row_moments), then the output pass; backward: one pass for the
-// normalised row, the dgamma / dbeta sums and the row sums (lanes), one for dx. Covered by tests/ops/layer_norm_test.cpp.
+// normalised row, the dgamma / dbeta sums and the row sums (lanes), one for dx. Covered by
+// tests/ops/layer_norm_test.cpp.
 #include "ops/layer_norm.h"
 
 #include <algorithm>

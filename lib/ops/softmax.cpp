@@ -120,7 +120,8 @@ void backward(const Tensor& y, const Tensor& dy, Tensor& dx, bool log) {
   T* pdx = dx.data<T>();
   parallel_for(rows, std::max<int64_t>(1, kElementsPerThread / std::max<int64_t>(1, cols)),
                [&](int64_t r0, int64_t r1) {
-                 for (int64_t r = r0; r < r1; ++r) row_backward(py + r * cols, pdy + r * cols, pdx + r * cols, cols, log);
+                 for (int64_t r = r0; r < r1; ++r)
+                   row_backward(py + r * cols, pdy + r * cols, pdx + r * cols, cols, log);
                });  // rows in parallel
 }
 }  // namespace

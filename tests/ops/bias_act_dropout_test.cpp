@@ -85,10 +85,9 @@ TEST_CASE("bias_act_dropout: finite differences", "[ops][bias_act_dropout][grad]
     CHECK(worst < 1e-6);
     CHECK(dropped > 5);
     // dropout off: the graph node through gradcheck
-    const double err = test::gradcheck({test::random_tensor(xs, 8), test::random_tensor(bs, 9)},
-                                       [act](Graph&, const std::vector<Expr>& in) {
-                                         return bias_act_dropout(in[0], in[1], act, 0.f);
-                                       });
+    const double err = test::gradcheck(
+        {test::random_tensor(xs, 8), test::random_tensor(bs, 9)},
+        [act](Graph&, const std::vector<Expr>& in) { return bias_act_dropout(in[0], in[1], act, 0.f); });
     CHECK(err < 1e-6);
   }
 }
