@@ -37,7 +37,7 @@ case "$MODE" in
     for f in "${debs[@]}"; do dpkg -x "$f" "$ROOT/.deps"; done
     # Debian's library symlinks may be absolute; make them point inside the prefix.
     find "$ROOT/.deps" -type l | while read -r l; do
-      t="$(readlink "$l")"; [[ "$t" == /* && -e "$ROOT/.deps$t" ]] && ln -sfn "$ROOT/.deps$t" "$l"; done
+      t="$(readlink "$l")"; if [[ "$t" == /* && -e "$ROOT/.deps$t" ]]; then ln -sfn "$ROOT/.deps$t" "$l"; fi; done
     echo "install-deps: unpacked ${#debs[@]} packages into $ROOT/.deps (the build picks it up)"
     ;;
   install)
