@@ -21,26 +21,28 @@ done < <(manifest_table Name,Range,Tested,License,Scope,Why)
 while read -r p; do problem "version: $p"; done < <(manifest_version_problems)
 
 listed=" $(manifest_words Debian | tr '\n' ' ') $(manifest_words Runtime | tr '\n' ' ') "
-checked=0
+declare -A users  # each shared library the programs load -> the programs
 for prog in "$BIN"/moe-*; do
-  while read -r lib; do
-    real="$(readlink -f "$lib")"
-    [[ "$real" == "$ROOT"/.deps/* || "$real" == /usr/local/cuda* ]] && continue
-    owner="$(dpkg -S "$real" 2>/dev/null || dpkg -S "${real#/usr}" 2>/dev/null || true)"
-    owner="${owner%%:*}"
-    [[ -n "$owner" ]] || { problem "$(basename "$prog") loads $real, which no Debian package owns"; continue; }
-    [[ "$listed" == *" $owner "* ]] || problem "$(basename "$prog") loads $real from $owner, which third_party/manifest does not list"
-    checked=$((checked + 1))
-  done < <(ldd "$prog" | awk '$3 ~ /^\// {print $3}')
+  while read -r lib; do users[$(readlink -f "$lib")]+=" $(basename "$prog")"; done < <(ldd "$prog" | awk '$3 ~ /^\// {print $3}')
+done
+checked=0
+for real in "${!users[@]}"; do
+  [[ "$real" == "$ROOT"/.deps/* || "$real" == /usr/local/cuda* ]] && continue
+  owner="$(dpkg -S "$real" 2>/dev/null || dpkg -S "${real#/usr}" 2>/dev/null || true)"
+  owner="${owner%%:*}"
+  [[ -n "$owner" ]] || { problem "$real (loaded by${users[$real]}) belongs to no Debian package"; continue; }
+  [[ "$listed" == *" $owner "* ]] || problem "$real (loaded by${users[$real]}) comes from $owner, which third_party/manifest does not list"
+  checked=$((checked + 1))
 done
 (( checked > 0 )) || problem "no programs (moe-*) with shared libraries in $BIN"
 
+pairs="$("$ROOT/third_party/collect-licenses.sh" --list)" || problem "a build package of the manifest is not installed"
 while read -r pkg src; do
-  if [[ "$src" == *.License.txt ]]; then continue; fi
+  [[ -n "$pkg" && "$src" != *.License.txt ]] || continue
   [[ -f "$ROOT/third_party/licenses/$src.copyright" ]] || { problem "no third_party/licenses/$src.copyright ($pkg)"; continue; }
   cmp -s "/usr/share/doc/$pkg/copyright" "$ROOT/third_party/licenses/$src.copyright" ||
     problem "third_party/licenses/$src.copyright differs from /usr/share/doc/$pkg/copyright (run third_party/collect-licenses.sh)"
-done < <("$ROOT/third_party/collect-licenses.sh" --list | grep -v '\.License\.txt$')
+done <<<"$pairs"
 while IFS=$'\t' read -r name file; do
   [[ -n "$file" ]] || continue
   target="$ROOT/third_party/licenses/$(echo "${name%% *}" | tr 'A-Z' 'a-z').License.txt"
