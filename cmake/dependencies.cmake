@@ -1,11 +1,49 @@
-# Finds the Debian-packaged dependencies (system or the offline prefix .deps/usr).
+# Finds moe's dependencies as third_party/manifest lists them (system packages or the offline prefix .deps/usr).
+# moe_find_manifest(SCOPE) calls find_package with the CMake line of every stanza of that scope, REQUIRED
+# unless the stanza says "Optional: yes". A macro, not a function: find_package's result variables
+# (MPI_C_FOUND, CUDAToolkit_LIBRARY_DIR, ...) must reach the caller's scope. SentencePiece and OpenBLAS have
+# no CMake package in Debian, so their stanzas carry no CMake line and are found by path below.
+# Covered by every build, and by tests/scripts/third_party.sh (manifest against the installed packages).
+macro(moe_find_manifest_flush_ scope)
+  if(_moe_scope STREQUAL "${scope}" AND _moe_cmake)
+    separate_arguments(_moe_args UNIX_COMMAND "${_moe_cmake}")
+    if(_moe_optional STREQUAL "yes")
+      find_package(${_moe_args})
+    else()
+      find_package(${_moe_args} REQUIRED)
+    endif()
+  endif()
+  set(_moe_scope "")
+  set(_moe_cmake "")
+  set(_moe_optional "")
+endmacro()
+
+macro(moe_find_manifest scope)
+  file(STRINGS ${CMAKE_SOURCE_DIR}/third_party/manifest _moe_lines REGEX "^(Name|Scope|CMake|Optional):")
+  set(_moe_scope "")
+  set(_moe_cmake "")
+  set(_moe_optional "")
+  foreach(_moe_line IN LISTS _moe_lines)
+    string(REGEX REPLACE "^([A-Za-z]+):[ \t]*(.*)$" "\\1" _moe_key "${_moe_line}")
+    string(REGEX REPLACE "^([A-Za-z]+):[ \t]*(.*)$" "\\2" _moe_value "${_moe_line}")
+    if(_moe_key STREQUAL "Name")
+      moe_find_manifest_flush_(${scope})
+    elseif(_moe_key STREQUAL "Scope")
+      string(REGEX REPLACE "[ \t].*" "" _moe_scope "${_moe_value}")
+    elseif(_moe_key STREQUAL "CMake")
+      set(_moe_cmake "${_moe_value}")
+    elseif(_moe_key STREQUAL "Optional")
+      set(_moe_optional "${_moe_value}")
+    endif()
+  endforeach()
+  moe_find_manifest_flush_(${scope})
+endmacro()
+
 find_package(Threads REQUIRED)
-find_package(yaml-cpp REQUIRED)
-find_package(fmt REQUIRED)
-find_package(spdlog REQUIRED)
-find_package(CLI11 REQUIRED)
-find_package(ZLIB REQUIRED)
-find_package(MPI COMPONENTS C)  # optional: the mpi (and nccl) backends of lib/dist
+moe_find_manifest(build)
+if(MOE_TESTS)
+  moe_find_manifest(test)
+endif()
 
 find_path(SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h REQUIRED)
 find_library(SENTENCEPIECE_LIBRARY NAMES sentencepiece REQUIRED)
@@ -20,7 +58,3 @@ find_library(OPENBLAS_LIBRARY NAMES openblas PATH_SUFFIXES openblas-pthread x86_
 add_library(moe_blas INTERFACE)
 target_include_directories(moe_blas SYSTEM INTERFACE ${OPENBLAS_INCLUDE_DIR})
 target_link_libraries(moe_blas INTERFACE ${OPENBLAS_LIBRARY})
-
-if(MOE_TESTS)
-  find_package(Catch2 2 REQUIRED)
-endif()

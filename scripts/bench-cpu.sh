@@ -35,7 +35,7 @@ done
 for b in moe-train moe-translate moe-vocab; do
   [[ -x "$BIN/$b" ]] || { echo "bench-cpu: $BIN/$b missing (build it, or give --bin)" >&2; exit 2; }
 done
-"$PY" -c "import torch" 2>/dev/null || { echo "bench-cpu: $PY has no torch (apt-get install python3-torch)" >&2; exit 2; }
+"$PY" -c "import torch" 2>/dev/null || { echo "bench-cpu: $PY has no torch (scripts/install-deps.sh --with bench)" >&2; exit 2; }
 mkdir -p "$OUT"
 RESULTS="$OUT/results.jsonl"
 DATA="$OUT/data"

@@ -9,11 +9,12 @@ gpu_build() {
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
   command -v nvcc >/dev/null || { echo "gpu_build: nvcc not found: a GPU build needs the CUDA toolkit" >&2; return 1; }
+  [[ -z "$debs" && -d "$root/third_party/debs" ]] && debs="$root/third_party/debs"  # bundle-deps.sh's default
   if ! "$root/scripts/install-deps.sh" --check; then
     if [[ -n "$debs" ]]; then
       "$root/scripts/install-deps.sh" --offline "$debs" || return 1
     else
-      echo "gpu_build: Debian dependencies missing and no --debs DIR (make one with scripts/bundle-deps.sh DIR)" >&2
+      echo "gpu_build: Debian dependencies missing and no --debs DIR (make one with scripts/bundle-deps.sh)" >&2
       return 1
     fi
   fi

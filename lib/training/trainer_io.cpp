@@ -1,6 +1,9 @@
 // trainer.h implementation, part 2: log lines, validation with early stopping, checkpoints
-// (last / best / numbered, each with its training state; state first, so a checkpoint never points
-// at a missing state) and resuming from checkpoint.last.
+// (last / best / numbered, each with its training state) and resuming from checkpoint.last.
+// A pair is replaced in three steps: the old state moves to <stem>.state.previous.safetensors, the new state
+// is written, then the new checkpoint (each write atomic), and the previous state is removed. A run killed
+// anywhere in between leaves a checkpoint beside a state of the same update (the current or the previous one),
+// and restore() takes whichever matches, then puts the pair back in order.
 // Covered by tests/training/resume_test.cpp and tests/scripts/e2e_translation.sh.
 #include <spdlog/spdlog.h>
 
@@ -76,11 +79,14 @@ void Trainer::save(const std::string& path) {
   if (!lead()) return;  // rank 0 alone writes (every rank holds the same parameters)
   s.loss_scale = scaler_.scale();
   s.loss_scale_clean = scaler_.clean_updates();
-  save_training_state(state_path_for(path), s);
+  const std::string state = state_path_for(path), previous = previous_state_path_for(path);
+  if (fs::exists(path) && fs::exists(state)) fs::rename(state, previous);  // the old checkpoint's, until it is replaced
+  save_training_state(state, s);
   std::map<std::string, std::string> meta = task_->checkpoint_metadata();
   meta["moe.update"] = std::to_string(st_.update);
   meta["moe.epoch"] = std::to_string(st_.epoch);
   save_checkpoint(path, *model_, params, task_->vocab_files(), meta);
+  fs::remove(previous);
 }
 
 void Trainer::save_all() {
@@ -106,13 +112,28 @@ void Trainer::remove_old_numbered() {
   for (size_t i = 0; i + static_cast<size_t>(o_.keep_last) < found.size(); ++i) {
     fs::remove(found[i].second);
     fs::remove(state_path_for(found[i].second.string()));
+    fs::remove(previous_state_path_for(found[i].second.string()));
   }
 }
 
+// The training state that belongs to `checkpoint` (of update `update`): its state file, or the previous one that
+// save() keeps while it replaces a pair; `from_previous` says which.
+static TrainingState matching_state(const std::string& checkpoint, const std::string& update, bool& from_previous) {
+  std::string found;  // the states looked at, for the error
+  for (const std::string& p : {state_path_for(checkpoint), previous_state_path_for(checkpoint)}) {
+    if (!fs::exists(p)) continue;
+    TrainingState candidate = load_training_state(p);
+    found += " " + p + " (update " + std::to_string(candidate.update) + ")";
+    from_previous = p == previous_state_path_for(checkpoint);
+    if (std::to_string(candidate.update) == update) return candidate;
+  }
+  MOE_FAIL("--resume: ", checkpoint, " (update ", update, ") has no training state of the same update; found", found);
+}
+
 void Trainer::restore(const std::string& checkpoint) {
-  const std::string state_path = state_path_for(checkpoint);
-  MOE_CHECK(fs::exists(checkpoint) && fs::exists(state_path), "--resume: ", checkpoint, " or ", state_path,
-            " is missing (nothing to resume in run_dir ", o_.run_dir, ")");
+  const std::string state_path = state_path_for(checkpoint), previous = previous_state_path_for(checkpoint);
+  MOE_CHECK(fs::exists(checkpoint) && (fs::exists(state_path) || fs::exists(previous)), "--resume: ", checkpoint,
+            " or ", state_path, " is missing (nothing to resume in run_dir ", o_.run_dir, ")");
   const SafetensorsFile file = load_safetensors(checkpoint);
   auto model = file.metadata.find("moe.model");
   MOE_CHECK(model != file.metadata.end(), checkpoint, ": not a moe checkpoint");
@@ -126,11 +147,13 @@ void Trainer::restore(const std::string& checkpoint) {
               dtype_name(t.dtype()), " ", t.shape(), ", the model needs f32 ", e.shape);
     store_->value(store_->find(e.name)).copy_from(t);
   }
-  TrainingState s = load_training_state(state_path);
   auto update = file.metadata.find("moe.update");
-  MOE_CHECK(update != file.metadata.end() && update->second == std::to_string(s.update), "--resume: ", checkpoint,
-            " (update ", update == file.metadata.end() ? "?" : update->second, ") and ", state_path, " (update ",
-            s.update, ") do not belong together");
+  MOE_CHECK(update != file.metadata.end(), checkpoint, ": no moe.update entry (not written by moe-train)");
+  bool from_previous = false;
+  TrainingState s = matching_state(checkpoint, update->second, from_previous);
+  if (dp_) comm_->barrier();  // every rank has read the files before rank 0 puts the pair back in order
+  if (lead() && from_previous) fs::rename(previous, state_path);
+  if (lead() && !from_previous) fs::remove(previous);  // left over after the new checkpoint had landed
   MOE_CHECK(s.seed == o_.seed, "--resume: the run used train.seed ", s.seed, ", the recipe now says ", o_.seed);
   for (auto& [name, t] : s.optimizer) {
     if (t.dtype() == DType::f32) t = t.to(device_);

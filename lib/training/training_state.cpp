@@ -56,6 +56,13 @@ std::string state_path_for(const std::string& checkpoint_path) {
   return checkpoint_path + ".state";
 }
 
+std::string previous_state_path_for(const std::string& checkpoint_path) {
+  const std::string state = state_path_for(checkpoint_path), ext = ".safetensors";
+  if (state.size() > ext.size() && state.compare(state.size() - ext.size(), ext.size(), ext) == 0)
+    return state.substr(0, state.size() - ext.size()) + ".previous" + ext;
+  return state + ".previous";
+}
+
 void save_training_state(const std::string& path, const TrainingState& s) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [name, t] : s.optimizer) tensors.emplace_back(kPrefix + name, t);

@@ -32,6 +32,9 @@ struct TrainingState {
 
 /// "dir/checkpoint.last.safetensors" -> "dir/checkpoint.last.state.safetensors".
 std::string state_path_for(const std::string& checkpoint_path);
+/// "dir/checkpoint.last.safetensors" -> "dir/checkpoint.last.state.previous.safetensors": where the trainer keeps
+/// the state of the checkpoint on disk while it writes a new pair (a run killed in between resumes from it).
+std::string previous_state_path_for(const std::string& checkpoint_path);
 
 void save_training_state(const std::string& path, const TrainingState& state);
 /// Errors name the file and the missing or malformed entry.

@@ -1,7 +1,8 @@
 // The trainer end to end on a tiny Transformer (CPU): the loss falls, metrics.jsonl holds one line
 // per update plus validations, checkpoints and their states exist, an interrupted-and-resumed run
 // logs exactly the losses of the uninterrupted one (dropout on, so the RNG position matters too),
-// gradient accumulation over update_freq batches, and --resume errors without a checkpoint.
+// gradient accumulation over update_freq batches, a run killed while it replaces checkpoint.last, and
+// --resume errors without a checkpoint.
 #include <yaml-cpp/yaml.h>
 
 #include <catch2/catch.hpp>
@@ -60,6 +61,49 @@ TEST_CASE("trainer: an interrupted and resumed run logs the losses of an uninter
   full.valid_every = 3;  // divides the interruption point: both runs validate at the same updates
   full.save_every = 3;
   test::check_resume_reproduces(full, dir, 6);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("trainer: a run killed while it replaces checkpoint.last resumes exactly", "[training][trainer][resume]") {
+  // save() moves the old state to checkpoint.last.state.previous.safetensors, writes the new state, then the new
+  // checkpoint. Rebuild what a kill leaves in each window and check that --resume reproduces the whole run.
+  const std::string dir = test::temp_dir("killed");
+  test::write_corpus(dir, "train", 200, 3);
+  test::write_corpus(dir, "valid", 30, 4);
+  TrainOptions full = test::tiny_options(dir);
+  full.max_updates = 12;
+  full.log_every = 1;
+  full.valid_every = full.save_every = 3;
+  full.run_dir = dir + "/full";
+  Trainer(full).run(false);
+  const std::string ckpt = "/checkpoint.last.safetensors", state = "/checkpoint.last.state.safetensors",
+                    previous = "/checkpoint.last.state.previous.safetensors";
+  for (const bool new_state_written : {false, true}) {
+    INFO("killed after " << (new_state_written ? "writing the new state" : "moving the old state aside"));
+    TrainOptions part = full;
+    part.run_dir = dir + "/part" + std::to_string(new_state_written);
+    part.max_updates = 6;
+    part.schedule.max_updates = full.max_updates;
+    Trainer(part).run(false);
+    fs::copy_file(part.run_dir + ckpt, dir + "/ckpt6", fs::copy_options::overwrite_existing);
+    fs::copy_file(part.run_dir + state, dir + "/state6", fs::copy_options::overwrite_existing);
+    part.max_updates = 9;
+    Trainer(part).run(true);  // checkpoint.last and its state are now those of update 9
+    fs::copy_file(dir + "/ckpt6", part.run_dir + ckpt, fs::copy_options::overwrite_existing);
+    fs::copy_file(dir + "/state6", part.run_dir + previous);
+    if (!new_state_written) fs::remove(part.run_dir + state);
+    part.max_updates = 12;
+    Trainer(part).run(true);
+    test::check_same_metrics(read_metrics(full.run_dir), read_metrics(part.run_dir));
+    CHECK(fs::exists(part.run_dir + state));
+    CHECK_FALSE(fs::exists(part.run_dir + previous));
+  }
+  // Without the previous state, the mismatched pair is refused with the updates of both.
+  TrainOptions broken = full;
+  broken.run_dir = dir + "/part1";
+  fs::copy_file(dir + "/ckpt6", broken.run_dir + ckpt, fs::copy_options::overwrite_existing);
+  CHECK_THROWS_WITH(Trainer(broken).run(true), Catch::Contains("update 6") && Catch::Contains("update 12") &&
+                                                   Catch::Contains("no training state of the same update"));
   fs::remove_all(dir);
 }
 
