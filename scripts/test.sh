@@ -5,13 +5,17 @@
 # (emu/README.md): the GPU parity suite and the end-to-end CUDA path run on the CPU under its checker;
 # with nvcc on the machine, the same sources are also compiled by nvcc for the real architectures
 # (objects only, in BUILD-nvcc/) and a test checks their register budgets from ptxas's reports.
-#   scripts/test.sh [--build-dir DIR] [--cuda-arch "80;90"] [--emulate] [--no-install] [--sanitize] [-- ctest args]
+# After ctest, every fuzz harness of tests/fuzz runs for a short fixed time under libFuzzer and the
+# sanitizers (scripts/fuzz.sh; needs clang, which the install step brings).
+#   scripts/test.sh [--build-dir DIR] [--cuda-arch "80;90"] [--emulate] [--no-install] [--sanitize]
+#                   [--fuzz-seconds N] [--no-fuzz] [-- ctest args]
 # --emulate: the emulator even where a GPU answers. --sanitize: a CPU-only build with AddressSanitizer,
 # LeakSanitizer and UndefinedBehaviorSanitizer in build-asan/ (a report fails the test that made it;
-# about 3x slower than Release).
+# about 3x slower than Release). --fuzz-seconds: per harness (default 20); --no-fuzz: ctest only.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD=""; ARCH="${MOE_CUDA_ARCHITECTURES:-80;90}"; INSTALL=1; SANITIZE=0; EMULATE=0; CTEST_ARGS=()
+FUZZ_SECONDS=20; FUZZ=1
 while (( $# )); do
   case "$1" in
     --build-dir) BUILD="$2"; shift 2 ;;
@@ -19,12 +23,14 @@ while (( $# )); do
     --emulate) EMULATE=1; shift ;;
     --no-install) INSTALL=0; shift ;;
     --sanitize) SANITIZE=1; shift ;;
+    --fuzz-seconds) FUZZ_SECONDS="$2"; shift 2 ;;
+    --no-fuzz) FUZZ=0; shift ;;
     --) shift; CTEST_ARGS=("$@"); break ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
 done
-if (( INSTALL )) && ! "$ROOT/scripts/install-deps.sh" --check; then "$ROOT/scripts/install-deps.sh"; fi
+if (( INSTALL )) && ! "$ROOT/scripts/install-deps.sh" --check --with fuzz; then "$ROOT/scripts/install-deps.sh" --with fuzz; fi
 # nvcc is usually not on PATH in a fresh shell.
 if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
 gpu_answers() { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }
@@ -66,6 +72,19 @@ built=$(date +%s)
 set +e
 (cd "$BUILD" && ctest --output-on-failure -j "$JOBS" "${CTEST_ARGS[@]}")
 rc=$?
+tested=$(date +%s)
+fuzz="not run (--no-fuzz)"
+if (( FUZZ && !SANITIZE )); then
+  if command -v clang++ >/dev/null; then
+    "$ROOT/scripts/fuzz.sh" --seconds "$FUZZ_SECONDS" --build-dir "$ROOT/build-fuzz" --jobs "$JOBS"
+    frc=$?
+    fuzz="exit code $frc"
+  else
+    fuzz="SKIPPED: clang++ not found (scripts/install-deps.sh --with fuzz); ctest replayed the seeds only"
+    echo "test.sh: FUZZING SKIPPED: clang++ not found (install it: scripts/install-deps.sh --with fuzz)" >&2
+  fi
+fi
 set -e
-echo "test.sh: build $((built - start)) s, tests $(( $(date +%s) - built )) s, ctest exit code $rc"
+echo "test.sh: build $((built - start)) s, tests $((tested - built)) s, ctest exit code $rc; fuzzing $(( $(date +%s) - tested )) s, $fuzz"
+(( rc == 0 )) && rc=${frc:-0}
 exit $rc

@@ -1,4 +1,7 @@
-// safetensors.h implementation. The JSON header is parsed with yaml-cpp (JSON is a subset of YAML).
+// safetensors.h implementation. The JSON header is parsed with yaml-cpp (JSON is a subset of YAML);
+// every field is checked (kinds, dtypes, non-negative shapes no larger than the file, offsets inside
+// it), so a damaged file is a moe::Error naming it. Covered by tests/unit/safetensors_test.cpp and
+// tests/fuzz/safetensors.cpp.
 #include "common/safetensors.h"
 
 #include <fcntl.h>
@@ -94,7 +97,8 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
     JsonObject entry;
     std::vector<int64_t> shape = t.shape().vec();
     entry.add("dtype", st_dtype(t.dtype())).add("shape", shape);
-    entry.add("data_offsets", std::vector<int64_t>{static_cast<int64_t>(offset), static_cast<int64_t>(offset + t.bytes())});
+    entry.add("data_offsets",
+              std::vector<int64_t>{static_cast<int64_t>(offset), static_cast<int64_t>(offset + t.bytes())});
     header.add_raw(name, entry.str());
     offset += t.bytes();
   }
@@ -135,34 +139,56 @@ SafetensorsFile load_safetensors(const std::string& path) {
   MOE_CHECK(header.IsMap(), path, ": corrupt safetensors header (not a JSON object)");
   const uint64_t data_start = 8 + n;
   SafetensorsFile file;
-  // Sort (offset, position) pairs, never YAML::Node values: yaml-cpp's Node assignment rebinds the
-  // referenced node's content, so std::sort's moves would mix the entries up.
-  std::vector<std::pair<std::string, YAML::Node>> nodes;
-  std::vector<std::pair<uint64_t, size_t>> entries;
-  nodes.reserve(header.size());
-  for (const auto& kv : header) {
-    const std::string name = kv.first.as<std::string>();
-    if (name == "__metadata__") {
-      for (const auto& m : kv.second) file.metadata[m.first.as<std::string>()] = m.second.as<std::string>();
-      continue;
+  struct Entry {
+    uint64_t begin, end;
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> dims;
+  };
+  std::vector<Entry> entries;
+  try {  // a missing field or a value of the wrong kind throws from yaml-cpp
+    for (const auto& kv : header) {
+      const std::string name = kv.first.as<std::string>();
+      const YAML::Node& e = kv.second;
+      if (name == "__metadata__") {
+        for (const auto& m : e) file.metadata[m.first.as<std::string>()] = m.second.as<std::string>();
+        continue;
+      }
+      const YAML::Node offsets = e["data_offsets"];
+      MOE_CHECK(offsets.IsSequence() && offsets.size() == 2, path, ": tensor '", name,
+                "' needs \"data_offsets\": [begin, end]");
+      entries.push_back({offsets[0].as<uint64_t>(), offsets[1].as<uint64_t>(), name,
+                         parse_st_dtype(e["dtype"].as<std::string>(), path, name),
+                         e["shape"].as<std::vector<int64_t>>()});
     }
-    entries.push_back({kv.second["data_offsets"][0].as<uint64_t>(), nodes.size()});
-    nodes.emplace_back(name, kv.second);
+  } catch (const YAML::Exception& e) {
+    MOE_FAIL(path, ": corrupt safetensors header: ", e.what());
   }
-  std::sort(entries.begin(), entries.end());
-  for (const auto& [begin, index] : entries) {
-    const auto& [name, e] = nodes[index];
-    const DType dt = parse_st_dtype(e["dtype"].as<std::string>(), path, name);
-    const Shape shape(e["shape"].as<std::vector<int64_t>>());
-    const uint64_t end = e["data_offsets"][1].as<uint64_t>();
-    const uint64_t bytes = static_cast<uint64_t>(shape.numel()) * dtype_size(dt);
-    MOE_CHECK(end >= begin && end - begin == bytes && data_start + end <= file_size, path, ": tensor '", name,
-              "' has inconsistent offsets [", begin, ", ", end, ") for shape ", shape, " (file truncated?)");
-    Tensor t = Tensor::empty(shape, dt, Device::cpu());
-    in.seekg(static_cast<std::streamoff>(data_start + begin));
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  for (const Entry& e : entries) {
+    // The product of the non-zero dimensions is bounded by the file's size, so that no product overflows.
+    uint64_t span = dtype_size(e.dtype);
+    bool empty = false;
+    for (int64_t d : e.dims) {
+      MOE_CHECK(d >= 0, path, ": tensor '", e.name, "' has a negative dimension ", d);
+      if (d == 0) {
+        empty = true;
+        continue;
+      }
+      MOE_CHECK(span <= file_size / static_cast<uint64_t>(d), path, ": tensor '", e.name,
+                "' has a shape larger than the file");
+      span *= static_cast<uint64_t>(d);
+    }
+    const uint64_t bytes = empty ? 0 : span;
+    const Shape shape(e.dims);
+    MOE_CHECK(e.end >= e.begin && e.end - e.begin == bytes && data_start + e.end <= file_size, path, ": tensor '",
+              e.name, "' has inconsistent offsets [", e.begin, ", ", e.end, ") for shape ", shape,
+              " (file truncated?)");
+    Tensor t = Tensor::empty(shape, e.dtype, Device::cpu());
+    in.seekg(static_cast<std::streamoff>(data_start + e.begin));
     in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(bytes));
-    MOE_CHECK(in.good(), path, ": could not read tensor '", name, "'");
-    file.tensors.emplace_back(name, t);
+    MOE_CHECK(in.good(), path, ": could not read tensor '", e.name, "'");
+    file.tensors.emplace_back(e.name, t);
   }
   return file;
 }

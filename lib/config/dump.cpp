@@ -1,5 +1,5 @@
 // dump_config: the merged configuration as YAML, sections as nested maps in key order, floats in
-// shortest round-trip form, ambiguous strings quoted, lists in flow style; loading the text back as
+// shortest round-trip form, ambiguous strings quoted, lists and maps in flow style; loading the text back as
 // a recipe reproduces every value. Covered by tests/config/config_test.cpp (round trip).
 #include <map>
 
@@ -44,9 +44,12 @@ void emit_value(YAML::Emitter& out, const KeyInfo& info, const YAML::Node& v) {
       out << YAML::EndSeq;
       break;
     }
-    case ValueType::Map:
-      out << v;
+    case ValueType::Map: {  // in flow style always: a default {} and a loaded one dump the same
+      YAML::Node flow = YAML::Clone(v);
+      flow.SetStyle(YAML::EmitterStyle::Flow);
+      out << flow;
       break;
+    }
     default:
       emit_scalar(out, info.type, v);
   }

@@ -14,7 +14,12 @@ namespace moe::data {
 
 SentencePieceVocab::SentencePieceVocab(const std::string& model_path)
     : sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
-  const auto st = sp_->Load(model_path);
+  sentencepiece::util::Status st;
+  try {  // the library throws from inside on some corrupt models (e.g. an empty piece: Darts' trie)
+    st = sp_->Load(model_path);
+  } catch (const std::exception& e) {
+    MOE_FAIL("vocab: cannot load SentencePiece model '", model_path, "': ", e.what());
+  }
   MOE_CHECK(st.ok(), "vocab: cannot load SentencePiece model '", model_path, "': ", st.ToString());
   pad_ = sp_->pad_id();
   unk_ = sp_->unk_id();
@@ -75,13 +80,14 @@ std::vector<std::string> read_word_list(const std::string& path) {
   std::vector<std::string> tokens;
   std::string line;
   while (r.next(line)) {
+    line.erase(line.find_last_not_of(" \t") + 1);  // trailing blanks are no count (npos + 1 == 0)
     if (line.empty()) continue;
     const size_t sp = line.find_first_of(" \t");
     std::string tok = line.substr(0, sp);
     if (sp != std::string::npos) {
       const std::string rest = line.substr(line.find_first_not_of(" \t", sp));
-      MOE_CHECK(!rest.empty() && rest.find_first_not_of("0123456789") == std::string::npos, "vocab: '", path,
-                "' line ", r.line_number(), ": expected 'token' or 'token count', got '", line, "'");
+      MOE_CHECK(!rest.empty() && rest.find_first_not_of("0123456789") == std::string::npos, "vocab: '", path, "' line ",
+                r.line_number(), ": expected 'token' or 'token count', got '", line, "'");
     }
     MOE_CHECK(!tok.empty(), "vocab: '", path, "' line ", r.line_number(), ": empty token");
     tokens.push_back(std::move(tok));

@@ -73,8 +73,10 @@ void ExpertCollector::add(const std::string& group, const GateRecorder& recorder
   const int64_t rows = tokens.shape()[0], cols = tokens.shape()[1];
   const auto units = token_units(tokens.to(Device::cpu()).to_vector<int32_t>(),
                                  mask.to(Device::cpu()).to_vector<double>(), rows, cols, vocab, o_.unit == "word");
-  for (const auto& [site, records] : recorder.records()) {
-    for (const GateRecord& r : records) {
+  for (const auto& entry : recorder.records()) {
+    const auto& site =
+        entry.first;  // a plain reference, not a structured binding: clang 14's lambdas cannot capture those
+    for (const GateRecord& r : entry.second) {
       const int64_t e = r.probs.shape().last();
       const bool per_sentence = r.family == "mae" && r.probs.shape().ndim() == 2;
       auto it = std::find_if(sites_.begin(), sites_.end(), [&](const auto& s) { return s->site() == site; });

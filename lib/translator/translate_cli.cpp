@@ -8,9 +8,9 @@
 #include <iostream>
 
 #include "common/progress_meter.h"
-#include "data/utf8.h"
 #include "tensor/allocator.h"
 #include "training/checkpoint.h"
+#include "translator/input_lines.h"
 #include "translator/mae_inference.h"
 #include "translator/translate_text.h"
 
@@ -82,29 +82,22 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   }
 
   const auto t1 = std::chrono::steady_clock::now();
-  ProgressMeter progress(err, {.name = "moe-translate", .unit = "lines", .total = count_lines(o.input),
-                               .log_every = o.quiet ? 0 : o.log_every, .terminal = !o.quiet && stderr_is_terminal()});
+  ProgressMeter progress(err, {.name = "moe-translate",
+                               .unit = "lines",
+                               .total = count_lines(o.input),
+                               .log_every = o.quiet ? 0 : o.log_every,
+                               .terminal = !o.quiet && stderr_is_terminal()});
   int64_t done_lines = 0, done_tokens = 0;
   const auto on_batch = [&](int64_t sentences, int64_t tokens) {
     progress.update(done_lines += sentences, done_tokens += tokens);
   };
   TranslateStats stats;
+  InputLines input(*is, o.input);
   std::vector<std::string> chunk;
-  std::string line;
-  int64_t line_no = 0;
-  bool more = true;
-  while (more) {
-    chunk.clear();
-    while (static_cast<int64_t>(chunk.size()) < o.chunk_lines && (more = static_cast<bool>(std::getline(*is, line)))) {
-      ++line_no;
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (data::replace_invalid_utf8(line) > 0 && stats.invalid_utf8++ < 5) stats.invalid_utf8_first.push_back(line_no);
-      chunk.push_back(line);
-    }
-    MOE_CHECK(!is->bad(), "error reading '", o.input, "'");
-    if (chunk.empty()) break;
+  while (input.next_chunk(o.chunk_lines, chunk)) {
     const int64_t first = stats.lines;
-    for (const std::string& r : translate_lines(translator, src_vocab, tgt_vocab, chunk, o.n_best, first, stats, on_batch))
+    for (const std::string& r :
+         translate_lines(translator, src_vocab, tgt_vocab, chunk, o.n_best, first, stats, on_batch))
       *os << r << '\n';
     done_lines = stats.lines;  // empty lines too (they are not decoded)
     os->flush();
@@ -112,12 +105,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   }
   const auto t2 = std::chrono::steady_clock::now();
   progress.finish();
-  if (stats.invalid_utf8 > 0) {
-    err << "moe-translate: warning: " << stats.invalid_utf8 << " input line(s) of '" << o.input
-        << "' were not valid UTF-8 (line";
-    for (int64_t n : stats.invalid_utf8_first) err << ' ' << n;
-    err << (stats.invalid_utf8 > 5 ? " ..." : "") << "); their invalid bytes were translated as U+FFFD\n";
-  }
+  if (!input.warning().empty()) err << "moe-translate: warning: " << input.warning() << '\n';
   if (stats.truncated > 0)
     err << "moe-translate: warning: " << stats.truncated << " input line(s) longer than "
         << translator.max_source_tokens() << " tokens (model.max_positions - 1) were truncated\n";

@@ -20,8 +20,6 @@ struct TranslateStats {
   int64_t src_tokens = 0;                   // source subword tokens (after truncation, without </s>)
   int64_t tgt_tokens = 0;                   // target tokens of the best hypotheses (without </s>)
   int64_t truncated = 0;                    // input lines cut to the model's max positions
-  int64_t invalid_utf8 = 0;                 // input lines with bytes that are not UTF-8 (replaced by U+FFFD)
-  std::vector<int64_t> invalid_utf8_first;  // their 1-based line numbers, the first few
 };
 
 /// Translates `lines`; `first_index` numbers the lines in n-best output. Adds to `stats`; `on_batch`

@@ -1,12 +1,13 @@
 // Token cache: first run encodes and writes, second maps the same ids; a changed text or vocabulary
 // rebuilds; a cache folder works for read-only corpora; a corrupt cache is rebuilt.
 // Tests lib/data/token_cache.cpp.
-#include <catch2/catch.hpp>
+#include "data/token_cache.h"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 
 #include "common/error.h"
-#include "data/token_cache.h"
 #include "data/vocab.h"
 #include "data_test_util.h"
 
@@ -58,6 +59,17 @@ TEST_CASE("token cache: build, map, rebuild on change", "[data]") {
   CHECK(all(e) == all(d));
   load_or_build_cache(text, v2, vpath, "", {}, &rebuilt);
   CHECK(!rebuilt);
+  // a damaged body under a matching header (ids or offsets out of range) -> rebuilt, never mapped
+  // (found by tests/fuzz/lm_text.cpp: the ids were read past the vocabulary)
+  for (const auto& [at, value] : std::vector<std::pair<int, int64_t>>{{-4, 1 << 30}, {-16, 99}}) {
+    std::fstream f(cache_path(text, vpath), std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(at, std::ios::end);
+    f.write(reinterpret_cast<const char*>(&value), 4);
+    f.close();
+    auto g = load_or_build_cache(text, v2, vpath, "", {}, &rebuilt);
+    CHECK(rebuilt);
+    CHECK(all(g) == all(d));
+  }
   ReadOptions skip;  // other read options -> another key
   skip.skip_invalid_utf8 = true;
   load_or_build_cache(text, v2, vpath, "", skip, &rebuilt);

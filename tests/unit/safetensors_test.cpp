@@ -1,12 +1,12 @@
 // safetensors round trips, atomic writes and corrupt-file errors; JSON writer.
-#include <catch2/catch.hpp>
+#include "common/safetensors.h"
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "common/json.h"
-#include "common/safetensors.h"
 
 using namespace moe;
 
@@ -42,6 +42,30 @@ TEST_CASE("safetensors: truncated and garbage files give errors naming the path"
   { std::ofstream(path) << "hello"; }
   CHECK_THROWS_WITH(load_safetensors(path), Catch::Contains(path));
   CHECK_THROWS_WITH(load_safetensors(path + ".missing"), Catch::Contains("cannot open"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("safetensors: missing fields, wrong kinds and impossible shapes name the file", "[io][safetensors]") {
+  // Each of these escaped as a yaml-cpp exception or overflowed a size before (tests/fuzz/safetensors.cpp).
+  const std::string path = (std::filesystem::temp_directory_path() / "moe_st_header.safetensors").string();
+  const auto write = [&](std::string json) {
+    json.resize((json.size() + 7) / 8 * 8, ' ');
+    std::string bytes(8, '\0');
+    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(json.size() >> (8 * i));
+    std::ofstream(path, std::ios::binary) << bytes << json << std::string(16, '\0');
+  };
+  for (const char* json :
+       {R"({"w": {"dtype": "F32", "shape": [2]}})", R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": 8}})",
+        R"({"w": {"dtype": ["F32"], "shape": [2], "data_offsets": [0, 8]}})",
+        R"({"w": {"dtype": "F32", "shape": "2", "data_offsets": [0, 8]}})",
+        R"({"w": {"dtype": "F32", "shape": [-2, -1], "data_offsets": [0, 8]}})",
+        R"({"w": {"dtype": "F32", "shape": [4611686018427387904, 4], "data_offsets": [0, 0]}})",
+        R"({"__metadata__": {"k": {"nested": 1}}})", R"({"w": 3})"}) {
+    INFO(json);
+    write(json);
+    CHECK_THROWS_AS(load_safetensors(path), Error);
+    CHECK_THROWS_WITH(load_safetensors(path), Catch::Contains(path));
+  }
   std::filesystem::remove(path);
 }
 
