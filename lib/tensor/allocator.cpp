@@ -1,4 +1,4 @@
-// allocator.h implementation.
+// allocator.h implementation (CPU blocks above 64 KiB: host_arena.cpp).
 #include "tensor/allocator.h"
 
 #include <sys/mman.h>
@@ -11,7 +11,27 @@
 #include "common/error.h"
 #include "tensor/cuda_runtime.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define MOE_ALLOCATOR_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MOE_ALLOCATOR_SANITIZED 1
+#endif
+#endif
+
 namespace moe {
+
+namespace {
+constexpr size_t kClassesFrom = size_t(64) << 10;  // CPU blocks above this: classes or the arena
+}
+
+bool Allocator::host_arena_enabled() {
+#ifdef MOE_ALLOCATOR_SANITIZED
+  return false;
+#else
+  return true;
+#endif
+}
 
 size_t Allocator::round_size(size_t bytes) {
   constexpr size_t kSmall = 512, kLarge = size_t(2) << 20, kSmallLimit = size_t(1) << 20;
@@ -21,7 +41,7 @@ size_t Allocator::round_size(size_t bytes) {
 }
 
 size_t Allocator::round_size_host(size_t bytes) {
-  constexpr size_t kClassesFrom = size_t(64) << 10, kPage = 4096;
+  constexpr size_t kPage = 4096;
   if (bytes <= kClassesFrom) return round_size(bytes);
   size_t base = kClassesFrom;  // the power of two at or below bytes
   while (base * 2 <= bytes) base *= 2;
@@ -47,12 +67,22 @@ void* host_alloc(size_t bytes) {
 Allocator::~Allocator() {
   // Process exit: the CUDA context may already be gone, so only host memory is given back here.
   if (device_.is_cpu()) {
-    for (auto& [ptr, size] : block_sizes_) std::free(ptr);
+    for (auto& [ptr, size] : block_sizes_)
+      if (!arena_ || !arena_->owns(ptr)) std::free(ptr);  // the arena unmaps its own
   }
 }
 
+bool Allocator::in_arena(size_t size) const {
+  return device_.is_cpu() && host_arena_enabled() && size > kClassesFrom;
+}
+
 void* Allocator::raw_alloc(size_t bytes) {
-  if (limit_ && stats_.reserved + bytes > limit_) return nullptr;
+  if (in_arena(bytes)) {  // the cap applies to everything reserved: what the arena may add is the rest
+    if (!arena_) arena_ = std::make_unique<HostArena>();
+    if (limit_ && stats_.reserved >= limit_) return nullptr;
+    return arena_->allocate(bytes, limit_ ? limit_ - stats_.reserved : 0);
+  }
+  if (limit_ && reserved_locked() + bytes > limit_) return nullptr;
   void* p = device_.is_cpu() ? host_alloc(bytes) : cuda::raw_malloc(bytes, device_.index);
   if (p) {
     stats_.reserved += bytes;
@@ -66,11 +96,14 @@ void Allocator::raw_free(void* ptr) {
   else cuda::raw_free(ptr, device_.index);
 }
 
+size_t Allocator::reserved_locked() const { return stats_.reserved + (arena_ ? arena_->reserved() : 0); }
+
 void* Allocator::allocate(size_t bytes) {
-  const size_t size = device_.is_cpu() ? round_size_host(bytes) : round_size(bytes);
+  const size_t host_page_size = (bytes + HostArena::kPage - 1) / HostArena::kPage * HostArena::kPage;
+  const size_t size = in_arena(bytes) ? host_page_size : device_.is_cpu() ? round_size_host(bytes) : round_size(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   void* p = nullptr;
-  auto it = free_blocks_.lower_bound(size);
+  auto it = in_arena(size) ? free_blocks_.end() : free_blocks_.lower_bound(size);  // the arena is its own cache
   if (it != free_blocks_.end() && it->first <= 2 * size) {
     p = it->second;
     free_blocks_.erase(it);
@@ -83,7 +116,7 @@ void* Allocator::allocate(size_t bytes) {
     if (!p) {
       throw OutOfMemory("out of memory on " + device_.str() + ": a request for " + format_bytes(bytes) +
                         " failed with " + format_bytes(stats_.in_use) + " in use by tensors and " +
-                        format_bytes(stats_.reserved) + " reserved (peak " + format_bytes(stats_.peak_in_use) +
+                        format_bytes(reserved_locked()) + " reserved (peak " + format_bytes(stats_.peak_in_use) +
                         "); use smaller batches (train.max_tokens) or a shorter max length");
     }
     block_sizes_[p] = size;
@@ -102,7 +135,12 @@ void Allocator::deallocate(void* ptr) {
   MOE_CHECK(it != block_sizes_.end(), "allocator on ", device_.str(), ": freeing a pointer it did not allocate");
   stats_.in_use -= it->second;
   if (device_.is_cuda()) cuda::note_tensor_memory(ptr, 0, false);
-  free_blocks_.emplace(it->second, ptr);
+  if (in_arena(it->second)) {
+    arena_->deallocate(ptr, it->second);
+    block_sizes_.erase(it);
+  } else {
+    free_blocks_.emplace(it->second, ptr);
+  }
 }
 
 void Allocator::release_cache_locked() {
@@ -112,6 +150,7 @@ void Allocator::release_cache_locked() {
     stats_.reserved -= size;
   }
   free_blocks_.clear();
+  if (arena_) arena_->release_free();
 }
 
 void Allocator::release_cache() {
@@ -121,7 +160,10 @@ void Allocator::release_cache() {
 
 AllocatorStats Allocator::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  AllocatorStats s = stats_;
+  s.reserved = reserved_locked();
+  if (arena_) s.raw_allocations += arena_->growths();
+  return s;
 }
 
 void Allocator::reset_peak() {

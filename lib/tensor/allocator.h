@@ -1,28 +1,33 @@
 // A caching allocator per device: freed blocks go back to size-keyed free lists and are handed out
 // again, so steady-state training performs no cudaMalloc/cudaFree (or malloc/free) at all.
-// Sizes are rounded up (512 B granularity below 1 MiB, 2 MiB above; on the CPU, above 64 KiB, to
-// four classes per power of two, 2^k * {1, 1.25, 1.5, 1.75}); a request takes the smallest cached
-// block that fits and is at most twice its size. The CPU classes let tensors that grow a little at
-// every step (the decoder's key/value cache, a batch longer than the last) reuse freed blocks
-// instead of taking fresh pages from the OS (page faults, system time) at each step. On failure the cache is released and the
-// request retried once; after that OutOfMemory names the request and what is in use.
-// Covered by tests/unit/allocator_test.cpp.
+// Sizes are rounded up (512 B granularity below 1 MiB, 2 MiB above); a request takes the smallest cached
+// block that fits and is at most twice its size. On the CPU, blocks above 64 KiB come from a HostArena
+// instead (host_arena.h: page multiples, best fit, freed ranges merged and reused for any size), so the
+// pages a run touches once serve it to the end; tensors that grow a little at every step (the decoder's
+// key/value cache, a batch longer than the last) reuse freed memory instead of faulting in fresh pages
+// (system time, issue 13). Sanitizer builds keep one system allocation per block, so that AddressSanitizer
+// sees every tensor's bounds: there, blocks above 64 KiB are rounded to four classes per power of two,
+// 2^k * {1, 1.25, 1.5, 1.75}, for the same reuse. On failure the cache is released and the request retried
+// once; after that OutOfMemory names the request and what is in use.
+// Covered by tests/unit/tensor_test.cpp and tests/unit/host_arena_test.cpp.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
 #include "tensor/device.h"
+#include "tensor/host_arena.h"
 
 namespace moe {
 
 struct AllocatorStats {
   size_t in_use = 0;        // bytes handed out and not yet returned (rounded sizes)
   size_t peak_in_use = 0;   // maximum of in_use since the last reset_peak()
-  size_t reserved = 0;      // bytes obtained from the system (in use + cached)
-  size_t raw_allocations = 0;  // calls to the system allocator so far
+  size_t reserved = 0;      // bytes obtained from the system (in use + cached; the arena's high-water mark)
+  size_t raw_allocations = 0;  // calls to the system allocator so far (and rises of the arena's mark)
 };
 
 class Allocator {
@@ -44,18 +49,24 @@ class Allocator {
   Device device() const { return device_; }
 
   static size_t round_size(size_t bytes);
-  /// The CPU allocator's rounding (size classes above 64 KiB, page multiples).
+  /// The CPU allocator's rounding (size classes above 64 KiB, page multiples) where blocks are
+  /// separate system allocations (sanitizer builds).
   static size_t round_size_host(size_t bytes);
+  /// True where CPU blocks above 64 KiB come from the HostArena (every build but the sanitizers').
+  static bool host_arena_enabled();
 
  private:
+  bool in_arena(size_t size) const;  // a CPU block the HostArena serves
   void* raw_alloc(size_t bytes);
   void raw_free(void* ptr);
+  size_t reserved_locked() const;
   void release_cache_locked();
 
   Device device_;
   mutable std::mutex mutex_;
   std::multimap<size_t, void*> free_blocks_;  // size -> block
   std::map<void*, size_t> block_sizes_;       // every live or cached block -> its rounded size
+  std::unique_ptr<HostArena> arena_;          // CPU blocks above 64 KiB (host_arena_enabled())
   AllocatorStats stats_;
   size_t limit_ = 0;
 };

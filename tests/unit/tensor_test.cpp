@@ -79,7 +79,7 @@ TEST_CASE("caching allocator reuses freed blocks and reports peak", "[tensor][al
   CHECK(a.stats().reserved == 0);
 }
 
-TEST_CASE("CPU allocator: size classes let a growing tensor reuse freed blocks", "[tensor][allocator]") {
+TEST_CASE("CPU allocator: a growing tensor reuses freed memory (arena, or size classes)", "[tensor][allocator]") {
   CHECK(Allocator::round_size_host(1000) == Allocator::round_size(1000));
   CHECK(Allocator::round_size_host(65 << 10) == (80u << 10));   // 64 KiB * 1.25
   CHECK(Allocator::round_size_host(3 << 20) == (3u << 20));     // 2 MiB * 1.5
@@ -98,8 +98,14 @@ TEST_CASE("CPU allocator: size classes let a growing tensor reuse freed blocks",
     prev = next;
   }
   a.deallocate(prev);
-  // 13 size classes from 1 to 8 MiB, two blocks live at a time: at most 26 (with 2 MiB rounding: one per step, 449)
-  CHECK(a.stats().raw_allocations <= 26);
+  if (Allocator::host_arena_enabled()) {
+    // freed ranges merge: at most about three of the largest blocks' pages, ever
+    CHECK(a.stats().reserved <= (24u << 20));
+  } else {
+    // sanitizer builds, one system allocation per block: 13 size classes from 1 to 8 MiB, two blocks
+    // live at a time: at most 26 (with 2 MiB rounding: one per step, 449)
+    CHECK(a.stats().raw_allocations <= 26);
+  }
 }
 
 TEST_CASE("out of memory names the request and what is in use", "[tensor][allocator]") {
