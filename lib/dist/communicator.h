@@ -52,6 +52,8 @@ class Communicator {
   void all_to_all_v(const Tensor& in, const std::vector<int64_t>& send_rows, const Tensor& out,
                     const std::vector<int64_t>& recv_rows);
   void barrier();
+  /// Ends every process of the job (the watchdog's last resort; a rank's error in training); never returns.
+  [[noreturn]] virtual void abort_job(int code);
 
   /// Helpers over all_reduce / all_to_all_v of small host tensors.
   double sum(double value);
@@ -74,9 +76,6 @@ class Communicator {
   virtual void do_all_to_all_v(const Tensor& in, const std::vector<int64_t>& send_rows, const Tensor& out,
                                const std::vector<int64_t>& recv_rows) = 0;
   virtual void do_barrier() = 0;
-  /// Ends every process of the job (the watchdog's last resort); never returns.
-  [[noreturn]] virtual void abort_job(int code);
-
   LaunchEnv env_;
 
  private:

@@ -51,9 +51,12 @@ Trainer::~Trainer() {
 std::string Trainer::path_in_run(const std::string& name) const { return (fs::path(o_.run_dir) / name).string(); }
 
 void Trainer::rank0_first(const std::function<void()>& f) {
-  if (dp_ && !dp_->lead()) comm_->barrier();
+  // On the communicator, not on dp_: setup_model prepares the vocabularies before dp_ exists, and two
+  // ranks building one missing vocabulary at once raced on its file (tests/scripts/dist_failure.sh).
+  const bool many = comm_ && comm_->world() > 1;
+  if (many && comm_->rank() != 0) comm_->barrier();
   f();
-  if (dp_ && dp_->lead()) comm_->barrier();
+  if (many && comm_->rank() == 0) comm_->barrier();
 }
 
 void Trainer::setup_dist() {
@@ -150,6 +153,20 @@ bool Trainer::finished() const {
 
 void Trainer::run(bool resume) {
   setup_dist();
+  try {
+    run_ranks(resume);
+  } catch (const std::exception& e) {
+    // One rank's error ends the job: the others would otherwise wait for it in their next collective
+    // (or the launcher for them) until the watchdog's timeout, or forever outside a collective.
+    if (comm_->world() > 1) {
+      spdlog::error("rank {} of {}: {}; aborting the job", comm_->rank(), comm_->world(), e.what());
+      comm_->abort_job(1);
+    }
+    throw;
+  }
+}
+
+void Trainer::run_ranks(bool resume) {
   fs::create_directories(o_.run_dir);
   MOE_CHECK(!o_.valid.bleu || BleuValidator::available(),
             "valid.metric bleu / valid.bleu: BLEU validation "

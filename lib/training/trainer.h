@@ -70,6 +70,7 @@ class Trainer {
   bool lead() const { return !dp_ || dp_->lead(); }
   /// Runs `f` on rank 0 first and on the others after it (files it creates: vocabularies, caches).
   void rank0_first(const std::function<void()>& f);
+  void run_ranks(bool resume);  // run() after setup_dist(): an error here aborts a job of several ranks
   void restore(const std::string& checkpoint);
   /// One update over `batches`; false when it was skipped (NaN batches, f16 overflow).
   bool train_update(const std::vector<TrainBatch>& batches);

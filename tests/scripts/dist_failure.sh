@@ -6,6 +6,8 @@
 #     logs exactly the losses of an uninterrupted 2-rank run, and ends with the same checkpoint.
 #  2. a hung rank (SIGSTOP) with --dist.timeout 5: rank 0's watchdog aborts the job with an error
 #     naming the collective and the timeout, instead of hanging.
+#  3. an error on rank 0 before any collective (a missing training file): the job aborts at once with
+#     the error, instead of the other rank waiting for rank 0 forever (it did, in MPI_Comm_dup).
 # Usage (ctest passes both): dist_failure.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped (no mpirun or data).
 set -euo pipefail
 BIN="${1:?usage: dist_failure.sh BIN_DIR SHARED_DATA_DIR}"
@@ -73,3 +75,12 @@ status=0; wait $job || status=$?
 [[ $status -ne 0 ]] || e2e_fail "the job exited 0 with rank 1 stopped"
 grep -q "did not complete within 5 s" "$WORK/hang.log" || { cat "$WORK/hang.log"; e2e_fail "no timeout error"; }
 echo "dist_failure: hung rank: the job aborted after $((SECONDS - start)) s with: $(grep -o 'rank 0 of 2: .*' "$WORK/hang.log" | head -n 1)"
+
+# 3. rank 0 fails while rank 1 waits for it outside the watchdog's collectives (setup).
+start=$SECONDS
+status=0; timeout 120 mpirun --oversubscribe -np 2 "$BIN/moe-train" --config "$RECIPE" --data.train.src "$WORK/missing.en" \
+  --data.train.tgt "$WORK/missing.de" --data.vocab.src "$WORK/missing.spm" --data.vocab.tgt "$WORK/missing.spm" \
+  --dist.backend mpi --run_dir "$WORK/bad" > "$WORK/bad.log" 2>&1 || status=$?
+[[ $status -ne 0 && $status -ne 124 ]] || { cat "$WORK/bad.log"; e2e_fail "the job with a missing file exited $status"; }
+grep -q "rank 0 of 2: .*missing.en.*aborting the job" "$WORK/bad.log" || { cat "$WORK/bad.log"; e2e_fail "no error naming the file"; }
+echo "dist_failure: an error on rank 0 ended the job after $((SECONDS - start)) s"
