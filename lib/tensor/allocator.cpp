@@ -1,8 +1,6 @@
 // allocator.h implementation (CPU blocks above 64 KiB: host_arena.cpp).
 #include "tensor/allocator.h"
 
-#include <sys/mman.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -50,20 +48,6 @@ size_t Allocator::round_size_host(size_t bytes) {
   return (size + kPage - 1) / kPage * kPage;
 }
 
-namespace {
-/// Host blocks of 2 MiB and more are 2 MiB-aligned and marked for transparent huge pages: their
-/// first touch then faults once per 2 MiB instead of once per 4 KiB page (issue 13: ~125k page
-/// faults and a third of the CPU time in the kernel when decoding 1000 sentences).
-void* host_alloc(size_t bytes) {
-  constexpr size_t kHuge = size_t(2) << 20;
-  if (bytes < kHuge) return std::aligned_alloc(256, bytes);
-  void* p = nullptr;
-  if (posix_memalign(&p, kHuge, bytes) != 0) return nullptr;
-  madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP support it changes nothing
-  return p;
-}
-}  // namespace
-
 Allocator::~Allocator() {
   // Process exit: the CUDA context may already be gone, so only host memory is given back here.
   if (device_.is_cpu()) {
@@ -83,7 +67,9 @@ void* Allocator::raw_alloc(size_t bytes) {
     return arena_->allocate(bytes, limit_ ? limit_ - stats_.reserved : 0);
   }
   if (limit_ && reserved_locked() + bytes > limit_) return nullptr;
-  void* p = device_.is_cpu() ? host_alloc(bytes) : cuda::raw_malloc(bytes, device_.index);
+  // (CPU sizes are multiples of 512, as aligned_alloc needs; large blocks are in the arena except in
+  // sanitizer builds)
+  void* p = device_.is_cpu() ? std::aligned_alloc(256, bytes) : cuda::raw_malloc(bytes, device_.index);
   if (p) {
     stats_.reserved += bytes;
     ++stats_.raw_allocations;
@@ -98,9 +84,13 @@ void Allocator::raw_free(void* ptr) {
 
 size_t Allocator::reserved_locked() const { return stats_.reserved + (arena_ ? arena_->reserved() : 0); }
 
+size_t Allocator::block_size(size_t bytes) const {
+  if (in_arena(bytes)) return (bytes + HostArena::kPage - 1) / HostArena::kPage * HostArena::kPage;
+  return device_.is_cpu() ? round_size_host(bytes) : round_size(bytes);
+}
+
 void* Allocator::allocate(size_t bytes) {
-  const size_t host_page_size = (bytes + HostArena::kPage - 1) / HostArena::kPage * HostArena::kPage;
-  const size_t size = in_arena(bytes) ? host_page_size : device_.is_cpu() ? round_size_host(bytes) : round_size(bytes);
+  const size_t size = block_size(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   void* p = nullptr;
   auto it = in_arena(size) ? free_blocks_.end() : free_blocks_.lower_bound(size);  // the arena is its own cache

@@ -56,7 +56,8 @@ class Allocator {
   static bool host_arena_enabled();
 
  private:
-  bool in_arena(size_t size) const;  // a CPU block the HostArena serves
+  bool in_arena(size_t size) const;      // a CPU block the HostArena serves
+  size_t block_size(size_t bytes) const;  // the rounded size of a request
   void* raw_alloc(size_t bytes);
   void raw_free(void* ptr);
   size_t reserved_locked() const;

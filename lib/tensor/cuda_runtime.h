@@ -1,6 +1,8 @@
 // The few CUDA runtime services the device-agnostic code needs, as plain functions.
-// Implemented in cuda/tensor/cuda_runtime.cu; a CPU-only build links lib/tensor/cuda_stub.cpp
-// instead, whose device_count() is 0 and whose other functions throw "built without CUDA".
+// Implemented in cuda/tensor/cuda_runtime.cu; a build without nvcc links lib/tensor/cuda_absent.cpp
+// instead: there no device exists (device_count() is 0) and every device call is a moe::Error saying
+// that this build has no CUDA support (callers check device_count() first, so users see that message
+// only when they ask for a cuda:N device in such a build).
 #pragma once
 #include <cstddef>
 #include <functional>

@@ -108,6 +108,14 @@ TEST_CASE("CPU allocator: a growing tensor reuses freed memory (arena, or size c
   }
 }
 
+TEST_CASE("a cuda device beyond the GPUs present is a clear error", "[tensor][allocator]") {
+  // In a build without nvcc (lib/tensor/cuda_absent.cpp, e.g. scripts/test.sh --sanitize) gpu_count() is 0
+  // and the message says the build has no CUDA support; elsewhere it counts the GPUs found.
+  const int n = gpu_count();
+  CHECK_THROWS_WITH(allocator_for(Device::cuda(n)), Catch::Contains("is not available") &&
+                                                        Catch::Contains(std::to_string(n) + " GPU(s) found"));
+}
+
 TEST_CASE("out of memory names the request and what is in use", "[tensor][allocator]") {
   Allocator a(Device::cpu());
   a.set_limit(4 << 20);

@@ -1,5 +1,7 @@
-// Stand-in for cuda/tensor/cuda_runtime.cu in builds without nvcc: no GPU is ever present, and
-// anything that would touch one fails with a clear message. Compiled only when MOE_WITH_CUDA is off.
+// cuda_runtime.h for builds without nvcc (the CPU-only build): no GPU is ever present, and anything
+// that would touch one is a moe::Error saying so. Compiled only when MOE_WITH_CUDA is off. Covered by
+// tests/unit/tensor_test.cpp ("a cuda device beyond the GPUs present") in CPU-only builds
+// (scripts/test.sh --sanitize configures one).
 #ifndef MOE_WITH_CUDA
 #include "common/error.h"
 #include "tensor/cuda_runtime.h"
