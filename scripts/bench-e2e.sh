@@ -45,7 +45,7 @@ mkdir -p "$OUT" && OUT="$(cd "$OUT" && pwd)"
 step() { echo "== bench-e2e: $* ($(date -u +%H:%M:%S))"; }
 
 if [[ -z "$BIN" ]]; then
-  source "$ROOT/scripts/gpu-build.sh"
+  source "$ROOT/scripts/internal/gpu-build.sh"
   step "build in $BUILD (log: $OUT/build.log)"
   gpu_build "$BUILD" "$DEBS" "$OUT/build.log" moe-train moe-translate moe-score moe-vocab moe-bench || exit 1
   BIN="$BUILD/bin"

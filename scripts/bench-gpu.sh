@@ -27,7 +27,7 @@ mkdir -p "$OUT" && OUT="$(cd "$OUT" && pwd)"
 status=0
 step() { echo "== bench-gpu: $* ($(date -u +%H:%M:%S))"; }
 
-source "$ROOT/scripts/gpu-build.sh"
+source "$ROOT/scripts/internal/gpu-build.sh"
 step "dependencies and build in $BUILD (log: $OUT/build.log)"
 gpu_build "$BUILD" "$DEBS" "$OUT/build.log" moe-bench test_gpu || exit 1
 

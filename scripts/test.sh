@@ -51,7 +51,7 @@ elif (( EMULATE )) || ! gpu_answers; then
     NVCC_BUILD="$BUILD-nvcc"
     cmake -S "$ROOT" -B "$NVCC_BUILD" -DCMAKE_BUILD_TYPE=Release -DMOE_CUDA_ARCHITECTURES="$ARCH" -DMOE_TESTS=OFF \
       -DMOE_PTXAS_REPORTS=ON
-    cmake --build "$NVCC_BUILD" -j "$JOBS" --target moe_cuda
+    cmake --build "$NVCC_BUILD" -j "$JOBS" --target moe_cuda_tensor moe_cuda_ops moe_cuda_bench
     # lib/dist's NCCL backend is host code built only with real CUDA (the emulator has no NCCL): compile it here.
     if grep -q '^NCCL_LIBRARY:FILEPATH=/' "$NVCC_BUILD/CMakeCache.txt"; then  # found only with MPI (lib/CMakeLists.txt)
       make -C "$NVCC_BUILD/lib" dist/nccl_communicator.cpp.o

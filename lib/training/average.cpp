@@ -6,7 +6,7 @@
 #include <regex>
 
 #include "common/error.h"
-#include "common/safetensors.h"
+#include "tensor/safetensors.h"
 
 namespace moe {
 

@@ -1,11 +1,12 @@
-// BLEU validation: decodes the valid set's sources (the first valid.bleu_lines, or all) with beam
-// search through lib/translator's Translator, detokenises with the target vocabulary and scores
-// against the raw reference lines with sacreBLEU's BLEU (13a, exp smoothing; lib/metrics/bleu.h).
-// Compiled in when lib/translator/translator.h is present (available() says so); without it,
-// valid.metric bleu is refused at start-up with a clear message.
-// Covered by tests/training/bleu_validation_test.cpp (when the translator is built).
+// BLEU validation: decodes the valid set's sources (the first valid.bleu_lines, or all) with the
+// decoder the program passes in (moe-train: lib/translator's beam search, apps/moe-train/
+// bleu_decoder.cpp; training does not depend on the translator), detokenises with the target
+// vocabulary and scores against the raw reference lines with sacreBLEU's BLEU (13a, exp smoothing;
+// lib/metrics/bleu.h). Without a decoder, valid.metric bleu is refused at start-up with a clear message.
+// Covered by tests/training/bleu_validation_test.cpp.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,13 +17,17 @@
 
 namespace moe {
 
+/// Decodes source token sequences (without </s>) with `model`'s parameters in the store, in the compute
+/// dtype: the best hypothesis's tokens per source, in order (empty when none was found). Sources longer
+/// than the model's positions allow are the decoder's to cut.
+using BleuDecoder = std::function<std::vector<std::vector<int32_t>>(
+    const Model& model, ParameterStore& store, DType compute_dtype, const std::vector<std::vector<int32_t>>& sources)>;
+
 class BleuValidator {
  public:
-  /// True when this build has the translator (BLEU validation possible).
-  static bool available();
   /// Reads and encodes the sources and references (the first `options.bleu_lines`, 0 = all).
   BleuValidator(const std::string& src_path, const std::string& ref_path, const data::Vocab& src_vocab,
-                const ValidOptions& options, int64_t max_tokens);
+                const ValidOptions& options, BleuDecoder decoder);
   /// Corpus BLEU of `model` with the parameters in `store`; `hyps` (when given) receives the lines.
   double run(const Model& model, ParameterStore& store, DType compute_dtype, const data::Vocab& tgt_vocab,
              std::vector<std::string>* hyps = nullptr) const;
@@ -31,8 +36,7 @@ class BleuValidator {
  private:
   std::vector<std::vector<int32_t>> sources_;
   std::vector<std::string> refs_;
-  ValidOptions o_;
-  int64_t max_tokens_;
+  BleuDecoder decoder_;
 };
 
 }  // namespace moe

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "common/error.h"
-#include "common/safetensors.h"
+#include "tensor/safetensors.h"
 
 namespace moe {
 

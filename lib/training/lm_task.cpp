@@ -10,7 +10,7 @@
 #include "common/error.h"
 #include "data/token_cache.h"
 #include "models/transformer_lm.h"
-#include "training/lm_validation.h"
+#include "models/lm_eval.h"
 
 namespace moe {
 

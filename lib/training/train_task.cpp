@@ -17,8 +17,9 @@ int64_t TrainBatch::size() const {
   return std::get<data::LmBatch>(data).size();
 }
 
-std::unique_ptr<TrainTask> make_train_task(const TrainOptions& o, data::BatchUploader& uploader) {
-  if (o.task == TrainTaskKind::translation) return std::make_unique<TranslationTask>(o, uploader);
+std::unique_ptr<TrainTask> make_train_task(const TrainOptions& o, data::BatchUploader& uploader,
+                                           const BleuDecoder& bleu_decoder) {
+  if (o.task == TrainTaskKind::translation) return std::make_unique<TranslationTask>(o, uploader, bleu_decoder);
   return std::make_unique<LmTask>(o, uploader);
 }
 

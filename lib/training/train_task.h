@@ -24,7 +24,8 @@
 #include "graph/parameters.h"
 #include "layers/builder.h"
 #include "models/model.h"
-#include "training/checkpoint.h"
+#include "models/checkpoint.h"
+#include "training/bleu_validation.h"
 #include "training/progress.h"
 #include "training/train_options.h"
 
@@ -84,7 +85,9 @@ TrainTask::Item next_item(Prefetcher& prefetcher) {
 }
 
 /// The task of o.task; `o` and `uploader` (which moves batches to the device) must outlive it.
-std::unique_ptr<TrainTask> make_train_task(const TrainOptions& o, data::BatchUploader& uploader);
+/// `bleu_decoder` decodes for BLEU validation (translation; may be empty when valid.bleu is off).
+std::unique_ptr<TrainTask> make_train_task(const TrainOptions& o, data::BatchUploader& uploader,
+                                           const BleuDecoder& bleu_decoder);
 
 /// How moe-train builds a missing vocabulary from the data.vocab.* keys (SentencePiece and word lists).
 data::SpmTrainOptions spm_build_options(const TrainOptions& o);

@@ -18,7 +18,6 @@
 #include "tensor/device.h"
 #include "layers/moe_ffn_expert_parallel.h"
 #include "training/bcd.h"
-#include "training/bleu_validation.h"
 #include "training/fine_tuning.h"
 
 namespace moe {
@@ -168,12 +167,11 @@ void Trainer::run(bool resume) {
 
 void Trainer::run_ranks(bool resume) {
   fs::create_directories(o_.run_dir);
-  MOE_CHECK(!o_.valid.bleu || BleuValidator::available(),
-            "valid.metric bleu / valid.bleu: BLEU validation "
-            "needs the translator (lib/translator), which this build does not have; use valid.metric loss or ppl");
+  MOE_CHECK(!o_.valid.bleu || bleu_decoder_, "valid.metric bleu / valid.bleu: this program has no decoder for BLEU "
+            "validation (moe-train passes the translator's); use valid.metric loss or ppl");
   if (!config_text_.empty() && lead()) std::ofstream(path_in_run("config.yml")) << config_text_;
   uploader_ = std::make_unique<data::BatchUploader>(device_);
-  task_ = make_train_task(task_o_, *uploader_);
+  task_ = make_train_task(task_o_, *uploader_, bleu_decoder_);
   setup_model();
   rank0_first([&] { task_->load_data(); });
   if (resume) restore(path_in_run("checkpoint.last.safetensors"));

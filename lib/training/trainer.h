@@ -27,6 +27,7 @@
 #include "dist/communicator.h"
 #include "graph/parameters.h"
 #include "models/model.h"
+#include "training/bleu_validation.h"
 #include "training/data_parallel.h"
 #include "training/loss_scaler.h"
 #include "training/optimizer.h"
@@ -55,6 +56,10 @@ class Trainer {
   /// MAE "G" (gates only), "F" (all but the gates) or "joint" (tests check what each step changed).
   using StepHook = std::function<void(const ParameterStore& store, const std::string& step)>;
   void set_step_hook(StepHook hook) { step_hook_ = std::move(hook); }
+
+  /// The decoder of BLEU validation (valid.bleu / valid.metric bleu): moe-train passes lib/translator's
+  /// beam search (apps/moe-train/bleu_decoder.h); without one, BLEU validation is refused at start-up.
+  void set_bleu_decoder(BleuDecoder decoder) { bleu_decoder_ = std::move(decoder); }
 
   /// The communicator to train over (tests; must outlive run()); by default run() makes one from
   /// dist.backend. With several ranks, see data_parallel.h.
@@ -116,6 +121,7 @@ class Trainer {
   int64_t last_valid_ = -1, last_save_ = -1;
   bool stop_ = false;
   int64_t skipped_in_a_row_ = 0;  // updates skipped (NaN batches, overflows) since the last applied one
+  BleuDecoder bleu_decoder_;
   UpdateHook hook_;
   StepHook step_hook_;
   std::chrono::steady_clock::time_point window_start_, loop_start_ = std::chrono::steady_clock::now();

@@ -13,7 +13,7 @@
 #include <regex>
 
 #include "common/error.h"
-#include "common/safetensors.h"
+#include "tensor/safetensors.h"
 #include "tensor/allocator.h"
 #include "training/trainer.h"
 

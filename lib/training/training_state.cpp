@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "common/safetensors.h"
+#include "tensor/safetensors.h"
 
 namespace moe {
 

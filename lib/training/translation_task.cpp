@@ -10,8 +10,8 @@
 
 namespace moe {
 
-TranslationTask::TranslationTask(const TrainOptions& options, data::BatchUploader& uploader)
-    : o_(options), uploader_(uploader) {}
+TranslationTask::TranslationTask(const TrainOptions& options, data::BatchUploader& uploader, BleuDecoder bleu_decoder)
+    : o_(options), uploader_(uploader), bleu_decoder_(std::move(bleu_decoder)) {}
 
 TranslationTask::~TranslationTask() = default;
 
@@ -91,7 +91,7 @@ void TranslationTask::load_data() {
                validator_->dropped() ? " (" + std::to_string(validator_->dropped()) + " empty or too long left out)"
                                      : std::string());
   if (o_.valid.bleu)
-    bleu_ = std::make_unique<BleuValidator>(d.valid_src, d.valid_tgt, *src_vocab_, o_.valid, o_.valid.max_tokens);
+    bleu_ = std::make_unique<BleuValidator>(d.valid_src, d.valid_tgt, *src_vocab_, o_.valid, bleu_decoder_);
 }
 
 void TranslationTask::restore(const std::string& data_state) {

@@ -17,7 +17,7 @@ namespace moe {
 
 class TranslationTask : public TrainTask {
  public:
-  TranslationTask(const TrainOptions& options, data::BatchUploader& uploader);
+  TranslationTask(const TrainOptions& options, data::BatchUploader& uploader, BleuDecoder bleu_decoder);
   ~TranslationTask() override;
   YAML::Node prepare(const YAML::Node& model) override;
   void attach(const Model& model) override;
@@ -41,6 +41,7 @@ class TranslationTask : public TrainTask {
   std::unique_ptr<data::BatchGenerator> generator_;  // until the prefetcher takes it over
   std::unique_ptr<data::BatchPrefetcher> prefetcher_;
   std::unique_ptr<Validator> validator_;
+  BleuDecoder bleu_decoder_;
   std::unique_ptr<BleuValidator> bleu_;
 };
 

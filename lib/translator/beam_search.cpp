@@ -9,7 +9,7 @@
 
 #include "common/error.h"
 #include "ops/topk.h"
-#include "translator/beam_scores.h"
+#include "ops/beam_scores.h"
 
 namespace moe {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "data/lm_stream.h"
-#include "training/lm_validation.h"
+#include "models/lm_eval.h"
 
 namespace moe {
 

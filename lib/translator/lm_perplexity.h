@@ -3,7 +3,7 @@
 // </s>), cut into windows of `context` tokens whose first scores all of its targets and each later
 // one only its last `stride` targets (lib/data/lm_stream.h eval_batches), so every token is scored
 // exactly once with at least context - stride tokens of history. Summed negative log-likelihoods
-// come from Model::lm_loss (training/lm_validation.h, shared with moe-train's LM validation);
+// come from Model::lm_loss (models/lm_eval.h, shared with moe-train's LM validation);
 // PPL = exp(nll / tokens). Covered by tests/translator/scoring_test.cpp.
 #pragma once
 #include <cstdint>

@@ -18,7 +18,7 @@
 
 #include "common/progress_meter.h"
 #include "models/mae_causality.h"
-#include "training/checkpoint.h"
+#include "models/checkpoint.h"
 #include "translator/expert_report.h"
 #include "translator/lm_perplexity.h"
 #include "translator/mae_inference.h"

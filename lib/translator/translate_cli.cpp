@@ -9,7 +9,7 @@
 
 #include "common/progress_meter.h"
 #include "tensor/allocator.h"
-#include "training/checkpoint.h"
+#include "models/checkpoint.h"
 #include "translator/input_lines.h"
 #include "translator/mae_inference.h"
 #include "translator/translate_text.h"

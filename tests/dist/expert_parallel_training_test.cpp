@@ -10,7 +10,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "common/safetensors.h"
+#include "tensor/safetensors.h"
 #include "dist_test_util.h"
 #include "training/trainer.h"
 #include "training/training_test_util.h"

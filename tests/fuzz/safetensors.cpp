@@ -3,7 +3,7 @@
 // moe::Error naming the file; an accepted file's tensors lie inside it (ASan checks the reads), and
 // writing them back and reading that copy gives the same names, dtypes, shapes, bytes and metadata.
 // Seeds: tests/fuzz/seeds/safetensors.
-#include "common/safetensors.h"
+#include "tensor/safetensors.h"
 
 #include <cstring>
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "translator/beam_scores.h"
+#include "ops/beam_scores.h"
 #include "translator/beam_search.h"
 
 using namespace moe;

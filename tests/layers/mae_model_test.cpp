@@ -13,7 +13,7 @@
 #include "models/transformer.h"
 #include "models/transformer_lm.h"
 #include "models/transformer_model.h"
-#include "training/checkpoint.h"
+#include "models/checkpoint.h"
 
 using namespace moe;
 using test::ids;

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
 #ifdef MOE_CUDA_EMU
   if (argc == 1) {  // the whole suite ran: list the kernels it never launched, and emu-kernels.tsv
     int launched = 0, total = 0;
-    std::FILE* tsv = std::fopen("emu-kernels.tsv", "w");  // for scripts/register-budget.sh
+    std::FILE* tsv = std::fopen("emu-kernels.tsv", "w");  // for scripts/internal/register-budget.sh
     for (const moe_emu::KernelCoverage& k : moe_emu::kernel_coverage()) {
       ++total;
       if (k.launched) ++launched;

@@ -1,7 +1,7 @@
 // Checkpoints: a model checkpoint round trip (parameters, architecture, embedded vocabulary), the
 // training-state file round trip (counters, data state, optimizer buffers after real steps), state
 // paths, and checkpoint averaging (moe-average) with its errors.
-#include "training/checkpoint.h"
+#include "models/checkpoint.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "common/safetensors.h"
+#include "tensor/safetensors.h"
 #include "data/vocab.h"
 #include "graph/graph.h"
 #include "training/average.h"

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "common/error.h"
-#include "common/safetensors.h"
+#include "tensor/safetensors.h"
 #include "training/trainer.h"
 #include "training_test_util.h"
 

@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 #include "graph/graph.h"
-#include "training/checkpoint.h"
+#include "models/checkpoint.h"
 #include "training/lm_task.h"
 #include "training/trainer.h"
 #include "training_test_util.h"

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "common/error.h"
-#include "common/safetensors.h"
+#include "tensor/safetensors.h"
 #include "training/trainer.h"
 #include "training_test_util.h"
 

@@ -11,7 +11,7 @@
 #include "data/batch.h"
 #include "data/vocab.h"
 #include "models/model.h"
-#include "training/checkpoint.h"
+#include "models/checkpoint.h"
 
 namespace moe::test {
 

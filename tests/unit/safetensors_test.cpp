@@ -1,5 +1,5 @@
 // safetensors round trips, atomic writes and corrupt-file errors; JSON writer.
-#include "common/safetensors.h"
+#include "tensor/safetensors.h"
 
 #include <catch2/catch.hpp>
 #include <cstdio>

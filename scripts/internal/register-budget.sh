@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Register budgets of the CUDA kernels for sm_90, from the ptxas reports of an nvcc build with
-# MOE_PTXAS_REPORTS=ON (scripts/ptxas-report.sh): fails when a kernel spills more than MAX_SPILL bytes
+# MOE_PTXAS_REPORTS=ON (scripts/internal/ptxas-report.sh): fails when a kernel spills more than MAX_SPILL bytes
 # (stores + loads; default 0), or when its registers times the largest block it is launched with
 # exceed the 65,536 registers of an SM (the launch would fail: too many resources requested). The
 # block sizes come from the CUDA emulator's run of the parity suite (KERNELS_TSV: name, launched, largest

@@ -8,6 +8,7 @@
 
 #include "common/cpu_threads.h"
 #include "config/command_line.h"
+#include "moe-train/bleu_decoder.h"
 #include "training/trainer.h"
 
 int main(int argc, char** argv) {
@@ -40,7 +41,9 @@ int main(int argc, char** argv) {
       std::cout << text;
       return 0;
     }
-    moe::Trainer trainer(moe::TrainOptions::from_config(config), text);
+    const moe::TrainOptions options = moe::TrainOptions::from_config(config);
+    moe::Trainer trainer(options, text);
+    trainer.set_bleu_decoder(moe::translator_bleu_decoder(options.valid));
     trainer.run(resume);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());

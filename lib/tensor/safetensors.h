@@ -1,13 +1,13 @@
 // safetensors files (the format PyTorch, NumPy and JAX users read with `safetensors`):
 //   8-byte little-endian header length N, N bytes of JSON {"name": {"dtype": "F32", "shape": [..],
 //   "data_offsets": [begin, end]}, ..., "__metadata__": {"key": "string value"}}, then the raw data.
-// Writes go to "<path>.tmp.<pid>", are flushed with fsync and renamed over <path>, so a crash mid-write
-// leaves any previous file intact. Covered by tests/unit/safetensors_test.cpp.
+// Writes are atomic (common/atomic_file.h): a crash mid-write leaves any previous file intact. Covered by tests/unit/safetensors_test.cpp.
 #pragma once
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/atomic_file.h"
 #include "tensor/tensor.h"
 
 namespace moe {
@@ -27,8 +27,5 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
 
 /// Reads a file written by us or by the Python `safetensors` package; errors name the path and what is wrong.
 SafetensorsFile load_safetensors(const std::string& path);
-
-/// Writes `text` to `path` atomically (temp file + fsync + rename).
-void write_file_atomic(const std::string& path, const std::string& text);
 
 }  // namespace moe

@@ -1,6 +1,6 @@
 // beam_scores on the CPU: hand-computed sums, the three row modes, special-token masking, f64 input,
 // empty inputs and argument errors.
-#include "translator/beam_scores.h"
+#include "ops/beam_scores.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>

@@ -3,8 +3,8 @@
 // with tokens that may not be chosen set to -inf: <pad> and <s> always; </s> while a row is shorter
 // than the minimum length (mode 1); every token but </s> when a row reached its maximum length
 // (mode 2). One pass over [N, V] before the top-k of beam search. CPU reference in
-// lib/translator/beam_scores.cpp, CUDA in cuda/translator/beam_scores.cu. Covered by
-// tests/translator/beam_scores_test.cpp and tests/gpu/beam_scores_parity_test.cpp.
+// lib/ops/beam_scores.cpp, CUDA in cuda/ops/beam_scores.cu. Covered by
+// tests/ops/beam_scores_test.cpp and tests/gpu/beam_scores_parity_test.cpp.
 #pragma once
 #include <cstdint>
 

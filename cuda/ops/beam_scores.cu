@@ -1,4 +1,4 @@
-// CUDA beam-search step scores (see lib/translator/beam_scores.h): out[r, v] = cum[r] + logp[r, v]
+// CUDA beam-search step scores (see lib/ops/beam_scores.h): out[r, v] = cum[r] + logp[r, v]
 // with the masked tokens at -inf. Memory-bound: f32 rows whose length is a multiple of 4 go through
 // 16-byte float4 loads and stores; other rows and bf16/f16 storage use a scalar grid-stride loop.
 // Arithmetic in f32. Covered by tests/gpu/beam_scores_parity_test.cpp.
@@ -7,7 +7,7 @@
 #include "common/context.h"
 #include "common/cuda_check.h"
 #include "common/cuda_types.cuh"
-#include "translator/beam_scores.h"
+#include "ops/beam_scores.h"
 
 namespace moe::cuda {
 namespace {

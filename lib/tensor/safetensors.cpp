@@ -2,10 +2,8 @@
 // every field is checked (kinds, dtypes, non-negative shapes no larger than the file, offsets inside
 // it), so a damaged file is a moe::Error naming it. Covered by tests/unit/safetensors_test.cpp and
 // tests/fuzz/safetensors.cpp.
-#include "common/safetensors.h"
+#include "tensor/safetensors.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "common/atomic_file.h"
 #include "common/json.h"
 
 namespace moe {
@@ -38,34 +37,6 @@ DType parse_st_dtype(const std::string& s, const std::string& path, const std::s
   MOE_FAIL(path, ": tensor '", name, "' has dtype ", s, ", which moe does not support");
 }
 
-void write_all(int fd, const void* data, size_t n, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    MOE_CHECK(w > 0, "writing ", path, " failed: ", std::strerror(errno));
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
-/// Writes chunks to a temporary file next to `path`, fsyncs and renames it over `path`.
-template <class WriteBody>
-void atomic_write(const std::string& path, WriteBody body) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  MOE_CHECK(fd >= 0, "cannot create ", tmp, ": ", std::strerror(errno));
-  try {
-    body(fd, tmp);
-    MOE_CHECK(::fsync(fd) == 0, "fsync of ", tmp, " failed: ", std::strerror(errno));
-  } catch (...) {
-    ::close(fd);
-    std::remove(tmp.c_str());
-    throw;
-  }
-  ::close(fd);
-  MOE_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename ", tmp, " to ", path, ": ",
-            std::strerror(errno));
-}
 }  // namespace
 
 const Tensor& SafetensorsFile::get(const std::string& name) const {
@@ -78,10 +49,6 @@ bool SafetensorsFile::has(const std::string& name) const {
   for (const auto& [n, t] : tensors)
     if (n == name) return true;
   return false;
-}
-
-void write_file_atomic(const std::string& path, const std::string& text) {
-  atomic_write(path, [&](int fd, const std::string& tmp) { write_all(fd, text.data(), text.size(), tmp); });
 }
 
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
@@ -104,15 +71,15 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   }
   std::string json = header.str();
   while ((json.size() + 8) % 8) json += ' ';  // align the data section to 8 bytes, as the reference writer does
-  atomic_write(path, [&](int fd, const std::string& tmp) {
+  write_file_atomic(path, [&](AtomicFileWriter& out) {
     uint64_t n = json.size();
     unsigned char len[8];
     for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
-    write_all(fd, len, 8, tmp);
-    write_all(fd, json.data(), json.size(), tmp);
+    out.write(len, 8);
+    out.write(json.data(), json.size());
     for (const auto& [name, t] : tensors) {
       const Tensor host = t.device().is_cpu() ? t : t.to(Device::cpu());
-      write_all(fd, host.raw(), host.bytes(), tmp);
+      out.write(host.raw(), host.bytes());
     }
   });
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CUDA compiler launcher (CMake's CUDA_COMPILER_LAUNCHER) of builds with MOE_PTXAS_REPORTS=ON, whose
 # nvcc runs with -Xptxas=-v: runs the compile command, keeps the ptxas report lines in
-# OUT_DIR/<object file name>.txt for scripts/register-budget.sh and passes every other line through.
+# OUT_DIR/<object file name>.txt for scripts/internal/register-budget.sh and passes every other line through.
 #   ptxas-report.sh OUT_DIR COMPILER ARGS...
 set -uo pipefail
 out="$1"

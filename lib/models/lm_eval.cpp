@@ -1,5 +1,5 @@
-// lm_validation.h implementation. Covered by tests/training/lm_train_test.cpp.
-#include "training/lm_validation.h"
+// lm_eval.h implementation. Covered by tests/training/lm_train_test.cpp.
+#include "models/lm_eval.h"
 
 #include "common/error.h"
 #include "graph/graph.h"

@@ -1,5 +1,5 @@
 // checkpoint.h implementation.
-#include "training/checkpoint.h"
+#include "models/checkpoint.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/safetensors.h"
+#include "tensor/safetensors.h"
 
 namespace moe {
 

@@ -1,6 +1,6 @@
 // CPU reference of the beam-search step scores (see beam_scores.h) and the checked entry point.
-// Covered by tests/translator/beam_scores_test.cpp.
-#include "translator/beam_scores.h"
+// Covered by tests/ops/beam_scores_test.cpp.
+#include "ops/beam_scores.h"
 
 #include <limits>
 

@@ -1,0 +1,35 @@
+// bleu_decoder.h implementation. Covered by tests/training/bleu_validation_test.cpp.
+#include "moe-train/bleu_decoder.h"
+
+#include "common/error.h"
+#include "translator/translator.h"
+
+namespace moe {
+
+BleuDecoder translator_bleu_decoder(const ValidOptions& valid) {
+  TranslatorOptions to;
+  to.search.beam = valid.beam;
+  to.search.n_best = 1;
+  to.search.lenpen = valid.lenpen;
+  to.search.max_len_a = valid.max_len_a;
+  to.search.max_len_b = valid.max_len_b;
+  to.max_tokens = valid.max_tokens;
+  return [to](const Model& model, ParameterStore& store, DType compute_dtype,
+              const std::vector<std::vector<int32_t>>& sources) {
+    const Transformer* net = model.seq2seq();
+    MOE_CHECK(net, "BLEU validation: model type '", model.type(), "' has no encoder-decoder to decode with");
+    TranslatorOptions o = to;
+    o.dtype = compute_dtype;
+    const Translator translator(*net, store, store.device(), o);
+    std::vector<std::vector<int32_t>> cut = sources;
+    for (auto& s : cut)
+      if (static_cast<int64_t>(s.size()) > translator.max_source_tokens())
+        s.resize(static_cast<size_t>(translator.max_source_tokens()));
+    std::vector<std::vector<int32_t>> best;
+    best.reserve(cut.size());
+    for (auto& list : translator.translate(cut)) best.push_back(list.empty() ? std::vector<int32_t>() : list[0].tokens);
+    return best;
+  };
+}
+
+}  // namespace moe
