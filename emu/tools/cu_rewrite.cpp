@@ -7,7 +7,8 @@
 // and the first statement of every __global__ function body becomes MOE_EMU_KERNEL_ENTRY(bound), with
 // the __launch_bounds__ value (0 when none): the kernel's coverage record and launch-bound check.
 // Comments, string and character literals and preprocessor lines are left alone. Covered by every
-// emulated build (a rewrite that breaks the syntax fails the compile) and tests/emu/rewrite_test.sh.
+// emulated build (a rewrite that breaks the syntax fails the compile) and tests/emu/checker_test.cpp
+// (its deliberately buggy kernels go through the same rewrite).
 #include <algorithm>
 #include <cctype>
 #include <cstdio>

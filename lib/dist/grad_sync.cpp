@@ -1,6 +1,6 @@
 // grad_sync.h implementation: bucket layout from the store's entries, readiness counting, and the
 // communication thread (the only thread that calls the communicator while a bucket is in flight).
-// Covered by tests/dist/grad_sync_test.cpp and tests/dist/data_parallel_test.cpp.
+// Covered by tests/dist/data_parallel_test.cpp.
 #include "dist/grad_sync.h"
 
 #include <algorithm>

@@ -8,7 +8,7 @@
 // never used) in the same order and waits. Every rank therefore issues the same collectives in the
 // same order whatever its tokens did. The sum is divided by nothing: the trainer scales the loss by
 // 1 / (target tokens of the global batch), so the summed gradients are those of the global mean.
-// Covered by tests/dist/grad_sync_test.cpp and tests/dist/data_parallel_test.cpp.
+// Covered by tests/dist/data_parallel_test.cpp.
 #pragma once
 #include <condition_variable>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Philox-4x32-10 counter-based random numbers (Salmon et al. 2011), usable on host and device.
 // The same (seed, counter) gives the same numbers on the CPU and on a GPU, so dropout masks,
-// gate noise and sampling do not depend on the device. Covered by tests/unit/philox_test.cpp
+// gate noise and sampling do not depend on the device. Covered by tests/unit/tensor_test.cpp
 // (the Random123 known-answer vector) and by the dropout CPU-vs-CUDA parity test.
 #pragma once
 #include <cstdint>
