@@ -16,7 +16,7 @@ BleuDecoder translator_bleu_decoder(const ValidOptions& valid) {
   to.max_tokens = valid.max_tokens;
   return [to](const Model& model, ParameterStore& store, DType compute_dtype,
               const std::vector<std::vector<int32_t>>& sources) {
-    const Transformer* net = model.seq2seq();
+    const EncoderDecoder* net = model.encoder_decoder();
     MOE_CHECK(net, "BLEU validation: model type '", model.type(), "' has no encoder-decoder to decode with");
     TranslatorOptions o = to;
     o.dtype = compute_dtype;

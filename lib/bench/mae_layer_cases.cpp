@@ -24,12 +24,13 @@ void mae_case(BenchContext& ctx) {
   const Row mha = emit_mha_baseline(ctx, x, dy, heads);
   const MaeOptions o = MaeOptions::from_yaml(YAML::Load("{type: mae, name: MAE-7}"), heads);
   const double gate_flops = 3 * 2 * double(s.B) * double(s.d * o.gate_hidden + o.gate_hidden * o.experts());
-  for (const char* step : {"G", "F"}) {
+  for (const auto& [step, experts] : {std::pair{"G", ExpertChoice::mixture}, std::pair{"F", ExpertChoice::sample}}) {
     Row r{.label = o.name() + "." + step,
           .shape = mha.shape,
           .timing = time_layer(ctx, x, dy, [&](const Builder& b, const Expr& in) {
-            b.set_flag("mae.step", step);
-            return mae_attention_layer(b.sub("mae"), AttentionInput{.x = in, .memory = in}, s.d, o, kEncoderSelf);
+            b.context().experts = experts;
+            return mae_attention_layer(b.sub("mae"), AttentionInput{.x = in, .memory = in}, s.d, o,
+                                       SiteRole::encoder_self);
           })};
     r.flops = mha.flops + gate_flops;
     r.ratio = r.timing.median_ms / mha.timing.median_ms;

@@ -8,6 +8,7 @@
 #include "graph/expr/binary.h"
 #include "graph/expr/unary.h"
 #include "graph/graph.h"
+#include "models/model_registry.h"
 #include "training/data_parallel.h"
 #include "ops/attention.h"
 

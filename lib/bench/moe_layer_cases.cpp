@@ -28,7 +28,7 @@ void moe_ffn_case(BenchContext& ctx) {
   const double n = double(s.tokens), d = double(s.d);
   const std::string shape = shape_text(x.shape());
   const Timing dense = time_layer(ctx, x, dy, [&](const Builder& b, const Expr& in) {
-    return feed_forward(b.sub("ffn"), in, s.d, dense_hidden, "relu", 0.f);
+    return feed_forward(b.sub("ffn"), in, s.d, dense_hidden, Activation::relu, 0.f);
   });
   const std::string dense_label = "dense_ffn.h" + std::to_string(dense_hidden);
   ctx.emit({.label = dense_label, .shape = shape, .timing = dense, .flops = 12 * n * d * double(dense_hidden)});

@@ -61,13 +61,7 @@ Tensor sinusoidal_positions(int64_t length, int64_t dim, int64_t offset, DType d
   return Tensor::from_vector(table, Shape{length, dim}, device, dtype);
 }
 
-UnaryOp activation_op(const std::string& name) {
-  if (name == "relu") return UnaryOp::relu;
-  if (name == "gelu") return UnaryOp::gelu;
-  MOE_FAIL("unknown activation '", name, "' (expected relu or gelu)");
-}
-
-Expr activation(const std::string& name, const Expr& x) { return unary(activation_op(name), x); }
+UnaryOp activation_op(Activation a) { return a == Activation::gelu ? UnaryOp::gelu : UnaryOp::relu; }
 
 Expr residual_block(const Builder& b, const Expr& x, int64_t dim, bool pre_norm, float dropout_p,
                     const std::function<Expr(const Expr&)>& f) {
@@ -75,7 +69,7 @@ Expr residual_block(const Builder& b, const Expr& x, int64_t dim, bool pre_norm,
   return layer_norm_layer(b.sub("ln"), add(x, dropout(f(x), dropout_p)), dim);
 }
 
-Expr feed_forward(const Builder& b, const Expr& x, int64_t dim, int64_t hidden, const std::string& act,
+Expr feed_forward(const Builder& b, const Expr& x, int64_t dim, int64_t hidden, Activation act,
                   float activation_dropout) {
   auto [w1, b1] = dense_weights(b.sub("fc1"), x, dim, hidden, true, "");
   const Expr h = bias_act_dropout(matmul(x, w1), b1, activation_op(act), activation_dropout);

@@ -19,16 +19,15 @@ Expr layer_norm_layer(const Builder& b, const Expr& x, int64_t dim, float eps = 
 Tensor sinusoidal_positions(int64_t length, int64_t dim, int64_t offset, DType dtype, Device device);
 /// u8 [B, T]: 1 where ids != pad_id; undefined when no position is padding (ids read on the host).
 Tensor padding_mask(const Tensor& ids, int pad_id);
-/// relu or gelu by name; an unknown name is an error naming it.
-Expr activation(const std::string& name, const Expr& x);
-/// The UnaryOp of an activation name (relu, gelu); an unknown name is an error naming it.
-UnaryOp activation_op(const std::string& name);
+/// The feed-forward activations (model.activation).
+MOE_NAMED_ENUM(Activation, relu, gelu)
+UnaryOp activation_op(Activation a);
 /// Residual block around f with layer norm "ln" under b: pre-norm x + drop(f(LN(x))), post-norm LN(x + drop(f(x))).
 Expr residual_block(const Builder& b, const Expr& x, int64_t dim, bool pre_norm, float dropout_p,
                     const std::function<Expr(const Expr&)>& f);
 /// FFN: dense(d -> hidden), activation, dropout (the three as one bias_act_dropout node after the
 /// GEMM), dense(hidden -> d).
-Expr feed_forward(const Builder& b, const Expr& x, int64_t dim, int64_t hidden, const std::string& act,
+Expr feed_forward(const Builder& b, const Expr& x, int64_t dim, int64_t hidden, Activation act,
                   float activation_dropout);
 
 }  // namespace moe

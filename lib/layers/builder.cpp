@@ -29,11 +29,6 @@ Expr Builder::state(const std::string& leaf, const Shape& shape, const Init& ini
   return graph_->state(name(leaf), shape, init);
 }
 
-std::string Builder::flag(const std::string& key) const {
-  auto it = flags_->find(key);
-  return it == flags_->end() ? std::string() : it->second;
-}
-
 void Builder::add_aux_loss(const std::string& leaf, const Expr& value) const { aux_->push_back({name(leaf), value}); }
 
 }  // namespace moe

@@ -1,21 +1,19 @@
 // Builder: what a layer needs while it adds itself to a graph — the graph, a name prefix for its
-// parameters (Marian-style scoped names such as "encoder.l0.self_attn.q.w"), the dropout setting,
-// the list of auxiliary losses (load balancing, z-loss) that mixture-of-experts layers add, run-time
-// flags, and an optional recorder of gate probabilities (analysis).
+// parameters (Marian-style scoped names such as "encoder.l0.self_attn.q.w"), the list of auxiliary
+// losses (load balancing, z-loss) that mixture-of-experts layers add, and the graph's BuildContext
+// (typed run-time settings: expert choice, batch target tokens, gate recorder).
 // Parameters are f32 masters; `weight()` returns them cast to the graph's compute dtype.
 // Covered by tests/layers/transformer_test.cpp.
 #pragma once
-#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "graph/graph.h"
+#include "layers/build_context.h"
 
 namespace moe {
-
-class GateRecorder;  // layers/gate_recorder.h
 
 struct AuxLoss {
   std::string name;  // e.g. "encoder.l0.moe.load"
@@ -45,26 +43,15 @@ class Builder {
   Expr state(const std::string& leaf, const Shape& shape, const Init& init) const;
 
   void add_aux_loss(const std::string& leaf, const Expr& value) const;
-  /// Run-time switches shared by all layers of one graph (e.g. "mae.step" = "F" | "G" | "joint",
-  /// "mae.inference" = "mixture" | "argmax"); empty string when unset.
-  std::string flag(const std::string& key) const;
-  void set_flag(const std::string& key, const std::string& value) const { (*flags_)[key] = value; }
-  /// set_flag for each entry of `flags`.
-  void set_flags(const std::map<std::string, std::string>& flags) const {
-    for (const auto& [key, value] : flags) set_flag(key, value);
-  }
   std::vector<AuxLoss>& aux_losses() const { return *aux_; }
-  /// Analysis hook (layers/gate_recorder.h): gated layers of inference graphs report their gate
-  /// probabilities to it; nullptr (the default) reports nothing. Shared by sub-builders.
-  GateRecorder* gate_recorder() const { return *recorder_; }
-  void set_gate_recorder(GateRecorder* recorder) const { *recorder_ = recorder; }
+  /// The graph's run-time settings, shared by sub-builders (set them before building).
+  BuildContext& context() const { return *context_; }
 
  private:
   Graph* graph_;
   std::string prefix_;
   std::shared_ptr<std::vector<AuxLoss>> aux_ = std::make_shared<std::vector<AuxLoss>>();
-  std::shared_ptr<std::map<std::string, std::string>> flags_ = std::make_shared<std::map<std::string, std::string>>();
-  std::shared_ptr<GateRecorder*> recorder_ = std::make_shared<GateRecorder*>(nullptr);
+  std::shared_ptr<BuildContext> context_ = std::make_shared<BuildContext>();
 };
 
 }  // namespace moe

@@ -6,10 +6,12 @@
 // i.e. w = c (1 - q P), P [E, h] the heads each expert drops, c = h/(h - dropped); b^O is unscaled.
 // Gate (per site, group "gate"): u -> BatchNorm (running statistics as store state; per-role
 // gate_norm: batch, running or none, mae_gate.cpp) -> tanh MLP (gate_hidden) -> dropout(gate_dropout)
-// -> linear to E -> softmax; u by the site's gate-input policy (mae_gate_input.h). Modes (Builder flags): "mae.step" = G | joint (mixture, gradients everywhere;
-// the trainer updates only φ on G), F (one expert drawn per sentence, or per position for per-position
-// gates, from the gate computed without gradient: q = one-hot); unset: "mae.inference" = mixture
-// (default) | argmax (q = one-hot of the most-weighted expert, ties to the lowest index).
+// -> linear to E -> softmax; u by the site's gate-input policy (mae_gate_input.h). Expert weights q by
+// the graph's BuildContext::experts: mixture (q = g; training's G and joint passes, where gradients reach
+// everything and the update schedule steps the gates or all, and inference by default), sample (the F
+// pass: one expert drawn per sentence, or per position for per-position gates, from the gate computed
+// without gradient: q = one-hot), argmax (inference: q = one-hot of the most-weighted expert, ties to
+// the lowest index).
 // gate: uniform (UNI-MAE) declares no gate: mixture = plain MHA, F draws uniformly.
 // Covered by tests/layers/mae_test.cpp, mae_model_test.cpp and mae_causality_test.cpp.
 #pragma once
@@ -19,29 +21,30 @@
 #include <string>
 
 #include "layers/attention_layer.h"
+#include "layers/sites.h"
 
 namespace moe {
 
-/// Site roles (AttentionSiteSpec::role); each has its own gate-input policy.
-inline constexpr const char* kEncoderSelf = "encoder_self";
-inline constexpr const char* kDecoderSelf = "decoder_self";
-inline constexpr const char* kDecoderCross = "decoder_cross";
-inline constexpr const char* kLmSelf = "lm_self";
+MOE_NAMED_ENUM(MaeGate, learned, uniform)  // uniform: UNI-MAE, no gate parameters
+MOE_NAMED_ENUM(MaeTraining, bcd, joint)    // bcd: MAE's G and F updates; joint: NOBCD (training/mae_schedule.h)
+/// What a site's gate reads (mae_gate_input.h).
+MOE_NAMED_ENUM(GateInput, full_mean, causal_prefix_mean, causal_window_mean, source_mean)
+/// How a gate normalises its input in training (mae_gate.cpp).
+MOE_NAMED_ENUM(GateNorm, batch, running, none)
 
 struct MaeOptions {
-  int heads = 8;                 // h (model.heads)
-  int dropped = 1;               // heads an expert drops: 1 = MAE-(h-1) ("experts: h-1"), 2 = MAE-(h-2)
-  std::string gate = "learned";  // learned | uniform (UNI-MAE: no gate parameters)
-  std::string training = "bcd";  // bcd (MAE: G and F steps) | joint (NOBCD); read by training/bcd.h
-  int64_t gate_hidden = 256;     // tanh units of the gate MLP
-  float gate_dropout = 0.1f;     // after the tanh
-  int64_t gate_window = 100;     // W of causal_window_mean
-  std::map<std::string, std::string> gate_input;  // role -> full_mean | causal_prefix_mean |
-                                                  //         causal_window_mean | source_mean
-  std::map<std::string, std::string> gate_norm;   // role -> batch | running | none (issue 14)
+  int heads = 8;                          // h (model.heads)
+  int dropped = 1;                        // heads an expert drops: 1 = MAE-(h-1) ("experts: h-1"), 2 = MAE-(h-2)
+  MaeGate gate = MaeGate::learned;
+  MaeTraining training = MaeTraining::bcd;
+  int64_t gate_hidden = 256;              // tanh units of the gate MLP
+  float gate_dropout = 0.1f;              // after the tanh
+  int64_t gate_window = 100;              // W of causal_window_mean
+  std::map<SiteRole, GateInput> gate_input;  // per role
+  std::map<SiteRole, GateNorm> gate_norm;    // per role
 
-  /// The gate_input preset of a model.attention that names none.
-  static constexpr const char* kDefaultGateInput = "leak_free";
+  /// The gate_input and gate_norm preset of a model.attention that names none.
+  static constexpr const char* kDefaultPreset = "leak_free";
 
   /// model.attention (type mae): name ("MAE-7", "MAE-6", "UNI-MAE-7", "NOBCD-7"; the number is
   /// h-1 or h-2), experts (h-1 | h-2), gate, training, gate_hidden, gate_dropout, gate_window,
@@ -65,10 +68,8 @@ struct MaeOptions {
   int experts() const { return dropped == 1 ? heads : heads * (heads - 1) / 2; }
   /// "MAE-7", "UNI-MAE-6", "NOBCD-7".
   std::string name() const;
-  /// The gate-input policy of a site role (an error names an unknown role).
-  const std::string& policy(const std::string& role) const;
-  /// The gate norm of a site role: batch | running | none (an error names an unknown role).
-  const std::string& norm(const std::string& role) const;
+  GateInput policy(SiteRole role) const { return gate_input.at(role); }
+  GateNorm norm(SiteRole role) const { return gate_norm.at(role); }
 };
 
 /// One gate's weights in the gate dtype (f32; f64 in f64 graphs); the running statistics are the
@@ -80,21 +81,19 @@ struct MaeGateWeights {
 
 /// Declares the gate of the site under `b` ("gate.bn.g", "gate.bn.b", "gate.l1.w", ... in group "gate";
 /// with norm none no "gate.bn.*").
-MaeGateWeights mae_gate_weights(const Builder& b, int64_t dim, const MaeOptions& o, const std::string& norm);
+MaeGateWeights mae_gate_weights(const Builder& b, int64_t dim, const MaeOptions& o, GateNorm norm);
 /// Gate probabilities [N, E] for gate inputs u [N, d] (gate dtype) with the gate norm `norm`
 /// (MaeOptions::norm). training: dropout, and for batch the BN batch statistics (running statistics
 /// updated; with one row the running statistics are used), for running the running statistics
 /// (then updated from the batch, without gradient). Inference: the running statistics (none: no BN).
-Expr mae_gate_probs(const Expr& u, const MaeGateWeights& w, const MaeOptions& o, const std::string& norm,
-                    bool training);
+Expr mae_gate_probs(const Expr& u, const MaeGateWeights& w, const MaeOptions& o, GateNorm norm, bool training);
 /// Per-head weights w = c (1 - q P) [N, h] from expert weights q [N, E] (mixture or one-hot).
 Expr mae_head_weights(const Expr& q, const MaeOptions& o);
 /// One-hot [N, E] (q's dtype) of the experts idx (i32 [N, 1]).
 Expr mae_one_hot(const Expr& idx, int64_t experts, DType dtype);
 
 /// The MAE attention site: MHA (q/k/v/o as multi_head_attention, same parameter names) with the
-/// per-head weights of the mode set on `b` (see the file comment). role picks the gate-input policy.
-Expr mae_attention_layer(const Builder& b, const AttentionInput& in, int64_t dim, const MaeOptions& o,
-                         const std::string& role);
+/// per-head weights of b.context().experts (see the file comment). role picks the gate-input policy.
+Expr mae_attention_layer(const Builder& b, const AttentionInput& in, int64_t dim, const MaeOptions& o, SiteRole role);
 
 }  // namespace moe

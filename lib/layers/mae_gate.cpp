@@ -54,8 +54,8 @@ Tensor expert_algebra(int heads, int dropped, DType dtype, Device device, bool c
 }
 }  // namespace
 
-MaeGateWeights mae_gate_weights(const Builder& b, int64_t dim, const MaeOptions& o, const std::string& norm) {
-  MOE_CHECK(o.gate == "learned", "mae: a ", o.gate, " gate has no weights");
+MaeGateWeights mae_gate_weights(const Builder& b, int64_t dim, const MaeOptions& o, GateNorm norm) {
+  MOE_CHECK(o.gate == MaeGate::learned, "mae: a ", enum_name(o.gate), " gate has no weights");
   const DType dt = b.dtype() == DType::f64 ? DType::f64 : DType::f32;
   const Builder g = b.sub("gate");
   const int64_t hidden = o.gate_hidden, e = o.experts();
@@ -64,7 +64,7 @@ MaeGateWeights mae_gate_weights(const Builder& b, int64_t dim, const MaeOptions&
   };
   auto fan_in = [](int64_t n) { return Init::uniform(-1.0 / std::sqrt(double(n)), 1.0 / std::sqrt(double(n))); };
   MaeGateWeights w;
-  const bool bn = norm != "none";
+  const bool bn = norm != GateNorm::none;
   if (bn) {
     w.bn_gamma = param("bn.g", Shape{dim}, Init::ones());
     w.bn_beta = param("bn.b", Shape{dim}, Init::zeros());
@@ -80,25 +80,22 @@ MaeGateWeights mae_gate_weights(const Builder& b, int64_t dim, const MaeOptions&
   return w;
 }
 
-Expr mae_gate_probs(const Expr& u, const MaeGateWeights& w, const MaeOptions& o, const std::string& norm,
-                    bool training) {
+Expr mae_gate_probs(const Expr& u, const MaeGateWeights& w, const MaeOptions& o, GateNorm norm, bool training) {
   MOE_CHECK(u.shape().ndim() == 2 && w.w1.shape().ndim() == 2 && u.shape()[1] == w.w1.shape()[0] &&
                 w.w2.shape() == Shape({w.w1.shape()[1], o.experts()}),
             "mae ", o.name(), ": gate input ", u.shape(), " does not fit the gate weights ", w.w1.shape(), " and ",
             w.w2.shape(), " (need [N, d], [d, hidden], [hidden, E = ", o.experts(), "])");
-  MOE_CHECK(norm == "batch" || norm == "running" || norm == "none", "mae ", o.name(), ": unknown gate norm '", norm,
-            "' (known: batch, running, none)");
-  MOE_CHECK(norm == "none" || w.bn_gamma.defined(), "mae ", o.name(), ": gate norm ", norm,
+  MOE_CHECK(norm == GateNorm::none || w.bn_gamma.defined(), "mae ", o.name(), ": gate norm ", enum_name(norm),
             " needs the BatchNorm weights (declared with norm none?)");
   Expr h = u;
-  if (norm == "batch") {
+  if (norm == GateNorm::batch) {
     // Batch statistics need two rows; a lone row (a one-sentence batch) is normalised by the running ones.
     const bool batch_stats = training && u.shape()[0] > 1;
     h = w.running_mean.defined() ? batch_norm(u, w.bn_gamma, w.bn_beta, w.running_mean, w.running_var, batch_stats,
                                               kBnMomentum, kBnEps)
                                  : batch_norm(u, w.bn_gamma, w.bn_beta, Tensor(), Tensor(), batch_stats, kBnMomentum,
                                               kBnEps);
-  } else if (norm == "running") {
+  } else if (norm == GateNorm::running) {
     MOE_CHECK(w.running_mean.defined(), "mae ", o.name(), ": gate norm running needs running statistics");
     h = batch_norm(u, w.bn_gamma, w.bn_beta, w.running_mean, w.running_var, false, kBnMomentum, kBnEps);
     // The update: a training-mode BN of the detached input whose output nobody reads. Created after

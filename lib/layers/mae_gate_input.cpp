@@ -102,20 +102,18 @@ Expr sequence_mean(const Expr& x, const Tensor& padding) {
   return reshape(matmul(w, x), {s[0], s[2]});
 }
 
-MaeGateInput mae_gate_input(const AttentionInput& in, const std::string& policy, int64_t window, DType dtype) {
+MaeGateInput mae_gate_input(const AttentionInput& in, GateInput policy, int64_t window, DType dtype) {
   const Shape& s = in.x.shape();
   MOE_CHECK(s.ndim() == 3, "mae: queries must be [B, T, d], not ", s);
-  if (policy == "source_mean") {
+  if (policy == GateInput::source_mean) {
     MOE_CHECK(in.source_mean.defined() && in.source_mean.shape() == Shape({s[0], s[2]}),
               "mae: gate_input source_mean needs the encoder output mean [", s[0], ",", s[2], "] (a decoder site; got ",
               in.source_mean.defined() ? in.source_mean.shape() : Shape{}, ")");
     return {cast(in.source_mean, dtype), false};
   }
   Expr x = cast(in.x, dtype);
-  if (policy == "full_mean" && !in.cache) return {sequence_mean(x, in.query_padding), false};
-  MOE_CHECK(policy == "full_mean" || policy == "causal_prefix_mean" || policy == "causal_window_mean",
-            "mae: unknown gate_input policy '", policy, "'");
-  const int64_t w = policy == "causal_window_mean" ? window : 0;
+  if (policy == GateInput::full_mean && !in.cache) return {sequence_mean(x, in.query_padding), false};
+  const int64_t w = policy == GateInput::causal_window_mean ? window : 0;
   return {reshape(causal_mean(x, w, in.cache), {s[0] * s[1], s[2]}), true};
 }
 

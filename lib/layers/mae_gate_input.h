@@ -15,6 +15,7 @@
 #include <string>
 
 #include "layers/attention_layer.h"
+#include "layers/mae.h"
 
 namespace moe {
 
@@ -24,7 +25,7 @@ struct MaeGateInput {
 };
 
 /// The gate input of one site call; window = W of causal_window_mean.
-MaeGateInput mae_gate_input(const AttentionInput& in, const std::string& policy, int64_t window, DType dtype);
+MaeGateInput mae_gate_input(const AttentionInput& in, GateInput policy, int64_t window, DType dtype);
 
 /// x [B, T, d] averaged over the real positions of padding (u8 [B, T], 1 = real; undefined: all
 /// positions) -> [B, d]; a row without real positions gives 0.

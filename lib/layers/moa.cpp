@@ -167,7 +167,7 @@ Expr moa_attention_layer(const Builder& b, const AttentionInput& in, int64_t dim
                             in.key_padding.shape().ndim() == 2 && in.key_padding.shape()[1] == in.x.shape()[1];
   const Tensor padding = encoder_like ? in.key_padding : Tensor();
   MoaResult r = moa_attention(in, moa_weights(b, dim, o), o, padding);
-  if (GateRecorder* rec = b.training() ? nullptr : b.gate_recorder()) {
+  if (GateRecorder* rec = b.training() ? nullptr : b.context().recorder) {
     const Shape& s = in.x.shape();
     GateRecord g;
     g.family = "moa";
@@ -182,9 +182,9 @@ Expr moa_attention_layer(const Builder& b, const AttentionInput& in, int64_t dim
     // The trainer weights each aux term by the batch's target tokens (per-token-mean strength); "sum"
     // undoes that so the term lands on the token-summed loss as in the released code.
     Expr aux = cast(r.routing.aux, DType::f32);
-    if (o.aux_normalization == "sum") {
-      const std::string flag = b.flag("batch.tgt_tokens");
-      const double tokens = flag.empty() ? static_cast<double>(r.real_tokens) : std::stod(flag);
+    if (o.aux_normalization == MoaAuxNormalization::sum) {
+      const int64_t batch_tokens = b.context().target_tokens;
+      const double tokens = static_cast<double>(batch_tokens > 0 ? batch_tokens : r.real_tokens);
       aux = mul_scalar(aux, static_cast<float>(1.0 / std::max(tokens, 1.0)));
     }
     b.add_aux_loss("moa.aux", aux);

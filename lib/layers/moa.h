@@ -9,27 +9,37 @@
 #include <yaml-cpp/yaml.h>
 
 #include <string>
+#include <vector>
 
 #include "layers/attention_layer.h"
 
 namespace moe {
 
+MOE_NAMED_ENUM(MoaRenormalize, none, detached)  // detached: w / stopgrad(sum w + 1e-6)
+/// auto: dense when k == E; enum_names by hand since `auto` is a keyword.
+enum class MoaDispatch { automatic, sparse, dense };
+inline const std::vector<std::string>& enum_names(MoaDispatch) {
+  static const std::vector<std::string> names{"auto", "sparse", "dense"};
+  return names;
+}
+/// sum: the aux terms land on the token-summed loss (released code); mean: on the per-token mean loss.
+MOE_NAMED_ENUM(MoaAuxNormalization, sum, mean)
+
 struct MoaOptions {
-  int k = 8;                         // experts (heads) per token; defaults to model.heads
-  int experts = 8;                   // E
-  int64_t head_dim = 128;            // D
-  std::string renormalize = "none";  // none (released code) | detached: w / stopgrad(sum w + 1e-6)
-  std::string dispatch = "auto";     // auto (dense when k == E) | sparse | dense
+  int k = 8;              // experts (heads) per token; defaults to model.heads
+  int experts = 8;        // E
+  int64_t head_dim = 128;  // D
+  MoaRenormalize renormalize = MoaRenormalize::none;  // none: the released code
+  MoaDispatch dispatch = MoaDispatch::automatic;
   float switch_loss = 0.01f, z_loss = 0.001f, cv_loss = 0.f;  // aux coefficients (§2.5)
-  std::string aux_normalization = "sum";                      // sum: lands on the token-summed loss (released code);
-                                                              // mean: on the per-token mean loss (nominal strength)
+  MoaAuxNormalization aux_normalization = MoaAuxNormalization::sum;
 
   /// Reads model.attention (type moa): k, experts, head_dim, or name: "8K8E128D" (KkEeDd), and the
   /// options above. Unknown keys and inconsistent values are errors naming them.
   static MoaOptions from_yaml(const YAML::Node& node, int default_k);
   /// "8K8E128D".
   std::string name() const;
-  bool dense() const { return dispatch == "dense" || (dispatch == "auto" && k == experts); }
+  bool dense() const { return dispatch == MoaDispatch::dense || (dispatch == MoaDispatch::automatic && k == experts); }
 };
 
 /// The weights of one MoA sublayer: router [d, E] (router dtype: f64 in f64 graphs, else f32),
@@ -70,8 +80,8 @@ MoaWeights moa_weights(const Builder& b, int64_t dim, const MoaOptions& o);
 /// The layer: declares the weights, runs moa_attention and, in training graphs, adds the aux loss
 /// (f32 scalar) through Builder::add_aux_loss("moa.aux"). The trainer multiplies aux terms by the
 /// batch's target tokens before dividing the summed loss by the update's tokens, so "mean" adds aux
-/// as is, and "sum" divides it by the batch's target tokens (builder flag "batch.tgt_tokens"; when
-/// unset, the call's real query tokens). The query padding is in.key_padding for self-attention
+/// as is, and "sum" divides it by the batch's target tokens (BuildContext::target_tokens; when
+/// unknown, the call's real query tokens). The query padding is in.key_padding for self-attention
 /// without a cache (encoder), none otherwise. Inference graphs report the router probabilities and the
 /// top-k experts and gates per token to the builder's gate recorder (layers/gate_recorder.h; family moa).
 Expr moa_attention_layer(const Builder& b, const AttentionInput& in, int64_t dim, const MoaOptions& o);

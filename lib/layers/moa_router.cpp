@@ -1,11 +1,8 @@
-// MoA router and auxiliary losses (MODELS.md §2.2, §2.5), and the recipe options.
+// MoA router and auxiliary losses (MODELS.md §2.2, §2.5); the recipe options are moa_options.cpp.
 //   p = softmax(x W_g) (0 for padded tokens); (w, e) = topk(p, k); optional w / stopgrad(sum w + 1e-6)
 //   switch = E sum_e P_e f_e, P_e = sum_t p_te / sum p, f_e = n_e / sum n (surviving pairs)
 //   z = mean_t logsumexp(r_t)^2 (all tokens, pads included); cv = var_unbiased(c) / (mean(c)^2 + 1e-10)
 // Covered by tests/layers/moa_test.cpp ("aux losses on a hand-computed router", options cases).
-#include <regex>
-#include <set>
-
 #include "graph/expr/binary.h"
 #include "graph/expr/gather_scatter.h"
 #include "graph/expr/matmul.h"
@@ -26,68 +23,7 @@ Expr detach(const Expr& x) {
   return d;
 }
 
-template <class T>
-void read(const YAML::Node& node, const char* key, T& out) {
-  if (!node[key]) return;
-  try {
-    out = node[key].as<T>();
-  } catch (const YAML::Exception&) {
-    MOE_FAIL("model.attention.", key, ": cannot read '", YAML::Dump(node[key]), "' for attention type moa");
-  }
-}
 }  // namespace
-
-MoaOptions MoaOptions::from_yaml(const YAML::Node& node, int default_k) {
-  static const std::set<std::string> known = {
-      "type",     "name",        "k",      "experts", "head_dim",         "renormalize",
-      "dispatch", "switch_loss", "z_loss", "cv_loss", "aux_normalization"};
-  MoaOptions o;
-  o.k = default_k;
-  if (node && node.IsMap()) {
-    for (const auto& kv : node) {
-      const std::string key = kv.first.as<std::string>();
-      MOE_CHECK(known.count(key), "unknown option 'model.attention.", key, "' for attention type moa");
-    }
-    if (node["name"]) {
-      const std::string nm = node["name"].as<std::string>();
-      std::smatch m;
-      MOE_CHECK(std::regex_match(nm, m, std::regex("([0-9]+)K([0-9]+)E([0-9]+)D")), "model.attention.name: '", nm,
-                "' is not of the form <k>K<E>E<D>D (e.g. 8K8E128D)");
-      o.k = std::stoi(m[1]);
-      o.experts = std::stoi(m[2]);
-      o.head_dim = std::stoll(m[3]);
-    }
-    const MoaOptions named = o;
-    read(node, "k", o.k);
-    read(node, "experts", o.experts);
-    read(node, "head_dim", o.head_dim);
-    if (node["name"])
-      MOE_CHECK(o.k == named.k && o.experts == named.experts && o.head_dim == named.head_dim, "model.attention: name ",
-                named.name(), " disagrees with k/experts/head_dim = ", o.k, "/", o.experts, "/", o.head_dim);
-    read(node, "renormalize", o.renormalize);
-    read(node, "dispatch", o.dispatch);
-    read(node, "switch_loss", o.switch_loss);
-    read(node, "z_loss", o.z_loss);
-    read(node, "cv_loss", o.cv_loss);
-    read(node, "aux_normalization", o.aux_normalization);
-  }
-  MOE_CHECK(o.experts >= 1 && o.k >= 1 && o.k <= o.experts, "model.attention (moa): need 1 <= k (", o.k,
-            ") <= experts (", o.experts, ")");
-  MOE_CHECK(o.head_dim >= 1, "model.attention.head_dim (moa): ", o.head_dim, " must be positive");
-  MOE_CHECK(o.renormalize == "none" || o.renormalize == "detached", "model.attention.renormalize: '", o.renormalize,
-            "' is not one of none, detached");
-  MOE_CHECK(o.dispatch == "auto" || o.dispatch == "sparse" || o.dispatch == "dense", "model.attention.dispatch: '",
-            o.dispatch, "' is not one of auto, sparse, dense");
-  MOE_CHECK(o.dispatch != "dense" || o.k == o.experts,
-            "model.attention.dispatch: dense needs k == experts, not k = ", o.k, ", experts = ", o.experts);
-  MOE_CHECK(o.aux_normalization == "sum" || o.aux_normalization == "mean", "model.attention.aux_normalization: '",
-            o.aux_normalization, "' is not one of sum, mean");
-  return o;
-}
-
-std::string MoaOptions::name() const {
-  return std::to_string(k) + "K" + std::to_string(experts) + "E" + std::to_string(head_dim) + "D";
-}
 
 MoaRouting moa_route(const Expr& x2, const Expr& router, const Expr& keep, const MoaOptions& o, bool with_aux) {
   MOE_CHECK(x2.shape().ndim() == 2 && router.shape() == Shape({x2.shape()[1], int64_t{o.experts}}) &&
@@ -104,7 +40,7 @@ MoaRouting moa_route(const Expr& x2, const Expr& router, const Expr& keep, const
   r.experts = top.indices;
   r.gates = top.values;
   Expr denom;
-  if (o.renormalize == "detached") {
+  if (o.renormalize == MoaRenormalize::detached) {
     denom = add_scalar(detach(sum(r.gates, 1, true)), 1e-6f);
     r.gates = div(r.gates, denom);
   }

@@ -1,8 +1,6 @@
-// moe_ffn.h implementation: options, the layer on explicit weights, and the builder front ends
+// moe_ffn.h implementation (options: moe_options.cpp): the layer on explicit weights, and the builder front ends
 // (parameters, noise streams, aux losses). Covered by tests/layers/moe_ffn_test.cpp.
 #include "layers/moe_ffn.h"
-
-#include <set>
 
 #include "graph/expr/binary.h"
 #include "graph/expr/cast.h"
@@ -26,16 +24,6 @@ bool expert_parallel(const MoeOptions& opt) {
 }
 
 namespace {
-template <class T>
-void read(const YAML::Node& node, const char* key, T& value) {
-  if (!node[key]) return;
-  try {
-    value = node[key].as<T>();
-  } catch (const YAML::Exception& e) {
-    MOE_FAIL("model.ffn.", key, ": cannot read '", YAML::Dump(node[key]), "' (", e.what(), ")");
-  }
-}
-
 /// Reports the routing of `rows` tokens (leading shape `lead`) to the recorder (family moe).
 void record_routing(GateRecorder& rec, const std::string& site, const Routing& r, const MoeOptions& opt,
                     const Shape& lead) {
@@ -50,67 +38,10 @@ void record_routing(GateRecorder& rec, const std::string& site, const Routing& r
   }
   GateRecord g = routed_gate_record(expert, r.weight.val().to_vector<double>(), token, opt.experts, lead);
   g.family = "moe";
-  g.policy = opt.gating == "batchwise" ? "batchwise" : opt.groups > 1 ? "hierarchical_topk" : "noisy_topk";
+  g.policy = opt.gating == MoeGating::batchwise ? "batchwise" : opt.groups > 1 ? "hierarchical_topk" : "noisy_topk";
   rec.record(site, std::move(g));
 }
 }  // namespace
-
-MoeOptions moe_options_from_yaml(const YAML::Node& node, int64_t dim, int64_t default_hidden) {
-  static const std::set<std::string> known = {
-      "type",      "experts",       "k",      "hidden",      "hidden_layers", "w_importance",          "w_load",
-      "noisy",     "noise_epsilon", "groups", "k_secondary", "gating",        "batchwise_inference_k", "expert_bias",
-      "autoscale", "activation",    "experts_per_rank"};
-  MoeOptions o;
-  o.dim = dim;
-  o.hidden = default_hidden;
-  if (node && node.IsMap()) {
-    for (const auto& kv : node) {
-      const std::string key = kv.first.as<std::string>();
-      MOE_CHECK(known.count(key), "model.ffn: unknown option '", key, "' for type moe");
-    }
-    read(node, "experts", o.experts);
-    read(node, "k", o.k);
-    read(node, "hidden", o.hidden);
-    read(node, "hidden_layers", o.hidden_layers);
-    read(node, "w_importance", o.w_importance);
-    read(node, "w_load", o.w_load);
-    read(node, "noisy", o.noisy);
-    read(node, "noise_epsilon", o.noise_epsilon);
-    read(node, "groups", o.groups);
-    read(node, "k_secondary", o.k_secondary);
-    read(node, "gating", o.gating);
-    read(node, "batchwise_inference_k", o.batchwise_inference_k);
-    read(node, "expert_bias", o.expert_bias);
-    read(node, "autoscale", o.autoscale);
-    read(node, "experts_per_rank", o.experts_per_rank);
-    if (node["activation"])  // accepted for the FFN-site convention; the experts are ReLU networks
-      MOE_CHECK(node["activation"].as<std::string>() == "relu", "model.ffn.activation: the MoE experts use relu, not '",
-                node["activation"].as<std::string>(), "'");
-  }
-  validate(o);
-  return o;
-}
-
-void validate(const MoeOptions& o) {
-  MOE_CHECK(o.dim >= 1 && o.hidden >= 1 && o.hidden_layers >= 1, "moe: dim ", o.dim, ", hidden ", o.hidden,
-            " and hidden_layers ", o.hidden_layers, " must be >= 1");
-  MOE_CHECK(o.experts >= 1, "moe: experts = ", o.experts, " must be >= 1");
-  MOE_CHECK(o.experts_per_rank >= 0 && (o.experts_per_rank == 0 || o.experts % o.experts_per_rank == 0),
-            "moe: experts_per_rank = ", o.experts_per_rank, " must divide experts = ", o.experts);
-  MOE_CHECK(o.gating == "noisy_topk" || o.gating == "batchwise", "moe: gating '", o.gating,
-            "' is unknown (known: noisy_topk, batchwise)");
-  MOE_CHECK(o.w_importance >= 0 && o.w_load >= 0 && o.noise_epsilon >= 0, "moe: w_importance ", o.w_importance,
-            ", w_load ", o.w_load, " and noise_epsilon ", o.noise_epsilon, " must be >= 0");
-  if (o.groups > 1) {
-    MOE_CHECK(o.gating == "noisy_topk", "moe: hierarchical MoE (groups ", o.groups, ") needs gating noisy_topk");
-    MOE_CHECK(o.experts % o.groups == 0, "moe: experts = ", o.experts, " is not a multiple of groups = ", o.groups);
-    MOE_CHECK(o.k >= 1 && o.k <= o.groups, "moe: k = ", o.k, " must be in [1, groups = ", o.groups, "]");
-    MOE_CHECK(o.k_secondary >= 1 && o.k_secondary <= o.experts / o.groups, "moe: k_secondary = ", o.k_secondary,
-              " must be in [1, ", o.experts / o.groups, "] (experts per group)");
-  } else {
-    MOE_CHECK(o.k >= 1 && o.k <= o.experts, "moe: k = ", o.k, " must be in [1, experts = ", o.experts, "]");
-  }
-}
 
 MoeOutput moe_forward(const Expr& x, const MoeWeights& w, const MoeOptions& opt, const GateNoise& noise,
                       const GateNoise& noise2, bool training) {
@@ -120,7 +51,7 @@ MoeOutput moe_forward(const Expr& x, const MoeWeights& w, const MoeOptions& opt,
   Expr xg = cast(x, gate_dtype);
   MoeOutput out;
   Routing routing;
-  if (opt.gating == "batchwise") {
+  if (opt.gating == MoeGating::batchwise) {
     BatchwiseGate gate = batchwise_gate(matmul(xg, w.w_gate), w.thresholds, opt.k, training, opt.batchwise_inference_k);
     routing = gate.routing;
     out.importance = gate.importance;
@@ -162,21 +93,21 @@ namespace {
 Expr moe_rows(const Builder& b, const Expr& x, const MoeOptions& opt, const Shape& lead) {
   validate(opt);
   Graph& g = b.graph();
-  const bool hier = opt.groups > 1 && opt.gating == "noisy_topk";
+  const bool hier = opt.groups > 1 && opt.gating == MoeGating::noisy_topk;
   const int64_t d = opt.dim, n = opt.experts, first = hier ? opt.groups : opt.experts;
   MoeWeights w;
   // W_g = W_noise = 0 (§3.5). The batchwise gate ranks rows per expert, so zeros would give every
   // expert the same rows: it starts from Glorot-uniform logits instead.
-  w.w_gate = b.param("gate.w", Shape{d, first}, opt.gating == "batchwise" ? Init::glorot_uniform() : Init::zeros());
-  const bool noise_on = b.training() && opt.noisy && opt.gating == "noisy_topk";
-  const bool has_noise = opt.noisy && opt.gating == "noisy_topk";  // declared in every mode (checkpoints)
+  w.w_gate = b.param("gate.w", Shape{d, first}, opt.gating == MoeGating::batchwise ? Init::glorot_uniform() : Init::zeros());
+  const bool noise_on = b.training() && opt.noisy && opt.gating == MoeGating::noisy_topk;
+  const bool has_noise = opt.noisy && opt.gating == MoeGating::noisy_topk;  // declared in every mode (checkpoints)
   if (has_noise) w.w_noise = b.param("gate.noise_w", Shape{d, first}, Init::zeros());
   if (hier) {
     const int64_t per = n / opt.groups;
     w.w_gate2 = b.param("gate2.w", Shape{opt.groups, d, per}, Init::zeros());
     if (has_noise) w.w_noise2 = b.param("gate2.noise_w", Shape{opt.groups, d, per}, Init::zeros());
   }
-  if (opt.gating == "batchwise") w.thresholds = b.param("gate.thresholds", Shape{n}, Init::zeros());
+  if (opt.gating == MoeGating::batchwise) w.thresholds = b.param("gate.thresholds", Shape{n}, Init::zeros());
   const bool local = expert_parallel(opt);
   const int64_t held = local ? opt.experts_per_rank : n;  // this rank's experts
   const std::string group = local ? kLocalExpertGroup : "";
@@ -195,7 +126,7 @@ Expr moe_rows(const Builder& b, const Expr& x, const MoeOptions& opt, const Shap
     if (opt.w_load > 0 && opt.experts > 1 && out.load_loss.defined())
       b.add_aux_loss("load", scale(out.load_loss, opt.w_load));
     if (out.threshold_loss.defined()) b.add_aux_loss("batchwise_threshold", out.threshold_loss);
-  } else if (GateRecorder* rec = b.gate_recorder()) {
+  } else if (GateRecorder* rec = b.context().recorder) {
     record_routing(*rec, b.prefix(), out.routing, opt, lead);
   }
   return out.y;

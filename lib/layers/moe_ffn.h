@@ -13,6 +13,8 @@
 
 namespace moe {
 
+MOE_NAMED_ENUM(MoeGating, noisy_topk, batchwise)
+
 struct MoeOptions {
   int64_t dim = 0;                    // model width d: input and output of every expert
   int experts = 4;                    // n, all experts (groups * experts per group when hierarchical)
@@ -25,7 +27,7 @@ struct MoeOptions {
   float noise_epsilon = 0.01f;        // sigma = softplus(x W_noise) + noise_epsilon (t2t)
   int groups = 0;                     // > 1: hierarchical, `groups` groups of experts / groups experts
   int k_secondary = 2;                // k inside a group (hierarchical)
-  std::string gating = "noisy_topk";  // or "batchwise" (strictly balanced, learned thresholds at inference)
+  MoeGating gating = MoeGating::noisy_topk;  // batchwise: strictly balanced, learned thresholds at inference
   int batchwise_inference_k = 0;      // batchwise inference: at most this many experts per token (0: 2k)
   bool expert_bias = false;           // biases in the expert layers (t2t: none)
   bool autoscale = true;              // t2t: scale a layer by (in / d)^-1/2 when its input width != d

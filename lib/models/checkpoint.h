@@ -12,7 +12,7 @@
 
 #include "data/vocab.h"
 #include "graph/parameters.h"
-#include "models/model.h"
+#include "models/model_registry.h"
 
 namespace moe {
 

@@ -22,6 +22,16 @@ namespace moe {
 LstmLm::LstmLm(LstmLmConfig config) : c_(std::move(config)) {
   MOE_CHECK(c_.vocab > 0, "lstm_lm: model.vocab is ", c_.vocab, " (it is filled from the vocabulary)");
   if (!c_.adaptive_softmax_cutoffs.empty()) softmax_spec().validate("model.adaptive_softmax_cutoffs");
+  // The mixture-of-experts layers (feed-forward type moe unless model.moe.type says otherwise), made
+  // once for the width of the layer they follow; their hidden width defaults to 1024.
+  int64_t dim = c_.embed_dim;
+  for (int l = 0; l < c_.layers; ++l) {
+    dim = LstmSpec{dim, c_.hidden, c_.projection}.out();
+    if (std::find(c_.moe_after.begin(), c_.moe_after.end(), l) == c_.moe_after.end()) continue;
+    const YAML::Node options = c_.moe && c_.moe.IsMap() ? c_.moe : YAML::Node(YAML::NodeType::Map);
+    const int64_t hidden = options["hidden"] ? options["hidden"].as<int64_t>() : 1024;
+    moe_sites_[l] = SiteRegistry::instance().ffn(options, FfnShape{dim, hidden, Activation::relu, 0.f}, "moe");
+  }
 }
 
 Expr LstmLm::hidden(const Builder& b, const Tensor& input, std::vector<LstmState>* states) const {
@@ -38,14 +48,9 @@ Expr LstmLm::hidden(const Builder& b, const Tensor& input, std::vector<LstmState
                      c_.dropout);
     x = c_.residual && spec.out() == dim ? add(y, x) : y;
     dim = spec.out();
-    if (std::find(c_.moe_after.begin(), c_.moe_after.end(), l) == c_.moe_after.end()) continue;
-    YAML::Node options = c_.moe ? YAML::Clone(c_.moe) : YAML::Node(YAML::NodeType::Map);
-    if (!options["type"]) options["type"] = "moe";
-    const int64_t hidden = options["hidden"] ? options["hidden"].as<int64_t>() : 1024;
-    const std::string act = options["activation"] ? options["activation"].as<std::string>() : "relu";
-    const FfnSiteSpec moe_spec{dim, hidden, act, 0.f, options};
-    Expr m = ffn_site(b.layer(l, "moe"), x, moe_spec);
-    x = add(dropout(sigmoid(m), c_.dropout), x);
+    const auto site = moe_sites_.find(l);
+    if (site == moe_sites_.end()) continue;
+    x = add(dropout(sigmoid(site->second->build(b.layer(l, "moe"), x)), c_.dropout), x);
   }
   return x;
 }
@@ -85,7 +90,7 @@ Expr LstmLm::loss(const Builder& b, const Tensor& input, const Tensor& target, c
 }
 
 Expr LstmLm::lm_loss(const Builder& b, const data::LmBatch& batch, float label_smoothing) const {
-  b.set_flag("batch.tgt_tokens", std::to_string(batch.tokens));  // aux losses (MoA) normalise against it
+  b.context().target_tokens = batch.tokens;  // aux losses (MoA) normalise against it
   return loss(b, batch.input, batch.target, batch.mask, label_smoothing);
 }
 
@@ -99,16 +104,28 @@ Expr LstmLm::log_probs(const Builder& b, const Tensor& input) const {
   return output_log_probs(b, reshape(hidden(b, input), Shape{input.numel(), c_.out_dim()}));
 }
 
-Expr LstmLm::step(const Builder& b, State& st, const Tensor& prev) const {
+DecoderSpec LstmLm::spec() const {
+  return {.pad_id = c_.pad_id, .bos_id = c_.bos_id, .eos_id = c_.eos_id, .max_positions = INT64_MAX,
+          .vocab = c_.vocab};
+}
+
+std::unique_ptr<DecoderState> LstmLm::start(const Builder&, const Tensor&, const Tensor&) const {
+  auto st = std::make_unique<State>();
+  st->layers.resize(static_cast<size_t>(c_.layers));
+  return st;
+}
+
+Expr LstmLm::step(const Builder& b, DecoderState& state, const Tensor& prev) const {
+  State& st = dynamic_cast<State&>(state);
   MOE_CHECK(!b.training(), "LstmLm::step: incremental decoding runs in inference graphs");
   const int64_t n = prev.numel();
   Expr h = hidden(b, prev.view(Shape{n, 1}), &st.layers);
   return output_log_probs(b, reshape(h, Shape{n, c_.out_dim()}));
 }
 
-void LstmLm::reorder(const Builder& b, State& st, const Tensor& origin) {
+void LstmLm::State::reorder(const Builder& b, const Tensor& origin) {
   Expr idx = b.graph().input(origin);
-  for (LstmState& s : st.layers) {
+  for (LstmState& s : layers) {
     if (s.h.defined()) s.h = index_select(s.h, idx);
     if (s.c.defined()) s.c = index_select(s.c, idx);
   }

@@ -9,9 +9,13 @@
 #pragma once
 #include <yaml-cpp/yaml.h>
 
+#include <map>
+#include <memory>
 #include <vector>
 
+#include "config/keys.h"
 #include "layers/lstm.h"
+#include "layers/sites.h"
 #include "models/adaptive.h"
 #include "models/model.h"
 
@@ -31,12 +35,14 @@ struct LstmLmConfig {
   double adaptive_softmax_factor = 4;
   float adaptive_softmax_dropout = 0.f;
 
+  /// The keys of model type lstm_lm.
+  static const config::Keys<LstmLmConfig>& keys();
   static LstmLmConfig from_yaml(const YAML::Node& node);
   YAML::Node to_yaml() const;
   int64_t out_dim() const { return projection > 0 ? projection : hidden; }
 };
 
-class LstmLm : public Model {
+class LstmLm : public Model, public Decoder {
  public:
   explicit LstmLm(LstmLmConfig config);
   const LstmLmConfig& config() const { return c_; }
@@ -53,14 +59,16 @@ class LstmLm : public Model {
   /// Log-probabilities [B * T, V] (f32).
   Expr log_probs(const Builder& b, const Tensor& input) const;
 
-  struct State {
+  /// Incremental decoding (models/decoder.h): one recurrent state per layer.
+  struct State : DecoderState {
     std::vector<LstmState> layers;
+    void reorder(const Builder& b, const Tensor& origin) override;
   };
-  State start() const { return State{std::vector<LstmState>(static_cast<size_t>(c_.layers))}; }
-  /// Log-probabilities [N, V] of the token after `prev` [N] (i32); advances the state.
-  Expr step(const Builder& b, State& state, const Tensor& prev) const;
-  /// Row i of the new state is row origin[i] (i32 [M]) of the old one.
-  static void reorder(const Builder& b, State& state, const Tensor& origin);
+  const Decoder* decoder() const override { return this; }
+  DecoderSpec spec() const override;
+  /// Empty recurrent states; src and src_mask are not read.
+  std::unique_ptr<DecoderState> start(const Builder& b, const Tensor& src = {}, const Tensor& src_mask = {}) const override;
+  Expr step(const Builder& b, DecoderState& state, const Tensor& prev) const override;
 
  private:
   Expr output_log_probs(const Builder& b, const Expr& rows) const;
@@ -71,6 +79,7 @@ class LstmLm : public Model {
   Expr output_matrix(const Builder& b) const;
 
   LstmLmConfig c_;
+  std::map<int, std::shared_ptr<const FfnSite>> moe_sites_;  // by the layer they follow
 };
 
 }  // namespace moe

@@ -1,67 +1,43 @@
-// LstmLmConfig (lstm_lm.h): reading and writing the model section.
-#include <set>
-
-#include "common/error.h"
+// LstmLmConfig (lstm_lm.h): the key table of model type lstm_lm and the checks across keys.
+// Covered by tests/models/lstm_lm_test.cpp and tests/training/lm_options_test.cpp.
 #include "models/lstm_lm.h"
 
 namespace moe {
 
-namespace {
-template <class T>
-void read(const YAML::Node& node, const char* key, T& out) {
-  if (!node[key]) return;
-  try {
-    out = node[key].as<T>();
-  } catch (const YAML::Exception&) {
-    MOE_FAIL("model.", key, ": cannot read '", YAML::Dump(node[key]), "' as the expected type");
-  }
+const config::Keys<LstmLmConfig>& LstmLmConfig::keys() {
+  using C = LstmLmConfig;
+  using config::at_least;
+  static const config::Keys<C> k =
+      config::Keys<C>("an lstm_lm")
+          .add_custom(
+              "type", config::ValueType::String, "lstm_lm", [](const YAML::Node&, C&, const std::string&) {},
+              [](const C&) { return YAML::Node("lstm_lm"); })
+          .add("vocab", &C::vocab, "vocabulary size (filled in from the vocabulary)")
+          .internal()
+          .add("pad_id", &C::pad_id, "<pad> id")
+          .internal()
+          .add("bos_id", &C::bos_id, "<s> id")
+          .internal()
+          .add("eos_id", &C::eos_id, "</s> id")
+          .internal()
+          .add("embed_dim", &C::embed_dim, "lstm_lm: embedding width", at_least<int64_t>(1))
+          .add("hidden", &C::hidden, "lstm_lm: LSTM cells per layer", at_least<int64_t>(1))
+          .add("projection", &C::projection, "lstm_lm: LSTM output projection (0 = none)", at_least<int64_t>(0))
+          .add("layers", &C::layers, "lstm_lm: LSTM layers", at_least(1))
+          .add("dropout", &C::dropout, "dropout after the embedding and every layer")
+          .add("residual", &C::residual, "lstm_lm: residual connections where the widths agree")
+          .add("moe_after", &C::moe_after, "lstm_lm: layers (0-based) followed by a mixture-of-experts layer")
+          .add("moe", &C::moe, "lstm_lm: the mixture-of-experts layer's options ({type: moe, experts, k, hidden, ...})")
+          .add("tie_embeddings", &C::tie_embeddings, "output matrix = input embedding (a full softmax only)")
+          .add("adaptive_softmax_cutoffs", &C::adaptive_softmax_cutoffs, "adaptive softmax bands (empty = full)")
+          .add("adaptive_softmax_factor", &C::adaptive_softmax_factor, "adaptive softmax: width divisor per band")
+          .add("adaptive_softmax_dropout", &C::adaptive_softmax_dropout, "adaptive softmax: tail dropout");
+  return k;
 }
-}  // namespace
 
 LstmLmConfig LstmLmConfig::from_yaml(const YAML::Node& node) {
-  static const std::set<std::string> known = {"type",
-                                              "vocab",
-                                              "pad_id",
-                                              "bos_id",
-                                              "eos_id",
-                                              "embed_dim",
-                                              "hidden",
-                                              "projection",
-                                              "layers",
-                                              "dropout",
-                                              "residual",
-                                              "moe_after",
-                                              "moe",
-                                              "tie_embeddings",
-                                              "adaptive_softmax_cutoffs",
-                                              "adaptive_softmax_factor",
-                                              "adaptive_softmax_dropout"};
   LstmLmConfig c;
-  if (!node || node.IsNull()) return c;
-  MOE_CHECK(node.IsMap(), "model: expected a mapping of model options");
-  for (const auto& kv : node) {
-    const std::string k = kv.first.as<std::string>();
-    MOE_CHECK(known.count(k), "unknown model option 'model.", k, "' for an lstm_lm");
-  }
-  read(node, "vocab", c.vocab);
-  read(node, "pad_id", c.pad_id);
-  read(node, "bos_id", c.bos_id);
-  read(node, "eos_id", c.eos_id);
-  read(node, "embed_dim", c.embed_dim);
-  read(node, "hidden", c.hidden);
-  read(node, "projection", c.projection);
-  read(node, "layers", c.layers);
-  read(node, "dropout", c.dropout);
-  read(node, "residual", c.residual);
-  read(node, "moe_after", c.moe_after);
-  read(node, "tie_embeddings", c.tie_embeddings);
-  read(node, "adaptive_softmax_cutoffs", c.adaptive_softmax_cutoffs);
-  read(node, "adaptive_softmax_factor", c.adaptive_softmax_factor);
-  read(node, "adaptive_softmax_dropout", c.adaptive_softmax_dropout);
-  if (node["moe"]) c.moe = YAML::Clone(node["moe"]);
-  MOE_CHECK(c.embed_dim > 0 && c.hidden > 0 && c.projection >= 0 && c.layers >= 1, "model: lstm_lm sizes embed_dim ",
-            c.embed_dim, ", hidden ", c.hidden, ", projection ", c.projection, ", layers ", c.layers,
-            " must be positive");
+  keys().read(node, c, "model");
   for (int l : c.moe_after)
     MOE_CHECK(l >= 0 && l < c.layers, "model.moe_after: layer ", l, " is not in [0, ", c.layers, ")");
   MOE_CHECK(!c.tie_embeddings || c.out_dim() == c.embed_dim, "model.tie_embeddings: the top layer has ", c.out_dim(),
@@ -71,26 +47,6 @@ LstmLmConfig LstmLmConfig::from_yaml(const YAML::Node& node) {
   return c;
 }
 
-YAML::Node LstmLmConfig::to_yaml() const {
-  YAML::Node n;
-  n["type"] = "lstm_lm";
-  n["vocab"] = vocab;
-  n["pad_id"] = pad_id;
-  n["bos_id"] = bos_id;
-  n["eos_id"] = eos_id;
-  n["embed_dim"] = embed_dim;
-  n["hidden"] = hidden;
-  n["projection"] = projection;
-  n["layers"] = layers;
-  n["dropout"] = dropout;
-  n["residual"] = residual;
-  n["moe_after"] = moe_after;
-  if (moe) n["moe"] = moe;
-  n["tie_embeddings"] = tie_embeddings;
-  n["adaptive_softmax_cutoffs"] = adaptive_softmax_cutoffs;
-  n["adaptive_softmax_factor"] = adaptive_softmax_factor;
-  n["adaptive_softmax_dropout"] = adaptive_softmax_dropout;
-  return n;
-}
+YAML::Node LstmLmConfig::to_yaml() const { return keys().write(*this); }
 
 }  // namespace moe

@@ -1,25 +1,25 @@
-// Model: what the trainer, the translator and the scorer need from any architecture.
-// Translation models (encoder-decoder) implement loss(Batch) and the decoding interface of
-// Transformer; language models implement lm_loss(LmBatch). A model's architecture is a YAML node
-// (config_yaml) stored in each checkpoint; create_model() rebuilds the model from it.
-// Covered by tests/layers/transformer_test.cpp and the models' tests.
+// Model: what the trainer, the translator and the scorers need from any architecture. Translation
+// models implement loss(Batch) and expose their EncoderDecoder; language models implement
+// lm_loss(LmBatch) and, when causal, expose their Decoder (models/decoder.h). A model's architecture is
+// a YAML node (config_yaml) stored in each checkpoint; the model registry (model_registry.h) rebuilds
+// the model from it. Covered by tests/layers/transformer_test.cpp and the models' tests.
 #pragma once
 #include <yaml-cpp/yaml.h>
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "data/batch.h"
 #include "layers/builder.h"
+#include "models/decoder.h"
 
 namespace moe {
-
-class Transformer;
 
 class Model {
  public:
   virtual ~Model() = default;
-  /// "transformer", "transformer_lm", "lstm_lm", ...
+  /// model.type: "transformer", "transformer_lm", "lstm_lm", ...
   virtual std::string type() const = 0;
   /// The complete architecture (including vocabulary sizes and special ids), as stored in checkpoints.
   virtual YAML::Node config_yaml() const = 0;
@@ -28,12 +28,17 @@ class Model {
   virtual Expr loss(const Builder& b, const data::Batch& batch, float label_smoothing) const;
   /// Language modelling: summed cross-entropy over the scored targets of `batch` (f32 scalar).
   virtual Expr lm_loss(const Builder& b, const data::LmBatch& batch, float label_smoothing) const;
-  /// The encoder-decoder behind a translation model (for beam search), or nullptr.
-  virtual const Transformer* seq2seq() const { return nullptr; }
+  /// The incremental decoder (beam search), or nullptr (a bidirectional masked LM has none).
+  virtual const Decoder* decoder() const { return nullptr; }
+  /// The encoder-decoder behind a translation model (forced scoring, analysis), or nullptr.
+  virtual const EncoderDecoder* encoder_decoder() const { return nullptr; }
+  /// The sites whose teacher-forced graphs let a position see later target tokens, which incremental
+  /// decoding never does (e.g. "decoder_self" of an MAE model with gate_input paper); empty for most.
+  virtual std::vector<std::string> future_sites() const { return {}; }
 };
 
-/// Builds the model described by `model` (the recipe's model section, vocabulary sizes and ids filled in).
-/// An unknown model.type is an error listing the known ones.
-std::unique_ptr<Model> create_model(const YAML::Node& model);
+/// "" when model.future_sites() is empty, else a warning (without the program's prefix) naming the
+/// sites and saying that `what` (e.g. "training and validation losses") see future target tokens.
+std::string future_warning(const Model& model, const std::string& what);
 
 }  // namespace moe

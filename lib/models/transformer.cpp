@@ -13,10 +13,7 @@
 #include "graph/expr/shape_ops.h"
 #include "graph/expr/softmax.h"
 #include "layers/basic.h"
-#include "layers/mae.h"
 #include "layers/mae_gate_input.h"
-#include "layers/moa.h"
-#include "layers/sites.h"
 
 namespace moe {
 
@@ -32,15 +29,30 @@ Expr Transformer::embed(const Builder& b, const std::string& table, int64_t voca
   return dropout(add(x, pos), c_.dropout);
 }
 
+Transformer::Transformer(TransformerConfig config)
+    : c_(std::move(config)),
+      attention_(SiteRegistry::instance().attention(c_.attention, {c_.d_model, c_.heads})),
+      ffn_(SiteRegistry::instance().ffn(c_.ffn, {c_.d_model, c_.ffn_dim, c_.activation, c_.activation_dropout})) {}
+
+DecoderSpec Transformer::spec() const {
+  return {.pad_id = c_.pad_id, .bos_id = c_.bos_id, .eos_id = c_.eos_id, .max_positions = c_.max_positions,
+          .vocab = c_.tgt_vocab};
+}
+
+std::vector<std::string> Transformer::future_sites() const {
+  std::vector<std::string> out;
+  for (SiteRole r : attention_->sees_future({SiteRole::decoder_self, SiteRole::decoder_cross}))
+    out.push_back(enum_name(r));
+  return out;
+}
+
 Expr Transformer::encoder_layer(const Builder& b, Expr x, const Tensor& src_mask) const {
-  const AttentionSiteSpec att{c_.d_model, c_.heads, c_.attention, kEncoderSelf};
   x = residual_block(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
     AttentionInput in{h, h, src_mask, false, true, nullptr, src_mask, Expr()};
-    return attention_site(b.sub("self_attn"), in, att);
+    return attention_->build(b.sub("self_attn"), in, SiteRole::encoder_self);
   });
-  const FfnSiteSpec ffn{c_.d_model, c_.ffn_dim, c_.activation, c_.activation_dropout, c_.ffn};
   return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,
-                        [&](const Expr& h) { return ffn_site(b.sub("ffn"), h, ffn); });
+                        [&](const Expr& h) { return ffn_->build(b.sub("ffn"), h); });
 }
 
 Expr Transformer::encode(const Builder& b, const Tensor& src, const Tensor& src_mask) const {
@@ -54,13 +66,12 @@ Expr Transformer::encode(const Builder& b, const Tensor& src, const Tensor& src_
 Transformer::GateContext Transformer::gate_context(const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
                                                    const Tensor& tgt_mask) const {
   GateContext ctx;
-  if (c_.attention_type() != "mae") return ctx;
-  const MaeOptions o = MaeOptions::from_yaml(c_.attention, c_.heads);
-  ctx.tgt_padding = tgt_mask;  // full_mean gates need it; the gate recorder reports it
-  for (const char* role : {kDecoderSelf, kDecoderCross}) {
-    if (o.policy(role) == "full_mean" && tgt_in.defined() && !ctx.tgt_padding.defined())
+  ctx.tgt_padding = tgt_mask;  // gates that average the queries read it; the gate recorder reports it
+  for (SiteRole role : {SiteRole::decoder_self, SiteRole::decoder_cross}) {
+    const SiteInputs needs = attention_->inputs(role);
+    if (needs.query_padding && tgt_in.defined() && !ctx.tgt_padding.defined())
       ctx.tgt_padding = padding_mask(tgt_in, c_.pad_id);
-    if (o.policy(role) == "source_mean" && !ctx.source_mean.defined())
+    if (needs.source_mean && !ctx.source_mean.defined())
       ctx.source_mean = sequence_mean(cast(memory, memory.dtype() == DType::f64 ? DType::f64 : DType::f32), src_mask);
   }
   return ctx;
@@ -68,23 +79,20 @@ Transformer::GateContext Transformer::gate_context(const Expr& memory, const Ten
 
 Expr Transformer::decoder_layer(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask,
                                 KVCache* self_cache, KVCache* cross_cache, const GateContext& gates) const {
-  const AttentionSiteSpec self_att{c_.d_model, c_.heads, c_.attention, kDecoderSelf};
   x = residual_block(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
     AttentionInput in{h, h, Tensor(), true, true, self_cache, gates.tgt_padding, gates.source_mean};
-    return attention_site(b.sub("self_attn"), in, self_att);
+    return attention_->build(b.sub("self_attn"), in, SiteRole::decoder_self);
   });
-  const AttentionSiteSpec cross_att{c_.d_model, c_.heads, c_.attention, kDecoderCross};
   x = residual_block(b.sub("cross_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
     AttentionInput in{h, memory, src_mask, false, false, cross_cache, gates.tgt_padding, gates.source_mean};
-    return attention_site(b.sub("cross_attn"), in, cross_att);
+    return attention_->build(b.sub("cross_attn"), in, SiteRole::decoder_cross);
   });
-  const FfnSiteSpec ffn{c_.d_model, c_.ffn_dim, c_.activation, c_.activation_dropout, c_.ffn};
   return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,
-                        [&](const Expr& h) { return ffn_site(b.sub("ffn"), h, ffn); });
+                        [&](const Expr& h) { return ffn_->build(b.sub("ffn"), h); });
 }
 
 Expr Transformer::decoder_stack(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask,
-                                DecoderState* state, const GateContext& gates) const {
+                                State* state, const GateContext& gates) const {
   const Builder dec = b.sub("decoder");
   for (int l = 0; l < c_.dec_layers; ++l) {
     KVCache* self_cache = state ? &state->self[static_cast<size_t>(l)] : nullptr;
@@ -98,7 +106,7 @@ Expr Transformer::decoder_stack(const Builder& b, Expr x, const Expr& memory, co
 Expr Transformer::output_logits(const Builder& b, const Expr& h) const {
   const Shape& s = h.shape();
   Expr rows = reshape(h, Shape{s[0] * s[1], s[2]});
-  const std::string table = c_.tie_embeddings == "none" ? "out.w" : tgt_table();
+  const std::string table = c_.tie_embeddings == TieEmbeddings::none ? "out.w" : tgt_table();
   Expr w = cast(b.graph().param(table, Shape{c_.tgt_vocab, c_.d_model}, Init::normal(0, std::pow(c_.d_model, -0.5))),
                 b.dtype());
   return matmul(rows, w, false, true);
@@ -119,31 +127,24 @@ Expr Transformer::loss(const Builder& b, const Tensor& src, const Tensor& src_ma
   return sum_all(cross_entropy(logits, targets, label_smoothing, c_.pad_id));
 }
 
-Transformer::DecoderState Transformer::start(const Builder& b, const Tensor& src, const Tensor& src_mask) const {
+std::unique_ptr<DecoderState> Transformer::start(const Builder& b, const Tensor& src, const Tensor& src_mask) const {
   MOE_CHECK(!b.training(), "Transformer::start: decoding runs in inference graphs");
-  DecoderState st;
-  st.self.resize(static_cast<size_t>(c_.dec_layers));
-  st.cross.resize(static_cast<size_t>(c_.dec_layers));
-  st.src_mask = src_mask;
+  auto st = std::make_unique<State>();
+  st->self.resize(static_cast<size_t>(c_.dec_layers));
+  st->cross.resize(static_cast<size_t>(c_.dec_layers));
+  st->src_mask = src_mask;
   Expr memory = encode(b, src, src_mask);
   const Expr source_mean = gate_context(memory, src_mask, Tensor(), Tensor()).source_mean;
-  if (source_mean.defined()) st.source_mean = source_mean.val();
+  if (source_mean.defined()) st->source_mean = source_mean.val();
   // Fill the cross-attention caches by projecting the memory once per layer.
   const Builder dec = b.sub("decoder");
-  for (int l = 0; l < c_.dec_layers; ++l) {
-    const Builder cb = dec.layer(l).sub("cross_attn");
-    if (c_.attention_type() == "moa") {  // one shared key/value head of width D
-      moa_fill_cross_cache(cb, memory, c_.d_model, MoaOptions::from_yaml(c_.attention, c_.heads),
-                           st.cross[static_cast<size_t>(l)]);
-      continue;
-    }
-    AttentionInput in{memory, memory, src_mask, false, false, &st.cross[static_cast<size_t>(l)], Tensor(), Expr()};
-    project_heads(cb, in, c_.d_model, c_.heads, c_.heads);
-  }
+  for (int l = 0; l < c_.dec_layers; ++l)
+    attention_->fill_cross_cache(dec.layer(l).sub("cross_attn"), memory, src_mask, st->cross[static_cast<size_t>(l)]);
   return st;
 }
 
-Expr Transformer::step(const Builder& b, DecoderState& st, const Tensor& prev) const {
+Expr Transformer::step(const Builder& b, DecoderState& state, const Tensor& prev) const {
+  State& st = dynamic_cast<State&>(state);
   const int64_t n = prev.numel();
   Expr y = embed(b, tgt_table(), c_.tgt_vocab, prev.view(Shape{n, 1}), st.step);
   GateContext gates;
@@ -153,11 +154,11 @@ Expr Transformer::step(const Builder& b, DecoderState& st, const Tensor& prev) c
   return log_softmax(cast(output_logits(b, h), DType::f32));
 }
 
-void Transformer::reorder(DecoderState& st, const Tensor& origin) {
-  for (KVCache& c : st.self) reorder_cache(c, origin);
-  for (KVCache& c : st.cross) reorder_cache(c, origin);
-  st.src_mask = select_rows(st.src_mask, origin);
-  st.source_mean = select_rows(st.source_mean, origin);
+void Transformer::State::reorder(const Builder&, const Tensor& origin) {
+  for (KVCache& c : self) reorder_cache(c, origin);
+  for (KVCache& c : cross) reorder_cache(c, origin);
+  src_mask = select_rows(src_mask, origin);
+  source_mean = select_rows(source_mean, origin);
 }
 
 }  // namespace moe

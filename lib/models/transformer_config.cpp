@@ -1,94 +1,57 @@
-// transformer_config.h implementation.
+// transformer_config.h implementation: the key table and the checks across keys.
+// Covered by tests/layers/transformer_test.cpp and tests/training/train_options_test.cpp.
 #include "models/transformer_config.h"
 
-#include <set>
-
-#include "common/error.h"
-#include "layers/mae.h"
+#include "layers/sites.h"
 
 namespace moe {
 
-namespace {
-template <class T>
-void read(const YAML::Node& node, const char* key, T& out) {
-  if (!node[key]) return;
-  try {
-    out = node[key].as<T>();
-  } catch (const YAML::Exception&) {
-    MOE_FAIL("model.", key, ": cannot read '", YAML::Dump(node[key]), "' as the expected type");
-  }
+const config::Keys<TransformerConfig>& TransformerConfig::keys() {
+  using C = TransformerConfig;
+  using config::at_least;
+  static const config::Keys<C> k =
+      config::Keys<C>("a transformer")
+          .add_custom(
+              "type", config::ValueType::String, "architecture (lib/models/builtin_models.cpp)",
+              [](const YAML::Node&, C&, const std::string&) {}, [](const C&) { return YAML::Node("transformer"); })
+          .add("src_vocab", &C::src_vocab, "source vocabulary size (filled in from the vocabulary)")
+          .internal()
+          .add("tgt_vocab", &C::tgt_vocab, "target vocabulary size (filled in from the vocabulary)")
+          .internal()
+          .add("pad_id", &C::pad_id, "<pad> id")
+          .internal()
+          .add("bos_id", &C::bos_id, "<s> id")
+          .internal()
+          .add("eos_id", &C::eos_id, "</s> id")
+          .internal()
+          .add("d_model", &C::d_model, "model width", at_least<int64_t>(1))
+          .add("ffn_dim", &C::ffn_dim, "feed-forward inner width", at_least<int64_t>(1))
+          .add("heads", &C::heads, "attention heads", at_least(1))
+          .add("enc_layers", &C::enc_layers, "encoder layers", at_least(0))
+          .add("dec_layers", &C::dec_layers, "decoder layers", at_least(0))
+          .add("pre_norm", &C::pre_norm, "pre-norm residual blocks (false: post-norm)")
+          .add("tie_embeddings", &C::tie_embeddings,
+               "transformer: which embeddings share the output matrix (all needs a joint vocabulary); language "
+               "models: true | false")
+          .add("scale_embeddings", &C::scale_embeddings, "multiply embeddings by sqrt(d_model)")
+          .add("dropout", &C::dropout, "dropout on embeddings and residual branches")
+          .add("activation_dropout", &C::activation_dropout, "dropout after the feed-forward activation")
+          .add("activation", &C::activation, "feed-forward activation")
+          .add("max_positions", &C::max_positions, "longest sequence (sinusoidal positions)", at_least<int64_t>(1))
+          .add("attention", &C::attention, "attention variant: {type: mha | mae | moa, ...its options}")
+          .add("ffn", &C::ffn, "feed-forward variant: {type: dense | moe, ...its options}");
+  return k;
 }
-}  // namespace
 
 TransformerConfig TransformerConfig::from_yaml(const YAML::Node& node) {
-  static const std::set<std::string> known = {"type",           "src_vocab",        "tgt_vocab",  "pad_id",
-                                              "bos_id",         "eos_id",           "d_model",    "ffn_dim",
-                                              "heads",          "enc_layers",       "dec_layers", "pre_norm",
-                                              "tie_embeddings", "scale_embeddings", "dropout",    "activation_dropout",
-                                              "activation",     "max_positions",    "attention",  "ffn"};
   TransformerConfig c;
-  if (!node || node.IsNull()) return c;
-  MOE_CHECK(node.IsMap(), "model: expected a mapping of model options");
-  for (const auto& kv : node) {
-    const std::string k = kv.first.as<std::string>();
-    MOE_CHECK(known.count(k), "unknown model option 'model.", k, "' for a transformer");
-  }
-  read(node, "src_vocab", c.src_vocab);
-  read(node, "tgt_vocab", c.tgt_vocab);
-  read(node, "pad_id", c.pad_id);
-  read(node, "bos_id", c.bos_id);
-  read(node, "eos_id", c.eos_id);
-  read(node, "d_model", c.d_model);
-  read(node, "ffn_dim", c.ffn_dim);
-  read(node, "heads", c.heads);
-  read(node, "enc_layers", c.enc_layers);
-  read(node, "dec_layers", c.dec_layers);
-  read(node, "pre_norm", c.pre_norm);
-  read(node, "tie_embeddings", c.tie_embeddings);
-  read(node, "scale_embeddings", c.scale_embeddings);
-  read(node, "dropout", c.dropout);
-  read(node, "activation_dropout", c.activation_dropout);
-  read(node, "activation", c.activation);
-  read(node, "max_positions", c.max_positions);
-  if (node["attention"]) c.attention = YAML::Clone(node["attention"]);
-  MaeOptions::pin_gate_input(c.attention);  // the stored architecture names its MAE gate inputs
-  if (node["ffn"]) c.ffn = YAML::Clone(node["ffn"]);
-  MOE_CHECK(c.tie_embeddings == "none" || c.tie_embeddings == "decoder" || c.tie_embeddings == "all",
-            "model.tie_embeddings: '", c.tie_embeddings, "' is not one of none, decoder, all");
+  keys().read(node, c, "model");
+  SiteRegistry::instance().pin(c.attention);  // the stored architecture names the defaults it was trained with
   MOE_CHECK(c.d_model % c.heads == 0, "model.d_model (", c.d_model, ") must be divisible by model.heads (", c.heads,
             ")");
   return c;
 }
 
-YAML::Node TransformerConfig::to_yaml() const {
-  YAML::Node n;
-  n["type"] = "transformer";
-  n["src_vocab"] = src_vocab;
-  n["tgt_vocab"] = tgt_vocab;
-  n["pad_id"] = pad_id;
-  n["bos_id"] = bos_id;
-  n["eos_id"] = eos_id;
-  n["d_model"] = d_model;
-  n["ffn_dim"] = ffn_dim;
-  n["heads"] = heads;
-  n["enc_layers"] = enc_layers;
-  n["dec_layers"] = dec_layers;
-  n["pre_norm"] = pre_norm;
-  n["tie_embeddings"] = tie_embeddings;
-  n["scale_embeddings"] = scale_embeddings;
-  n["dropout"] = dropout;
-  n["activation_dropout"] = activation_dropout;
-  n["activation"] = activation;
-  n["max_positions"] = max_positions;
-  if (attention) n["attention"] = attention;
-  if (ffn) n["ffn"] = ffn;
-  return n;
-}
-
-std::string TransformerConfig::attention_type() const {
-  return attention && attention["type"] ? attention["type"].as<std::string>() : "mha";
-}
-
-std::string TransformerConfig::ffn_type() const { return ffn && ffn["type"] ? ffn["type"].as<std::string>() : "dense"; }
+YAML::Node TransformerConfig::to_yaml() const { return keys().write(*this); }
 
 }  // namespace moe

@@ -13,7 +13,6 @@
 #include "graph/expr/shape_ops.h"
 #include "graph/expr/softmax.h"
 #include "layers/basic.h"
-#include "layers/mae.h"
 #include "layers/sites.h"
 
 namespace moe {
@@ -28,7 +27,10 @@ Tensor mask_as(const Tensor& mask, int64_t n, DType dtype) {
 }
 }  // namespace
 
-TransformerLm::TransformerLm(TransformerLmConfig config) : c_(std::move(config)) {
+TransformerLm::TransformerLm(TransformerLmConfig config)
+    : c_(std::move(config)),
+      attention_(SiteRegistry::instance().attention(c_.attention, {c_.d_model, c_.heads})),
+      ffn_(SiteRegistry::instance().ffn(c_.ffn, {c_.d_model, c_.ffn_dim, c_.activation, c_.activation_dropout})) {
   MOE_CHECK(c_.vocab > 0, "transformer_lm: model.vocab is ", c_.vocab, " (it is filled from the vocabulary)");
   if (c_.adaptive_input()) input_spec().validate("model.adaptive_input_cutoffs");
   if (c_.adaptive_softmax()) softmax_spec().validate("model.adaptive_softmax_cutoffs");
@@ -57,9 +59,9 @@ Expr TransformerLm::embed(const Builder& b, const Tensor& input, int64_t offset)
     x = embedding(table, input, scale, b.dtype());
   }
   Graph& g = b.graph();
-  if (c_.positions == "sinusoidal") {
+  if (c_.positions == Positions::sinusoidal) {
     x = add(x, g.input(sinusoidal_positions(t, c_.d_model, offset, b.dtype(), g.device())));
-  } else if (c_.positions == "learned") {
+  } else if (c_.positions == Positions::learned) {
     std::vector<int32_t> pos(static_cast<size_t>(t));
     for (int64_t i = 0; i < t; ++i) pos[static_cast<size_t>(i)] = static_cast<int32_t>(offset + i);
     Expr table =
@@ -71,23 +73,20 @@ Expr TransformerLm::embed(const Builder& b, const Tensor& input, int64_t offset)
 
 Expr TransformerLm::layer(const Builder& b, Expr x, const Tensor& key_padding, const Tensor& query_padding,
                           KVCache* cache) const {
-  const AttentionSiteSpec att{c_.d_model, c_.heads, c_.attention, c_.causal ? kLmSelf : kEncoderSelf};
   x = residual_block(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
     AttentionInput in{h, h, key_padding, c_.causal, true, cache, query_padding, Expr()};
-    return attention_site(b.sub("self_attn"), in, att);
+    return attention_->build(b.sub("self_attn"), in, role());
   });
-  const FfnSiteSpec ffn{c_.d_model, c_.ffn_dim, c_.activation, c_.activation_dropout, c_.ffn};
   return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,
-                        [&](const Expr& h) { return ffn_site(b.sub("ffn"), h, ffn); });
+                        [&](const Expr& h) { return ffn_->build(b.sub("ffn"), h); });
 }
 
 Expr TransformerLm::hidden(const Builder& b, const Tensor& input, std::vector<KVCache>* caches, int64_t offset) const {
   Expr x = embed(b, input, offset);
   // Causal models need no key padding: padding only ever follows the real tokens of a row.
   const Tensor key_padding = c_.causal ? Tensor() : padding_mask(input, c_.pad_id);
-  // MAE full_mean gates average the real positions only (the causal policies need no padding).
-  const bool gate_padding = c_.causal && !caches && site_type(c_.attention, "mha") == "mae" &&
-                            MaeOptions::from_yaml(c_.attention, c_.heads).policy(kLmSelf) == "full_mean";
+  // Gates that average the queries (MAE full_mean) read the real positions (the causal ones need none).
+  const bool gate_padding = c_.causal && !caches && attention_->inputs(role()).query_padding;
   const Tensor query_padding = gate_padding ? padding_mask(input, c_.pad_id) : key_padding;
   const Builder dec = b.sub("decoder");
   for (int l = 0; l < c_.layers; ++l)
@@ -124,7 +123,7 @@ Expr TransformerLm::loss(const Builder& b, const Tensor& input, const Tensor& ta
 }
 
 Expr TransformerLm::lm_loss(const Builder& b, const data::LmBatch& batch, float label_smoothing) const {
-  b.set_flag("batch.tgt_tokens", std::to_string(batch.tokens));  // aux losses (MoA) normalise against it
+  b.context().target_tokens = batch.tokens;  // aux losses (MoA) normalise against it
   return loss(b, batch.input, batch.target, batch.mask, label_smoothing);
 }
 
@@ -138,13 +137,26 @@ Expr TransformerLm::log_probs(const Builder& b, const Tensor& input) const {
   return output_log_probs(b, reshape(hidden(b, input), Shape{input.numel(), c_.d_model}));
 }
 
-TransformerLm::State TransformerLm::start() const {
-  State st;
-  st.caches.resize(static_cast<size_t>(c_.layers));
+DecoderSpec TransformerLm::spec() const {
+  return {.pad_id = c_.pad_id, .bos_id = c_.bos_id, .eos_id = c_.eos_id, .max_positions = c_.max_positions,
+          .vocab = c_.vocab};
+}
+
+std::vector<std::string> TransformerLm::future_sites() const {
+  std::vector<std::string> out;
+  if (c_.causal)
+    for (SiteRole r : attention_->sees_future({SiteRole::lm_self})) out.push_back(enum_name(r));
+  return out;
+}
+
+std::unique_ptr<DecoderState> TransformerLm::start(const Builder&, const Tensor&, const Tensor&) const {
+  auto st = std::make_unique<State>();
+  st->caches.resize(static_cast<size_t>(c_.layers));
   return st;
 }
 
-Expr TransformerLm::step(const Builder& b, State& st, const Tensor& prev) const {
+Expr TransformerLm::step(const Builder& b, DecoderState& state, const Tensor& prev) const {
+  State& st = dynamic_cast<State&>(state);
   MOE_CHECK(!b.training(), "TransformerLm::step: incremental decoding runs in inference graphs");
   MOE_CHECK(c_.causal, "TransformerLm::step: a bidirectional transformer_mlm has no incremental decoding");
   MOE_CHECK(static_cast<int>(st.caches.size()) == c_.layers, "TransformerLm::step: state has ", st.caches.size(),
@@ -155,8 +167,8 @@ Expr TransformerLm::step(const Builder& b, State& st, const Tensor& prev) const 
   return output_log_probs(b, reshape(h, Shape{n, c_.d_model}));
 }
 
-void TransformerLm::reorder(State& st, const Tensor& origin) {
-  for (KVCache& c : st.caches) reorder_cache(c, origin);
+void TransformerLm::State::reorder(const Builder&, const Tensor& origin) {
+  for (KVCache& c : caches) reorder_cache(c, origin);
 }
 
 }  // namespace moe

@@ -8,16 +8,18 @@
 // (input == pad_id) keys, for masked-LM batches (lib/data/mlm.h: loss on the selected positions).
 // Covered by tests/models/transformer_lm_test.cpp.
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "layers/attention_layer.h"
+#include "layers/sites.h"
 #include "models/adaptive.h"
 #include "models/model.h"
 #include "models/transformer_lm_config.h"
 
 namespace moe {
 
-class TransformerLm : public Model {
+class TransformerLm : public Model, public Decoder {
  public:
   explicit TransformerLm(TransformerLmConfig config);
   const TransformerLmConfig& config() const { return c_; }
@@ -35,26 +37,32 @@ class TransformerLm : public Model {
   /// Log-probabilities [B * T, V] (f32) of the next token at every position.
   Expr log_probs(const Builder& b, const Tensor& input) const;
 
-  struct State {
+  /// Incremental decoding (models/decoder.h; causal models only: decoder() is nullptr for transformer_mlm).
+  struct State : DecoderState {
     std::vector<KVCache> caches;
     int64_t step = 0;
+    void reorder(const Builder& b, const Tensor& origin) override;
   };
-  State start() const;
-  /// Log-probabilities [N, V] (f32) of the token after `prev` [N] (i32); advances the state.
-  Expr step(const Builder& b, State& state, const Tensor& prev) const;
-  /// Row i of the new state is row origin[i] (i32 [M]) of the old one.
-  static void reorder(State& state, const Tensor& origin);
+  const Decoder* decoder() const override { return c_.causal ? this : nullptr; }
+  DecoderSpec spec() const override;
+  /// Empty histories; src and src_mask are not read.
+  std::unique_ptr<DecoderState> start(const Builder& b, const Tensor& src = {}, const Tensor& src_mask = {}) const override;
+  Expr step(const Builder& b, DecoderState& state, const Tensor& prev) const override;
+  std::vector<std::string> future_sites() const override;
 
  private:
   Expr embed(const Builder& b, const Tensor& input, int64_t offset) const;
   Expr layer(const Builder& b, Expr x, const Tensor& key_padding, const Tensor& query_padding, KVCache* cache) const;
   Expr output_log_probs(const Builder& b, const Expr& rows) const;
+  SiteRole role() const { return c_.causal ? SiteRole::lm_self : SiteRole::encoder_self; }
   AdaptiveSpec input_spec() const;
   AdaptiveSpec softmax_spec() const;
   AdaptiveSoftmaxWeights softmax_weights(const Builder& b) const;
   Expr output_matrix(const Builder& b) const;
 
   TransformerLmConfig c_;
+  std::shared_ptr<const AttentionSite> attention_;
+  std::shared_ptr<const FfnSite> ffn_;
 };
 
 }  // namespace moe

@@ -1,93 +1,61 @@
-// transformer_lm_config.h implementation.
+// transformer_lm_config.h implementation: the key table and the checks across keys (final_norm defaults
+// to pre_norm). Covered by tests/models/transformer_lm_test.cpp and tests/training/lm_options_test.cpp.
 #include "models/transformer_lm_config.h"
 
-#include <set>
-
-#include "common/error.h"
-#include "layers/mae.h"
+#include "layers/sites.h"
 
 namespace moe {
 
-namespace {
-template <class T>
-void read(const YAML::Node& node, const char* key, T& out) {
-  if (!node[key]) return;
-  try {
-    out = node[key].as<T>();
-  } catch (const YAML::Exception&) {
-    MOE_FAIL("model.", key, ": cannot read '", YAML::Dump(node[key]), "' as the expected type");
-  }
+const config::Keys<TransformerLmConfig>& TransformerLmConfig::keys() {
+  using C = TransformerLmConfig;
+  using config::at_least;
+  static const config::Keys<C> k =
+      config::Keys<C>("a transformer_lm / transformer_mlm")
+          .add_custom(
+              "type", config::ValueType::String, "transformer_lm, or transformer_mlm (bidirectional, masked LM)",
+              [](const YAML::Node& v, C& c, const std::string&) { c.causal = v.Scalar() != "transformer_mlm"; },
+              [](const C& c) { return YAML::Node(c.causal ? "transformer_lm" : "transformer_mlm"); })
+          .add("vocab", &C::vocab, "vocabulary size (filled in from the vocabulary)")
+          .internal()
+          .add("pad_id", &C::pad_id, "<pad> id")
+          .internal()
+          .add("bos_id", &C::bos_id, "<s> id")
+          .internal()
+          .add("eos_id", &C::eos_id, "</s> id")
+          .internal()
+          .add("d_model", &C::d_model, "model width", at_least<int64_t>(1))
+          .add("ffn_dim", &C::ffn_dim, "feed-forward inner width", at_least<int64_t>(1))
+          .add("heads", &C::heads, "attention heads", at_least(1))
+          .add("layers", &C::layers, "language models: layers (lstm_lm default 2)", at_least(0))
+          .add("pre_norm", &C::pre_norm, "pre-norm residual blocks (false: post-norm)")
+          .add("final_norm", &C::final_norm, "transformer_lm: layer norm after the last layer (default: pre_norm)")
+          .add("positions", &C::positions, "transformer_lm: position encodings")
+          .add("tie_embeddings", &C::tie_embeddings, "output matrix = input embedding (or tied adaptive weights)")
+          .add("scale_embeddings", &C::scale_embeddings, "multiply embeddings by sqrt(d_model)")
+          .add("dropout", &C::dropout, "dropout on embeddings and residual branches")
+          .add("activation_dropout", &C::activation_dropout, "dropout after the feed-forward activation")
+          .add("activation", &C::activation, "feed-forward activation")
+          .add("max_positions", &C::max_positions, "longest sequence", at_least<int64_t>(1))
+          .add("adaptive_input_cutoffs", &C::adaptive_input_cutoffs,
+               "transformer_lm: adaptive input bands (empty = plain embedding)")
+          .add("adaptive_softmax_cutoffs", &C::adaptive_softmax_cutoffs,
+               "language models: adaptive softmax bands (empty = full softmax)")
+          .add("adaptive_input_factor", &C::adaptive_input_factor, "adaptive input: width divisor per band")
+          .add("adaptive_softmax_factor", &C::adaptive_softmax_factor, "adaptive softmax: width divisor per band")
+          .add("adaptive_softmax_dropout", &C::adaptive_softmax_dropout, "adaptive softmax: tail dropout")
+          .add("tie_adaptive_proj", &C::tie_adaptive_proj, "transformer_lm: tail projections = adaptive input's")
+          .add("attention", &C::attention, "attention variant: {type: mha | mae | moa, ...its options}")
+          .add("ffn", &C::ffn, "feed-forward variant: {type: dense | moe, ...its options}");
+  return k;
 }
-}  // namespace
 
 TransformerLmConfig TransformerLmConfig::from_yaml(const YAML::Node& node) {
-  static const std::set<std::string> known = {"type",
-                                              "vocab",
-                                              "pad_id",
-                                              "bos_id",
-                                              "eos_id",
-                                              "d_model",
-                                              "ffn_dim",
-                                              "heads",
-                                              "layers",
-                                              "pre_norm",
-                                              "final_norm",
-                                              "positions",
-                                              "tie_embeddings",
-                                              "scale_embeddings",
-                                              "dropout",
-                                              "activation_dropout",
-                                              "activation",
-                                              "max_positions",
-                                              "adaptive_input_cutoffs",
-                                              "adaptive_softmax_cutoffs",
-                                              "adaptive_input_factor",
-                                              "adaptive_softmax_factor",
-                                              "adaptive_softmax_dropout",
-                                              "tie_adaptive_proj",
-                                              "attention",
-                                              "ffn"};
   TransformerLmConfig c;
-  if (!node || node.IsNull()) return c;
-  MOE_CHECK(node.IsMap(), "model: expected a mapping of model options");
-  if (node["type"]) c.causal = node["type"].as<std::string>() != "transformer_mlm";
-  for (const auto& kv : node) {
-    const std::string k = kv.first.as<std::string>();
-    MOE_CHECK(known.count(k), "unknown model option 'model.", k, "' for a ",
-              c.causal ? "transformer_lm" : "transformer_mlm");
-  }
-  read(node, "vocab", c.vocab);
-  read(node, "pad_id", c.pad_id);
-  read(node, "bos_id", c.bos_id);
-  read(node, "eos_id", c.eos_id);
-  read(node, "d_model", c.d_model);
-  read(node, "ffn_dim", c.ffn_dim);
-  read(node, "heads", c.heads);
-  read(node, "layers", c.layers);
-  read(node, "pre_norm", c.pre_norm);
-  c.final_norm = c.pre_norm;
-  read(node, "final_norm", c.final_norm);
-  read(node, "positions", c.positions);
-  read(node, "tie_embeddings", c.tie_embeddings);
-  read(node, "scale_embeddings", c.scale_embeddings);
-  read(node, "dropout", c.dropout);
-  read(node, "activation_dropout", c.activation_dropout);
-  read(node, "activation", c.activation);
-  read(node, "max_positions", c.max_positions);
-  read(node, "adaptive_input_cutoffs", c.adaptive_input_cutoffs);
-  read(node, "adaptive_softmax_cutoffs", c.adaptive_softmax_cutoffs);
-  read(node, "adaptive_input_factor", c.adaptive_input_factor);
-  read(node, "adaptive_softmax_factor", c.adaptive_softmax_factor);
-  read(node, "adaptive_softmax_dropout", c.adaptive_softmax_dropout);
-  read(node, "tie_adaptive_proj", c.tie_adaptive_proj);
-  if (node["attention"]) c.attention = YAML::Clone(node["attention"]);
-  MaeOptions::pin_gate_input(c.attention);  // the stored architecture names its MAE gate inputs
-  if (node["ffn"]) c.ffn = YAML::Clone(node["ffn"]);
-  MOE_CHECK(c.positions == "sinusoidal" || c.positions == "learned" || c.positions == "none", "model.positions: '",
-            c.positions, "' is not one of sinusoidal, learned, none");
-  MOE_CHECK(c.heads > 0 && c.d_model % c.heads == 0, "model.d_model (", c.d_model,
-            ") must be divisible by model.heads (", c.heads, ")");
-  MOE_CHECK(c.layers >= 0, "model.layers: ", c.layers, " is negative");
+  keys().read(node, c, "model");
+  if (!node || !node.IsMap() || !node["final_norm"]) c.final_norm = c.pre_norm;
+  SiteRegistry::instance().pin(c.attention);  // the stored architecture names the defaults it was trained with
+  MOE_CHECK(c.d_model % c.heads == 0, "model.d_model (", c.d_model, ") must be divisible by model.heads (", c.heads,
+            ")");
   if (c.tie_embeddings && (c.adaptive_input() || c.adaptive_softmax()))
     MOE_CHECK(
         c.adaptive_input_cutoffs == c.adaptive_softmax_cutoffs && c.adaptive_input_factor == c.adaptive_softmax_factor,
@@ -95,35 +63,6 @@ TransformerLmConfig TransformerLmConfig::from_yaml(const YAML::Node& node) {
   return c;
 }
 
-YAML::Node TransformerLmConfig::to_yaml() const {
-  YAML::Node n;
-  n["type"] = causal ? "transformer_lm" : "transformer_mlm";
-  n["vocab"] = vocab;
-  n["pad_id"] = pad_id;
-  n["bos_id"] = bos_id;
-  n["eos_id"] = eos_id;
-  n["d_model"] = d_model;
-  n["ffn_dim"] = ffn_dim;
-  n["heads"] = heads;
-  n["layers"] = layers;
-  n["pre_norm"] = pre_norm;
-  n["final_norm"] = final_norm;
-  n["positions"] = positions;
-  n["tie_embeddings"] = tie_embeddings;
-  n["scale_embeddings"] = scale_embeddings;
-  n["dropout"] = dropout;
-  n["activation_dropout"] = activation_dropout;
-  n["activation"] = activation;
-  n["max_positions"] = max_positions;
-  n["adaptive_input_cutoffs"] = adaptive_input_cutoffs;
-  n["adaptive_softmax_cutoffs"] = adaptive_softmax_cutoffs;
-  n["adaptive_input_factor"] = adaptive_input_factor;
-  n["adaptive_softmax_factor"] = adaptive_softmax_factor;
-  n["adaptive_softmax_dropout"] = adaptive_softmax_dropout;
-  n["tie_adaptive_proj"] = tie_adaptive_proj;
-  if (attention) n["attention"] = attention;
-  if (ffn) n["ffn"] = ffn;
-  return n;
-}
+YAML::Node TransformerLmConfig::to_yaml() const { return keys().write(*this); }
 
 }  // namespace moe

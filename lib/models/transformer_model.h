@@ -1,5 +1,5 @@
-// TransformerModel: the encoder-decoder of transformer.h behind the Model interface.
-// Covered by tests/layers/transformer_test.cpp.
+// TransformerModel: the encoder-decoder of transformer.h behind the Model interface (model.type
+// transformer). Covered by tests/layers/transformer_test.cpp.
 #pragma once
 #include "models/model.h"
 #include "models/transformer.h"
@@ -13,10 +13,13 @@ class TransformerModel : public Model {
   YAML::Node config_yaml() const override { return net_.config().to_yaml(); }
   bool is_language_model() const override { return false; }
   Expr loss(const Builder& b, const data::Batch& batch, float label_smoothing) const override {
-    b.set_flag("batch.tgt_tokens", std::to_string(batch.tgt_tokens));  // aux losses normalise against it
+    b.context().target_tokens = batch.tgt_tokens;  // aux losses normalise against it
     return net_.loss(b, batch.src, batch.src_mask, batch.tgt_in, batch.tgt_out, label_smoothing, batch.tgt_mask);
   }
-  const Transformer* seq2seq() const override { return &net_; }
+  const Decoder* decoder() const override { return &net_; }
+  const EncoderDecoder* encoder_decoder() const override { return &net_; }
+  std::vector<std::string> future_sites() const override { return net_.future_sites(); }
+  const Transformer& net() const { return net_; }
 
  private:
   Transformer net_;

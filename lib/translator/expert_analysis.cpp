@@ -6,7 +6,7 @@
 
 #include "data/batch.h"
 #include "data/lm_stream.h"
-#include "models/transformer.h"
+#include "models/decoder.h"
 #include "translator/pair_scores.h"
 #include "translator/translator.h"
 
@@ -143,12 +143,12 @@ std::vector<SiteSummary> ExpertCollector::summaries(int64_t min_count, int top) 
 ExpertRunInfo collect_pairs(const Model& model, ParameterStore& params, Device device,
                             std::vector<std::vector<int32_t>> src, std::vector<std::vector<int32_t>> tgt,
                             const data::Vocab& src_vocab, const data::Vocab& tgt_vocab, ExpertCollector& out) {
-  const Transformer* net = model.seq2seq();
+  const EncoderDecoder* net = model.encoder_decoder();
   MOE_CHECK(net, "experts: a ", model.type(), " model has no encoder-decoder to run over pairs");
   MOE_CHECK(src.size() == tgt.size(), "experts: ", src.size(), " source lines but ", tgt.size(), " target lines");
   const YAML::Node cfg = model.config_yaml();
   const int32_t pad = special(cfg, "pad_id", 0), bos = special(cfg, "bos_id", 2), eos = special(cfg, "eos_id", 3);
-  const int64_t keep = net->config().max_positions - 1;
+  const int64_t keep = net->spec().max_positions - 1;
   ExpertRunInfo info;
   std::vector<int64_t> cost(src.size());
   for (size_t i = 0; i < src.size(); ++i) {
@@ -169,9 +169,9 @@ ExpertRunInfo collect_pairs(const Model& model, ParameterStore& params, Device d
     info.tgt_tokens += b.tgt_tokens;
     Graph g(device, &params, go);
     Builder builder(g);
-    builder.set_flags(out.options().flags);
+    builder.context().experts = out.options().experts;
     GateRecorder rec;
-    builder.set_gate_recorder(&rec);
+    builder.context().recorder = &rec;
     const Tensor src_mask = b.src_mask.to(device);
     Expr memory = net->encode(builder, b.src.to(device), src_mask);
     out.add("encoder", rec, b.src, b.src_mask, src_vocab);
@@ -203,9 +203,9 @@ ExpertRunInfo collect_lm(const Model& model, ParameterStore& params, Device devi
     b.mask = cpu.mask.to(device);
     Graph g(device, &params, go);
     Builder builder(g);
-    builder.set_flags(out.options().flags);
+    builder.context().experts = out.options().experts;
     GateRecorder rec;
-    builder.set_gate_recorder(&rec);
+    builder.context().recorder = &rec;
     model.lm_loss(builder, b, 0.f);
     out.add("lm", rec, cpu.input, cpu.mask, vocab);
     require_gated_sites(out, model);

@@ -17,7 +17,7 @@
 //  - units: "piece" (vocabulary pieces as the vocabulary spells them) or "word" (SentencePiece pieces
 //    joined at the word-boundary mark U+2581, which is dropped; a word vocabulary's pieces are words;
 //    specials are words of their own; a word never spans a position that is not an instance).
-// Builder flags (options.flags: --mae-inference argmax) run the passes as the decoder with those flags
+// The expert choice (options.experts: --mae-inference argmax) runs the passes as the decoder with that choice
 // runs: the records stay the gates' probabilities, but the states that later sites see are that model's.
 // Covered by tests/translator/experts_command_test.cpp and mae_scoring_test.cpp.
 #pragma once
@@ -42,8 +42,8 @@ struct ExpertAnalysisOptions {
   std::string attribution = "argmax";    // argmax | routed
   std::string unit = "piece";            // piece | word
   std::string model_name = "the model";  // the checkpoint, for messages
-  /// Builder flags of the passes (translator/mae_inference.h: mae_inference_flags).
-  std::map<std::string, std::string> flags;
+  /// MAE sites of the passes (--mae-inference; translator/mae_inference.h).
+  ExpertChoice experts = ExpertChoice::mixture;
 };
 
 /// A PMI token of one row and the positions it covers.

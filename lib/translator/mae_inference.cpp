@@ -14,6 +14,10 @@ CLI::Option* add_mae_inference_option(CLI::App& app, std::string& value) {
       ->check(CLI::IsMember({"mixture", "argmax"}));
 }
 
-std::map<std::string, std::string> mae_inference_flags(const std::string& value) { return {{"mae.inference", value}}; }
+ExpertChoice mae_inference_choice(const std::string& value) {
+  const ExpertChoice c = parse_enum<ExpertChoice>(value, "--mae-inference");
+  MOE_CHECK(c != ExpertChoice::sample, "--mae-inference: '", value, "' is not one of mixture, argmax");
+  return c;
+}
 
 }  // namespace moe

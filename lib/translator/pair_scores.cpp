@@ -7,7 +7,7 @@
 
 #include "data/batch.h"
 #include "graph/expr/cross_entropy.h"
-#include "models/transformer.h"
+#include "models/decoder.h"
 #include "translator/translator.h"
 
 namespace moe {
@@ -71,7 +71,7 @@ std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, D
   go.training = false;
   go.compute_dtype = o.dtype;
   std::vector<PairScore> out(src.size());
-  const Transformer* net = o.per_pair ? nullptr : model.seq2seq();
+  const EncoderDecoder* net = o.per_pair ? nullptr : model.encoder_decoder();
   const auto batches = net ? token_batches(cost, o.max_tokens) : std::vector<std::vector<size_t>>{};
   if (!net) {
     for (size_t i = 0; i < src.size(); ++i) {
@@ -79,7 +79,7 @@ std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, D
                                              {static_cast<int64_t>(i)}, pad, bos, eos);
       Graph g(device, &params, go);
       Builder builder(g);
-      builder.set_flags(o.flags);
+      builder.context().experts = o.experts;
       out[i] = {-model.loss(builder, on_device(b, device), 0.f).val().item(), b.tgt_tokens};
     }
     return out;
@@ -88,7 +88,7 @@ std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, D
     const data::Batch b = on_device(pair_batch(src, tgt, idx, pad, bos, eos), device);
     Graph g(device, &params, go);
     Builder builder(g);
-    builder.set_flags(o.flags);
+    builder.context().experts = o.experts;
     Expr memory = net->encode(builder, b.src, b.src_mask);
     Expr logits = net->decode(builder, memory, b.src_mask, b.tgt_in);
     Expr targets = g.input(b.tgt_out.view(Shape{b.tgt_out.numel()}));

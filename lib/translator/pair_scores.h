@@ -2,8 +2,8 @@
 // translations y (with </s>) under a translation model, per pair, and the corpus perplexity
 // exp(-sum log P / target tokens). Encoder-decoders (Model::seq2seq) are scored in padded batches,
 // reading the per-token cross-entropy of every row and summing it per line; other models through
-// Model::loss on batches of one pair. Builder flags (--mae-inference) make the scored model the one
-// the translator runs with the same flags.
+// Model::loss on batches of one pair. The expert choice (--mae-inference) makes the scored model the one
+// the translator runs with the same choice.
 // Covered by tests/translator/scoring_test.cpp, mae_scoring_test.cpp and translator_test.cpp.
 #pragma once
 #include <cstdint>
@@ -25,8 +25,8 @@ struct PairScoreOptions {
   int64_t max_tokens = 4096;  // padded (source + target) tokens per batch
   DType dtype = DType::f32;
   bool per_pair = false;  // force the one-pair-per-batch Model::loss path
-  /// Builder flags of the scoring graphs (translator/mae_inference.h: mae_inference_flags).
-  std::map<std::string, std::string> flags;
+  /// MAE sites of the scoring graphs (--mae-inference; translator/mae_inference.h).
+  ExpertChoice experts = ExpertChoice::mixture;
 };
 
 /// Scores pairs of token sequences (without specials); sources longer than the model's positions

@@ -6,7 +6,7 @@
 // or, given only -i SRC, on their own translations (beam search, --beam 1 = greedy, by default);
 // language models over the windows of ppl. pairs and experts take --mae-inference like moe-translate
 // (translator/mae_inference.h); every model command warns on stderr when the model's MAE gates see
-// future target tokens in these teacher-forced passes (models/mae_causality.h: gate_input paper).
+// future target tokens in these teacher-forced passes (Model::future_sites: MAE gate_input paper).
 // Covered by tests/translator/scoring_test.cpp, experts_command_test.cpp and mae_scoring_test.cpp.
 #include "translator/score_commands.h"
 
@@ -17,7 +17,6 @@
 #include <sstream>
 
 #include "common/progress_meter.h"
-#include "models/mae_causality.h"
 #include "models/checkpoint.h"
 #include "translator/expert_report.h"
 #include "translator/lm_perplexity.h"
@@ -51,7 +50,7 @@ std::pair<Device, DType> placement(const ModelOptions& m, const char* cmd) {
 
 /// Warns on `err` when the MAE gates of the checkpoint's model see future target tokens in `what`.
 void warn_future_gates(const LoadedCheckpoint& ck, const char* cmd, const std::string& what, std::ostream& err) {
-  const std::string w = mae_future_warning(ck.model->config_yaml(), what);
+  const std::string w = future_warning(*ck.model, what);
   if (!w.empty()) err << "moe-score " << cmd << ": warning: " << w << "\n";
 }
 
@@ -161,7 +160,7 @@ metrics::SubcommandRunner setup_pairs(CLI::App& sub) {
   return [a](std::ostream& out, std::ostream& err) {
     const auto [device, dtype] = placement(a->m, "pairs");
     a->opt.dtype = dtype;
-    a->opt.flags = mae_inference_flags(a->mae_inference);
+    a->opt.experts = mae_inference_choice(a->mae_inference);
     LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
     MOE_CHECK(!ck.model->is_language_model(), "'", a->m.model, "' holds a ", ck.model->type(),
               " language model; use moe-score ppl for language models");
@@ -240,7 +239,7 @@ metrics::SubcommandRunner setup_experts(CLI::App& sub) {
     const auto [device, dtype] = placement(a->m, "experts");
     a->opt.dtype = dtype;
     a->opt.model_name = a->m.model;
-    a->opt.flags = mae_inference_flags(a->mae_inference);
+    a->opt.experts = mae_inference_choice(a->mae_inference);
     LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
     warn_future_gates(ck, "experts", "the gates and states analysed here", err);
     ExpertReport report;
@@ -282,8 +281,10 @@ metrics::SubcommandRunner setup_experts(CLI::App& sub) {
         to.search.beam = a->beam;
         to.max_tokens = a->opt.max_tokens;
         to.dtype = dtype;
-        to.flags = a->opt.flags;
-        const Translator translator(*ck.model->seq2seq(), *ck.params, device, to);
+        to.experts = a->opt.experts;
+        const EncoderDecoder* net = ck.model->encoder_decoder();
+        MOE_CHECK(net, "experts: a ", ck.model->type(), " model has no encoder-decoder to translate with");
+        const Translator translator(*net, *ck.params, device, to);
         for (auto& s : src) {
           if (static_cast<int64_t>(s.size()) <= translator.max_source_tokens()) continue;
           s.resize(static_cast<size_t>(translator.max_source_tokens()));

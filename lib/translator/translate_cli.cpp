@@ -55,11 +55,11 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   to.search.min_len = o.min_len;
   to.max_tokens = o.max_tokens;
   to.dtype = dtype;
-  to.flags = mae_inference_flags(o.mae_inference);
+  to.experts = mae_inference_choice(o.mae_inference);
   MOE_CHECK(o.n_best >= 1 && o.n_best <= o.beam, "--n-best ", o.n_best, " must be in [1, --beam = ", o.beam, "]");
 
   LoadedCheckpoint ck = load_checkpoint(o.model, device);
-  const Transformer* net = ck.model->seq2seq();
+  const EncoderDecoder* net = ck.model->encoder_decoder();
   MOE_CHECK(net, "'", o.model, "' holds a ", ck.model->type(),
             " model, not a translation model (use moe-score ppl for language models)");
   const data::Vocab& src_vocab = vocab_or(ck, "src", "tgt");

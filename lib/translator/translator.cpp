@@ -27,9 +27,9 @@ std::vector<std::vector<size_t>> token_batches(const std::vector<int64_t>& lengt
   return batches;
 }
 
-Translator::Translator(const Transformer& net, ParameterStore& params, Device device, TranslatorOptions options)
-    : net_(net), params_(params), device_(device), o_(std::move(options)) {
-  const TransformerConfig& c = net_.config();
+Translator::Translator(const Decoder& decoder, ParameterStore& params, Device device, TranslatorOptions options)
+    : decoder_(decoder), params_(params), device_(device), o_(std::move(options)) {
+  const DecoderSpec c = decoder_.spec();
   o_.search.pad_id = c.pad_id;
   o_.search.bos_id = c.bos_id;
   o_.search.eos_id = c.eos_id;
@@ -44,7 +44,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate_batch(
     const std::vector<const std::vector<int32_t>*>& sources) const {
   const int64_t B = static_cast<int64_t>(sources.size());
   if (B == 0) return {};
-  const TransformerConfig& c = net_.config();
+  const DecoderSpec c = decoder_.spec();
   int64_t S = 0;
   std::vector<int64_t> lengths;
   for (const auto* s : sources) {
@@ -69,11 +69,11 @@ std::vector<std::vector<Hypothesis>> Translator::translate_batch(
   go.compute_dtype = o_.dtype;
   Graph g(device_, &params_, go);
   Builder builder(g);
-  builder.set_flags(o_.flags);
-  Transformer::DecoderState state = net_.start(builder, Tensor::from_vector(ids, Shape{B, S}, device_),
-                                               Tensor::from_vector(mask, Shape{B, S}, device_));
-  auto step = [&](const Tensor& prev) { return net_.step(builder, state, prev).val(); };
-  auto reorder = [&](const Tensor& origin) { Transformer::reorder(state, origin); };
+  builder.context().experts = o_.experts;
+  const std::unique_ptr<DecoderState> state = decoder_.start(builder, Tensor::from_vector(ids, Shape{B, S}, device_),
+                                                             Tensor::from_vector(mask, Shape{B, S}, device_));
+  auto step = [&](const Tensor& prev) { return decoder_.step(builder, *state, prev).val(); };
+  auto reorder = [&](const Tensor& origin) { state->reorder(builder, origin); };
   return beam_search(lengths, step, reorder, o_.search);
 }
 

@@ -1,7 +1,7 @@
-// Translator: batched beam search with a Transformer (lib/models/transformer.h). A batch of source
-// sentences is padded into [B, S] ids with a u8 mask, encoded once by Transformer::start, and
-// decoded step by step by beam_search (lib/translator/beam_search.h), whose reorders select,
-// duplicate and drop the rows of the decoder's key/value caches. Inputs are batched by a budget of
+// Translator: batched beam search with any encoder-decoder (the Decoder interface, models/decoder.h).
+// A batch of source sentences is padded into [B, S] ids with a u8 mask, encoded once by
+// Decoder::start, and decoded step by step by beam_search (lib/translator/beam_search.h), whose
+// reorders select, duplicate and drop the rows of the decoder's state (key/value caches). Inputs are batched by a budget of
 // padded source tokens, longest first, and results come back in input order.
 // Covered by tests/translator/translator_test.cpp.
 #pragma once
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "graph/parameters.h"
-#include "models/transformer.h"
+#include "models/decoder.h"
 #include "translator/beam_search.h"
 
 namespace moe {
@@ -21,7 +21,7 @@ struct TranslatorOptions {
   BeamOptions search;                        // special ids and max_positions are taken from the model
   int64_t max_tokens = 4096;                 // padded source tokens (with </s>) per batch
   DType dtype = DType::f32;                  // compute dtype of the decoding graphs (f32 or bf16)
-  std::map<std::string, std::string> flags;  // builder flags of the decoding graphs (mae.inference argmax)
+  ExpertChoice experts = ExpertChoice::mixture;  // MAE sites of the decoding graphs (--mae-inference)
 };
 
 /// Batches of input indices: sorted by length (longest first, stable), each batch's
@@ -31,7 +31,7 @@ std::vector<std::vector<size_t>> token_batches(const std::vector<int64_t>& lengt
 class Translator {
  public:
   /// `params` must live on `device`; the model's parameters are read from it by name.
-  Translator(const Transformer& net, ParameterStore& params, Device device, TranslatorOptions options);
+  Translator(const Decoder& decoder, ParameterStore& params, Device device, TranslatorOptions options);
 
   /// n-best lists for source token sequences (without </s>), in input order. An empty source gives
   /// an empty list (nothing is decoded); a source longer than max_positions - 1 tokens is an error.
@@ -44,10 +44,10 @@ class Translator {
 
   const BeamOptions& search_options() const { return o_.search; }
   /// The longest source (without </s>) the model's positions allow.
-  int64_t max_source_tokens() const { return net_.config().max_positions - 1; }
+  int64_t max_source_tokens() const { return decoder_.spec().max_positions - 1; }
 
  private:
-  const Transformer& net_;
+  const Decoder& decoder_;
   ParameterStore& params_;
   Device device_;
   TranslatorOptions o_;

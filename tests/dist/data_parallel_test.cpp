@@ -150,7 +150,7 @@ TEST_CASE("dist: N ranks with batch B/N train recipes/ci-tiny.yml like one proce
     INFO(n << " ranks, shard_optimizer " << shard);
     TrainOptions o = base;
     o.max_tokens = global_batch / n;
-    o.dist.shard_optimizer = shard;
+    o.dist.shard_optimizer = parse_enum<ShardOptimizer>(shard, "dist.shard_optimizer");
     o.run_dir = dir + "/run-" + shard;
     const std::vector<float> mine = train(o, c);
     // Every rank holds rank 0's parameters exactly.

@@ -85,7 +85,7 @@ TEST_CASE("moa layer time at WMT shapes", "[.bench][gpu][moa]") {
     o.k = c.k;
     o.experts = c.e;
     o.head_dim = c.dd;
-    o.dispatch = c.dispatch;
+    o.dispatch = parse_enum<MoaDispatch>(c.dispatch, "dispatch");
     const auto shapes = {Shape{b, t, d},      Shape{d, int64_t{c.e}}, Shape{c.e, d, c.dd},
                          Shape{c.e, c.dd, d}, Shape{d, c.dd},         Shape{d, c.dd}};
     std::vector<Tensor> in;

@@ -67,17 +67,17 @@ TEST_CASE("gate recorder: the MoE FFN site reports its routing", "[layers][recor
     const MoeOptions o = moe_options_from_yaml(YAML::Load(yaml), d, 8);
     ParameterStore store(Device::cpu(), 3);
     const Tensor x = test::random_tensor(Shape{2, 3, d}, 17, -1, 1, DType::f32);
-    const FfnSiteSpec spec{d, 8, "relu", 0.f, YAML::Load(yaml)};
+    const auto site = SiteRegistry::instance().ffn(YAML::Load(yaml), FfnShape{d, 8});
     for (bool training : {true, false}) {
       Graph g(Device::cpu(), &store, GraphOptions{.training = training});
       Builder b(g, "decoder.l1.ffn");
       GateRecorder rec;
-      b.set_gate_recorder(&rec);
+      b.context().recorder = &rec;
       if (!training)  // random gate weights (they start at zero), set once the site has declared them
         for (const char* w : {"decoder.l1.ffn.gate.w", "decoder.l1.ffn.gate2.w"})
           if (store.find(w) >= 0)
             store.value(w).copy_from(test::random_tensor(store.value(w).shape(), 5, -2, 2, DType::f32));
-      ffn_site(b, g.input(x), spec);
+      site->build(b, g.input(x));
       g.forward();
       if (training) {
         CHECK(rec.records().empty());
@@ -87,11 +87,11 @@ TEST_CASE("gate recorder: the MoE FFN site reports its routing", "[layers][recor
       const GateRecord& r = rec.records().at("decoder.l1.ffn").at(0);
       CHECK(r.family == "moe");
       CHECK(r.probs.shape() == Shape({2, 3, int64_t{o.experts}}));
-      const int64_t k = o.gating == "batchwise" ? 2 : o.groups > 1 ? o.k * o.k_secondary : o.k;
-      CHECK(r.policy == (o.gating == "batchwise" ? "batchwise" : o.groups > 1 ? "hierarchical_topk" : "noisy_topk"));
+      const int64_t k = o.gating == MoeGating::batchwise ? 2 : o.groups > 1 ? o.k * o.k_secondary : o.k;
+      CHECK(r.policy == (o.gating == MoeGating::batchwise ? "batchwise" : o.groups > 1 ? "hierarchical_topk" : "noisy_topk"));
       CHECK(r.experts.shape() == Shape({2, 3, k}));
       for (double s : check_consistent(r)) CHECK(s == Approx(1.0).epsilon(1e-5));
-      if (o.groups > 1 || o.gating == "batchwise") continue;
+      if (o.groups > 1 || o.gating == MoeGating::batchwise) continue;
       // Flat top-k without noise at inference: the two largest logits of x W_g, softmax over them.
       const auto xv = x.to_vector<double>(), w = store.value("decoder.l1.ffn.gate.w").to_vector<double>();
       const auto ex = r.experts.to_vector<int32_t>();
@@ -122,7 +122,7 @@ TEST_CASE("gate recorder: the MoA sublayer reports its router and top-k", "[laye
     Graph g(Device::cpu(), &store, GraphOptions{.training = false});
     Builder b(g, "encoder.l0.self_attn");
     GateRecorder rec;
-    b.set_gate_recorder(&rec);
+    b.context().recorder = &rec;
     Expr xe = g.input(x);
     moa_attention_layer(b, {xe, xe, pad, false, true, nullptr}, 6, o);
     if (pass == 0) {  // declare, then randomise the (zero-initialised) router

@@ -8,10 +8,10 @@
 // The controls show the checks can fail: full_mean decoder gates (gate_input paper; lm_self full_mean
 // for the LM) break both, except where no gate reads the target (UNI-MAE). The gates' output layers
 // are scaled up so that what a gate sees matters. Also: the gate inputs pinned into a stored
-// architecture, and mae_future_roles / mae_future_warning (moe-train's and moe-score's warning).
+// architecture, and Model::future_sites / future_warning (moe-train's and moe-score's warning).
 // Eval mode throughout: in training mode the gates' BatchNorm normalises with statistics over all
 // positions of the batch, which couples positions by design; that is not the gate input of issue 16.
-#include "models/mae_causality.h"
+#include "models/model_registry.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -27,14 +27,14 @@ using test::ids;
 using test::step_ids;
 
 namespace {
-using Flags = std::map<std::string, std::string>;
+using Flags = ExpertChoice;
 constexpr int64_t V = 12;            // vocabulary of tiny_mt / tiny_lm
 constexpr double kSameSum = 1e-4;    // f32: teacher-forced vs incremental prefix log-probabilities
 constexpr double kUnchanged = 1e-6;  // f32: a prediction that must not move
 constexpr double kLeak = 1e-3;       // the controls' leaks are larger than this
 
 const std::vector<std::string> kVariants = {"MAE-3", "MAE-2", "UNI-MAE-3", "NOBCD-3"};
-const std::vector<Flags> kInference = {{}, {{"mae.inference", "argmax"}}};
+const std::vector<Flags> kInference = {ExpertChoice::mixture, ExpertChoice::argmax};
 
 /// Multiplies every gate's output weights (*.gate.l2.w) by 20: confident gates that depend on their input.
 void sharpen_gates(ParameterStore& store) {
@@ -75,26 +75,26 @@ data::Batch mt_batch(const std::vector<std::vector<int32_t>>& tgt) {
 }
 
 /// Teacher-forced log-probabilities [B * T, V] over the whole targets, as training and scoring build them.
-std::vector<float> mt_teacher_forced(const Transformer& net, ParameterStore& store, const data::Batch& batch,
+std::vector<float> mt_teacher_forced(const EncoderDecoder& net, ParameterStore& store, const data::Batch& batch,
                                      const Flags& flags) {
   Graph g(Device::cpu(), &store, GraphOptions{.training = false});
   Builder b(g);
-  b.set_flags(flags);
+  b.context().experts = flags;
   Expr memory = net.encode(b, batch.src, batch.src_mask);
   return log_softmax(net.decode(b, memory, batch.src_mask, batch.tgt_in, batch.tgt_mask)).val().to_vector<float>();
 }
 
 /// Incremental decoding of the same targets (the translator's steps): log-probabilities [B * T, V].
-std::vector<float> mt_incremental(const Transformer& net, ParameterStore& store, const data::Batch& batch,
+std::vector<float> mt_incremental(const EncoderDecoder& net, ParameterStore& store, const data::Batch& batch,
                                   const Flags& flags) {
   Graph g(Device::cpu(), &store, GraphOptions{.training = false});
   Builder b(g);
-  b.set_flags(flags);
+  b.context().experts = flags;
   const int64_t rows = batch.tgt_in.shape()[0], len = batch.tgt_in.shape()[1];
   std::vector<float> out(static_cast<size_t>(rows * len * V));
   auto state = net.start(b, batch.src, batch.src_mask);
   for (int64_t t = 0; t < len; ++t) {
-    const auto lp = net.step(b, state, step_ids(batch.tgt_in, t)).val().to_vector<float>();
+    const auto lp = net.step(b, *state, step_ids(batch.tgt_in, t)).val().to_vector<float>();
     for (int64_t r = 0; r < rows; ++r) std::copy_n(lp.begin() + r * V, V, out.begin() + (r * len + t) * V);
   }
   return out;
@@ -110,7 +110,7 @@ double prefix_log_prob(const std::vector<float>& lp, const data::Batch& batch, i
 }
 
 Causality mt_causality(const TransformerModel& model, ParameterStore& store, const Flags& flags) {
-  const Transformer& net = *model.seq2seq();
+  const EncoderDecoder& net = *model.encoder_decoder();
   const data::Batch batch = mt_batch(kTgt);
   const auto full = mt_teacher_forced(net, store, batch, flags);
   const auto steps = mt_incremental(net, store, batch, flags);
@@ -125,7 +125,7 @@ Causality mt_causality(const TransformerModel& model, ParameterStore& store, con
   {  // The training / validation loss of the batch is the same teacher-forced sum.
     Graph g(Device::cpu(), &store, GraphOptions{.training = false});
     Builder b(g);
-    b.set_flags(flags);
+    b.context().experts = flags;
     c.prefix_gap = std::max(c.prefix_gap, std::abs(-model.loss(b, batch, 0.f).val().item() - all_steps));
   }
   // Target token j of row r changes: predictions at positions < j (the decoder inputs <s> y_1..y_j-1)
@@ -161,7 +161,7 @@ std::vector<float> lm_teacher_forced(const TransformerLm& lm, ParameterStore& st
                                      const std::vector<std::vector<int32_t>>& text, const Flags& flags) {
   Graph g(Device::cpu(), &store, GraphOptions{.training = false});
   Builder b(g);
-  b.set_flags(flags);
+  b.context().experts = flags;
   return lm.log_probs(b, lm_input(text)).val().to_vector<float>();
 }
 
@@ -177,7 +177,7 @@ double lm_prefix_loss(const TransformerLm& lm, ParameterStore& store, int64_t k,
   }
   Graph g(Device::cpu(), &store, GraphOptions{.training = false});
   Builder b(g);
-  b.set_flags(flags);
+  b.context().experts = flags;
   return lm.lm_loss(b, data::make_lm_batch(in, tg, mask, {0, 1}, 0), 0.f).val().item();
 }
 
@@ -188,11 +188,11 @@ Causality lm_causality(const TransformerLm& lm, ParameterStore& store, const Fla
   {
     Graph g(Device::cpu(), &store, GraphOptions{.training = false});
     Builder b(g);
-    b.set_flags(flags);
-    auto state = lm.start();
+    b.context().experts = flags;
+    auto state = lm.start(b);
     const Tensor input = lm_input(kText);
     for (int64_t t = 0; t < kLmLen; ++t) {
-      const auto lp = lm.step(b, state, step_ids(input, t)).val().to_vector<float>();
+      const auto lp = lm.step(b, *state, step_ids(input, t)).val().to_vector<float>();
       for (int64_t r = 0; r < rows; ++r) step_lp[r * kLmLen + t] = lp[r * V + kText[r][t + 1]];
     }
   }
@@ -239,7 +239,7 @@ void check_leaks(const Causality& c) {
 TEST_CASE("mae causality: translation decoders score their prefixes as they decode them", "[layers][mae][causal]") {
   for (const std::string& name : kVariants)
     for (const Flags& flags : kInference) {
-      INFO(name << (flags.empty() ? " mixture" : " argmax"));
+      INFO(name << " " << enum_name(flags));
       const TransformerModel model(test::tiny_mt("{type: mae, name: " + name + "}"));
       ParameterStore store(Device::cpu(), 21);
       const Causality warm = mt_causality(model, store, flags);  // declares the parameters
@@ -266,7 +266,7 @@ TEST_CASE("mae causality: language models score their prefixes as they decode th
   atts.push_back("{type: mae, name: MAE-3, gate_input: paper}");  // LM sites read the window in the paper too
   for (const std::string& att : atts)
     for (const Flags& flags : kInference) {
-      INFO(att << (flags.empty() ? " mixture" : " argmax"));
+      INFO(att << " " << enum_name(flags));
       const TransformerLm lm(test::tiny_lm(att));
       ParameterStore store(Device::cpu(), 22);
       const Causality warm = lm_causality(lm, store, flags);
@@ -303,7 +303,13 @@ TEST_CASE("mae causality: stored architectures name their gate inputs", "[layers
 }
 
 TEST_CASE("mae causality: which gates see the future, and the warning", "[layers][mae][causal]") {
-  auto roles = [](const std::string& yaml) { return mae_future_roles(YAML::Load(yaml)); };
+  auto model = [](const std::string& yaml) {
+    YAML::Node n = YAML::Load(yaml);
+    n["vocab"] = 12;  // language models need their vocabulary size
+    if (model_type_of(n) == "transformer") n.remove("vocab");
+    return create_model(n);
+  };
+  auto roles = [&](const std::string& yaml) { return model(yaml)->future_sites(); };
   using R = std::vector<std::string>;
   const std::string mt = "{type: transformer, heads: 4, d_model: 16, attention: ";
   CHECK(roles(mt + "{type: mae}}").empty());
@@ -321,9 +327,9 @@ TEST_CASE("mae causality: which gates see the future, and the warning", "[layers
               "full_mean}}}")
             .empty());  // bidirectional: no future to see
   CHECK(roles("{type: lstm_lm}").empty());
-  const std::string w = mae_future_warning(YAML::Load(mt + "{type: mae, gate_input: paper}}"), "these scores");
+  const std::string w = future_warning(*model(mt + "{type: mae, gate_input: paper}}"), "these scores");
   CHECK_THAT(w, Catch::Contains("decoder_self, decoder_cross") && Catch::Contains("these scores see future target") &&
                     Catch::Contains("leak_free"));
-  CHECK(mae_future_warning(YAML::Load(mt + "{type: mae}}"), "these scores").empty());
+  CHECK(future_warning(*model(mt + "{type: mae}}"), "these scores").empty());
   CHECK_THROWS_WITH(roles(mt + "{type: mae, gate_input: future}}"), Catch::Contains("'future'"));
 }

@@ -37,7 +37,7 @@ std::pair<std::vector<float>, std::vector<float>> mt_full_and_steps(const Transf
   std::vector<float> steps(full.size());
   auto st = net.start(b, src, mask);
   for (int64_t t = 0; t < len; ++t) {
-    const auto got = net.step(b, st, step_ids(tgt, t)).val().to_vector<float>();
+    const auto got = net.step(b, *st, step_ids(tgt, t)).val().to_vector<float>();
     for (int64_t r = 0; r < rows; ++r)
       std::copy(got.begin() + r * v, got.begin() + (r + 1) * v, steps.begin() + (r * len + t) * v);
   }
@@ -56,7 +56,9 @@ TEST_CASE("mae: gate-input policies by hand", "[layers][mae][gate_input]") {
   Expr x = g.input(Tensor::from_vector(std::vector<double>{1, 2, 3, 4, 10, 20, 30, 40}, Shape{2, 4, 1}));
   const Tensor pad = u8({1, 1, 1, 1, 1, 1, 0, 0}, 2, 4);
   AttentionInput in{x, x, Tensor(), true, true, nullptr, pad, Expr()};
-  auto run = [&](const std::string& policy, int64_t w) { return mae_gate_input(in, policy, w, DType::f64); };
+  auto run = [&](const std::string& policy, int64_t w) {
+    return mae_gate_input(in, parse_enum<GateInput>(policy, "policy"), w, DType::f64);
+  };
   const MaeGateInput full = run("full_mean", 0);
   CHECK_FALSE(full.per_position);
   CHECK(full.u.val().to_vector<double>() == std::vector<double>{2.5, 15});  // padding skipped
@@ -84,7 +86,7 @@ TEST_CASE("mae: causal gate inputs leak nothing from later positions", "[layers]
     ParameterStore store(Device::cpu(), 4);
     auto out = [&](const Tensor& x) {
       Graph g(Device::cpu(), &store, test::f64_graph(false));
-      return mae_attention_layer(Builder(g, "s"), test::self_input(g.input(x), true), D, o, kLmSelf)
+      return mae_attention_layer(Builder(g, "s"), test::self_input(g.input(x), true), D, o, SiteRole::lm_self)
           .val()
           .to_vector<double>();
     };
@@ -115,13 +117,13 @@ TEST_CASE("mae: layer steps with gate state equal full recomputation", "[layers]
     Graph g(Device::cpu(), &store, test::f64_graph(false));
     const Builder b(g, "s");
     Expr xe = g.input(x);
-    const auto full = mae_attention_layer(b, test::self_input(xe, true), D, full_o, kLmSelf).val().to_vector<double>();
+    const auto full = mae_attention_layer(b, test::self_input(xe, true), D, full_o, SiteRole::lm_self).val().to_vector<double>();
     KVCache cache;
     std::vector<double> steps(full.size());
     // Chunks of 2, 1 and 2 positions (prompt priming, then steps).
     for (const auto& [begin, len] : std::vector<std::pair<int64_t, int64_t>>{{0, 2}, {2, 1}, {3, 2}}) {
       Expr xc = slice(xe, 1, begin, len);
-      const auto got = mae_attention_layer(b, test::self_input(xc, true, {}, &cache), D, o, kLmSelf).val();
+      const auto got = mae_attention_layer(b, test::self_input(xc, true, {}, &cache), D, o, SiteRole::lm_self).val();
       const auto v = got.to_vector<double>();
       for (int64_t r = 0; r < 2; ++r)
         std::copy(v.begin() + r * len * D, v.begin() + (r + 1) * len * D, steps.begin() + (r * 5 + begin) * D);
@@ -188,11 +190,11 @@ TEST_CASE("mae: Transformer decoder gates: leaks, padding and beam reordering", 
     Graph g(Device::cpu(), &store, GraphOptions{.training = false});
     Builder b(g);
     auto st = net.start(b, src, mask);
-    net.step(b, st, Tensor::from_vector(std::vector<int32_t>{2, 2}, Shape{2}));
-    net.step(b, st, Tensor::from_vector(std::vector<int32_t>{4, 7}, Shape{2}));
-    Transformer::reorder(st, Tensor::from_vector(std::vector<int32_t>{1, 1, 0}, Shape{3}));
+    net.step(b, *st, Tensor::from_vector(std::vector<int32_t>{2, 2}, Shape{2}));
+    net.step(b, *st, Tensor::from_vector(std::vector<int32_t>{4, 7}, Shape{2}));
+    st->reorder(b, Tensor::from_vector(std::vector<int32_t>{1, 1, 0}, Shape{3}));
     const auto v =
-        net.step(b, st, Tensor::from_vector(std::vector<int32_t>{5, 5, 5}, Shape{3})).val().to_vector<float>();
+        net.step(b, *st, Tensor::from_vector(std::vector<int32_t>{5, 5, 5}, Shape{3})).val().to_vector<float>();
     CHECK(max_diff(std::vector<float>(v.begin(), v.begin() + 12), std::vector<float>(v.begin() + 12, v.begin() + 24)) <
           1e-6);
     CHECK(max_diff(std::vector<float>(v.begin(), v.begin() + 12), std::vector<float>(v.begin() + 24, v.end())) > 1e-6);
@@ -219,11 +221,11 @@ TEST_CASE("mae: Transformer F and G training steps, gates and the recorder", "[l
   const data::Batch batch =
       data::make_batch({std::span<const int32_t>(s1), std::span<const int32_t>(s2)},
                        {std::span<const int32_t>(y1), std::span<const int32_t>(y2)}, {0, 1}, 0, 2, 3);
-  auto gate_grad = [&](const std::string& step) {
+  auto gate_grad = [&](ExpertChoice experts) {
     store.zero_grads();
     Graph g(Device::cpu(), &store, GraphOptions{.training = true, .seed = 3, .step = 7});
     Builder b(g);
-    b.set_flag("mae.step", step);
+    b.context().experts = experts;
     Expr loss = model.loss(b, batch, 0.1f);
     g.backward(loss);
     CHECK(std::isfinite(loss.val().item()));
@@ -233,9 +235,8 @@ TEST_CASE("mae: Transformer F and G training steps, gates and the recorder", "[l
     CHECK(rest > 0);
     return gate;
   };
-  CHECK(gate_grad("F") == 0.0);
-  CHECK(gate_grad("G") > 0.0);
-  CHECK(gate_grad("joint") > 0.0);
+  CHECK(gate_grad(ExpertChoice::sample) == 0.0);  // F passes
+  CHECK(gate_grad(ExpertChoice::mixture) > 0.0);  // G and joint passes
   int gates = 0, states = 0;
   for (const ParamEntry& e : store.entries()) {
     gates += e.name.ends_with(".gate.l1.w") && e.group == "gate";
@@ -248,8 +249,8 @@ TEST_CASE("mae: Transformer F and G training steps, gates and the recorder", "[l
   {
     Graph g(Device::cpu(), &store, GraphOptions{.training = false});
     Builder b(g);
-    b.set_gate_recorder(&rec);
-    const Transformer& net = *model.seq2seq();
+    b.context().recorder = &rec;
+    const EncoderDecoder& net = *model.encoder_decoder();
     net.decode(b, net.encode(b, batch.src, batch.src_mask), batch.src_mask, batch.tgt_in, batch.tgt_mask);
   }
   REQUIRE(rec.records().size() == 6);
@@ -282,16 +283,16 @@ TEST_CASE("mae: LM incremental decoding, causality and padding", "[layers][mae][
     const std::vector<int32_t> seq = {2, 5, 9, 1, 2, 8, 11, 4};  // two rows of four
     const auto full = lm.log_probs(b, ids(seq, 2, 4)).val().to_vector<float>();
     std::vector<float> steps(full.size());
-    auto st = lm.start();
+    auto st = lm.start(b);
     for (int64_t t = 0; t < 4; ++t) {
-      const auto got = lm.step(b, st, step_ids(ids(seq, 2, 4), t)).val().to_vector<float>();
+      const auto got = lm.step(b, *st, step_ids(ids(seq, 2, 4), t)).val().to_vector<float>();
       std::copy(got.begin(), got.begin() + 12, steps.begin() + t * 12);
       std::copy(got.begin() + 12, got.end(), steps.begin() + (4 + t) * 12);
     }
     CHECK(max_diff(steps, full) < 1e-5);
-    TransformerLm::reorder(st, Tensor::from_vector(std::vector<int32_t>{1, 1}, Shape{2}));
+    st->reorder(b, Tensor::from_vector(std::vector<int32_t>{1, 1}, Shape{2}));
     const auto after =
-        lm.step(b, st, Tensor::from_vector(std::vector<int32_t>{3, 3}, Shape{2})).val().to_vector<float>();
+        lm.step(b, *st, Tensor::from_vector(std::vector<int32_t>{3, 3}, Shape{2})).val().to_vector<float>();
     for (int v = 0; v < 12; ++v) CHECK(after[v] == Approx(after[12 + v]).margin(1e-6));
     // A later token does not change earlier predictions.
     const auto other = lm.log_probs(b, ids({2, 5, 9, 7}, 1, 4)).val().to_vector<float>();

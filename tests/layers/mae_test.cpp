@@ -18,19 +18,19 @@ namespace {
 constexpr int64_t D = 8;  // model width; 4 heads of 2
 
 /// Declares the site's parameters (an inference graph allocates them at once).
-void declare(ParameterStore& store, const MaeOptions& o, const std::string& role = kEncoderSelf) {
+void declare(ParameterStore& store, const MaeOptions& o, SiteRole role = SiteRole::encoder_self) {
   Graph g(Device::cpu(), &store, test::f64_graph(false));
   Expr x = g.input(test::random_tensor(Shape{2, 3, D}, 1));
-  mae_attention_layer(Builder(g, "site"), test::self_input(x, role != kEncoderSelf), D, o, role);
+  mae_attention_layer(Builder(g, "site"), test::self_input(x, role != SiteRole::encoder_self), D, o, role);
 }
 
-/// The site's output for x in a graph with `opt` and builder flags.
+/// The site's output for x in a graph with `opt` and the expert choice `experts`.
 std::vector<double> site(ParameterStore& store, const MaeOptions& o, const Tensor& x, GraphOptions opt,
-                         const std::map<std::string, std::string>& flags = {}, bool causal = false,
-                         const std::string& role = kEncoderSelf) {
+                         ExpertChoice experts = ExpertChoice::mixture, bool causal = false,
+                         SiteRole role = SiteRole::encoder_self) {
   Graph g(Device::cpu(), &store, opt);
   Builder b(g, "site");
-  for (const auto& [k, v] : flags) b.set_flag(k, v);
+  b.context().experts = experts;
   Expr out = mae_attention_layer(b, test::self_input(g.input(x), causal), D, o, role);
   g.forward();
   return out.val().to_vector<double>();
@@ -53,35 +53,35 @@ TEST_CASE("mae: options, names and errors", "[layers][mae]") {
   const MaeOptions d = mae_opts("{type: mae}", 8);
   CHECK(d.name() == "MAE-7");
   CHECK(d.experts() == 8);
-  CHECK(d.gate == "learned");
-  CHECK(d.training == "bcd");
+  CHECK(d.gate == MaeGate::learned);
+  CHECK(d.training == MaeTraining::bcd);
   CHECK(d.gate_hidden == 256);
   CHECK(d.gate_dropout == Approx(0.1));
   CHECK(d.gate_window == 100);
   // The default gate inputs are leak_free (issue 16; the paper preset was the default before).
-  CHECK(d.policy(kEncoderSelf) == "full_mean");
-  CHECK(d.policy(kDecoderSelf) == "causal_prefix_mean");
-  CHECK(d.policy(kDecoderCross) == "causal_prefix_mean");
-  CHECK(d.policy(kLmSelf) == "causal_window_mean");
+  CHECK(d.policy(SiteRole::encoder_self) == GateInput::full_mean);
+  CHECK(d.policy(SiteRole::decoder_self) == GateInput::causal_prefix_mean);
+  CHECK(d.policy(SiteRole::decoder_cross) == GateInput::causal_prefix_mean);
+  CHECK(d.policy(SiteRole::lm_self) == GateInput::causal_window_mean);
   const MaeOptions paper = mae_opts("{type: mae, gate_input: paper}", 8);
-  CHECK(paper.policy(kEncoderSelf) == "full_mean");
-  CHECK(paper.policy(kDecoderSelf) == "full_mean");
-  CHECK(paper.policy(kDecoderCross) == "full_mean");
-  CHECK(paper.policy(kLmSelf) == "causal_window_mean");
+  CHECK(paper.policy(SiteRole::encoder_self) == GateInput::full_mean);
+  CHECK(paper.policy(SiteRole::decoder_self) == GateInput::full_mean);
+  CHECK(paper.policy(SiteRole::decoder_cross) == GateInput::full_mean);
+  CHECK(paper.policy(SiteRole::lm_self) == GateInput::causal_window_mean);
   const MaeOptions six = mae_opts("{type: mae, name: MAE-6}", 8);
   CHECK(six.dropped == 2);
   CHECK(six.experts() == 28);
   CHECK(mae_opts("{type: mae, experts: h-2}", 8).name() == "MAE-6");
-  CHECK(mae_opts("{type: mae, name: UNI-MAE-7}", 8).gate == "uniform");
+  CHECK(mae_opts("{type: mae, name: UNI-MAE-7}", 8).gate == MaeGate::uniform);
   CHECK(mae_opts("{type: mae, name: UNI-MAE-6}", 8).name() == "UNI-MAE-6");
-  CHECK(mae_opts("{type: mae, name: NOBCD-7}", 8).training == "joint");
+  CHECK(mae_opts("{type: mae, name: NOBCD-7}", 8).training == MaeTraining::joint);
   CHECK(mae_opts("{type: mae, name: MAE-3}", 4).experts() == 4);
   const MaeOptions lf = mae_opts("{type: mae, gate_input: leak_free}", 8);
   CHECK(lf.gate_input == d.gate_input);
   // A map changes the roles it names and keeps the default preset's others.
   const MaeOptions m = mae_opts("{type: mae, gate_input: {decoder_cross: source_mean}, gate_window: 7}", 8);
-  CHECK(m.policy(kDecoderCross) == "source_mean");
-  CHECK(m.policy(kDecoderSelf) == "causal_prefix_mean");
+  CHECK(m.policy(SiteRole::decoder_cross) == GateInput::source_mean);
+  CHECK(m.policy(SiteRole::decoder_self) == GateInput::causal_prefix_mean);
   CHECK(m.gate_window == 7);
   CHECK_THROWS_WITH(mae_opts("{type: mae, heads: 3}", 8), Catch::Contains("model.attention.heads"));
   CHECK_THROWS_WITH(mae_opts("{type: mae, name: MAE-5}", 8), Catch::Contains("MAE-5") && Catch::Contains("heads = 8"));
@@ -98,7 +98,6 @@ TEST_CASE("mae: options, names and errors", "[layers][mae]") {
   CHECK_THROWS_WITH(mae_opts("{type: mae, gate_input: {lm_self: last}}", 8), Catch::Contains("'last'"));
   CHECK_THROWS_WITH(mae_opts("{type: mae, gate_input: future}", 8), Catch::Contains("'future'"));
   CHECK_THROWS_WITH(mae_opts("{type: mae, experts: h-2}", 2), Catch::Contains("model.heads = 2"));
-  CHECK_THROWS_WITH(d.policy("decoder"), Catch::Contains("'decoder'"));
 }
 
 TEST_CASE("mae: per-head weights from expert weights", "[layers][mae]") {
@@ -138,11 +137,11 @@ TEST_CASE("mae: a uniform gate is exactly multi-head attention", "[layers][mae]"
       INFO(name << " " << policy);
       const MaeOptions o = mae_opts("{type: mae, name: " + name + ", gate_input: {lm_self: " + policy + "}}");
       ParameterStore store(Device::cpu(), 3);
-      declare(store, o, kLmSelf);
+      declare(store, o, SiteRole::lm_self);
       test::set_values(store, "site.gate.l2.w", std::vector<double>(o.gate_hidden * o.experts(), 0.0));
       const auto want = reference(store, x, Tensor(), true);
-      for (const auto& flags : std::vector<std::map<std::string, std::string>>{{}, {{"mae.step", "G"}}}) {
-        const auto got = site(store, o, x, test::f64_graph(!flags.empty()), flags, true, kLmSelf);
+      for (const bool training : {false, true}) {
+        const auto got = site(store, o, x, test::f64_graph(training), ExpertChoice::mixture, true, SiteRole::lm_self);
         CHECK(test::max_abs_diff(got, want) < 1e-12);
       }
     }
@@ -165,7 +164,7 @@ TEST_CASE("mae: an F step is MHA with the drawn expert's heads dropped", "[layer
     const MaeOptions o = mae_opts("{type: mae, name: " + name + "}");
     ParameterStore store(Device::cpu(), 4);
     declare(store, o);
-    const auto got = site(store, o, x, test::f64_graph(true, 3), {{"mae.step", "F"}});
+    const auto got = site(store, o, x, test::f64_graph(true, 3), ExpertChoice::sample);
     std::vector<std::vector<double>> refs;
     for (int e = 0; e < o.experts(); ++e) refs.push_back(reference(store, x, test::expert_omega(o, e, 6)));
     std::set<int> drawn;
@@ -180,8 +179,8 @@ TEST_CASE("mae: an F step is MHA with the drawn expert's heads dropped", "[layer
     }
     CHECK(drawn.size() > 1);  // sentences drop different heads
     // Same seed and step: the same draws; another step: other draws.
-    CHECK(site(store, o, x, test::f64_graph(true, 3), {{"mae.step", "F"}}) == got);
-    CHECK(site(store, o, x, test::f64_graph(true, 4), {{"mae.step", "F"}}) != got);
+    CHECK(site(store, o, x, test::f64_graph(true, 3), ExpertChoice::sample) == got);
+    CHECK(site(store, o, x, test::f64_graph(true, 4), ExpertChoice::sample) != got);
   }
 }
 
@@ -196,9 +195,9 @@ TEST_CASE("mae: F-step gradients: zero for the dropped heads, h/(h-1)-scaled for
       store.zero_grads();
       Graph g(Device::cpu(), &store, test::f64_graph(true, 1));
       Builder b(g, "site");
-      b.set_flag("mae.step", "F");
+      b.context().experts = ExpertChoice::sample;
       const AttentionInput in = test::self_input(g.input(x), false);
-      Expr out = mae ? mae_attention_layer(b, in, D, o, kEncoderSelf) : test::mha_reference(b, in, D, 4, Tensor());
+      Expr out = mae ? mae_attention_layer(b, in, D, o, SiteRole::encoder_self) : test::mha_reference(b, in, D, 4, Tensor());
       g.backward_from(out, Tensor::from_vector(seed, out.shape()));
       std::map<std::string, std::vector<double>> gr;
       for (const ParamEntry& e : store.entries()) gr[e.name] = store.grad(e.name).to_vector<double>();
@@ -242,12 +241,12 @@ TEST_CASE("mae: F draws follow the gate, per sentence or per position", "[layers
     ParameterStore store(Device::cpu(), 2);
     declare(store, o);
     std::vector<double> want(4, 0.25);
-    if (o.gate == "learned") {
+    if (o.gate == MaeGate::learned) {
       want = {0.1, 0.2, 0.3, 0.4};
       test::set_values(store, "site.gate.l2.w", std::vector<double>(o.gate_hidden * 4, 0.0));
       test::set_values(store, "site.gate.l2.b", {std::log(0.1), std::log(0.2), std::log(0.3), std::log(0.4)});
     }
-    const auto got = site(store, o, x, test::f64_graph(true, 2), {{"mae.step", "F"}});
+    const auto got = site(store, o, x, test::f64_graph(true, 2), ExpertChoice::sample);
     std::vector<double> freq(4, 0);
     std::vector<std::vector<double>> refs;
     for (int e = 0; e < 4; ++e) refs.push_back(reference(store, x, test::expert_omega(o, e, b)));
@@ -260,9 +259,9 @@ TEST_CASE("mae: F draws follow the gate, per sentence or per position", "[layers
   // Per-position gates draw per position: the positions of one sentence drop different heads.
   const MaeOptions o = mae_opts("{type: mae, gate_input: {lm_self: causal_prefix_mean}}");
   ParameterStore store(Device::cpu(), 2);
-  declare(store, o, kLmSelf);
+  declare(store, o, SiteRole::lm_self);
   const Tensor xs = test::random_tensor(Shape{2, 6, D}, 12);
-  const auto got = site(store, o, xs, test::f64_graph(true, 5), {{"mae.step", "F"}}, true, kLmSelf);
+  const auto got = site(store, o, xs, test::f64_graph(true, 5), ExpertChoice::sample, true, SiteRole::lm_self);
   std::set<int> experts;
   for (int64_t p = 0; p < 6; ++p)
     for (int e = 0; e < 4; ++e)
@@ -279,13 +278,13 @@ TEST_CASE("mae: G-step gradients reach the gate (finite differences)", "[layers]
     INFO(yaml);
     const MaeOptions o = mae_opts(yaml);
     const bool lm = yaml.find("lm_self") != std::string::npos;
-    const std::string role = lm ? kLmSelf : kEncoderSelf;
+    const SiteRole role = lm ? SiteRole::lm_self : SiteRole::encoder_self;
     ParameterStore store(Device::cpu(), 8);
     declare(store, o, role);
     const Tensor x = test::random_tensor(Shape{3, 4, D}, 13, -2, 2);
     auto build = [&](Graph& g) {
       Builder b(g, "site");
-      b.set_flag("mae.step", "G");
+      b.context().experts = ExpertChoice::mixture;
       return mae_attention_layer(b, test::self_input(g.input(x), lm), D, o, role);
     };
     const std::vector<std::string> gate = {"site.gate.bn.g", "site.gate.bn.b", "site.gate.l1.w",
@@ -303,7 +302,7 @@ TEST_CASE("mae: G-step gradients reach the gate (finite differences)", "[layers]
                                   test::random_tensor(Shape{3}, 24),    test::random_tensor(Shape{3, 4}, 25),
                                   test::random_tensor(Shape{4}, 26)};
   CHECK(test::gradcheck(in, [&](Graph&, const std::vector<Expr>& l) {
-          return mae_gate_probs(l[0], MaeGateWeights{l[1], l[2], l[3], l[4], l[5], l[6], {}, {}}, o, "batch", true);
+          return mae_gate_probs(l[0], MaeGateWeights{l[1], l[2], l[3], l[4], l[5], l[6], {}, {}}, o, GateNorm::batch, true);
         }) < 1e-6);
 }
 
@@ -314,7 +313,7 @@ TEST_CASE("mae: argmax inference uses the most-weighted expert", "[layers][mae]"
   declare(store, o);
   test::set_values(store, "site.gate.l2.w", std::vector<double>(o.gate_hidden * 4, 0.0));
   test::set_values(store, "site.gate.l2.b", {0.1, 0.5, 0.2, 0.4});  // expert 1
-  const std::map<std::string, std::string> argmax = {{"mae.inference", "argmax"}};
+  const ExpertChoice argmax = ExpertChoice::argmax;
   CHECK(test::max_abs_diff(site(store, o, x, test::f64_graph(false), argmax),
                            reference(store, x, test::expert_omega(o, 1, 2))) < 1e-12);
   // The mixture differs from the single expert; UNI-MAE's tie goes to expert 0.
@@ -340,22 +339,22 @@ TEST_CASE("mae: batch-norm running statistics update in training and serve eval"
     for (int64_t c = 0; c < D; ++c) mu[c] += u[s * D + c] / b;
   for (int64_t s = 0; s < b; ++s)
     for (int64_t c = 0; c < D; ++c) var[c] += (u[s * D + c] - mu[c]) * (u[s * D + c] - mu[c]) / (b - 1);
-  site(store, o, x, test::f64_graph(true), {{"mae.step", "G"}});
+  site(store, o, x, test::f64_graph(true), ExpertChoice::mixture);
   const auto rm = test::values(store, "site.gate.bn.mean"), rv = test::values(store, "site.gate.bn.var");
   for (int64_t c = 0; c < D; ++c) {
     CHECK(rm[c] == Approx(0.1 * mu[c]).epsilon(1e-5));
     CHECK(rv[c] == Approx(0.9 + 0.1 * var[c]).epsilon(1e-5));
   }
   // One sentence in training: normalised by the running statistics, which stay as they are.
-  site(store, o, test::random_tensor(Shape{1, t, D}, 16), test::f64_graph(true), {{"mae.step", "G"}});
+  site(store, o, test::random_tensor(Shape{1, t, D}, 16), test::f64_graph(true), ExpertChoice::mixture);
   CHECK(test::values(store, "site.gate.bn.mean") == rm);
   // Eval: the gate normalises with the running statistics (recorded probabilities = a hand computation).
   GateRecorder rec;
   {
     Graph g(Device::cpu(), &store, test::f64_graph(false));
     Builder bld(g, "site");
-    bld.set_gate_recorder(&rec);
-    mae_attention_layer(bld, test::self_input(g.input(x), false), D, o, kEncoderSelf);
+    bld.context().recorder = &rec;
+    mae_attention_layer(bld, test::self_input(g.input(x), false), D, o, SiteRole::encoder_self);
   }
   REQUIRE(rec.records().at("site").size() == 1);
   const auto probs = rec.records().at("site")[0].probs.to_vector<double>();
@@ -380,15 +379,11 @@ TEST_CASE("mae: batch-norm running statistics update in training and serve eval"
   }
 }
 
-TEST_CASE("mae: unknown flag values and missing gate inputs are errors", "[layers][mae][errors]") {
+TEST_CASE("mae: missing gate inputs are errors", "[layers][mae][errors]") {
   const MaeOptions o = mae_opts("{type: mae, gate_input: {decoder_self: source_mean}}");
   ParameterStore store(Device::cpu(), 2);
   declare(store, o);
   const Tensor x = test::random_tensor(Shape{2, 3, D}, 17);
-  CHECK_THROWS_WITH(site(store, o, x, test::f64_graph(true), {{"mae.step", "H"}}),
-                    Catch::Contains("mae.step") && Catch::Contains("'H'"));
-  CHECK_THROWS_WITH(site(store, o, x, test::f64_graph(false), {{"mae.inference", "top2"}}),
-                    Catch::Contains("mae.inference") && Catch::Contains("'top2'"));
-  CHECK_THROWS_WITH(site(store, o, x, test::f64_graph(false), {}, true, kDecoderSelf),
+  CHECK_THROWS_WITH(site(store, o, x, test::f64_graph(false), ExpertChoice::mixture, true, SiteRole::decoder_self),
                     Catch::Contains("source_mean") && Catch::Contains("[2,8]"));
 }

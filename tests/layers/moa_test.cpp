@@ -27,7 +27,7 @@ MoaOptions opts(int k, int e, int64_t dd, const std::string& dispatch = "auto") 
   o.k = k;
   o.experts = e;
   o.head_dim = dd;
-  o.dispatch = dispatch;
+  o.dispatch = parse_enum<MoaDispatch>(dispatch, "dispatch");
   return o;
 }
 
@@ -126,7 +126,7 @@ TEST_CASE("moa: options, KkEeDd names and errors", "[layers][moa]") {
   CHECK(o.k == 16);
   CHECK(o.experts == 32);
   CHECK(o.head_dim == 256);
-  CHECK(o.renormalize == "detached");
+  CHECK(o.renormalize == MoaRenormalize::detached);
   CHECK(o.name() == "16K32E256D");
   CHECK_FALSE(o.dense());
   MoaOptions d = MoaOptions::from_yaml(YAML::Load("{type: moa, experts: 8, head_dim: 128}"), 8);
@@ -134,7 +134,7 @@ TEST_CASE("moa: options, KkEeDd names and errors", "[layers][moa]") {
   CHECK(d.dense());
   CHECK(d.switch_loss == Approx(0.01));
   CHECK(d.z_loss == Approx(0.001));
-  CHECK(d.aux_normalization == "sum");
+  CHECK(d.aux_normalization == MoaAuxNormalization::sum);
   CHECK_THROWS_WITH(MoaOptions::from_yaml(YAML::Load("{type: moa, heads: 3}"), 8),
                     Catch::Contains("model.attention.heads"));
   CHECK_THROWS_WITH(MoaOptions::from_yaml(YAML::Load("{type: moa, name: 8x8}"), 8), Catch::Contains("8x8"));
@@ -180,11 +180,11 @@ TEST_CASE("moa: the layer adds its aux loss normalised as asked", "[layers][moa]
   for (const std::string norm : {"sum", "mean", "sum+flag"}) {
     INFO(norm);
     MoaOptions o = opts(1, 2, 4);
-    o.aux_normalization = norm == "mean" ? "mean" : "sum";
+    o.aux_normalization = norm == "mean" ? MoaAuxNormalization::mean : MoaAuxNormalization::sum;
     ParameterStore store(Device::cpu(), 3);
     Graph g(Device::cpu(), &store);
     Builder b(g, "enc");
-    if (norm == "sum+flag") b.set_flag("batch.tgt_tokens", "10");
+    if (norm == "sum+flag") b.context().target_tokens = 10;
     Expr x = g.input(test::random_tensor(Shape{1, 3, 6}, 5, -1, 1, DType::f32));
     const Tensor kp = mask({1, 1, 0}, 1, 3);
     Expr out = moa_attention_layer(b, {x, x, kp, false, true, nullptr}, 6, o);
@@ -200,7 +200,7 @@ TEST_CASE("moa: the layer adds its aux loss normalised as asked", "[layers][moa]
 
 TEST_CASE("moa: detached renormalisation and the cv loss", "[layers][moa]") {
   MoaOptions o = opts(1, 2, 2);
-  o.renormalize = "detached";
+  o.renormalize = MoaRenormalize::detached;
   o.cv_loss = 1.f;
   Graph g(Device::cpu());
   Expr x = g.input(Tensor::from_vector(std::vector<double>{0, std::log(3.0), std::log(7.0), 0}, Shape{2, 2}), true);
@@ -214,7 +214,7 @@ TEST_CASE("moa: detached renormalisation and the cv loss", "[layers][moa]") {
   CHECK(r.experts.val().to_vector<int32_t>() == std::vector<int32_t>{1, 0});
   // cv on the un-renormalised gates: c = [0.875, 0.75] / 1.625, unbiased variance over mean^2 (mean 1/2).
   MoaOptions plain = o;
-  plain.renormalize = "none";
+  plain.renormalize = MoaRenormalize::none;
   MoaRouting rp = moa_route(x, w, Expr(), plain, true);
   g.forward();
   const double c0 = 0.875 / 1.625, c1 = 0.75 / 1.625, m = 0.5;
@@ -252,7 +252,7 @@ TEST_CASE("moa: sparse path equals dense path at k = E", "[layers][moa]") {
     auto build = [&](const std::string& dispatch) {
       return [&, dispatch](Graph&, const std::vector<Expr>& l) {
         MoaOptions o = opts(3, 3, 4, dispatch);
-        o.renormalize = renorm;
+        o.renormalize = parse_enum<MoaRenormalize>(renorm, "renormalize");
         AttentionInput ai{l[0], l[0], qpad, false, true, nullptr};
         return moa_attention(ai, as_weights(l, 1), o, qpad).out;
       };
@@ -397,11 +397,11 @@ TEST_CASE("moa: the recipes' model sections are valid MoA configurations", "[lay
     INFO(w.file);
     const YAML::Node model = YAML::LoadFile(dir + w.file)["model"];
     const TransformerConfig c = TransformerConfig::from_yaml(model);
-    CHECK(c.attention_type() == "moa");
+    CHECK(site_type(c.attention, "mha") == "moa");
     const MoaOptions o = MoaOptions::from_yaml(c.attention, c.heads);
     CHECK(o.name() == w.name);
-    CHECK(o.renormalize == "none");
-    CHECK(o.aux_normalization == "sum");
+    CHECK(o.renormalize == MoaRenormalize::none);
+    CHECK(o.aux_normalization == MoaAuxNormalization::sum);
   }
   for (const char* v : {"8K8E128D", "8K8E256D", "8K16E256D", "8K32E256D", "8K64E256D"}) {
     const YAML::Node rec = YAML::LoadFile(dir + "wikitext103-mlm-moa-" + v + ".yml");

@@ -343,7 +343,7 @@ TEST_CASE("moe: recipe options and the Transformer FFN site", "[layers][moe][con
   CHECK(o.w_importance == Approx(0.1));
   CHECK(moe_options_from_yaml(YAML::Load("{type: moe}"), 12, 64).hidden == 64);
   CHECK_THROWS_WITH(moe_options_from_yaml(YAML::Load("{type: moe, expert: 8}"), 12, 64),
-                    Catch::Contains("unknown option 'expert'"));
+                    Catch::Contains("unknown option 'model.ffn.expert'") && Catch::Contains("did you mean 'model.ffn.experts'"));
   CHECK_THROWS_WITH(moe_options_from_yaml(YAML::Load("{type: moe, experts: 6, groups: 4}"), 12, 64),
                     Catch::Contains("experts = 6") && Catch::Contains("groups = 4"));
   CHECK_THROWS_WITH(moe_options_from_yaml(YAML::Load("{type: moe, experts: 4, k: 5}"), 12, 64),
@@ -357,8 +357,8 @@ TEST_CASE("moe: recipe options and the Transformer FFN site", "[layers][moe][con
       ParameterStore store(Device::cpu());
       Graph g(Device::cpu(), &store, GraphOptions{.training = training});
       Builder b(g, "dec.l1.ffn");
-      FfnSiteSpec spec{12, 48, "relu", 0.f, YAML::Load(yaml)};
-      Expr y = ffn_site(b, g.input(test::random_tensor(Shape{2, 5, 12}, 81, -1, 1, DType::f32)), spec);
+      const auto site = SiteRegistry::instance().ffn(YAML::Load(yaml), FfnShape{12, 48});
+      Expr y = site->build(b, g.input(test::random_tensor(Shape{2, 5, 12}, 81, -1, 1, DType::f32)));
       g.forward();
       CHECK(y.shape() == Shape{2, 5, 12});
       for (double v : y.val().to_vector<double>()) CHECK(std::isfinite(v));
@@ -401,7 +401,7 @@ TEST_CASE("moe: the 1B-word LM block is x + dropout(sigmoid(moe(x)))", "[layers]
 TEST_CASE("moe: batchwise rows that no expert takes get a zero output", "[layers][moe][batchwise][edge]") {
   const int64_t R = 12, d = 3, h = 5;
   MoeOptions opt = small_options(4, 1, d, h);  // m = k R / n = 3 rows per expert
-  opt.gating = "batchwise";
+  opt.gating = MoeGating::batchwise;
   Graph g(Device::cpu(), nullptr, GraphOptions{.training = false});
   Expr x = g.input(test::random_tensor(Shape{R, d}, 95));
   Expr wg = g.input(Tensor::zeros(Shape{d, 4}, DType::f64, Device::cpu()));  // ties: all experts take rows 0-2

@@ -45,7 +45,7 @@ TEST_CASE("transformer: incremental decoding equals full recomputation", "[layer
     for (int64_t t = 0; t < 4; ++t) {
       Tensor prev = Tensor::from_vector(std::vector<int32_t>{tgt.to_vector<int32_t>()[t], tgt.to_vector<int32_t>()[4 + t]},
                                         Shape{2});
-      const auto got = net.step(b, state, prev).val().to_vector<float>();
+      const auto got = net.step(b, *state, prev).val().to_vector<float>();
       for (int64_t row = 0; row < 2; ++row)
         for (int64_t v = 0; v < 12; ++v)
           CHECK(got[row * 12 + v] == Approx(want[(row * 4 + t) * 12 + v]).margin(1e-5));
@@ -60,9 +60,9 @@ TEST_CASE("transformer: reordering hypotheses reorders the caches", "[layers][tr
   Builder b(g);
   Tensor src = ids({5, 6, 3, 7, 8, 3}, 2, 3);
   auto state = net.start(b, src, ones_mask(2, 3));
-  net.step(b, state, Tensor::from_vector(std::vector<int32_t>{2, 2}, Shape{2}));
-  Transformer::reorder(state, Tensor::from_vector(std::vector<int32_t>{1, 1, 0}, Shape{3}));
-  const auto after = net.step(b, state, Tensor::from_vector(std::vector<int32_t>{4, 4, 4}, Shape{3})).val();
+  net.step(b, *state, Tensor::from_vector(std::vector<int32_t>{2, 2}, Shape{2}));
+  state->reorder(b, Tensor::from_vector(std::vector<int32_t>{1, 1, 0}, Shape{3}));
+  const auto after = net.step(b, *state, Tensor::from_vector(std::vector<int32_t>{4, 4, 4}, Shape{3})).val();
   const auto v = after.to_vector<float>();
   for (int64_t i = 0; i < 12; ++i) CHECK(v[i] == Approx(v[12 + i]));  // rows 0 and 1 both came from old row 1
   CHECK(after.shape() == Shape{3, 12});

@@ -32,17 +32,17 @@ int32_t next_token(int32_t x) { return x == 11 ? 4 : x + 1; }
 const std::string kLmBase = "{vocab: 12, d_model: 16, ffn_dim: 32, heads: 4, layers: 2, dropout: 0, max_positions: 32";
 
 template <class Lm>
-CausalProbe lm_probe(const Lm& lm, std::map<std::string, std::string> flags = {}) {
+CausalProbe lm_probe(const Lm& lm, ExpertChoice experts = ExpertChoice::mixture) {
   return CausalProbe{[&lm](const Builder& b, const Tensor& in) { return lm.log_probs(b, in); },
                      [&lm](const Builder& b, const Tensor& in, const Tensor& tg, const Tensor& mask) {
                        return lm.loss(b, in, tg, mask, 0.f);
                      },
-                     std::move(flags)};
+                     experts};
 }
 
 /// The decoder of a translation Transformer (encoder on a fixed source): outputs = logits [B * T, V],
 /// loss = the training loss (Transformer::loss) with unselected targets set to the pad id it ignores.
-CausalProbe mt_probe(const Transformer& net, std::map<std::string, std::string> flags = {}) {
+CausalProbe mt_probe(const Transformer& net, ExpertChoice experts = ExpertChoice::mixture) {
   static const Tensor src = Tensor::from_vector(std::vector<int32_t>{5, 6, 7, 3, 8, 9, 10, 3, 4, 11, 3, 0},
                                                 Shape{3, 4}),
                       src_mask = Tensor::from_vector(std::vector<uint8_t>{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
@@ -60,7 +60,7 @@ CausalProbe mt_probe(const Transformer& net, std::map<std::string, std::string> 
                          if (m[i] == 0.f) t[i] = net.config().pad_id;
                        return net.loss(b, src, src_mask, in, Tensor::from_vector(t, tg.shape()), 0.f, ones(in));
                      },
-                     std::move(flags)};
+                     experts};
 }
 
 /// Runs the probe in training and inference mode; `leaks_in_training`: the control (a leak expected).
@@ -80,21 +80,21 @@ void check(const CausalProbe& probe, ParameterStore& store, bool rows_independen
   }
 }
 
-void check_lm(const std::string& extra, std::map<std::string, std::string> flags = {}, bool leaks = false) {
+void check_lm(const std::string& extra, ExpertChoice experts = ExpertChoice::mixture, bool leaks = false) {
   INFO("transformer_lm " << extra);
   const TransformerLm lm(TransformerLmConfig::from_yaml(YAML::Load(kLmBase + extra + "}")));
   ParameterStore store(Device::cpu(), 11);
-  check(lm_probe(lm, std::move(flags)), store, !leaks, leaks);
+  check(lm_probe(lm, experts), store, !leaks, leaks);
 }
 
-void check_mt(const std::string& extra, std::map<std::string, std::string> flags = {}, bool leaks = false) {
+void check_mt(const std::string& extra, ExpertChoice experts = ExpertChoice::mixture, bool leaks = false) {
   INFO("transformer (decoder) " << extra);
   const Transformer net(TransformerConfig::from_yaml(
       YAML::Load("{src_vocab: 12, tgt_vocab: 12, d_model: 16, ffn_dim: 32, heads: 4, enc_layers: 2, dec_layers: 2, "
                  "dropout: 0, max_positions: 32" +
                  extra + "}")));
   ParameterStore store(Device::cpu(), 12);
-  check(mt_probe(net, std::move(flags)), store, !leaks, leaks);
+  check(mt_probe(net, experts), store, !leaks, leaks);
 }
 
 const std::string kMoe = ", ffn: {type: moe, experts: 4, k: 2, hidden: 16}";
@@ -112,11 +112,10 @@ TEST_CASE("causality: transformer LMs, plain and adaptive", "[models][causal]") 
 TEST_CASE("causality: MAE LMs with causal gate norms, and the paper's BatchNorm leaks in training",
           "[models][causal][mae]") {
   for (const std::string norm : {"", ", gate_norm: running", ", gate_norm: none", ", gate_norm: leak_free"})
-    for (const std::string step : {"", "G", "F", "joint"})
-      check_lm(kMae + norm + "}", step.empty() ? std::map<std::string, std::string>{}
-                                               : std::map<std::string, std::string>{{"mae.step", step}});
+    for (const ExpertChoice experts : {ExpertChoice::mixture, ExpertChoice::sample})  // inference, G, joint; F
+      check_lm(kMae + norm + "}", experts);
   check_lm(kMae + ", name: NOBCD-3}");
-  check_lm(kMae + ", gate_norm: batch}", {}, true);  // the control
+  check_lm(kMae + ", gate_norm: batch}", ExpertChoice::mixture, true);  // the control
 }
 
 TEST_CASE("causality: MoA and MoE FFN LMs", "[models][causal][moe]") {
@@ -124,7 +123,7 @@ TEST_CASE("causality: MoA and MoE FFN LMs", "[models][causal][moe]") {
   check_lm(kMoe);
   check_lm(kHierMoe);
   // Batchwise gating ranks the rows of the batch per expert in training (by design); inference is per token.
-  check_lm(", ffn: {type: moe, experts: 4, k: 2, hidden: 16, gating: batchwise}", {}, true);
+  check_lm(", ffn: {type: moe, experts: 4, k: 2, hidden: 16, gating: batchwise}", ExpertChoice::mixture, true);
 }
 
 TEST_CASE("causality: LSTM LMs, plain and with MoE layers", "[models][causal][lstm]") {
@@ -145,9 +144,7 @@ TEST_CASE("causality: translation decoders", "[models][causal][mt]") {
   check_mt(kMoa);
   check_mt(kMoe);
   check_mt(kHierMoe);
-  for (const std::string step : {"", "F"})
-    check_mt(kMae + "}", step.empty() ? std::map<std::string, std::string>{}
-                                      : std::map<std::string, std::string>{{"mae.step", step}});
+  for (const ExpertChoice experts : {ExpertChoice::mixture, ExpertChoice::sample}) check_mt(kMae + "}", experts);
   check_mt(kMae + ", gate_norm: {decoder_self: none, decoder_cross: none}}");
-  check_mt(kMae + ", gate_norm: batch}", {}, true);  // the paper's (and the control)
+  check_mt(kMae + ", gate_norm: batch}", ExpertChoice::mixture, true);  // the paper's (and the control)
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "models/lstm_lm.h"
+#include "models/model_registry.h"
 
 using namespace moe;
 

@@ -2,6 +2,7 @@
 // token leaves earlier log-probabilities and masked losses unchanged), the masked loss equal to the
 // log-probabilities it sums, incremental decoding equal to full recomputation, a repeating sequence
 // learned on CPU, adaptive input/softmax tying, and the model factory.
+#include "models/model_registry.h"
 #include "models/transformer_lm.h"
 
 #include <catch2/catch.hpp>
@@ -20,7 +21,7 @@ TransformerLmConfig tiny(bool adaptive, bool pre_norm = true, const std::string&
   c.heads = 2;
   c.layers = 2;
   c.pre_norm = c.final_norm = pre_norm;
-  c.positions = positions;
+  c.positions = parse_enum<Positions>(positions, "positions");
   c.dropout = 0;
   c.max_positions = 64;
   if (adaptive) {
@@ -80,17 +81,17 @@ TEST_CASE("transformer_lm: incremental decoding equals full recomputation", "[mo
     Builder b(g);
     const std::vector<int32_t> seq = {2, 5, 9, 1, 2, 8, 11, 4};  // two rows of four
     const auto full = lm.log_probs(b, ids(seq, 2, 4)).val().to_vector<float>();
-    auto st = lm.start();
+    auto st = lm.start(b);
     for (int t = 0; t < 4; ++t) {
-      const auto got = lm.step(b, st, Tensor::from_vector(std::vector<int32_t>{seq[t], seq[4 + t]}, Shape{2}))
+      const auto got = lm.step(b, *st, Tensor::from_vector(std::vector<int32_t>{seq[t], seq[4 + t]}, Shape{2}))
                            .val()
                            .to_vector<float>();
       for (int r = 0; r < 2; ++r)
         for (int v = 0; v < 12; ++v) CHECK(got[r * 12 + v] == Approx(full[(r * 4 + t) * 12 + v]).margin(1e-5));
     }
-    TransformerLm::reorder(st, Tensor::from_vector(std::vector<int32_t>{1, 1}, Shape{2}));
+    st->reorder(b, Tensor::from_vector(std::vector<int32_t>{1, 1}, Shape{2}));
     const auto after =
-        lm.step(b, st, Tensor::from_vector(std::vector<int32_t>{3, 3}, Shape{2})).val().to_vector<float>();
+        lm.step(b, *st, Tensor::from_vector(std::vector<int32_t>{3, 3}, Shape{2})).val().to_vector<float>();
     for (int v = 0; v < 12; ++v) CHECK(after[v] == Approx(after[12 + v]));
   }
 }
@@ -196,7 +197,7 @@ TEST_CASE("transformer_mlm: bidirectional, padding keys ignored", "[models][tran
   data::LmBatch batch = data::make_lm_batch({{4, 1, 1, 10}}, {{4, 7, 9, 10}}, {{0, 1, 1, 0}}, {0}, 0);
   const auto lp = mlm.log_probs(b, batch.input).val().to_vector<float>();
   CHECK(mlm.lm_loss(b, batch, 0.f).val().item() == Approx(-(lp[1 * 12 + 7] + lp[2 * 12 + 9])).epsilon(1e-5));
-  auto st = mlm.start();
-  CHECK_THROWS_WITH(mlm.step(b, st, Tensor::from_vector(std::vector<int32_t>{3}, Shape{1})),
+  auto st = mlm.start(b);
+  CHECK_THROWS_WITH(mlm.step(b, *st, Tensor::from_vector(std::vector<int32_t>{3}, Shape{1})),
                     Catch::Contains("transformer_mlm"));
 }

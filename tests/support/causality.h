@@ -31,7 +31,7 @@ struct CausalProbe {
   std::function<Expr(const Builder&, const Tensor& input)> outputs;
   /// The summed training loss of the targets [B, T] where mask [B, T] (f32) is 1.
   std::function<Expr(const Builder&, const Tensor& input, const Tensor& target, const Tensor& mask)> loss;
-  std::map<std::string, std::string> flags;  // builder flags (e.g. mae.step)
+  ExpertChoice experts = ExpertChoice::mixture;  // the graphs' BuildContext::experts (MAE passes)
 };
 
 /// What a probe measured over every change: the largest change where none may be, and the smallest
@@ -63,7 +63,7 @@ inline Observation observe(const CausalProbe& probe, ParameterStore& store, cons
     if (state) restore(store, *state);
     Graph g(Device::cpu(), &store, GraphOptions{.training = training, .seed = 5, .step = 3});
     Builder builder(g);
-    builder.set_flags(probe.flags);
+    builder.context().experts = probe.experts;
     Expr e = build(builder);
     g.forward();
     return std::make_pair(e.val().to_vector<double>(), e.shape());

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "models/model_registry.h"
 #include "tiny_model.h"
 #include "translator/expert_analysis.h"
 #include "translator/score_commands.h"

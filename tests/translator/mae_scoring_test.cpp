@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
+#include "models/model_registry.h"
 #include "tiny_model.h"
 #include "translator/lm_perplexity.h"
 #include "translator/mae_inference.h"
@@ -77,7 +78,7 @@ TEST_CASE("moe-score pairs and experts take --mae-inference", "[translator][pair
     CHECK(r.err.find("warning") == std::string::npos);  // leak-free gates: nothing to warn about
     got[mode] = log_probs(r.out);
     PairScoreOptions po;
-    po.flags = mae_inference_flags(mode);
+    po.experts = mae_inference_choice(mode);
     const auto want = score_pairs(*m.model, *m.params, Device::cpu(), kSrc, kTgt, po);
     REQUIRE(got[mode].size() == want.size());
     for (size_t i = 0; i < want.size(); ++i) CHECK(got[mode][i] == Approx(want[i].log_prob).margin(1e-5));

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "data/lm_stream.h"
+#include "models/model_registry.h"
 #include "tiny_model.h"
 #include "translator/lm_perplexity.h"
 #include "translator/pair_scores.h"

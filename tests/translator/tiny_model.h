@@ -12,6 +12,7 @@
 #include "data/vocab.h"
 #include "models/model.h"
 #include "models/checkpoint.h"
+#include "models/model_registry.h"
 
 namespace moe::test {
 
@@ -19,7 +20,7 @@ struct TinyModel {
   std::unique_ptr<Model> model;
   std::unique_ptr<ParameterStore> params;
   std::unique_ptr<data::WordVocab> vocab;
-  const Transformer& net() const { return *model->seq2seq(); }
+  const EncoderDecoder& net() const { return *model->encoder_decoder(); }
 };
 
 inline std::vector<std::string> tiny_words() {

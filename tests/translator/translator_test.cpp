@@ -139,8 +139,8 @@ TEST_CASE("batched beam search equals sentence-by-sentence and forced decoding",
   for (size_t s = 0; s < kSources.size(); ++s) CHECK(split[s][0].tokens == batched[s][0].tokens);
 }
 
-TEST_CASE("an MAE model decodes; mae.inference argmax uses the most-weighted expert", "[translator][mae]") {
-  // The default gate inputs (leak_free): forced decoding with the same flags scores what the search found.
+TEST_CASE("an MAE model decodes; argmax inference uses the most-weighted expert", "[translator][mae]") {
+  // The default gate inputs (leak_free): forced decoding with the same choice scores what the search found.
   auto m = test::tiny_model(17, 32, 4.f, "{type: mae, name: MAE-1}");
   TranslatorOptions o;
   o.search.beam = 3;
@@ -149,21 +149,21 @@ TEST_CASE("an MAE model decodes; mae.inference argmax uses the most-weighted exp
     std::vector<std::vector<int32_t>> tgt;
     for (const auto& h : found) tgt.push_back(h[0].tokens);
     PairScoreOptions po;
-    po.flags = o.flags;
+    po.experts = o.experts;
     const auto forced = score_pairs(*m.model, *m.params, Device::cpu(), kSources, tgt, po);
     for (size_t s = 0; s < kSources.size(); ++s) CHECK(forced[s].log_prob == Approx(found[s][0].log_prob).margin(1e-4));
   };
   const auto mixture = Translator(m.net(), *m.params, Device::cpu(), o).translate(kSources);
   forced_scores_match(mixture);
-  o.flags = mae_inference_flags("argmax");
+  o.experts = ExpertChoice::argmax;
   const auto argmax = Translator(m.net(), *m.params, Device::cpu(), o).translate(kSources);
   forced_scores_match(argmax);
   int differ = 0;
   for (size_t s = 0; s < kSources.size(); ++s)
     differ += std::abs(argmax[s][0].log_prob - mixture[s][0].log_prob) > 1e-6;
   CHECK(differ > 0);
-  o.flags["mae.inference"] = "best";
-  CHECK_THROWS_WITH(Translator(m.net(), *m.params, Device::cpu(), o).translate(kSources), Catch::Contains("best"));
+  CHECK_THROWS_WITH(mae_inference_choice("best"), Catch::Contains("--mae-inference") && Catch::Contains("'best'"));
+  CHECK_THROWS_WITH(mae_inference_choice("sample"), Catch::Contains("mixture, argmax"));
 }
 
 TEST_CASE("translate_lines keeps one line per input line", "[translator]") {

@@ -1,0 +1,31 @@
+// Attention type moa (moa.h) as a site family: options parsed once per model; decoding fills the
+// cross-attention cache with MoA's one shared key/value head. Covered by tests/layers/moa_test.cpp and
+// tests/layers/sites_test.cpp.
+#include "layers/moa.h"
+#include "layers/sites.h"
+
+namespace moe {
+
+namespace {
+class MoaSite : public AttentionSite {
+ public:
+  MoaSite(const AttentionShape& shape, MoaOptions o) : AttentionSite(shape), o_(o) {}
+  Expr build(const Builder& b, const AttentionInput& in, SiteRole) const override {
+    return moa_attention_layer(b, in, shape_.dim, o_);
+  }
+  void fill_cross_cache(const Builder& b, const Expr& memory, const Tensor&, KVCache& cache) const override {
+    moa_fill_cross_cache(b, memory, shape_.dim, o_, cache);
+  }
+
+ private:
+  MoaOptions o_;
+};
+}  // namespace
+
+AttentionFamily moa_family() {
+  return {"moa", [](const YAML::Node& options, const AttentionShape& shape) -> std::unique_ptr<AttentionSite> {
+            return std::make_unique<MoaSite>(shape, MoaOptions::from_yaml(options, shape.heads));
+          }};
+}
+
+}  // namespace moe

@@ -1,0 +1,55 @@
+// Decoder: what beam search (lib/translator) and forced scoring need from a model, so that every
+// encoder-decoder and every causal language model decodes through one interface:
+//   start(src)  encodes the source (an encoder-decoder) or starts empty histories (a language model)
+//   step(prev)  log-probabilities [N, V] of the next token after prev [N]; advances the state
+//   reorder     keeps and duplicates hypotheses: row i of the new state is row origin[i] of the old
+// EncoderDecoder adds the teacher-forced halves (encode, decode) that forced scoring and analysis run
+// over whole target sentences. Covered by tests/layers/transformer_test.cpp (the Transformer),
+// tests/models/transformer_lm_test.cpp and tests/models/lstm_lm_test.cpp (the language models) and
+// tests/translator/translator_test.cpp (beam search over it).
+#pragma once
+#include <memory>
+
+#include "layers/builder.h"
+
+namespace moe {
+
+/// The ids and limits a search needs.
+struct DecoderSpec {
+  int32_t pad_id = 0, bos_id = 2, eos_id = 3;
+  int64_t max_positions = 1024;  // the decoder's position limit (step t reads position t)
+  int64_t vocab = 0;             // output vocabulary
+};
+
+/// The per-hypothesis state of a decoding (caches, recurrent states).
+class DecoderState {
+ public:
+  virtual ~DecoderState() = default;
+  /// Row i of the new state is row origin[i] (i32 [N'], on the decoder's device) of the old one.
+  virtual void reorder(const Builder& b, const Tensor& origin) = 0;
+};
+
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+  virtual DecoderSpec spec() const = 0;
+  /// Starts decoding in an inference graph: an encoder-decoder encodes `src` ([B, S] i32) with `src_mask`
+  /// ([B, S] u8, 1 = token); a language model ignores them (pass undefined tensors).
+  virtual std::unique_ptr<DecoderState> start(const Builder& b, const Tensor& src, const Tensor& src_mask) const = 0;
+  /// Log-probabilities [N, V] (f32) of the next token after `prev` [N] (i32); advances the state.
+  virtual Expr step(const Builder& b, DecoderState& state, const Tensor& prev) const = 0;
+};
+
+class EncoderDecoder : public Decoder {
+ public:
+  /// Encoder states [B, S, d] for source ids [B, S] (i32) with mask [B, S] (u8, 1 = token).
+  virtual Expr encode(const Builder& b, const Tensor& src, const Tensor& src_mask) const = 0;
+  /// Teacher-forced logits [B * T, V] for decoder inputs [B, T]; tgt_mask (u8 [B, T], optional) marks the
+  /// real target positions.
+  virtual Expr decode(const Builder& b, const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
+                      const Tensor& tgt_mask = {}) const = 0;
+  /// True when source and target share one embedding table (they then need one joint vocabulary).
+  virtual bool shares_embeddings() const { return false; }
+};
+
+}  // namespace moe
