@@ -64,7 +64,7 @@ DataParallel::DataParallel(dist::Communicator& comm, const DistOptions& options,
   if (experts()) {
     // Expert parallelism already partitions the experts' Adam state (each expert's lives on its one rank);
     // ZeRO-1's flat shards of the whole store would cut across that layout, so the two are exclusive.
-    MOE_CHECK(options.shard_optimizer != "on", "dist.shard_optimizer on and model.ffn.experts_per_rank exclude "
+    MOE_CHECK(options.shard_optimizer != ShardOptimizer::on, "dist.shard_optimizer on and model.ffn.experts_per_rank exclude "
               "each other: with expert parallelism each rank keeps only its own experts' optimizer state, and the "
               "replicated parameters' state stays whole; set dist.shard_optimizer auto or off");
     optimizer.set_partitioned(experts()->ranges(), [this](double x) { return comm_.sum(x); });

@@ -11,23 +11,15 @@
 namespace moe {
 
 std::unique_ptr<Optimizer> Optimizer::create(const std::string& name, const OptimizerOptions& options) {
-  Kind kind;
-  if (name == "adam")
-    kind = Kind::adam;
-  else if (name == "adamw")
-    kind = Kind::adamw;
-  else if (name == "sgd")
-    kind = Kind::sgd;
-  else if (name == "nag")
-    kind = Kind::nag;
-  else
-    MOE_FAIL("Optimizer::create: unknown optimizer '", name, "' (known: adam, adamw, sgd, nag)");
+  return create(parse_enum<Kind>(name, "optimizer"), options);
+}
+
+std::unique_ptr<Optimizer> Optimizer::create(Kind kind, const OptimizerOptions& options) {
   return std::make_unique<Optimizer>(kind, options);
 }
 
 const char* Optimizer::name() const {
-  static const char* names[] = {"adam", "adamw", "sgd", "nag"};
-  return names[static_cast<int>(kind_)];
+  return enum_name(kind_).c_str();
 }
 
 double Optimizer::grad_norm(const ParameterStore& store, double grad_scale) {

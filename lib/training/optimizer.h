@@ -11,7 +11,9 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "common/named_enum.h"
 #include "graph/parameters.h"
 
 namespace moe {
@@ -27,6 +29,7 @@ class Optimizer {
   enum class Kind { adam, adamw, sgd, nag };
   /// "adam", "adamw", "sgd" or "nag"; anything else is an error listing the names.
   static std::unique_ptr<Optimizer> create(const std::string& name, const OptimizerOptions& options = {});
+  static std::unique_ptr<Optimizer> create(Kind kind, const OptimizerOptions& options = {});
   Optimizer(Kind kind, const OptimizerOptions& options) : kind_(kind), options_(options) {}
 
   /// One update with learning rate lr; returns the gradient norm before clipping (of grad * grad_scale).
@@ -75,5 +78,10 @@ class Optimizer {
   std::function<double(double)> partitioned_sum_;
   double partitioned_norm(const ParameterStore& store, const ParameterStore::Ranges& ranges, double grad_scale) const;
 };
+
+inline const std::vector<std::string>& enum_names(Optimizer::Kind) {
+  static const std::vector<std::string> names{"adam", "adamw", "sgd", "nag"};
+  return names;
+}
 
 }  // namespace moe

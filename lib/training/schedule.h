@@ -7,12 +7,17 @@
 // at min_lr. Stateless, so resuming needs only the update count. Covered by tests/training/schedule_test.cpp.
 #pragma once
 #include <cstdint>
+
+#include "common/named_enum.h"
+#include <cstdint>
 #include <string>
 
 namespace moe {
 
+MOE_NAMED_ENUM(LrScheduleKind, inverse_sqrt, cosine, fixed, linear)
+
 struct ScheduleOptions {
-  std::string kind = "inverse_sqrt";  // inverse_sqrt | cosine | fixed | linear
+  LrScheduleKind kind = LrScheduleKind::inverse_sqrt;
   double lr = 5e-4;
   double min_lr = 0;
   int64_t warmup_updates = 4000;

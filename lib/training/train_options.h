@@ -1,7 +1,8 @@
-// The options of moe-train: every key of the recipe's data.*, model.*, train.*, valid.* sections and
-// run_dir, registered in a config Schema with defaults and help (register_train_keys; the language-
-// model keys in lm_options.cpp), and read back into plain structs (TrainOptions::from_config) with
-// range checks whose errors name the key. model.type picks the task: transformer = translation
+// The options of moe-train: every key of the recipe's data.*, train.*, valid.*, dist.* sections and
+// run_dir, declared once in a key table (train_keys(): name, member, default, help, check), from which
+// the Schema (defaults, --help, --dump-config, suggestions) and TrainOptions::from_config follow; the
+// model.* keys come from the model registry (models/model_registry.h), one table per model type.
+// Checks across keys (and the language-model keys' rules, lm_options.cpp) name the keys they concern. model.type picks the task: transformer = translation
 // (data.train.src/tgt, data.vocab.src/tgt), transformer_lm / lstm_lm = language model and
 // transformer_mlm = masked LM (data.train.text, data.vocab.path); the other task's keys are errors.
 // The model section stays a YAML map handed to create_model(), so lib/models' from_yaml remains the
@@ -16,28 +17,41 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/keys.h"
 #include "data/mlm.h"
+#include "models/model_registry.h"
 #include "tensor/dtype.h"
-#include "training/bcd.h"
 #include "training/dist_options.h"
 #include "training/optimizer.h"
 #include "training/schedule.h"
 
 namespace moe {
 
-enum class TrainTaskKind { translation, language_model, masked_lm };
+/// The task a model trains on is its kind (model_registry.h).
+using TrainTaskKind = ModelKind;
 
-/// The task of a model type: transformer_lm / lstm_lm -> language_model, transformer_mlm ->
-/// masked_lm, anything else -> translation (create_model rejects unknown types).
+/// The task of a model type (its registered kind; an unknown type -> translation, create_model names it).
 TrainTaskKind task_of_model_type(const std::string& type);
 const char* task_name(TrainTaskKind task);
+
+/// MAE's block coordinate descent (training/mae_schedule.cpp): G passes in epochs e (from 1) with
+/// e mod g_every == g_offset.
+struct BcdSchedule {
+  int64_t g_every = 5;
+  int64_t g_offset = 0;
+};
+
+/// The kind of vocabulary moe-train builds when it is missing: SentencePiece (bpe, unigram) or a word list.
+MOE_NAMED_ENUM(VocabType, bpe, unigram, word)
+/// What early stopping and checkpoint.best follow.
+MOE_NAMED_ENUM(ValidMetric, loss, ppl, bleu)
 
 struct DataOptions {
   std::string train_src, train_tgt, valid_src, valid_tgt;
   std::string src_vocab, tgt_vocab;  // the same path twice = a joint vocabulary
   // Building a missing vocabulary (SentencePiece for .spm/.model paths, else a word list).
   int vocab_size = 8000;
-  std::string vocab_type = "bpe";  // bpe | unigram
+  VocabType vocab_type = VocabType::bpe;
   std::string vocab_normalization = "nmt_nfkc";
   double vocab_character_coverage = 1.0;
   int64_t vocab_sentences = 10'000'000;
@@ -55,7 +69,7 @@ struct DataOptions {
 };
 
 struct ValidOptions {
-  std::string metric = "loss";  // loss | ppl | bleu (early stopping and the best checkpoint)
+  ValidMetric metric = ValidMetric::loss;
   int64_t max_tokens = 4096;
   int beam = 4;
   double lenpen = 1.0, max_len_a = 1.2;
@@ -82,7 +96,7 @@ struct TrainOptions {
   bool dtype_auto = false;   // train.dtype auto: the Trainer picks bf16 on a GPU, f32 on the CPU, and logs it
   float label_smoothing = 0.1f;
   double clip_norm = 0;
-  std::string optimizer = "adam";
+  Optimizer::Kind optimizer = Optimizer::Kind::adam;
   OptimizerOptions optim;
   ScheduleOptions schedule;
   int64_t log_every = 100, valid_every = 1000, save_every = 1000, keep_last = 0, early_stopping = 0;
@@ -98,12 +112,10 @@ struct TrainOptions {
   static TrainOptions from_config(const config::Config& config);
 };
 
-/// Registers data.*, model.*, train.*, valid.* and run_dir in `schema` (register_lm_keys included).
+/// Every key of moe-train but model.*: data.*, train.*, valid.*, dist.* and run_dir.
+const config::Keys<TrainOptions>& train_keys();
+/// Declares train_keys() and every registered model type's model.* keys in `schema`.
 void register_train_keys(config::Schema& schema);
-/// The language-model keys (lm_options.cpp): data.train.text, data.valid.text, data.vocab.path,
-/// data.vocab.min_count, data.tokens_per_sample, data.mlm.*, valid.context, valid.stride and the
-/// model keys of transformer_lm / lstm_lm.
-void register_lm_keys(config::Schema& schema);
 /// Reads the language-model data keys into `o` and checks that no translation key is set
 /// (o.task is a language model) or that no language-model key is set (translation).
 void read_lm_options(const config::Config& config, TrainOptions& o);

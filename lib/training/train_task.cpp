@@ -27,7 +27,7 @@ data::SpmTrainOptions spm_build_options(const TrainOptions& o) {
   const DataOptions& d = o.data;
   data::SpmTrainOptions spm;
   spm.vocab_size = d.vocab_size;
-  spm.model_type = d.vocab_type;
+  spm.model_type = enum_name(d.vocab_type);
   spm.normalization = d.vocab_normalization;
   spm.character_coverage = d.vocab_character_coverage;
   spm.input_sentence_size = d.vocab_sentences;

@@ -13,11 +13,10 @@
 #include "graph/expr/binary.h"
 #include "graph/expr/unary.h"
 #include "graph/graph.h"
-#include "models/mae_causality.h"
+#include "models/model_registry.h"
 #include "tensor/allocator.h"
 #include "tensor/device.h"
 #include "layers/moe_ffn_expert_parallel.h"
-#include "training/bcd.h"
 #include "training/fine_tuning.h"
 
 namespace moe {
@@ -112,32 +111,11 @@ void Trainer::setup_model() {
     dp_->broadcast_parameters();
     spdlog::info("moe-train: {}", dp_->describe(o_.max_tokens));
   }
-  setup_update_ranges();
+  schedule_passes_ = make_update_schedule(*model_, *store_, o_);
   spdlog::info("moe-train: {} ({}) model, {} parameters, {} optimizer, {} on {}", model_->type(), task_name(o_.task),
                store_->count(), opt_->name(), dtype_name(o_.dtype), device_.str());
-}
-
-void Trainer::setup_update_ranges() {
-  mae_ = mae_training_options(model_->config_yaml());
-  if (!mae_) {
-    theta_ranges_ = store_->trainable_ranges();  // the main optimizer's ranges: everything trainable
-    return;
-  }
-  gate_ranges_ = store_->trainable_ranges([](const ParamEntry& e) { return e.group == "gate"; });
-  theta_ranges_ = store_->trainable_ranges([](const ParamEntry& e) { return e.group != "gate"; });
-  gate_opt_ = Optimizer::create("sgd", OptimizerOptions{.momentum = 0});
-  const bool f_steps = mae_->gate == "uniform" || mae_->training == "bcd";
-  MOE_CHECK(!f_steps || !theta_ranges_.empty(), "moe-train: train.trainable leaves nothing for ", mae_->name(),
-            "'s expert (F) updates; to train only the gates (FTG) set model.attention.training: joint");
-  spdlog::info("moe-train: {} attention, {}; gates: plain SGD at learning rate {}", mae_->name(),
-               mae_->gate == "uniform"     ? "F updates only (uniform expert draws)"
-               : mae_->training == "joint" ? "joint updates (NOBCD)"
-                                           : fmt::format("block coordinate descent: G updates in epochs e with e mod "
-                                                         "{} == {}, F updates always",
-                                                         o_.bcd.g_every, o_.bcd.g_offset),
-               o_.gate_lr);
-  const std::string future =
-      mae_future_warning(model_->config_yaml(), "the training loss and the validation loss and perplexity");
+  spdlog::info("moe-train: updates: {}", schedule_passes_->describe());
+  const std::string future = future_warning(*model_, "the training loss and the validation loss and perplexity");
   if (!future.empty()) spdlog::warn("moe-train: {}", future);
 }
 
@@ -217,10 +195,10 @@ void Trainer::run_ranks(bool resume) {
                stop_ ? " (early stopping)" : "");
 }
 
-Trainer::Pass Trainer::accumulate(const std::vector<TrainBatch>& batches, int64_t expected,
-                                  const std::string& mae_step) {
+Trainer::PassResult Trainer::accumulate(const std::vector<TrainBatch>& batches, int64_t expected,
+                                        const Pass& kind) {
   store_->zero_grads();
-  Pass pass;
+  PassResult pass;
   if (dp_) dp_->begin();
   // Ranks draw different dropout masks (rank 0 keeps the single-process stream).
   const uint64_t seed = o_.seed ^ (static_cast<uint64_t>(dp_ ? dp_->rank() : 0) * 0x9E3779B97F4A7C15ull);
@@ -238,7 +216,7 @@ Trainer::Pass Trainer::accumulate(const std::vector<TrainBatch>& batches, int64_
                          .step = static_cast<uint64_t>(st_.batches - 1)});
     if (dp_ && i == last) dp_->arm(g);
     Builder b(g);
-    if (!mae_step.empty()) b.set_flag("mae.step", mae_step);
+    b.context().experts = kind.experts;
     const Expr loss = task_->loss(*model_, b, batch, o_.label_smoothing);
     Expr objective = loss;
     for (const AuxLoss& aux : b.aux_losses())  // per-batch terms, weighted by the batch's share of tokens
@@ -270,23 +248,24 @@ bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
   if (dp_) expected = dp_->global(expected);  // losses are normalised by the global batch's tokens
   MOE_CHECK(expected > 0, "moe-train: an update without target tokens (update ", st_.update + 1, ")");
   if (hook_) hook_(*store_, st_.update + 1);
-  // MAE (block coordinate descent): G passes update only the gates, then the F (or joint) pass is the update.
-  const std::vector<std::string> steps =
-      mae_ ? mae_updates(*mae_, o_.bcd, st_.epoch + 1) : std::vector<std::string>{""};
-  for (size_t i = 0; i + 1 < steps.size(); ++i) {
-    MOE_CHECK(steps[i] == "G", "moe-train: unexpected MAE update order");
-    const Pass g = accumulate(batches, expected, "G");
-    const double gnorm = g.used ? gate_opt_->step(*store_, gate_ranges_, o_.gate_lr, 0, g.grad_scale) : 0;
+  // The schedule's side passes step what they train themselves (MAE: G passes, the gates); the last pass
+  // is the update, stepped by the main optimizer.
+  const std::vector<Pass> passes = schedule_passes_->passes(st_.epoch + 1);
+  for (size_t i = 0; i + 1 < passes.size(); ++i) {
+    const PassResult side = accumulate(batches, expected, passes[i]);
+    if (!side.used) continue;
+    const double gnorm = schedule_passes_->side_step(*store_, passes[i], side.grad_scale);
     if (!std::isfinite(gnorm))
-      spdlog::warn("moe-train: gate (G) update skipped at update {}: gradient norm {}", st_.update + 1, gnorm);
-    else if (step_hook_ && g.used)
-      step_hook_(*store_, "G");
+      spdlog::warn("moe-train: {} update skipped at update {}: gradient norm {}", enum_name(passes[i].kind),
+                   st_.update + 1, gnorm);
+    else if (step_hook_)
+      step_hook_(*store_, passes[i].kind);
   }
-  const std::string& step = steps.back();
-  const Pass pass = accumulate(batches, expected, step);
+  const Pass& step = passes.back();
+  const PassResult pass = accumulate(batches, expected, step);
   if (pass.used == 0) return false;
   const double lr = schedule_.at(st_.update + 1);
-  const double gnorm = opt_->step(*store_, theta_ranges_, lr, o_.clip_norm, pass.grad_scale);
+  const double gnorm = opt_->step(*store_, schedule_passes_->main_ranges(), lr, o_.clip_norm, pass.grad_scale);
   const bool overflow = !std::isfinite(gnorm);
   if (overflow && scaler_.enabled()) {
     MOE_CHECK(scaler_.scale() > 1, "moe-train: the f16 gradient overflows even at loss scale 1 (update ",
@@ -306,10 +285,9 @@ bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
     spdlog::warn("moe-train: skipping update {}: gradient norm {}", st_.update + 1, gnorm);
     return false;
   }
-  if (step == "joint" && !gate_ranges_.empty())  // NOBCD: the gates learn from the same gradients, by their SGD
-    gate_opt_->step(*store_, gate_ranges_, o_.gate_lr, 0, pass.grad_scale);
+  schedule_passes_->after_main_step(*store_, step, pass.grad_scale);
   if (dp_) dp_->after_step();  // sharded optimizer: every rank's updated shard to everyone
-  if (step_hook_) step_hook_(*store_, step);
+  if (step_hook_) step_hook_(*store_, step.kind);
   scaler_.update(false);
   st_.loss_scale = scaler_.scale();
   st_.loss_scale_clean = scaler_.clean_updates();

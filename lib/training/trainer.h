@@ -7,9 +7,8 @@
 // run_dir/checkpoint.{last,best,<update>}.safetensors with their training state. A NaN/Inf loss stops
 // with an error naming the update (or skips the batch with train.skip_nan_batches); f16 overflows
 // halve the loss scale and skip the update. resume continues from checkpoint.last exactly (same
-// losses as an uninterrupted run). MAE models train by block coordinate descent (training/bcd.h): in
-// G epochs a gate-only pass (plain SGD at train.gate_lr on group "gate") precedes each update, whose
-// F pass steps the main optimizer on everything else; NOBCD's joint pass steps both. train.init_from /
+// losses as an uninterrupted run). The model's update schedule (update_schedule.h; MAE's block
+// coordinate descent is one) says which passes make an update and what each steps. train.init_from /
 // train.trainable select the starting point and the trained parameters (fine_tuning.h). Launched
 // with several ranks (mpirun / srun; dist.*), it trains data-parallel and, with experts_per_rank,
 // expert-parallel (data_parallel.h, expert_placement.h; tests/dist/).
@@ -36,6 +35,7 @@
 #include "training/train_options.h"
 #include "training/train_task.h"
 #include "training/training_state.h"
+#include "training/update_schedule.h"
 
 namespace moe {
 
@@ -52,9 +52,9 @@ class Trainer {
   /// use it to inject NaN parameters; tools can use it to inspect or edit parameters).
   using UpdateHook = std::function<void(ParameterStore& store, int64_t next_update)>;
   void set_update_hook(UpdateHook hook) { hook_ = std::move(hook); }
-  /// Called after every optimizer step with the store and the step's kind: "" (a plain update), or for
-  /// MAE "G" (gates only), "F" (all but the gates) or "joint" (tests check what each step changed).
-  using StepHook = std::function<void(const ParameterStore& store, const std::string& step)>;
+  /// Called after every optimizer step with the store and the pass it stepped (update_schedule.h: plain,
+  /// or MAE's G, F and joint passes; tests check what each step changed).
+  using StepHook = std::function<void(const ParameterStore& store, UpdatePass pass)>;
   void set_step_hook(StepHook hook) { step_hook_ = std::move(hook); }
 
   /// The decoder of BLEU validation (valid.bleu / valid.metric bleu): moe-train passes lib/translator's
@@ -79,15 +79,13 @@ class Trainer {
   void restore(const std::string& checkpoint);
   /// One update over `batches`; false when it was skipped (NaN batches, f16 overflow).
   bool train_update(const std::vector<TrainBatch>& batches);
-  /// Forward and backward over `batches` (builder flag mae.step = `mae_step` unless empty): summed loss
-  /// and tokens of the finite batches, and the factor that turns the gradients into those of their mean.
-  struct Pass {
+  /// Forward and backward over `batches` as `pass` builds them: summed loss and tokens of the finite
+  /// batches, and the factor that turns the gradients into those of their mean.
+  struct PassResult {
     double loss_sum = 0, grad_scale = 0;
     int64_t used = 0;
   };
-  Pass accumulate(const std::vector<TrainBatch>& batches, int64_t expected, const std::string& mae_step);
-  /// The main optimizer's ranges; for MAE models also the options, the gates' optimizer and their ranges.
-  void setup_update_ranges();
+  PassResult accumulate(const std::vector<TrainBatch>& batches, int64_t expected, const Pass& pass);
   void after_update();
   void log_window();
   void validate();
@@ -110,9 +108,7 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::unique_ptr<ParameterStore> store_;
   std::unique_ptr<Optimizer> opt_;
-  std::optional<MaeOptions> mae_;
-  std::unique_ptr<Optimizer> gate_opt_;                // MAE: plain SGD over the gate group
-  ParameterStore::Ranges gate_ranges_, theta_ranges_;  // theta: the main optimizer's (all trainable without MAE)
+  std::unique_ptr<UpdateSchedule> schedule_passes_;  // which passes make an update (update_schedule.h)
   LrSchedule schedule_;
   LossScaler scaler_;
   TrainingState st_;

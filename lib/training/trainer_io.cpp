@@ -51,7 +51,7 @@ void Trainer::validate() {
   f.epoch = st_.epoch + 1;
   f.update = st_.update;
   // loss and ppl rank the same way (ppl = exp(loss)), lower is better; BLEU: higher is better.
-  const bool by_bleu = o_.valid.metric == "bleu";
+  const bool by_bleu = o_.valid.metric == ValidMetric::bleu;
   const double metric = by_bleu ? f.bleu : f.loss;
   f.improved = std::isnan(st_.best_metric) || (by_bleu ? metric > st_.best_metric : metric < st_.best_metric);
   if (f.improved) {

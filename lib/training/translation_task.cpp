@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 #include "data/dataset.h"
-#include "models/transformer.h"
+#include "models/decoder.h"
 
 namespace moe {
 
@@ -47,11 +47,10 @@ YAML::Node TranslationTask::prepare(const YAML::Node& model) {
 void TranslationTask::attach(const Model& model) {
   MOE_CHECK(!model.is_language_model(), "moe-train: model.type '", model.type(),
             "' is a language model, but the recipe set up translation");
-  if (const Transformer* t = model.seq2seq()) {
-    const TransformerConfig& c = t->config();
-    MOE_CHECK(c.tie_embeddings != "all" || src_vocab_path_ == tgt_vocab_path_,
+  if (const EncoderDecoder* net = model.encoder_decoder()) {
+    MOE_CHECK(!net->shares_embeddings() || src_vocab_path_ == tgt_vocab_path_,
               "model.tie_embeddings: all needs one joint vocabulary (data.vocab.src == data.vocab.tgt)");
-    max_len_ = c.max_positions - 1;  // the decoder input carries <s>, the source </s>
+    max_len_ = net->spec().max_positions - 1;  // the decoder input carries <s>, the source </s>
   }
 }
 

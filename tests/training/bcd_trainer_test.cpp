@@ -41,10 +41,10 @@ std::vector<Change> observe(const TrainOptions& o, int* gate_tensors = nullptr) 
   Trainer t(o);
   std::vector<Change> changes;
   Snapshot last;
-  t.set_step_hook([&](const ParameterStore& s, const std::string& step) {
+  t.set_step_hook([&](const ParameterStore& s, UpdatePass pass) {
     Snapshot now = snapshot(s);
     if (last.empty()) last = now;  // first call: compare against the state before training below
-    Change c{step};
+    Change c{enum_name(pass)};
     for (const auto& [name, v] : now)
       if (v != last[name] && group_of(s, name) != "state") (group_of(s, name) == "gate" ? c.gates : c.others) += 1;
     changes.push_back(c);

@@ -23,7 +23,7 @@ TEST_CASE("bleu validation: decodes the valid set and scores it", "[training][bl
   test::write_corpus(dir, "train", 200, 11);
   test::write_corpus(dir, "valid", 20, 12);
   TrainOptions o = test::tiny_options(dir);
-  o.valid.metric = "bleu";
+  o.valid.metric = ValidMetric::bleu;
   o.valid.bleu = true;
   o.valid.beam = 2;
   o.max_updates = 8;

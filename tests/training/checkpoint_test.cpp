@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "models/model_registry.h"
 #include "tensor/safetensors.h"
 #include "data/vocab.h"
 #include "graph/graph.h"

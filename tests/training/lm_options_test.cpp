@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "config/command_line.h"
 #include "models/model.h"
+#include "models/model_registry.h"
 #include "models/transformer_lm.h"
 #include "training/train_options.h"
 
@@ -65,7 +66,7 @@ TEST_CASE("lm options: an LM recipe", "[training][options][lm]") {
   CHECK(o.data.train_text == "train.txt");
   CHECK(o.data.valid_text == "valid.txt");
   CHECK(o.data.vocab_path == "vocab.words");
-  CHECK(o.data.vocab_type == "word");
+  CHECK(o.data.vocab_type == VocabType::word);
   CHECK(o.data.vocab_min_count == 2);
   CHECK(o.data.vocab_max_words == 0);
   CHECK(o.data.tokens_per_sample == 128);
@@ -81,7 +82,7 @@ TEST_CASE("lm options: an LM recipe", "[training][options][lm]") {
   CHECK(c.layers == 2);
   CHECK(c.pre_norm);
   CHECK_FALSE(c.tie_embeddings);
-  CHECK(c.positions == "sinusoidal");
+  CHECK(c.positions == Positions::sinusoidal);
   // A word list of the N most frequent words when data.vocab.size is set.
   CHECK(with(schema, "data.vocab.size", "5000").data.vocab_max_words == 5000);
   CHECK(with(schema, "model.type", "transformer_mlm").task == TrainTaskKind::masked_lm);

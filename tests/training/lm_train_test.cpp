@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "graph/graph.h"
 #include "models/checkpoint.h"
+#include "models/model_registry.h"
 #include "training/lm_task.h"
 #include "training/trainer.h"
 #include "training_test_util.h"
@@ -65,7 +66,7 @@ TEST_CASE("lm trainer: a Transformer LM on the WikiText-103 sample lowers its lo
   o.model = YAML::Load("{type: transformer_lm, d_model: 32, ffn_dim: 64, heads: 2, layers: 1, max_positions: 64}");
   o.max_tokens = 512;
   o.max_updates = 40;
-  o.schedule = ScheduleOptions{"inverse_sqrt", 5e-3, 0, 10, 40};
+  o.schedule = ScheduleOptions{LrScheduleKind::inverse_sqrt, 5e-3, 0, 10, 40};
   o.valid_every = 20;
   o.save_every = 20;
   o.valid.context = 32;
@@ -194,7 +195,7 @@ TEST_CASE("lm trainer: an LM batch's scored tokens reach the aux losses", "[trai
   Graph g(Device::cpu(), &store, GraphOptions{.training = true});
   Builder b(g);
   const Expr loss = task.loss(*model, b, *item.batch, 0.f);
-  CHECK(b.flag("batch.tgt_tokens") == std::to_string(item.batch->tokens()));
+  CHECK(b.context().target_tokens == item.batch->tokens());
   CHECK(b.aux_losses().size() == 2);  // importance and load of the MoE layer
   g.forward();
   CHECK(std::isfinite(loss.val().item()));

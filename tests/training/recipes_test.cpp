@@ -13,9 +13,9 @@
 
 #include "config/config.h"
 #include "graph/graph.h"
-#include "models/mae_causality.h"
+#include "models/model_registry.h"
 #include "models/model.h"
-#include "training/bcd.h"
+#include "layers/mae.h"
 #include "training/train_options.h"
 #include "training/trainer.h"
 #include "training_test_util.h"
@@ -132,18 +132,19 @@ TEST_CASE("recipes: every MAE recipe gates its decoders causally", "[training][r
       m["src_vocab"] = m["tgt_vocab"] = 100;
     else
       m["vocab"] = 267744;                                     // WikiText-103's, above the adaptive cutoffs
-    const YAML::Node stored = create_model(m)->config_yaml();  // what the checkpoint keeps
-    const auto mae = mae_training_options(stored);
-    if (!mae) continue;
+    const std::unique_ptr<Model> model = create_model(m);
+    const YAML::Node stored = model->config_yaml();  // what the checkpoint keeps
+    if (site_type(stored["attention"], "mha") != "mae") continue;
+    const auto mae = MaeOptions::from_yaml(stored["attention"], stored["heads"].as<int>());
     ++seen;
-    CHECK(mae_future_roles(stored).empty());
+    CHECK(model->future_sites().empty());
     if (o.task == TrainTaskKind::translation) {
       CHECK(stored["attention"]["gate_input"].as<std::string>() == "leak_free");
-      CHECK(mae->policy(kEncoderSelf) == "full_mean");
-      CHECK(mae->policy(kDecoderSelf) == "causal_prefix_mean");
-      CHECK(mae->policy(kDecoderCross) == "causal_prefix_mean");
+      CHECK(mae.policy(SiteRole::encoder_self) == GateInput::full_mean);
+      CHECK(mae.policy(SiteRole::decoder_self) == GateInput::causal_prefix_mean);
+      CHECK(mae.policy(SiteRole::decoder_cross) == GateInput::causal_prefix_mean);
     } else {
-      CHECK(mae->policy(kLmSelf) == "causal_window_mean");
+      CHECK(mae.policy(SiteRole::lm_self) == GateInput::causal_window_mean);
     }
   }
   CHECK(seen == 18);  // WMT14 5, IWSLT14 5, fine-tuning 4 (with -ft-base), WikiText-103 3, Multi30k 1
@@ -151,7 +152,7 @@ TEST_CASE("recipes: every MAE recipe gates its decoders causally", "[training][r
   const TrainOptions paper = load("wmt14-en-de-mae-7.yml", {{"model.attention.gate_input", "paper"}});
   YAML::Node m = YAML::Clone(paper.model);
   m["src_vocab"] = m["tgt_vocab"] = 100;
-  CHECK(mae_future_roles(create_model(m)->config_yaml()) == std::vector<std::string>{"decoder_self", "decoder_cross"});
+  CHECK(create_model(m)->future_sites() == std::vector<std::string>{"decoder_self", "decoder_cross"});
 }
 
 TEST_CASE("recipes: multi30k-en-de-mae-7.yml trains on the CPU (its dtype auto: f32 there)", "[training][recipes][mae]") {

@@ -127,7 +127,7 @@ TEST_CASE("trainer: early stopping after validations without improvement", "[tra
   test::write_corpus(dir, "train", 60, 13);
   test::write_corpus(dir, "valid", 10, 14);
   TrainOptions o = test::tiny_options(dir);
-  o.schedule = ScheduleOptions{"fixed", 1e-30, 0, 0, 0};  // updates below the parameters' precision
+  o.schedule = ScheduleOptions{LrScheduleKind::fixed, 1e-30, 0, 0, 0};  // updates below the parameters' precision
   o.max_updates = 20;
   o.valid_every = 2;
   o.save_every = 0;

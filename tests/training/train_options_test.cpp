@@ -1,6 +1,7 @@
 // moe-train's options: the registered keys and their defaults, a recipe plus command-line overrides
 // read into TrainOptions, the model section handed to create_model() unchanged, --dump-config text
 // that loads back to the same options, and errors naming the key.
+#include "models/model_registry.h"
 #include "training/train_options.h"
 
 #include <catch2/catch.hpp>
@@ -8,7 +9,7 @@
 #include "common/error.h"
 #include "config/command_line.h"
 #include "models/model.h"
-#include "models/transformer.h"
+#include "models/transformer_model.h"
 #include "training/trainer.h"
 
 using namespace moe;
@@ -56,9 +57,9 @@ TEST_CASE("train options: defaults, recipe values and the model section", "[trai
   CHECK(o.data.src_vocab == o.data.tgt_vocab);
   CHECK(o.data.vocab_size == 500);
   CHECK(o.dtype == DType::bf16);
-  CHECK(o.optimizer == "adamw");
+  CHECK(o.optimizer == Optimizer::Kind::adamw);
   CHECK(o.optim.beta2 == Approx(0.98));
-  CHECK(o.schedule.kind == "cosine");
+  CHECK(o.schedule.kind == LrScheduleKind::cosine);
   CHECK(o.schedule.max_updates == 100);
   CHECK(o.schedule.lr == Approx(1e-3));
   CHECK(o.max_tokens == 4096);  // default
@@ -69,12 +70,12 @@ TEST_CASE("train options: defaults, recipe values and the model section", "[trai
   m["src_vocab"] = 100;
   m["tgt_vocab"] = 100;
   auto model = create_model(m);
-  const TransformerConfig& c = model->seq2seq()->config();
+  const TransformerConfig& c = dynamic_cast<const TransformerModel&>(*model).net().config();
   CHECK(c.d_model == 64);
   CHECK(c.heads == 4);
   CHECK(c.pre_norm);
   CHECK(c.ffn_dim == TransformerConfig().ffn_dim);
-  CHECK(c.ffn_type() == "dense");
+  CHECK(site_type(c.ffn, "dense") == "dense");
 }
 
 TEST_CASE("train options: command-line overrides and --dump-config round trip", "[training][options]") {
@@ -91,7 +92,7 @@ TEST_CASE("train options: command-line overrides and --dump-config round trip", 
   const TrainOptions o2 = TrainOptions::from_config(again);
   CHECK(o2.update_freq == 4);
   CHECK(YAML::Dump(o2.model) == YAML::Dump(o.model));
-  CHECK(o2.schedule.kind == "cosine");
+  CHECK(o2.schedule.kind == LrScheduleKind::cosine);
 }
 
 TEST_CASE("train options: errors name the key", "[training][options]") {

@@ -99,7 +99,7 @@ inline TrainOptions tiny_options(const std::string& dir) {
   o.max_tokens = 200;
   o.max_updates = 12;
   o.device = "cpu";
-  o.schedule = ScheduleOptions{"inverse_sqrt", 3e-3, 0, 4, 12};
+  o.schedule = ScheduleOptions{LrScheduleKind::inverse_sqrt, 3e-3, 0, 4, 12};
   o.log_every = 1;
   o.valid_every = 4;
   o.save_every = 6;
@@ -139,7 +139,7 @@ inline TrainOptions tiny_lm_options(const std::string& dir) {
   o.max_tokens = 128;  // 8 blocks per batch
   o.max_updates = 12;
   o.device = "cpu";
-  o.schedule = ScheduleOptions{"inverse_sqrt", 1e-2, 0, 4, 12};
+  o.schedule = ScheduleOptions{LrScheduleKind::inverse_sqrt, 1e-2, 0, 4, 12};
   o.log_every = 1;
   o.valid_every = 4;
   o.save_every = 6;
