@@ -39,7 +39,7 @@ else
   tail -n +5501 "$OUT/test.txt" > "$OUT/valid.txt"
   SOURCE="$FROM (held-out shard 0 only; train overlaps test)"
 fi
-"$MOE_VOCAB" -t word -i "$OUT/train.txt" -o "$OUT/vocab.txt" --min-count "$MIN_COUNT"
+"$MOE_VOCAB" build -t word -i "$OUT/train.txt" -o "$OUT/vocab.txt" --min-count "$MIN_COUNT"
 write_info "corpus=1b-word" "source=$SOURCE" "vocab=vocab.txt words with count >= $MIN_COUNT, others <unk>; </s> appended per sentence by the LM stream"
 report_layout train.txt valid.txt test.txt vocab.txt
 log "done: $OUT"

@@ -62,8 +62,8 @@ clean_pairs "$TMP/all.de" "$TMP/all.en" "$TMP/clean.de" "$TMP/clean.en" 1 175 1.
 : > "$OUT/valid.src"; : > "$OUT/train.src"; : > "$OUT/valid.tgt"; : > "$OUT/train.tgt"
 awk '{ if (NR % 23 == 0) print > "'"$OUT"'/valid.src"; else print > "'"$OUT"'/train.src" }' "$TMP/clean.de"
 awk '{ if (NR % 23 == 0) print > "'"$OUT"'/valid.tgt"; else print > "'"$OUT"'/train.tgt" }' "$TMP/clean.en"
-"$MOE_VOCAB" -i "$OUT/train.src" -o "$OUT/vocab.src.spm" -t bpe -s "$SV"
-"$MOE_VOCAB" -i "$OUT/train.tgt" -o "$OUT/vocab.tgt.spm" -t bpe -s "$TV"
+"$MOE_VOCAB" build -i "$OUT/train.src" -o "$OUT/vocab.src.spm" -t bpe -s "$SV"
+"$MOE_VOCAB" build -i "$OUT/train.tgt" -o "$OUT/vocab.tgt.spm" -t bpe -s "$TV"
 rm -rf "$TMP"
 write_info "corpus=iwslt14 de-en" "direction=de-en" "source=$SOURCE" "cleaning=lowercase, 1-175 words, ratio 1.5, valid = every 23rd pair" \
   "vocab=vocab.src.spm (bpe $SV) vocab.tgt.spm (bpe $TV), separate, nmt_nfkc"

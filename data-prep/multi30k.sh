@@ -41,7 +41,7 @@ for pair in train:train val:valid test_2016_flickr:test; do
   zcat -f "$t" | normalize > "$OUT/$out.tgt"
   [[ $(wc -l < "$OUT/$out.src") == $(wc -l < "$OUT/$out.tgt") ]] || die "$s and $t are misaligned"
 done
-"$MOE_VOCAB" -i "$OUT/train.src" -i "$OUT/train.tgt" -o "$OUT/vocab.spm" -t "$VOCAB_TYPE" -s "$VOCAB_SIZE"
+"$MOE_VOCAB" build -i "$OUT/train.src" -i "$OUT/train.tgt" -o "$OUT/vocab.spm" -t "$VOCAB_TYPE" -s "$VOCAB_SIZE"
 write_info "corpus=multi30k task1" "direction=$SRC-$TGT" "source=${FROM}" "vocab=vocab.spm joint SentencePiece $VOCAB_TYPE $VOCAB_SIZE nmt_nfkc"
 report_layout train.src train.tgt valid.src valid.tgt test.src test.tgt
 log "done: $OUT"

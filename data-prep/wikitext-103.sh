@@ -36,7 +36,7 @@ else
   log "warning: no wiki.test.tokens in $FROM: test.txt is a copy of valid.txt"
   cp "$OUT/valid.txt" "$OUT/test.txt"; TEST="copy of valid (no test file in --from)"
 fi
-"$MOE_VOCAB" -t word -i "$OUT/train.txt" -o "$OUT/vocab.txt" --min-count 1
+"$MOE_VOCAB" build -t word -i "$OUT/train.txt" -o "$OUT/vocab.txt" --min-count 1
 write_info "corpus=wikitext-103" "source=${FROM}" "test=$TEST" "vocab=vocab.txt all training words; <unk> is the corpus's own; </s> appended per line by the LM stream"
 report_layout train.txt valid.txt test.txt vocab.txt
 log "done: $OUT"

@@ -53,7 +53,7 @@ else
   SOURCE="statmt.org WMT14 (europarl-v7, commoncrawl, nc-v9; newstest2013; newstest2014 full)"
 fi
 clean_pairs "$TMP/train.en" "$TMP/train.de" "$OUT/train.src" "$OUT/train.tgt" 1 250 1.5
-"$MOE_VOCAB" -i "$OUT/train.src" -i "$OUT/train.tgt" -o "$OUT/vocab.spm" -t bpe -s "$VOCAB_SIZE" \
+"$MOE_VOCAB" build -i "$OUT/train.src" -i "$OUT/train.tgt" -o "$OUT/vocab.spm" -t bpe -s "$VOCAB_SIZE" \
   --input-sentence-size 10000000
 rm -rf "$TMP"
 write_info "corpus=wmt14 en-de" "direction=en-de" "source=$SOURCE" "cleaning=1-250 words, ratio 1.5" \

@@ -44,7 +44,7 @@ if [[ ! -f "$DATA/vocab.spm" ]]; then
   "$ROOT/data-prep/multi30k.sh" --out "$DATA" --moe-vocab "$BIN/moe-vocab" "${FROM[@]}" >/dev/null
 fi
 for f in train.src train.tgt test.src; do
-  [[ -s "$DATA/$f.ids" ]] || "$BIN/moe-vocab" --encode --vocab "$DATA/vocab.spm" -i "$DATA/$f" -o "$DATA/$f.ids"
+  [[ -s "$DATA/$f.ids" ]] || "$BIN/moe-vocab" encode --vocab "$DATA/vocab.spm" -i "$DATA/$f" -o "$DATA/$f.ids"
 done
 emit() { echo "$1" | tee -a "$RESULTS"; }
 timed() { local f="$1"; shift; /usr/bin/time -f '%e %U %S %F %R' -o "$f" "$@"; }  # FILE CMD...: wall user sys faults
@@ -126,7 +126,7 @@ with open(sys.argv[1], "rb") as f:
     f.seek(8 + n + lo)
     open(sys.argv[2], "wb").write(f.read(hi - lo))
 EOF
-  "$BIN/moe-vocab" --encode --vocab "$OUT/checkpoint-vocab.spm" -i "$DATA/test.src" -o "$OUT/test.src.ckpt.ids"
+  "$BIN/moe-vocab" encode --vocab "$OUT/checkpoint-vocab.spm" -i "$DATA/test.src" -o "$OUT/test.src.ckpt.ids"
   for beam in 5 1; do
     for t in $THREADS; do
       for r in $(seq "$REPEAT"); do

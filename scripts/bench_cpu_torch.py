@@ -16,7 +16,7 @@ timed updates after --warmup untimed ones. "decode" loads a moe checkpoint (safe
 stored [in, out]) and translates with a key/value cache (self-attention keys/values appended per step,
 encoder output and cross-attention keys/values computed once), batched by source length like
 moe-translate, beam search with finished hypotheses kept aside, length penalty and max length as
-moe's defaults; prints seconds. The ids files come from `moe-vocab --encode`. Not run by any test
+moe's defaults; prints seconds. The ids files come from `moe-vocab encode`. Not run by any test
 (needs PyTorch); scripts/bench-cpu.sh is the user of both modes.
 """
 import argparse

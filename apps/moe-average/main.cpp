@@ -4,12 +4,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "common/cpu_threads.h"
+#include "cli/program.h"
 #include "training/average.h"
 
-int main(int argc, char** argv) {
-  moe::rerun_with_openmp_spin(argv);  // libgomp idle threads: short spinning (common/cpu_threads.h)
-  if (!moe::apply_cpu_threads_flag(argc, argv)) return 2;  // --cpu-threads N (common/cpu_threads.h)
+namespace {
+int run(int argc, char** argv) {
   CLI::App app{"moe-average: average the parameters of several checkpoints of one model"};
   std::vector<std::string> inputs;
   std::string output, run_dir;
@@ -18,6 +17,7 @@ int main(int argc, char** argv) {
   app.add_option("checkpoints", inputs, "checkpoints to average");
   app.add_option("--last", last, "average the last N numbered checkpoints of --run-dir");
   app.add_option("--run-dir", run_dir, "the run folder for --last");
+  moe::cli::add_cpu_threads_option(app);
   CLI11_PARSE(app, argc, argv);
   try {
     if (last > 0) {
@@ -36,3 +36,6 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+}  // namespace
+
+int main(int argc, char** argv) { return moe::cli::run_program("moe-average", argc, argv, run); }

@@ -8,14 +8,13 @@
 #include <cstdio>
 #include <iostream>
 
-#include "common/cpu_threads.h"
+#include "cli/program.h"
 #include "bench/bench.h"
 #include "dist/launch_env.h"
 #include "tensor/device.h"
 
-int main(int argc, char** argv) {
-  moe::rerun_with_openmp_spin(argv);  // libgomp idle threads: short spinning (common/cpu_threads.h)
-  if (!moe::apply_cpu_threads_flag(argc, argv)) return 2;  // --cpu-threads N (common/cpu_threads.h)
+namespace {
+int run(int argc, char** argv) {
   CLI::App app{"moe-bench: per-kernel timings, TFLOP/s or GB/s and the fraction of the measured device ceiling"};
   std::string device = "auto", dtype, scale, format = "text", filter, json_out;
   int repeat = 0, warmup = -1;
@@ -36,6 +35,7 @@ int main(int argc, char** argv) {
   app.add_flag("--has-gpu", has_gpu, "print how many GPUs answer and exit 0 when there is one, else 1 (scripts)");
   app.add_flag("--has-cuda", has_cuda,
                "exit 0 when cuda:0 exists, a GPU or the CUDA emulator's device (emu/), else 1 (scripts)");
+  moe::cli::add_cpu_threads_option(app);
   CLI11_PARSE(app, argc, argv);
   // Under mpirun / srun (the dist.* cases) rank 0 alone prints; the others only take part.
   if (moe::dist::launch_env_from_environment().rank != 0) {
@@ -74,3 +74,6 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+}  // namespace
+
+int main(int argc, char** argv) { return moe::cli::run_program("moe-bench", argc, argv, run); }

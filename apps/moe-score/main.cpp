@@ -1,14 +1,14 @@
-// moe-score: corpus metrics on text files. `moe-score bleu -r REF [-i HYP]`, `moe-score chrf ...`
-// (sacreBLEU 2.x compatible; see lib/metrics/), and the model-based `moe-score ppl -m LM` and
-// `moe-score pairs -m MODEL --src S --tgt T` and `moe-score experts -m MODEL -i TEXT` (gate statistics of
-// mixture-of-experts sites; lib/translator/score_commands.h).
+// moe-score: corpus metrics on text files (`moe-score bleu -r REF [-i HYP]`, `chrf`; sacreBLEU 2.x
+// compatible, lib/metrics/) and model scores (`ppl -m LM`, `pairs -m MODEL --src S --tgt T`, `experts
+// -m MODEL -i TEXT`); the subcommands are the table of score_program.cpp.
 // Covered by tests/metrics/score_cli_test.cpp and tests/translator/scoring_test.cpp.
-#include "common/cpu_threads.h"
-#include "metrics/score_cli.h"
-#include "translator/score_commands.h"
+#include <iostream>
+
+#include "cli/program.h"
+#include "moe-score/score_program.h"
 
 int main(int argc, char** argv) {
-  moe::rerun_with_openmp_spin(argv);  // libgomp idle threads: short spinning (common/cpu_threads.h)
-  if (!moe::apply_cpu_threads_flag(argc, argv)) return 2;  // --cpu-threads N (common/cpu_threads.h)
-  return moe::metrics::score_main(argc, argv, moe::register_model_subcommands);
+  return moe::cli::run_program("moe-score", argc, argv, [](int n, char** v) {
+    return moe::score_main(std::vector<std::string>(v, v + n), std::cout, std::cerr);
+  });
 }

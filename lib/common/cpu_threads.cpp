@@ -71,37 +71,6 @@ int cpu_threads() {
   return n;
 }
 
-bool apply_cpu_threads_flag(int& argc, char** argv) {
-  int out = 1, n = 0;
-  try {
-    for (int i = 1; i < argc; ++i) {
-      const char* a = argv[i];
-      const char* value = nullptr;
-      if (std::strcmp(a, "--cpu-threads") == 0) {
-        MOE_CHECK(i + 1 < argc, "--cpu-threads needs a value (a thread count; 0 = the physical cores)");
-        value = argv[++i];
-      } else if (std::strncmp(a, "--cpu-threads=", 14) == 0) {
-        value = a + 14;
-      } else {
-        argv[out++] = argv[i];
-        continue;
-      }
-      char* end = nullptr;
-      const long v = std::strtol(value, &end, 10);
-      MOE_CHECK(end != value && *end == 0 && v >= 0 && v <= 1024, "--cpu-threads: '", value,
-                "' is not a thread count (0..1024; 0 = the physical cores)");
-      n = static_cast<int>(v);
-    }
-  } catch (const std::exception& e) {
-    std::cerr << e.what() << '\n';
-    return false;
-  }
-  argc = out;
-  argv[argc] = nullptr;
-  set_cpu_threads(n);
-  return true;
-}
-
 void rerun_with_openmp_spin(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
   if (setenv("GOMP_SPINCOUNT", kOpenmpSpinCount, 1) != 0) return;

@@ -2,7 +2,7 @@
 // why), entered through parallel_for, and OpenBLAS kept single-threaded inside them so that its own
 // pthread workers never spin (sched_yield) against ours; GEMMs are split across the threads by
 // ops/matmul.cpp instead. The thread count is set once per process (--cpu-threads N on every
-// program, see apply_cpu_threads_flag) and defaults to the physical cores the process may run on.
+// program, apps/cli/program.h) and defaults to the physical cores the process may run on.
 // Covered by tests/unit/cpu_threads_test.cpp.
 #pragma once
 #include <cstdint>
@@ -17,10 +17,6 @@ int physical_cores();
 int cpu_threads();
 /// Sets the thread count (n <= 0: physical_cores()).
 void set_cpu_threads(int n);
-/// Removes "--cpu-threads N" / "--cpu-threads=N" from argv (argc shrinks) and applies it (absent:
-/// the physical cores). A bad value prints an error naming the flag and returns false. Every app's
-/// main() calls it first: `if (!moe::apply_cpu_threads_flag(argc, argv)) return 2;`.
-bool apply_cpu_threads_flag(int& argc, char** argv);
 
 /// How long libgomp's idle threads spin before they sleep (GOMP_SPINCOUNT, in spins: tens of
 /// microseconds, enough for the back-to-back regions of one op sequence). libgomp's default,

@@ -1,6 +1,6 @@
 // Data-path throughput benchmark: encodes a parallel corpus (through the token cache), then pulls
 // batches through BatchPrefetcher for a fixed time, counting batches and padded/real tokens per
-// second. Used by `moe-vocab --bench` and tests/data/bench_test.cpp; figures go in docs/PERF.md.
+// second. Used by `moe-vocab bench` and tests/data/bench_test.cpp; figures go in docs/PERF.md.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -57,7 +57,8 @@ YAML::Node LmTask::prepare(const YAML::Node& model) {
 
 void LmTask::attach(const Model& model) {
   MOE_CHECK(model.is_language_model(), "moe-train: model.type '", model.type(), "' is not a language model");
-  MOE_CHECK((model.type() == "transformer_mlm") == masked_, "moe-train: model.type '", model.type(),
+  MOE_CHECK((task_of_model_type(model.type()) == TrainTaskKind::masked_lm) == masked_, "moe-train: model.type '",
+            model.type(),
             "' does not fit a ", task_name(o_.task),
             " (masked LMs are transformer_mlm, the others transformer_lm or lstm_lm)");
   if (const auto* t = dynamic_cast<const TransformerLm*>(&model)) {

@@ -72,7 +72,7 @@ void ExpertCollector::add(const std::string& group, const GateRecorder& recorder
             " and mask ", mask.shape(), " must be [B, T]");
   const int64_t rows = tokens.shape()[0], cols = tokens.shape()[1];
   const auto units = token_units(tokens.to(Device::cpu()).to_vector<int32_t>(),
-                                 mask.to(Device::cpu()).to_vector<double>(), rows, cols, vocab, o_.unit == "word");
+                                 mask.to(Device::cpu()).to_vector<double>(), rows, cols, vocab, o_.unit == PmiUnit::word);
   for (const auto& entry : recorder.records()) {
     const auto& site =
         entry.first;  // a plain reference, not a structured binding: clang 14's lambdas cannot capture those
@@ -117,12 +117,12 @@ void ExpertCollector::add(const std::string& group, const GateRecorder& recorder
             const auto sx = std::span<const int32_t>(ex).subspan(static_cast<size_t>(row * k), k);
             const auto sg = std::span<const float>(gs).subspan(static_cast<size_t>(row * k), k);
             st.add_routed(sx, sg);
-            if (o_.attribution == "routed")
+            if (o_.attribution == PmiAttribution::routed)
               for (int64_t j = 0; j < k; ++j)
                 if (sx[static_cast<size_t>(j)] >= 0 && sg[static_cast<size_t>(j)] > 0)
                   st.add_event(u.text, sx[static_cast<size_t>(j)]);
           }
-          if (routed && o_.attribution == "routed") continue;
+          if (routed && o_.attribution == PmiAttribution::routed) continue;
           st.add_event(u.text, u.positions.size() == 1 ? a : argmax_expert(sum));
         }
       }

@@ -1,7 +1,7 @@
 // moe-score experts: runs a checkpoint over text with a GateRecorder (layers/gate_recorder.h) and
 // turns the records into per-site statistics (translator/expert_stats.h).
 //  - Translation models: teacher forcing on source/target pairs (the targets given, or the model's own
-//    greedy/beam hypotheses, see score_commands.cpp), in padded batches of --max-tokens. Encoder sites
+//    greedy/beam hypotheses, see apps/moe-score/model_commands.cpp), in padded batches of --max-tokens. Encoder sites
 //    (group "encoder") read the source x </s>; decoder sites (group "decoder") the decoder input <s> y:
 //    position t stands for the token fed in there (<s>, y_1, ..., y_n; </s> is never an input).
 //  - Language models: the sliding windows of moe-score ppl (data::eval_batches), group "lm"; the
@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "common/named_enum.h"
 #include "data/vocab.h"
 #include "graph/parameters.h"
 #include "layers/gate_recorder.h"
@@ -35,14 +36,19 @@
 
 namespace moe {
 
+/// Which experts a PMI event credits: the argmax expert of each unit, or every routed expert (top-k routers).
+MOE_NAMED_ENUM(PmiAttribution, argmax, routed)
+/// The units PMI counts: vocabulary pieces, or words (pieces joined at SentencePiece's word boundaries).
+MOE_NAMED_ENUM(PmiUnit, piece, word)
+
 struct ExpertAnalysisOptions {
   int64_t max_tokens = 4096;             // padded tokens per batch (pairs: max(src, tgt) per pair; LM windows)
   int64_t context = 512, stride = 0;     // LM windows (stride 0 = context / 2)
   DType dtype = DType::f32;              // compute dtype (bf16 on a GPU)
-  std::string attribution = "argmax";    // argmax | routed
-  std::string unit = "piece";            // piece | word
+  PmiAttribution attribution = PmiAttribution::argmax;
+  PmiUnit unit = PmiUnit::piece;
   std::string model_name = "the model";  // the checkpoint, for messages
-  /// MAE sites of the passes (--mae-inference; translator/mae_inference.h).
+  /// MAE sites of the passes (--mae-inference; apps/cli/mae_inference_option.h).
   ExpertChoice experts = ExpertChoice::mixture;
 };
 

@@ -6,6 +6,7 @@
 
 #include "data/lm_stream.h"
 #include "models/lm_eval.h"
+#include "models/model_registry.h"
 
 namespace moe {
 
@@ -30,8 +31,9 @@ PerplexityResult lm_perplexity(const Model& model, ParameterStore& params, Devic
                                int32_t pad_id) {
   MOE_CHECK(model.is_language_model(), "ppl: the model is a ", model.type(),
             " (translation) model; use moe-score pairs for translation models");
-  MOE_CHECK(model.type() != "transformer_mlm",
-            "ppl: a transformer_mlm is a masked language model (it sees the "
+  const ModelType* type = ModelRegistry::instance().find(model.type());
+  MOE_CHECK(!type || type->kind != ModelKind::masked_lm,
+            "ppl: a ", model.type(), " is a masked language model (it sees the "
             "tokens it would predict here); moe-score ppl scores left-to-right models (transformer_lm, lstm_lm)");
   MOE_CHECK(params.device() == device, "ppl: the parameters are on ", params.device(), ", scoring on ", device);
   MOE_CHECK(o.context >= 1, "ppl: --context must be positive, got ", o.context);

@@ -25,7 +25,7 @@ struct PairScoreOptions {
   int64_t max_tokens = 4096;  // padded (source + target) tokens per batch
   DType dtype = DType::f32;
   bool per_pair = false;  // force the one-pair-per-batch Model::loss path
-  /// MAE sites of the scoring graphs (--mae-inference; translator/mae_inference.h).
+  /// MAE sites of the scoring graphs (--mae-inference; apps/cli/mae_inference_option.h).
   ExpertChoice experts = ExpertChoice::mixture;
 };
 

@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "config/command_line.h"
+#include "config/recipe_args.h"
 
 using namespace moe;
 using namespace moe::config;

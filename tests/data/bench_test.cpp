@@ -1,6 +1,6 @@
 // Data throughput on real data: the batch generator with its prefetch thread on Multi30k, encoded
 // with a word vocabulary built from it (the tokens/s figure is recorded in docs/PERF.md by
-// `moe-vocab --bench`). The check is a floor far below the 1M tokens/s target so a slow CI box
+// `moe-vocab bench`). The check is a floor far below the 1M tokens/s target so a slow CI box
 // passes; the printed figure is the measurement. Tests lib/data/bench.cpp.
 #include <catch2/catch.hpp>
 

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "config/command_line.h"
+#include "config/recipe_args.h"
 #include "dist/grad_sync.h"
 #include "dist_test_util.h"
 #include "training/data_parallel.h"

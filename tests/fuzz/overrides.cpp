@@ -1,8 +1,8 @@
-// Fuzzes moe-train's command line (lib/config/command_line.cpp): the input, split at newlines, is the
+// Fuzzes moe-train's recipe arguments (lib/config/recipe_args.cpp): the input, split at newlines, is the
 // argument list (--key value, --key=value, --config FILE, positional words), parsed, loaded over the
 // defaults and read into TrainOptions. Invariant: bad input is a moe::Error with a message, never another
 // exception or a crash. Seeds: tests/fuzz/seeds/overrides.
-#include "config/command_line.h"
+#include "config/recipe_args.h"
 #include "fuzz_support.h"
 #include "training/train_options.h"
 

@@ -9,7 +9,7 @@
 
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
-#include "metrics/score_cli.h"
+#include "metrics/read_lines.h"
 #include "metrics/text.h"
 
 using namespace moe::metrics;

@@ -2,7 +2,8 @@
 // example, expected 48.53), JSON output, --help, line-count mismatch errors naming both files,
 // input that is not UTF-8 (an error naming the file and line, as sacreBLEU refuses it), a custom
 // subcommand registered in the table, and a real-data identity check (MOE_SHARED_DATA).
-#include "metrics/score_cli.h"
+#include "moe-score/score_program.h"
+#include "metrics/read_lines.h"
 
 #include <CLI/CLI.hpp>
 #include <catch2/catch.hpp>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+using namespace moe;
 using namespace moe::metrics;
 namespace fs = std::filesystem;
 
@@ -33,8 +35,7 @@ struct Result {
 };
 
 Result run(std::vector<std::string> args) {
-  SubcommandTable table("moe-score", "test");
-  register_metric_subcommands(table);
+  const cli::SubcommandTable table = score_table();
   args.insert(args.begin(), "moe-score");
   std::ostringstream out, err;
   int rc = table.run(args, out, err);
@@ -109,21 +110,21 @@ TEST_CASE("moe-score --help and subcommand table", "[metrics][cli]") {
   Result none = run({});
   CHECK(none.rc != 0);
 
-  SubcommandTable table("moe-score", "test");
-  register_metric_subcommands(table);
+  cli::SubcommandTable table("moe-score", "test", {score_table_entry("bleu"), score_table_entry("chrf")});
   int seen = 0;
-  table.add("ppl", "perplexity (test stub)", [&seen](CLI::App& sub) -> SubcommandRunner {
+  table.add("stub", "a subcommand added by one table line", [&seen](CLI::App& sub) -> cli::SubcommandRunner {
     auto n = std::make_shared<int>(0);
     sub.add_option("-n", *n);
     return [n, &seen](std::ostream& out, std::ostream&) {
       seen = *n;
-      out << "ppl " << *n << "\n";
+      out << "stub " << *n << "\n";
       return 0;
     };
   });
-  CHECK(table.names() == std::vector<std::string>{"bleu", "chrf", "ppl"});
+  CHECK(table.names() == std::vector<std::string>{"bleu", "chrf", "stub"});
+  CHECK(score_table().names() == std::vector<std::string>{"bleu", "chrf", "ppl", "pairs", "experts"});
   std::ostringstream out, err;
-  CHECK(table.run({"moe-score", "ppl", "-n", "7"}, out, err) == 0);
+  CHECK(table.run({"moe-score", "stub", "-n", "7", "--cpu-threads", "1"}, out, err) == 0);
   CHECK(seen == 7);
   CHECK_THROWS(table.add("bleu", "again", nullptr));
 }

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "plot/chart.h"
-#include "plot/plot_cli.h"
+#include "moe-plot/plot_cli.h"
 
 using namespace moe::plot;
 namespace fs = std::filesystem;

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "common/error.h"
-#include "config/command_line.h"
+#include "config/recipe_args.h"
 #include "models/model.h"
 #include "models/model_registry.h"
 #include "models/transformer_lm.h"

@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/error.h"
-#include "config/command_line.h"
+#include "config/recipe_args.h"
 #include "models/model.h"
 #include "models/transformer_model.h"
 #include "training/trainer.h"

@@ -14,7 +14,7 @@
 #include "models/model_registry.h"
 #include "tiny_model.h"
 #include "translator/expert_analysis.h"
-#include "translator/score_commands.h"
+#include "moe-score/score_program.h"
 
 using namespace moe;
 
@@ -70,8 +70,7 @@ struct Run {
 };
 
 Run run(std::vector<std::string> args) {
-  metrics::SubcommandTable table("moe-score", "test");
-  register_model_subcommands(table);
+  const cli::SubcommandTable table = score_table();
   args.insert(args.begin(), {"moe-score", "experts", "--device", "cpu"});
   std::ostringstream out, err;
   Run r;
@@ -292,8 +291,7 @@ TEST_CASE("moe-score experts: MoA routers", "[translator][experts]") {
 }
 
 TEST_CASE("moe-score experts: --help and a model without gated sites", "[translator][experts][errors]") {
-  metrics::SubcommandTable table("moe-score", "test");
-  register_model_subcommands(table);
+  const cli::SubcommandTable table = score_table();
   std::ostringstream help, err;
   CHECK(table.run({"moe-score", "experts", "--help"}, help, err) == 0);
   CHECK(help.str().find("--min-count") != std::string::npos);

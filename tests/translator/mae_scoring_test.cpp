@@ -12,9 +12,9 @@
 #include "models/model_registry.h"
 #include "tiny_model.h"
 #include "translator/lm_perplexity.h"
-#include "translator/mae_inference.h"
+#include "cli/mae_inference_option.h"
 #include "translator/pair_scores.h"
-#include "translator/score_commands.h"
+#include "moe-score/score_program.h"
 
 using namespace moe;
 
@@ -25,8 +25,7 @@ struct Run {
 };
 
 Run run(std::vector<std::string> args) {
-  metrics::SubcommandTable table("moe-score", "test");
-  register_model_subcommands(table);
+  const cli::SubcommandTable table = score_table();
   args.insert(args.begin(), "moe-score");
   std::ostringstream out, err;
   Run r;
@@ -78,7 +77,7 @@ TEST_CASE("moe-score pairs and experts take --mae-inference", "[translator][pair
     CHECK(r.err.find("warning") == std::string::npos);  // leak-free gates: nothing to warn about
     got[mode] = log_probs(r.out);
     PairScoreOptions po;
-    po.experts = mae_inference_choice(mode);
+    po.experts = cli::mae_inference_choice(mode);
     const auto want = score_pairs(*m.model, *m.params, Device::cpu(), kSrc, kTgt, po);
     REQUIRE(got[mode].size() == want.size());
     for (size_t i = 0; i < want.size(); ++i) CHECK(got[mode][i] == Approx(want[i].log_prob).margin(1e-5));

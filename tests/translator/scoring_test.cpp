@@ -12,7 +12,7 @@
 #include "tiny_model.h"
 #include "translator/lm_perplexity.h"
 #include "translator/pair_scores.h"
-#include "translator/score_commands.h"
+#include "moe-score/score_program.h"
 
 using namespace moe;
 
@@ -131,8 +131,7 @@ TEST_CASE("moe-score pairs and ppl subcommands", "[translator][pairs][ppl]") {
   const std::string ckpt = test::save_tiny(m, dir);
   test::write_file(dir / "src.txt", "w1 w2 w3\n\nw4 w5\n");
   test::write_file(dir / "tgt.txt", "w6 w7\nw8\n\n");
-  metrics::SubcommandTable table("moe-score", "test");
-  register_model_subcommands(table);
+  const cli::SubcommandTable table = score_table();
   std::ostringstream out, err;
   const std::string src = (dir / "src.txt").string(), tgt = (dir / "tgt.txt").string();
   REQUIRE(table.run({"moe-score", "pairs", "-m", ckpt, "--src", src, "--tgt", tgt, "--device", "cpu"}, out, err) == 0);
@@ -219,8 +218,7 @@ TEST_CASE("moe-score ppl with a Transformer language model", "[translator][ppl]"
   std::string text;
   for (const auto& l : lines) text += l + "\n";
   test::write_file(dir / "text.txt", text);
-  metrics::SubcommandTable table("moe-score", "test");
-  register_model_subcommands(table);
+  const cli::SubcommandTable table = score_table();
   std::ostringstream out, err;
   REQUIRE(table.run({"moe-score", "ppl", "-m", (dir / "lm.safetensors").string(), "-i", (dir / "text.txt").string(),
                      "--context", "12", "--stride", "5", "--device", "cpu", "-b"},

@@ -3,7 +3,7 @@
 // translated with U+FFFD for their bad bytes and named in a warning), the same translations as
 // the library, n-best blocks, files vs streams, the summary, and option errors; the built binary
 // (when present) with --help and a pipe.
-#include "translator/translate_cli.h"
+#include "moe-translate/translate_cli.h"
 
 #include <catch2/catch.hpp>
 #include <cstdio>

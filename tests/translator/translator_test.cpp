@@ -13,7 +13,7 @@
 
 #include "graph/expr/cross_entropy.h"
 #include "tiny_model.h"
-#include "translator/mae_inference.h"
+#include "cli/mae_inference_option.h"
 #include "translator/pair_scores.h"
 #include "translator/translate_text.h"
 
@@ -162,8 +162,8 @@ TEST_CASE("an MAE model decodes; argmax inference uses the most-weighted expert"
   for (size_t s = 0; s < kSources.size(); ++s)
     differ += std::abs(argmax[s][0].log_prob - mixture[s][0].log_prob) > 1e-6;
   CHECK(differ > 0);
-  CHECK_THROWS_WITH(mae_inference_choice("best"), Catch::Contains("--mae-inference") && Catch::Contains("'best'"));
-  CHECK_THROWS_WITH(mae_inference_choice("sample"), Catch::Contains("mixture, argmax"));
+  CHECK_THROWS_WITH(cli::mae_inference_choice("best"), Catch::Contains("--mae-inference") && Catch::Contains("'best'"));
+  CHECK_THROWS_WITH(cli::mae_inference_choice("sample"), Catch::Contains("mixture, argmax"));
 }
 
 TEST_CASE("translate_lines keeps one line per input line", "[translator]") {

@@ -3,12 +3,16 @@
 // rerun_with_openmp_spin leaves a chosen GOMP_SPINCOUNT alone.
 #include "common/cpu_threads.h"
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "cli/program.h"
 
 using namespace moe;
 
@@ -58,28 +62,26 @@ TEST_CASE("parallel_for: min_per_thread limits the parts; nested calls run seria
   CHECK(inner.load() == 4);
 }
 
-TEST_CASE("--cpu-threads: parsed, removed from argv, bad values refused", "[unit][threads]") {
+TEST_CASE("--cpu-threads: applied when parsed, bad values refused", "[unit][threads]") {
   ThreadCount t(1);
-  std::vector<std::string> words = {"prog", "-m", "x", "--cpu-threads", "3", "--beam", "5", "--cpu-threads=2"};
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  int argc = static_cast<int>(words.size());
-  REQUIRE(apply_cpu_threads_flag(argc, argv.data()));
-  CHECK(cpu_threads() == 2);  // the last one wins
-  REQUIRE(argc == 5);
-  CHECK(std::string(argv[3]) == "--beam");
-  CHECK(argv[5] == nullptr);
-  for (const char* bad : {"x", "-1", "2k", ""}) {
-    std::string flag = std::string("--cpu-threads=") + bad;
-    char* v[] = {words[0].data(), flag.data(), nullptr};
-    int c = 2;
-    CHECK_FALSE(apply_cpu_threads_flag(c, v));
+  auto parse = [](std::vector<std::string> args) {
+    CLI::App app("test", "prog");
+    std::string model;
+    app.add_option("-m", model);
+    moe::cli::add_cpu_threads_option(app);
+    std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
+    app.parse(args);
+  };
+  parse({"-m", "x", "--cpu-threads", "3"});
+  CHECK(cpu_threads() == 3);
+  parse({"--cpu-threads=2", "-m", "y"});
+  CHECK(cpu_threads() == 2);
+  for (const std::string bad : {"x", "-1", "2k", "2000"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse({"--cpu-threads=" + bad}), CLI::ParseError);
   }
-  std::string last = "--cpu-threads";
-  char* v[] = {words[0].data(), last.data(), nullptr};
-  int c = 2;
-  CHECK_FALSE(apply_cpu_threads_flag(c, v));  // no value
+  CHECK_THROWS_AS(parse({"--cpu-threads"}), CLI::ParseError);  // no value
+  CHECK(cpu_threads() == 2);
   set_cpu_threads(0);
   CHECK(cpu_threads() == physical_cores());
   CHECK(physical_cores() >= 1);

@@ -1,15 +1,14 @@
-// SubcommandTable (CLI11-based subcommand dispatch for moe-score), read_lines, score_main.
-// Covered by tests/metrics/score_cli_test.cpp.
-#include "metrics/score_cli.h"
+// subcommand_table.h implementation. Covered by tests/metrics/score_cli_test.cpp.
+#include "cli/subcommand_table.h"
 
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
 
 #include "common/error.h"
-#include "data/utf8.h"
+#include "cli/program.h"
 
-namespace moe::metrics {
+namespace moe::cli {
 
 SubcommandTable::SubcommandTable(std::string program, std::string description)
     : program_(std::move(program)), description_(std::move(description)) {}
@@ -28,9 +27,11 @@ std::vector<std::string> SubcommandTable::names() const {
 int SubcommandTable::run(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) const {
   CLI::App app(description_, program_);
   app.require_subcommand(1);
+  add_cpu_threads_option(app);
   std::vector<std::pair<CLI::App*, SubcommandRunner>> runners;
   for (const auto& e : entries_) {
     CLI::App* sub = app.add_subcommand(e.name, e.description);
+    sub->fallthrough();  // --cpu-threads after the subcommand's name
     runners.emplace_back(sub, e.setup(*sub));
   }
   std::vector<const char*> args;
@@ -52,33 +53,4 @@ int SubcommandTable::run(const std::vector<std::string>& argv, std::ostream& out
   return 1;
 }
 
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream file;
-  std::istream* in = &std::cin;
-  if (path != "-") {
-    file.open(path, std::ios::binary);
-    MOE_CHECK(file.is_open(), "cannot open '", path, "'");
-    in = &file;
-  }
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(*in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const size_t bad = data::find_invalid_utf8(line);
-    MOE_CHECK(bad == std::string::npos, "'", path, "' line ", lines.size() + 1, " is not valid UTF-8 (byte ", bad + 1,
-              " of the line); sacreBLEU would refuse it too");
-    lines.push_back(std::move(line));
-  }
-  MOE_CHECK(!in->bad(), "error reading '", path, "'");
-  return lines;
-}
-
-int score_main(int argc, char** argv, const std::function<void(SubcommandTable&)>& extra) {
-  SubcommandTable table("moe-score", "moe-score: evaluation metrics (BLEU and chrF as sacreBLEU computes them)");
-  register_metric_subcommands(table);
-  if (extra) extra(table);
-  std::vector<std::string> args(argv, argv + argc);
-  return table.run(args, std::cout, std::cerr);
-}
-
-}  // namespace moe::metrics
+}  // namespace moe::cli

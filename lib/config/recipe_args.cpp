@@ -1,5 +1,5 @@
-// parse_command_line / load_config (see command_line.h). Covered by tests/config/config_test.cpp.
-#include "config/command_line.h"
+// parse_command_line / load_config (see recipe_args.h). Covered by tests/config/config_test.cpp.
+#include "config/recipe_args.h"
 
 #include "common/error.h"
 
@@ -12,14 +12,6 @@ CommandLine parse_command_line(const Schema& schema, const std::vector<std::stri
     if (a == "--") {
       cmd.positional.insert(cmd.positional.end(), args.begin() + i + 1, args.end());
       break;
-    }
-    if (a == "-h" || a == "--help") {
-      cmd.help = true;
-      continue;
-    }
-    if (a == "--dump-config") {
-      cmd.dump_config = true;
-      continue;
     }
     if (a == "-c") {
       MOE_CHECK(i + 1 < args.size(), "command line: -c needs a recipe file");

@@ -11,9 +11,13 @@
 #include "common/error.h"
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
-#include "metrics/score_cli.h"
+#include "metrics/read_lines.h"
+#include "moe-score/metric_commands.h"
 
 namespace moe::metrics {
+
+using cli::SubcommandRunner;
+
 namespace {
 
 struct IoOptions {
@@ -114,6 +118,8 @@ std::string json_head(const std::string& name, const std::string& score, const s
   return os.str();
 }
 
+}  // namespace
+
 SubcommandRunner setup_bleu(CLI::App& sub) {
   auto io = std::make_shared<IoOptions>();
   auto opt = std::make_shared<BleuOptions>();
@@ -178,13 +184,6 @@ SubcommandRunner setup_chrf(CLI::App& sub) {
     }
     return 0;
   };
-}
-
-}  // namespace
-
-void register_metric_subcommands(SubcommandTable& table) {
-  table.add("bleu", "corpus BLEU exactly as sacreBLEU 2.x (default: 13a tokenizer, exp smoothing)", setup_bleu);
-  table.add("chrf", "chrF (chrF2; --chrf-word-order 2 for chrF++) exactly as sacreBLEU 2.x", setup_chrf);
 }
 
 }  // namespace moe::metrics

@@ -1,7 +1,8 @@
-// The moe-score command line: a table of named subcommands (bleu, chrf; the lead adds ppl, pairs,
-// experts) on CLI11. Each entry's setup function adds its options to its CLI::App and returns the
-// runner called after a successful parse. Errors (moe::Error) print "moe-score <cmd>: error: ..."
-// and return 1. Covered by tests/metrics/score_cli_test.cpp.
+// A program of named subcommands on CLI11 (moe-score, moe-vocab): a table of entries, each a name, a
+// description and a setup function that adds the subcommand's options to its CLI::App and returns the
+// runner called after a successful parse. Adding a subcommand is its own file and one table line.
+// Errors (moe::Error) print "<program> <cmd>: error: ..." and return 1; every program takes
+// --cpu-threads (cli/program.h). Covered by tests/metrics/score_cli_test.cpp.
 #pragma once
 #include <functional>
 #include <iosfwd>
@@ -12,7 +13,7 @@ namespace CLI {
 class App;
 }
 
-namespace moe::metrics {
+namespace moe::cli {
 
 /// Runs a parsed subcommand, writing results to `out` and warnings or summaries to `err`; returns the
 /// exit status.
@@ -20,32 +21,28 @@ using SubcommandRunner = std::function<int(std::ostream& out, std::ostream& err)
 /// Adds a subcommand's options to `sub` (binding them to state it owns) and returns its runner.
 using SubcommandSetup = std::function<SubcommandRunner(CLI::App& sub)>;
 
+struct Subcommand {
+  std::string name, description;
+  SubcommandSetup setup;
+};
+
 class SubcommandTable {
  public:
   explicit SubcommandTable(std::string program, std::string description);
+  SubcommandTable(std::string program, std::string description, const std::vector<Subcommand>& entries)
+      : SubcommandTable(std::move(program), std::move(description)) {
+    for (const auto& e : entries) add(e);
+  }
   void add(std::string name, std::string description, SubcommandSetup setup);
+  void add(const Subcommand& s) { add(s.name, s.description, s.setup); }
   /// Parses argv (argv[0] is the program) and runs the chosen subcommand. --help anywhere prints
   /// help to `out` and returns 0; parse errors print to `err` and return non-zero.
   int run(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) const;
   std::vector<std::string> names() const;
 
  private:
-  struct Entry {
-    std::string name, description;
-    SubcommandSetup setup;
-  };
   std::string program_, description_;
-  std::vector<Entry> entries_;
+  std::vector<Subcommand> entries_;
 };
 
-/// Adds `bleu` and `chrf` to the table.
-void register_metric_subcommands(SubcommandTable& table);
-
-/// Lines of a text file ("-" = stdin), without the trailing "\n" (or "\r\n"); errors name the file,
-/// and the line of the first one that is not valid UTF-8.
-std::vector<std::string> read_lines(const std::string& path);
-
-/// The moe-score program: bleu + chrf (+ whatever `extra` registers).
-int score_main(int argc, char** argv, const std::function<void(SubcommandTable&)>& extra = {});
-
-}  // namespace moe::metrics
+}  // namespace moe::cli

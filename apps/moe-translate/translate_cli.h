@@ -9,6 +9,8 @@
 #include <iosfwd>
 #include <string>
 
+#include "layers/build_context.h"
+
 namespace moe {
 
 struct TranslateCliOptions {
@@ -21,7 +23,7 @@ struct TranslateCliOptions {
   int64_t max_tokens = 4096;
   int64_t chunk_lines = 10000;  // input lines read, sorted and translated at a time
   std::string device = "auto", dtype = "f32";
-  std::string mae_inference = "mixture";  // MAE models: mixture | argmax (the single most-weighted expert)
+  ExpertChoice mae_inference = ExpertChoice::mixture;  // MAE models: mixture | argmax (the most-weighted expert)
   bool quiet = false;                     // no summary or progress on stderr
   double log_every = 30;                  // seconds between progress lines off a terminal (0 = none)
 };

@@ -13,12 +13,12 @@ class App;
 class Option;
 }  // namespace CLI
 
-namespace moe {
+namespace moe::cli {
 
 /// Adds --mae-inference to `app`, bound to `value` (mixture | argmax; other values are parse errors).
-CLI::Option* add_mae_inference_option(CLI::App& app, std::string& value);
+CLI::Option* add_mae_inference_option(CLI::App& app, ExpertChoice& value);
 
 /// The expert choice of an inference with --mae-inference `value` (mixture | argmax).
 ExpertChoice mae_inference_choice(const std::string& value);
 
-}  // namespace moe
+}  // namespace moe::cli

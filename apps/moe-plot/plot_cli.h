@@ -1,6 +1,7 @@
 // The moe-plot command line: `moe-plot curves RUN_DIR... [-o OUT.svg] [--x update|time]` and
 // `moe-plot experts EXPERTS.jsonl [-o OUT.svg]` (figures.h); SVG to -o or stdout, a note on stderr for
-// metrics lines that were skipped. Covered by tests/plot/plot_test.cpp.
+// metrics lines that were skipped; the subcommands are a cli::SubcommandTable. Covered by
+// tests/plot/plot_test.cpp.
 #pragma once
 #include <iosfwd>
 

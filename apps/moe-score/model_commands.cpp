@@ -1,14 +1,14 @@
-// moe-score ppl / pairs / experts (see score_commands.h). ppl prints "PPL = x (...)" (or the number
+// moe-score ppl / pairs / experts (see model_commands.h). ppl prints "PPL = x (...)" (or the number
 // alone with --score-only, or JSON), with the validation windows a moe-train checkpoint stores unless
 // --context / --stride say otherwise; pairs prints one "log_prob<TAB>tokens" line per pair and the
 // corpus summary on stderr (--summary prints only the summary, on stdout); experts prints the gate
 // statistics of translator/expert_report.h: translation models are run teacher-forced on --src/--tgt,
 // or, given only -i SRC, on their own translations (beam search, --beam 1 = greedy, by default);
 // language models over the windows of ppl. pairs and experts take --mae-inference like moe-translate
-// (translator/mae_inference.h); every model command warns on stderr when the model's MAE gates see
+// (cli/mae_inference_option.h); every model command warns on stderr when the model's MAE gates see
 // future target tokens in these teacher-forced passes (Model::future_sites: MAE gate_input paper).
 // Covered by tests/translator/scoring_test.cpp, experts_command_test.cpp and mae_scoring_test.cpp.
-#include "translator/score_commands.h"
+#include "moe-score/model_commands.h"
 
 #include <CLI/CLI.hpp>
 #include <iomanip>
@@ -20,7 +20,9 @@
 #include "models/checkpoint.h"
 #include "translator/expert_report.h"
 #include "translator/lm_perplexity.h"
-#include "translator/mae_inference.h"
+#include "cli/enum_option.h"
+#include "cli/mae_inference_option.h"
+#include "metrics/read_lines.h"
 #include "translator/pair_scores.h"
 #include "translator/translate_text.h"
 
@@ -84,7 +86,9 @@ struct PplArgs {
   double log_every = 30;
 };
 
-metrics::SubcommandRunner setup_ppl(CLI::App& sub) {
+}  // namespace
+
+cli::SubcommandRunner setup_ppl(CLI::App& sub) {
   auto a = std::make_shared<PplArgs>();
   add_model_options(sub, a->m);
   sub.add_option("-i,--input", a->input, "text to score, one line per line ('-' = stdin)")->capture_default_str();
@@ -144,23 +148,22 @@ metrics::SubcommandRunner setup_ppl(CLI::App& sub) {
 
 struct PairsArgs {
   ModelOptions m;
-  std::string src, tgt, mae_inference = "mixture";
+  std::string src, tgt;
   PairScoreOptions opt;
   bool summary = false;
 };
 
-metrics::SubcommandRunner setup_pairs(CLI::App& sub) {
+cli::SubcommandRunner setup_pairs(CLI::App& sub) {
   auto a = std::make_shared<PairsArgs>();
   add_model_options(sub, a->m);
   sub.add_option("--src", a->src, "source sentences, one per line")->required();
   sub.add_option("--tgt", a->tgt, "their translations, line-aligned")->required();
   sub.add_option("--max-tokens", a->opt.max_tokens, "padded tokens per batch")->capture_default_str();
   sub.add_flag("--summary", a->summary, "print only the corpus summary (on stdout)");
-  add_mae_inference_option(sub, a->mae_inference);
+  cli::add_mae_inference_option(sub, a->opt.experts);
   return [a](std::ostream& out, std::ostream& err) {
     const auto [device, dtype] = placement(a->m, "pairs");
     a->opt.dtype = dtype;
-    a->opt.experts = mae_inference_choice(a->mae_inference);
     LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
     MOE_CHECK(!ck.model->is_language_model(), "'", a->m.model, "' holds a ", ck.model->type(),
               " language model; use moe-score ppl for language models");
@@ -192,7 +195,7 @@ metrics::SubcommandRunner setup_pairs(CLI::App& sub) {
 
 struct ExpertsArgs {
   ModelOptions m;
-  std::string input, src, tgt, format = "text", mae_inference = "mixture";
+  std::string input, src, tgt, format = "text";
   ExpertAnalysisOptions opt;
   int64_t min_count = 5;
   int top = 10, beam = 1;
@@ -205,7 +208,7 @@ std::vector<std::vector<int32_t>> encode_lines(const std::vector<std::string>& l
   return ids;
 }
 
-metrics::SubcommandRunner setup_experts(CLI::App& sub) {
+cli::SubcommandRunner setup_experts(CLI::App& sub) {
   auto a = std::make_shared<ExpertsArgs>();
   add_model_options(sub, a->m);
   sub.add_option("-i,--input", a->input,
@@ -221,25 +224,20 @@ metrics::SubcommandRunner setup_experts(CLI::App& sub) {
   CLI::Option* stride = sub.add_option("--stride", a->opt.stride, "language models: targets per later window");
   sub.add_option("--min-count", a->min_count, "PMI: tokens seen fewer times are left out")->capture_default_str();
   sub.add_option("--top", a->top, "PMI: tokens listed per expert")->capture_default_str();
-  sub.add_option("--attribution", a->opt.attribution,
-                 "PMI events: argmax (one per token or sentence, its argmax expert) or routed (one per routed "
-                 "(token, slot) pair of top-k routers)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"argmax", "routed"}));
-  sub.add_option("--unit", a->opt.unit, "PMI tokens: vocabulary pieces or words")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"piece", "word"}));
+  cli::add_enum_option(sub, "--attribution", a->opt.attribution,
+                       "PMI events: argmax (one per token or sentence, its argmax expert) or routed (one per routed "
+                       "(token, slot) pair of top-k routers)");
+  cli::add_enum_option(sub, "--unit", a->opt.unit, "PMI tokens: vocabulary pieces or words");
   sub.add_option("-f,--format", a->format, "text, or json (one object per site, then a summary)")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  add_mae_inference_option(sub, a->mae_inference);
+  cli::add_mae_inference_option(sub, a->opt.experts);
   return [a, context, stride](std::ostream& out, std::ostream& err) {
     MOE_CHECK(a->min_count >= 1 && a->top >= 0 && a->beam >= 1, "experts: --min-count ", a->min_count, ", --top ",
               a->top, " and --beam ", a->beam, " must be >= 1, >= 0 and >= 1");
     const auto [device, dtype] = placement(a->m, "experts");
     a->opt.dtype = dtype;
     a->opt.model_name = a->m.model;
-    a->opt.experts = mae_inference_choice(a->mae_inference);
     LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
     warn_future_gates(ck, "experts", "the gates and states analysed here", err);
     ExpertReport report;
@@ -307,15 +305,4 @@ metrics::SubcommandRunner setup_experts(CLI::App& sub) {
     return 0;
   };
 }
-}  // namespace
-
-void register_model_subcommands(metrics::SubcommandTable& table) {
-  table.add("ppl", "perplexity of a language model (sliding windows: --context, --stride)", setup_ppl);
-  table.add("pairs", "log-probabilities of given translations (--src, --tgt) and their perplexity", setup_pairs);
-  table.add("experts",
-            "expert usage of MAE / MoA / MoE sites: gate entropy, argmax and routed shares, load balance, "
-            "tokens by PMI per expert",
-            setup_experts);
-}
-
 }  // namespace moe

@@ -1,6 +1,6 @@
 // translate_cli.h implementation: option parsing (CLI11), checkpoint loading, chunked streaming
 // translation and the throughput summary. Covered by tests/translator/translate_cli_test.cpp.
-#include "translator/translate_cli.h"
+#include "moe-translate/translate_cli.h"
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -11,7 +11,8 @@
 #include "tensor/allocator.h"
 #include "models/checkpoint.h"
 #include "translator/input_lines.h"
-#include "translator/mae_inference.h"
+#include "cli/mae_inference_option.h"
+#include "cli/program.h"
 #include "translator/translate_text.h"
 
 namespace moe {
@@ -55,7 +56,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   to.search.min_len = o.min_len;
   to.max_tokens = o.max_tokens;
   to.dtype = dtype;
-  to.experts = mae_inference_choice(o.mae_inference);
+  to.experts = o.mae_inference;
   MOE_CHECK(o.n_best >= 1 && o.n_best <= o.beam, "--n-best ", o.n_best, " must be in [1, --beam = ", o.beam, "]");
 
   LoadedCheckpoint ck = load_checkpoint(o.model, device);
@@ -149,7 +150,8 @@ int translate_main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--device", o.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
-  add_mae_inference_option(app, o.mae_inference);
+  cli::add_mae_inference_option(app, o.mae_inference);
+  cli::add_cpu_threads_option(app);
   app.add_option("--dtype", o.dtype, "compute dtype on the GPU")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "bf16"}));

@@ -1,0 +1,28 @@
+// program.h implementation. Covered by tests/unit/cpu_threads_test.cpp.
+#include "cli/program.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "common/cpu_threads.h"
+
+namespace moe::cli {
+
+void add_cpu_threads_option(CLI::App& app) {
+  app.add_option_function<int>(
+         "--cpu-threads", [](const int& n) { set_cpu_threads(n); },
+         "threads of CPU ops (0 = the physical cores, the default)")
+      ->check(CLI::Range(0, 1024));
+}
+
+int run_program(const char* program, int argc, char** argv, const std::function<int(int, char**)>& body) {
+  rerun_with_openmp_spin(argv);  // libgomp idle threads: short spinning (common/cpu_threads.h)
+  try {
+    return body(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << program << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace moe::cli

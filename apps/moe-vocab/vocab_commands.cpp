@@ -1,0 +1,113 @@
+// The subcommands of moe-vocab, one table line each (vocab_program.h): `build` (SentencePiece BPE/unigram
+// or word vocabularies; lib/data/vocab_builder.h), `encode` (the token ids of a text file, one line of
+// space-separated ids per input line, for the PyTorch side of scripts/bench-cpu.sh) and `bench` (batches/s
+// and tokens/s of the batch generator with its prefetch thread; lib/data/bench.h).
+// Covered by tests/data/vocab_test.cpp, tests/data/prep_test.cpp and tests/data/bench_test.cpp.
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <memory>
+
+#include "common/error.h"
+#include "data/bench.h"
+#include "data/corpus.h"
+#include "data/vocab.h"
+#include "data/vocab_builder.h"
+#include "moe-vocab/vocab_program.h"
+
+namespace moe {
+
+namespace {
+cli::SubcommandRunner setup_build(CLI::App& sub) {
+  struct Args {
+    std::vector<std::string> inputs;
+    std::string output, type = "bpe";
+    data::SpmTrainOptions spm;
+    data::WordVocabOptions words;
+  };
+  auto a = std::make_shared<Args>();
+  sub.add_option("-i,--input", a->inputs, "training text files (plain or .gz); several for a joint vocabulary")
+      ->required();
+  sub.add_option("-o,--output", a->output, "the vocabulary file (x.spm / x.model: SentencePiece; else words)")
+      ->required();
+  sub.add_option("-t,--type", a->type, "bpe | unigram | word")
+      ->check(CLI::IsMember({"bpe", "unigram", "word"}))
+      ->capture_default_str();
+  sub.add_option("-s,--vocab-size", a->spm.vocab_size, "SentencePiece vocabulary size")->capture_default_str();
+  sub.add_option("--normalization", a->spm.normalization, "SentencePiece normalization rule (nmt_nfkc, identity, ...)")
+      ->capture_default_str();
+  sub.add_option("--character-coverage", a->spm.character_coverage, "SentencePiece character coverage")
+      ->capture_default_str();
+  sub.add_option("--input-sentence-size", a->spm.input_sentence_size, "sentences sampled for SentencePiece training")
+      ->capture_default_str();
+  sub.add_option("--threads", a->spm.threads, "trainer threads")->capture_default_str();
+  sub.add_option("--min-count", a->words.min_count, "word vocabularies: minimum count (rarer words become <unk>)")
+      ->capture_default_str();
+  sub.add_option("--max-size", a->words.max_size, "word vocabularies: keep at most this many words (0 = all)")
+      ->capture_default_str();
+  return [a](std::ostream&, std::ostream&) {
+    if (a->type == "word") {
+      data::build_word_vocab({a->inputs, a->output, a->words.min_count, a->words.max_size});
+    } else {
+      data::SpmTrainOptions o = a->spm;
+      o.inputs = a->inputs;
+      o.output = a->output;
+      o.model_type = a->type;
+      data::train_sentencepiece(o);
+    }
+    return 0;
+  };
+}
+
+cli::SubcommandRunner setup_encode(CLI::App& sub) {
+  struct Args {
+    std::string input, output, vocab;
+  };
+  auto a = std::make_shared<Args>();
+  sub.add_option("-i,--input", a->input, "the text file (plain or .gz)")->required();
+  sub.add_option("-o,--output", a->output, "the ids file: one line of space-separated ids per input line")->required();
+  sub.add_option("--vocab", a->vocab, "the vocabulary to encode with")->required();
+  return [a](std::ostream&, std::ostream&) {
+    const auto vocab = data::load_vocab(a->vocab);
+    std::ofstream out(a->output);
+    MOE_CHECK(out.is_open(), "moe-vocab encode: cannot write ", a->output);
+    for (const auto& line : data::read_lines(a->input)) {
+      const auto ids = vocab->encode(line);
+      for (size_t i = 0; i < ids.size(); ++i) out << (i ? " " : "") << ids[i];
+      out << '\n';
+    }
+    MOE_CHECK(out.good(), "moe-vocab encode: error writing ", a->output);
+    return 0;
+  };
+}
+
+cli::SubcommandRunner setup_bench(CLI::App& sub) {
+  struct Args {
+    std::string src, tgt, vocab;
+    int64_t max_tokens = 4096;
+    double seconds = 5.0;
+  };
+  auto a = std::make_shared<Args>();
+  sub.add_option("-i,--input", a->src, "the source side of the parallel text")->required();
+  sub.add_option("--tgt", a->tgt, "the target side (default: the source again)");
+  sub.add_option("--vocab", a->vocab, "the vocabulary to encode with")->required();
+  sub.add_option("--max-tokens", a->max_tokens, "token budget per batch")->capture_default_str();
+  sub.add_option("--seconds", a->seconds, "how long to run")->capture_default_str();
+  return [a](std::ostream& out, std::ostream&) {
+    const auto r = data::bench_generator(a->src, a->tgt.empty() ? a->src : a->tgt, a->vocab, a->max_tokens, a->seconds);
+    out << "moe-vocab bench: " << r.summary() << "\n";
+    return 0;
+  };
+}
+}  // namespace
+
+cli::SubcommandTable vocab_table() {
+  return cli::SubcommandTable(
+      "moe-vocab", "moe-vocab: vocabularies (ids: <pad>=0 <unk>=1 <s>=2 </s>=3), token ids and the data path's speed",
+      {
+          {"build", "build a SentencePiece (bpe, unigram) or word vocabulary from training text", setup_build},
+          {"encode", "write the token ids of a text file, one line per input line", setup_encode},
+          {"bench", "batches/s and tokens/s of the batch generator with its prefetch thread", setup_bench},
+      });
+}
+
+}  // namespace moe
