@@ -1,5 +1,6 @@
 // LstmLmConfig (lstm_lm.h): the key table of model type lstm_lm and the checks across keys.
 // Covered by tests/models/lstm_lm_test.cpp and tests/training/lm_options_test.cpp.
+#include "models/config_keys.h"
 #include "models/lstm_lm.h"
 
 namespace moe {
@@ -7,31 +8,27 @@ namespace moe {
 const config::Keys<LstmLmConfig>& LstmLmConfig::keys() {
   using C = LstmLmConfig;
   using config::at_least;
-  static const config::Keys<C> k =
-      config::Keys<C>("an lstm_lm")
-          .add_custom(
-              "type", config::ValueType::String, "lstm_lm", [](const YAML::Node&, C&, const std::string&) {},
-              [](const C&) { return YAML::Node("lstm_lm"); })
-          .add("vocab", &C::vocab, "vocabulary size (filled in from the vocabulary)")
-          .internal()
-          .add("pad_id", &C::pad_id, "<pad> id")
-          .internal()
-          .add("bos_id", &C::bos_id, "<s> id")
-          .internal()
-          .add("eos_id", &C::eos_id, "</s> id")
-          .internal()
-          .add("embed_dim", &C::embed_dim, "lstm_lm: embedding width", at_least<int64_t>(1))
-          .add("hidden", &C::hidden, "lstm_lm: LSTM cells per layer", at_least<int64_t>(1))
-          .add("projection", &C::projection, "lstm_lm: LSTM output projection (0 = none)", at_least<int64_t>(0))
-          .add("layers", &C::layers, "lstm_lm: LSTM layers", at_least(1))
-          .add("dropout", &C::dropout, "dropout after the embedding and every layer")
-          .add("residual", &C::residual, "lstm_lm: residual connections where the widths agree")
-          .add("moe_after", &C::moe_after, "lstm_lm: layers (0-based) followed by a mixture-of-experts layer")
-          .add("moe", &C::moe, "lstm_lm: the mixture-of-experts layer's options ({type: moe, experts, k, hidden, ...})")
-          .add("tie_embeddings", &C::tie_embeddings, "output matrix = input embedding (a full softmax only)")
-          .add("adaptive_softmax_cutoffs", &C::adaptive_softmax_cutoffs, "adaptive softmax bands (empty = full)")
-          .add("adaptive_softmax_factor", &C::adaptive_softmax_factor, "adaptive softmax: width divisor per band")
-          .add("adaptive_softmax_dropout", &C::adaptive_softmax_dropout, "adaptive softmax: tail dropout");
+  static const config::Keys<C> k = [] {
+    config::Keys<C> k("an lstm_lm");
+    k.add_custom(
+        "type", config::ValueType::String, "lstm_lm", [](const YAML::Node&, C&, const std::string&) {},
+        [](const C&) { return YAML::Node("lstm_lm"); });
+    k.add("vocab", &C::vocab, "vocabulary size (filled in from the vocabulary)").internal();
+    model_keys::add_special_ids(k);
+    k.add("embed_dim", &C::embed_dim, "lstm_lm: embedding width", at_least<int64_t>(1))
+        .add("hidden", &C::hidden, "lstm_lm: LSTM cells per layer", at_least<int64_t>(1))
+        .add("projection", &C::projection, "lstm_lm: LSTM output projection (0 = none)", at_least<int64_t>(0))
+        .add("layers", &C::layers, "lstm_lm: LSTM layers", at_least(1))
+        .add("dropout", &C::dropout, "dropout after the embedding and every layer")
+        .add("residual", &C::residual, "lstm_lm: residual connections where the widths agree")
+        .add("moe_after", &C::moe_after, "lstm_lm: layers (0-based) followed by a mixture-of-experts layer")
+        .add("moe", &C::moe, "lstm_lm: the mixture-of-experts layer's options ({type: moe, experts, k, hidden, ...})")
+        .add("tie_embeddings", &C::tie_embeddings, "output matrix = input embedding (a full softmax only)")
+        .add("adaptive_softmax_cutoffs", &C::adaptive_softmax_cutoffs, "adaptive softmax bands (empty = full)")
+        .add("adaptive_softmax_factor", &C::adaptive_softmax_factor, "adaptive softmax: width divisor per band")
+        .add("adaptive_softmax_dropout", &C::adaptive_softmax_dropout, "adaptive softmax: tail dropout");
+    return k;
+  }();
   return k;
 }
 
