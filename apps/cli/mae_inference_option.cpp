@@ -6,10 +6,11 @@
 namespace moe::cli {
 
 CLI::Option* add_mae_inference_option(CLI::App& app, ExpertChoice& value) {
-  return add_enum_option(app, "--mae-inference", value,
-                         "MAE models: mixture (the gate-weighted experts) or argmax (only the most-weighted expert, the "
-                         "MAE paper's Table 5 analysis)",
-                         {ExpertChoice::mixture, ExpertChoice::argmax});
+  return add_enum_option(
+      app, "--mae-inference", value,
+      "MAE models: mixture (the gate-weighted experts) or argmax (only the most-weighted expert, the "
+      "MAE paper's Table 5 analysis)",
+      {ExpertChoice::mixture, ExpertChoice::argmax});
 }
 
 ExpertChoice mae_inference_choice(const std::string& value) {

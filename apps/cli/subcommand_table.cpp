@@ -5,8 +5,8 @@
 #include <fstream>
 #include <iostream>
 
-#include "common/error.h"
 #include "cli/program.h"
+#include "common/error.h"
 
 namespace moe::cli {
 

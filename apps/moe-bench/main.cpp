@@ -2,14 +2,14 @@
 // measured in the same run, as a text table or JSON lines. `moe-bench --device cuda` (bf16,
 // transformer-base shapes) or `--device cpu` (f32, small shapes); --list shows the cases, --filter
 // picks them by regex, --has-gpu answers whether a GPU is there (scripts/demo.sh; the CUDA emulator's
-// devices do not count), --has-cuda whether cuda:0 exists at all (tests/scripts/cuda_e2e.sh). Logic in lib/bench/ (bench.h);
-// covered by tests/bench/bench_test.cpp. Under mpirun / srun only rank 0 prints (the dist.* cases).
+// devices do not count), --has-cuda whether cuda:0 exists at all (tests/scripts/cuda_e2e.sh). Logic in lib/bench/
+// (bench.h); covered by tests/bench/bench_test.cpp. Under mpirun / srun only rank 0 prints (the dist.* cases).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 
-#include "cli/program.h"
 #include "bench/bench.h"
+#include "cli/program.h"
 #include "dist/launch_env.h"
 #include "tensor/device.h"
 

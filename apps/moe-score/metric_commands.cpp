@@ -2,6 +2,8 @@
 // more references (-r repeated or comma lists), check line counts, score, and print sacreBLEU's
 // text format (score line + signature), the score only (-b), or a JSON object (--format json).
 // Covered by tests/metrics/score_cli_test.cpp.
+#include "moe-score/metric_commands.h"
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -12,7 +14,6 @@
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
 #include "metrics/read_lines.h"
-#include "moe-score/metric_commands.h"
 
 namespace moe::metrics {
 
@@ -30,9 +31,7 @@ struct IoOptions {
 };
 
 void add_io_options(CLI::App& sub, IoOptions& io) {
-  sub.add_option("-r,--ref", io.refs, "reference file(s); repeat -r or give a comma list")
-      ->required()
-      ->delimiter(',');
+  sub.add_option("-r,--ref", io.refs, "reference file(s); repeat -r or give a comma list")->required()->delimiter(',');
   sub.add_option("-i,--input", io.input, "hypothesis file ('-' = stdin)")->capture_default_str();
   sub.add_option("--num-refs", io.num_refs, "references per line of a single tab-separated -r file")
       ->capture_default_str();
@@ -63,8 +62,8 @@ Corpus load_corpus(const IoOptions& io, const char* metric) {
       std::size_t start = 0;
       for (int k = 0; k < io.num_refs; ++k) {  // str.split('\t', maxsplit=num_refs - 1)
         std::size_t tab = k + 1 < io.num_refs ? lines[i].find('\t', start) : std::string::npos;
-        MOE_CHECK(k + 1 == io.num_refs || tab != std::string::npos, metric, ": line ", i + 1, " of '",
-                  io.refs[0], "' has ", k + 1, " tab-separated fields, expected ", io.num_refs);
+        MOE_CHECK(k + 1 == io.num_refs || tab != std::string::npos, metric, ": line ", i + 1, " of '", io.refs[0],
+                  "' has ", k + 1, " tab-separated fields, expected ", io.num_refs);
         c.refs[k][i] = lines[i].substr(start, tab == std::string::npos ? std::string::npos : tab - start);
         start = tab + 1;
       }
@@ -73,9 +72,8 @@ Corpus load_corpus(const IoOptions& io, const char* metric) {
   }
   for (const auto& r : io.refs) {
     c.refs.push_back(read_lines(r));
-    MOE_CHECK(c.refs.back().size() == c.hyps.size(), metric, ": line counts differ: hypotheses '",
-              hyp_name, "' have ", c.hyps.size(), " lines, reference '", r, "' has ",
-              c.refs.back().size());
+    MOE_CHECK(c.refs.back().size() == c.hyps.size(), metric, ": line counts differ: hypotheses '", hyp_name, "' have ",
+              c.hyps.size(), " lines, reference '", r, "' has ", c.refs.back().size());
   }
   return c;
 }
@@ -108,8 +106,7 @@ std::string json_list(const std::vector<T>& v) {
 // JSON fields shared by both metrics: name, score, signature and the signature's key:value pairs.
 std::string json_head(const std::string& name, const std::string& score, const std::string& sig) {
   std::ostringstream os;
-  os << "{\n \"name\": \"" << name << "\",\n \"score\": " << score << ",\n \"signature\": \"" << sig
-     << "\"";
+  os << "{\n \"name\": \"" << name << "\",\n \"score\": " << score << ",\n \"signature\": \"" << sig << "\"";
   std::istringstream parts(sig);
   for (std::string kv; std::getline(parts, kv, '|');) {
     auto colon = kv.find(':');
@@ -144,11 +141,11 @@ SubcommandRunner setup_bleu(CLI::App& sub) {
     BleuScore s = bleu.corpus_score(c.hyps, c.refs);
     std::string sig = bleu.signature();
     if (io->format == "json") {
-      out << json_head("BLEU", fixed(s.score, io->width), sig) << ",\n \"verbose_score\": \""
-          << s.verbose() << "\",\n \"counts\": " << json_list(s.counts)
-          << ",\n \"totals\": " << json_list(s.totals) << ",\n \"precisions\": " << json_list(s.precisions)
-          << ",\n \"bp\": " << num(s.bp) << ",\n \"ratio\": " << num(s.ratio)
-          << ",\n \"sys_len\": " << s.sys_len << ",\n \"ref_len\": " << s.ref_len << "\n}\n";
+      out << json_head("BLEU", fixed(s.score, io->width), sig) << ",\n \"verbose_score\": \"" << s.verbose()
+          << "\",\n \"counts\": " << json_list(s.counts) << ",\n \"totals\": " << json_list(s.totals)
+          << ",\n \"precisions\": " << json_list(s.precisions) << ",\n \"bp\": " << num(s.bp)
+          << ",\n \"ratio\": " << num(s.ratio) << ",\n \"sys_len\": " << s.sys_len << ",\n \"ref_len\": " << s.ref_len
+          << "\n}\n";
     } else if (io->score_only) {
       out << fixed(s.score, io->width) << "\n";
     } else {
@@ -163,8 +160,7 @@ SubcommandRunner setup_chrf(CLI::App& sub) {
   auto opt = std::make_shared<ChrfOptions>();
   add_io_options(sub, *io);
   sub.add_option("--chrf-char-order,--cc", opt->char_order, "character n-gram order")->capture_default_str();
-  sub.add_option("--chrf-word-order,--cw", opt->word_order, "word n-gram order (2: chrF++)")
-      ->capture_default_str();
+  sub.add_option("--chrf-word-order,--cw", opt->word_order, "word n-gram order (2: chrF++)")->capture_default_str();
   sub.add_option("--chrf-beta", opt->beta, "recall weight beta")->capture_default_str();
   sub.add_flag("--chrf-whitespace", opt->whitespace, "keep whitespace in character n-grams");
   sub.add_flag("--chrf-eps-smoothing", opt->eps_smoothing, "chrF++.py eps smoothing instead of effective order");
@@ -175,8 +171,7 @@ SubcommandRunner setup_chrf(CLI::App& sub) {
     ChrfScore s = chrf.corpus_score(c.hyps, c.refs);
     std::string sig = chrf.signature();
     if (io->format == "json") {
-      out << json_head(s.name, fixed(s.score, io->width), sig) << ",\n \"stats\": " << json_list(s.stats)
-          << "\n}\n";
+      out << json_head(s.name, fixed(s.score, io->width), sig) << ",\n \"stats\": " << json_list(s.stats) << "\n}\n";
     } else if (io->score_only) {
       out << fixed(s.score, io->width) << "\n";
     } else {

@@ -16,13 +16,13 @@
 #include <ostream>
 #include <sstream>
 
+#include "cli/enum_option.h"
+#include "cli/mae_inference_option.h"
 #include "common/progress_meter.h"
+#include "metrics/read_lines.h"
 #include "models/checkpoint.h"
 #include "translator/expert_report.h"
 #include "translator/lm_perplexity.h"
-#include "cli/enum_option.h"
-#include "cli/mae_inference_option.h"
-#include "metrics/read_lines.h"
 #include "translator/pair_scores.h"
 #include "translator/translate_text.h"
 
@@ -119,8 +119,11 @@ cli::SubcommandRunner setup_ppl(CLI::App& sub) {
     const data::Vocab& vocab = first_vocab(ck, {"lm", "tgt", "src"});
     const auto lines = metrics::read_lines(a->input);
     const auto stream = lm_stream_of(lines, vocab);
-    ProgressMeter progress(err, {.name = "moe-score ppl", .unit = "tokens", .total = int64_t(stream.size()),
-                                 .log_every = a->log_every, .terminal = stderr_is_terminal()});
+    ProgressMeter progress(err, {.name = "moe-score ppl",
+                                 .unit = "tokens",
+                                 .total = int64_t(stream.size()),
+                                 .log_every = a->log_every,
+                                 .terminal = stderr_is_terminal()});
     PerplexityOptions opt = a->opt;
     opt.progress = [&progress](int64_t tokens) { progress.update(tokens); };
     PerplexityResult r = lm_perplexity(*ck.model, *ck.params, device, stream, opt, vocab.eos_id(), vocab.pad_id());

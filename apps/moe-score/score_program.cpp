@@ -11,14 +11,14 @@ namespace moe {
 namespace {
 const std::vector<cli::Subcommand>& entries() {
   static const std::vector<cli::Subcommand> table = {
-          {"bleu", "corpus BLEU exactly as sacreBLEU 2.x (default: 13a tokenizer, exp smoothing)", metrics::setup_bleu},
-          {"chrf", "chrF (chrF2; --chrf-word-order 2 for chrF++) exactly as sacreBLEU 2.x", metrics::setup_chrf},
-          {"ppl", "perplexity of a language model (sliding windows: --context, --stride)", setup_ppl},
-          {"pairs", "log-probabilities of given translations (--src, --tgt) and their perplexity", setup_pairs},
-          {"experts",
-           "expert usage of MAE / MoA / MoE sites: gate entropy, argmax and routed shares, load balance, tokens by "
-           "PMI per expert",
-           setup_experts},
+      {"bleu", "corpus BLEU exactly as sacreBLEU 2.x (default: 13a tokenizer, exp smoothing)", metrics::setup_bleu},
+      {"chrf", "chrF (chrF2; --chrf-word-order 2 for chrF++) exactly as sacreBLEU 2.x", metrics::setup_chrf},
+      {"ppl", "perplexity of a language model (sliding windows: --context, --stride)", setup_ppl},
+      {"pairs", "log-probabilities of given translations (--src, --tgt) and their perplexity", setup_pairs},
+      {"experts",
+       "expert usage of MAE / MoA / MoE sites: gate entropy, argmax and routed shares, load balance, tokens by "
+       "PMI per expert",
+       setup_experts},
   };
   return table;
 }

@@ -25,9 +25,10 @@ int train_main(int argc, char** argv) {
   app.add_flag("--dump-config", dump, "print the merged configuration (every key) and exit");
   cli::add_cpu_threads_option(app);
   app.allow_extras();  // the recipe arguments, read by the config layer below
-  app.footer("Recipe arguments: --config FILE (-c; repeatable, merged in order), then any key as --section.key "
-             "value (or --section.key=value; a bool key alone means true):\n\n" +
-             schema.help_text());
+  app.footer(
+      "Recipe arguments: --config FILE (-c; repeatable, merged in order), then any key as --section.key "
+      "value (or --section.key=value; a bool key alone means true):\n\n" +
+      schema.help_text());
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -35,8 +36,8 @@ int train_main(int argc, char** argv) {
   }
   try {
     const config::CommandLine cmd = config::parse_command_line(schema, app.remaining());
-    MOE_CHECK(cmd.positional.empty(), "moe-train: unexpected argument '", cmd.positional.empty() ? "" : cmd.positional[0],
-              "'");
+    MOE_CHECK(cmd.positional.empty(), "moe-train: unexpected argument '",
+              cmd.positional.empty() ? "" : cmd.positional[0], "'");
     config::Config config = config::load_config(schema, cmd);
     settle_model_keys(config);  // the dump shows the model type's own defaults
     const std::string text = config::dump_config(config);

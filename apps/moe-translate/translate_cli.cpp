@@ -7,12 +7,12 @@
 #include <fstream>
 #include <iostream>
 
-#include "common/progress_meter.h"
-#include "tensor/allocator.h"
-#include "models/checkpoint.h"
-#include "translator/input_lines.h"
 #include "cli/mae_inference_option.h"
 #include "cli/program.h"
+#include "common/progress_meter.h"
+#include "models/checkpoint.h"
+#include "tensor/allocator.h"
+#include "translator/input_lines.h"
 #include "translator/translate_text.h"
 
 namespace moe {

@@ -24,8 +24,8 @@ struct TranslateCliOptions {
   int64_t chunk_lines = 10000;  // input lines read, sorted and translated at a time
   std::string device = "auto", dtype = "f32";
   ExpertChoice mae_inference = ExpertChoice::mixture;  // MAE models: mixture | argmax (the most-weighted expert)
-  bool quiet = false;                     // no summary or progress on stderr
-  double log_every = 30;                  // seconds between progress lines off a terminal (0 = none)
+  bool quiet = false;                                  // no summary or progress on stderr
+  double log_every = 30;                               // seconds between progress lines off a terminal (0 = none)
 };
 
 /// Runs a translation job; results go to options.output (or `out` when it is "-"), the summary and

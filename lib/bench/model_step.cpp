@@ -9,8 +9,8 @@
 #include "graph/expr/unary.h"
 #include "graph/graph.h"
 #include "models/model_registry.h"
-#include "training/data_parallel.h"
 #include "ops/attention.h"
+#include "training/data_parallel.h"
 
 namespace moe::bench {
 

@@ -43,9 +43,9 @@ E parse_enum(const std::string& text, const std::string& key) {
 
 }  // namespace moe
 
-#define MOE_NAMED_ENUM(Name, ...)                                                             \
-  enum class Name { __VA_ARGS__ };                                                            \
-  inline const std::vector<std::string>& enum_names(Name) {                                   \
-    static const std::vector<std::string> names = ::moe::split_enum_names(#__VA_ARGS__);      \
-    return names;                                                                             \
+#define MOE_NAMED_ENUM(Name, ...)                                                        \
+  enum class Name { __VA_ARGS__ };                                                       \
+  inline const std::vector<std::string>& enum_names(Name) {                              \
+    static const std::vector<std::string> names = ::moe::split_enum_names(#__VA_ARGS__); \
+    return names;                                                                        \
   }

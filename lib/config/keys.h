@@ -79,7 +79,9 @@ constexpr ValueType value_type() {
     return ValueType::Map;
   } else if constexpr (IsVector<T>::value) {
     constexpr ValueType e = scalar_type<typename T::value_type>();
-    return e == ValueType::Int ? ValueType::IntList : e == ValueType::Float ? ValueType::FloatList : ValueType::StringList;
+    return e == ValueType::Int     ? ValueType::IntList
+           : e == ValueType::Float ? ValueType::FloatList
+                                   : ValueType::StringList;
   } else {
     return scalar_type<T>();
   }
@@ -113,7 +115,9 @@ T from_yaml(const YAML::Node& n, const std::string& key) {
   } else if constexpr (IsStringMap<T>::value) {
     if (!n.IsMap()) type_error(key, n, type);
     T out;
-    for (const auto& kv : n) out[kv.first.Scalar()] = scalar_from_yaml<std::string>(kv.second, key + "." + kv.first.Scalar(), ValueType::String);
+    for (const auto& kv : n)
+      out[kv.first.Scalar()] =
+          scalar_from_yaml<std::string>(kv.second, key + "." + kv.first.Scalar(), ValueType::String);
     return out;
   } else if constexpr (IsVector<T>::value) {
     if (!n.IsSequence()) type_error(key, n, type);

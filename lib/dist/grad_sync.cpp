@@ -22,8 +22,7 @@ GradSync::GradSync(Communicator& comm, const ParameterStore& store, int64_t buck
     if (store.entries()[i].trainable && !store.entries()[i].state && store.entries()[i].shape.numel() > 0 &&
         (!include || include(store.entries()[i])))
       order.push_back(static_cast<int>(i));
-  std::sort(order.begin(), order.end(),
-            [&](int a, int b) { return store.entry(a).offset > store.entry(b).offset; });
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return store.entry(a).offset > store.entry(b).offset; });
   of_param_.resize(store.entries().size());
   Bucket cur;
   auto close = [&] {

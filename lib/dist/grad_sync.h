@@ -59,7 +59,7 @@ class GradSync {
 
   Communicator& comm_;
   Tensor grads_;
-  std::vector<Bucket> buckets_;                 // in launch order
+  std::vector<Bucket> buckets_;                // in launch order
   std::vector<std::vector<size_t>> of_param_;  // parameter index -> buckets holding part of it
   size_t next_ = 0;                            // the next bucket to hand over
   Stats stats_;

@@ -32,7 +32,8 @@ uint64_t sample_stream(const Builder& b) {
 Expr expert_weights(const Builder& b, const Expr& probs, ExpertChoice m) {
   if (m == ExpertChoice::mixture) return probs;
   const int64_t e = probs.shape()[1];
-  Expr idx = m == ExpertChoice::sample ? categorical_sample(probs, b.graph().seed(), sample_stream(b)) : topk(probs, 1).indices;
+  Expr idx = m == ExpertChoice::sample ? categorical_sample(probs, b.graph().seed(), sample_stream(b))
+                                       : topk(probs, 1).indices;
   return mae_one_hot(idx, e, probs.dtype());
 }
 }  // namespace

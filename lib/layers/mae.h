@@ -33,13 +33,13 @@ MOE_NAMED_ENUM(GateInput, full_mean, causal_prefix_mean, causal_window_mean, sou
 MOE_NAMED_ENUM(GateNorm, batch, running, none)
 
 struct MaeOptions {
-  int heads = 8;                          // h (model.heads)
-  int dropped = 1;                        // heads an expert drops: 1 = MAE-(h-1) ("experts: h-1"), 2 = MAE-(h-2)
+  int heads = 8;    // h (model.heads)
+  int dropped = 1;  // heads an expert drops: 1 = MAE-(h-1) ("experts: h-1"), 2 = MAE-(h-2)
   MaeGate gate = MaeGate::learned;
   MaeTraining training = MaeTraining::bcd;
-  int64_t gate_hidden = 256;              // tanh units of the gate MLP
-  float gate_dropout = 0.1f;              // after the tanh
-  int64_t gate_window = 100;              // W of causal_window_mean
+  int64_t gate_hidden = 256;                 // tanh units of the gate MLP
+  float gate_dropout = 0.1f;                 // after the tanh
+  int64_t gate_window = 100;                 // W of causal_window_mean
   std::map<SiteRole, GateInput> gate_input;  // per role
   std::map<SiteRole, GateNorm> gate_norm;    // per role
 

@@ -91,10 +91,9 @@ Expr mae_gate_probs(const Expr& u, const MaeGateWeights& w, const MaeOptions& o,
   if (norm == GateNorm::batch) {
     // Batch statistics need two rows; a lone row (a one-sentence batch) is normalised by the running ones.
     const bool batch_stats = training && u.shape()[0] > 1;
-    h = w.running_mean.defined() ? batch_norm(u, w.bn_gamma, w.bn_beta, w.running_mean, w.running_var, batch_stats,
-                                              kBnMomentum, kBnEps)
-                                 : batch_norm(u, w.bn_gamma, w.bn_beta, Tensor(), Tensor(), batch_stats, kBnMomentum,
-                                              kBnEps);
+    h = w.running_mean.defined()
+            ? batch_norm(u, w.bn_gamma, w.bn_beta, w.running_mean, w.running_var, batch_stats, kBnMomentum, kBnEps)
+            : batch_norm(u, w.bn_gamma, w.bn_beta, Tensor(), Tensor(), batch_stats, kBnMomentum, kBnEps);
   } else if (norm == GateNorm::running) {
     MOE_CHECK(w.running_mean.defined(), "mae ", o.name(), ": gate norm running needs running statistics");
     h = batch_norm(u, w.bn_gamma, w.bn_beta, w.running_mean, w.running_var, false, kBnMomentum, kBnEps);

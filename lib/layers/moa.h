@@ -26,9 +26,9 @@ inline const std::vector<std::string>& enum_names(MoaDispatch) {
 MOE_NAMED_ENUM(MoaAuxNormalization, sum, mean)
 
 struct MoaOptions {
-  int k = 8;              // experts (heads) per token; defaults to model.heads
-  int experts = 8;        // E
-  int64_t head_dim = 128;  // D
+  int k = 8;                                          // experts (heads) per token; defaults to model.heads
+  int experts = 8;                                    // E
+  int64_t head_dim = 128;                             // D
   MoaRenormalize renormalize = MoaRenormalize::none;  // none: the released code
   MoaDispatch dispatch = MoaDispatch::automatic;
   float switch_loss = 0.01f, z_loss = 0.001f, cv_loss = 0.f;  // aux coefficients (§2.5)

@@ -2,6 +2,7 @@
 // (parameters, noise streams, aux losses). Covered by tests/layers/moe_ffn_test.cpp.
 #include "layers/moe_ffn.h"
 
+#include "dist/collective_exprs.h"
 #include "graph/expr/binary.h"
 #include "graph/expr/cast.h"
 #include "graph/expr/dropout.h"
@@ -9,7 +10,6 @@
 #include "graph/expr/shape_ops.h"
 #include "graph/expr/unary.h"
 #include "layers/gate_recorder.h"
-#include "dist/collective_exprs.h"
 #include "layers/moe_ffn_expert_parallel.h"
 #include "layers/moe_ffn_hierarchical.h"
 
@@ -98,7 +98,8 @@ Expr moe_rows(const Builder& b, const Expr& x, const MoeOptions& opt, const Shap
   MoeWeights w;
   // W_g = W_noise = 0 (§3.5). The batchwise gate ranks rows per expert, so zeros would give every
   // expert the same rows: it starts from Glorot-uniform logits instead.
-  w.w_gate = b.param("gate.w", Shape{d, first}, opt.gating == MoeGating::batchwise ? Init::glorot_uniform() : Init::zeros());
+  w.w_gate =
+      b.param("gate.w", Shape{d, first}, opt.gating == MoeGating::batchwise ? Init::glorot_uniform() : Init::zeros());
   const bool noise_on = b.training() && opt.noisy && opt.gating == MoeGating::noisy_topk;
   const bool has_noise = opt.noisy && opt.gating == MoeGating::noisy_topk;  // declared in every mode (checkpoints)
   if (has_noise) w.w_noise = b.param("gate.noise_w", Shape{d, first}, Init::zeros());
@@ -113,7 +114,8 @@ Expr moe_rows(const Builder& b, const Expr& x, const MoeOptions& opt, const Shap
   const std::string group = local ? kLocalExpertGroup : "";
   for (int l = 0; l <= opt.hidden_layers; ++l) {
     const int64_t in = l == 0 ? d : opt.hidden, out = l == opt.hidden_layers ? d : opt.hidden;
-    w.experts.layers.push_back(b.weight("expert.w" + std::to_string(l), Shape{held, in, out}, Init::glorot_uniform(), group));
+    w.experts.layers.push_back(
+        b.weight("expert.w" + std::to_string(l), Shape{held, in, out}, Init::glorot_uniform(), group));
     if (opt.expert_bias)
       w.experts.biases.push_back(b.weight("expert.b" + std::to_string(l), Shape{held, out}, Init::zeros(), group));
   }

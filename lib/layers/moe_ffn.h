@@ -16,22 +16,22 @@ namespace moe {
 MOE_NAMED_ENUM(MoeGating, noisy_topk, batchwise)
 
 struct MoeOptions {
-  int64_t dim = 0;                    // model width d: input and output of every expert
-  int experts = 4;                    // n, all experts (groups * experts per group when hierarchical)
-  int k = 2;                          // experts per token (the primary k when hierarchical)
-  int64_t hidden = 1024;              // expert hidden width
-  int hidden_layers = 1;              // ReLU hidden layers per expert (MoE-1-Deep: 4)
-  float w_importance = 0.1f;          // coefficient of CV(Importance)^2
-  float w_load = 0.1f;                // coefficient of CV(Load)^2
-  bool noisy = true;                  // noisy top-k (noise only in training)
-  float noise_epsilon = 0.01f;        // sigma = softplus(x W_noise) + noise_epsilon (t2t)
-  int groups = 0;                     // > 1: hierarchical, `groups` groups of experts / groups experts
-  int k_secondary = 2;                // k inside a group (hierarchical)
+  int64_t dim = 0;                           // model width d: input and output of every expert
+  int experts = 4;                           // n, all experts (groups * experts per group when hierarchical)
+  int k = 2;                                 // experts per token (the primary k when hierarchical)
+  int64_t hidden = 1024;                     // expert hidden width
+  int hidden_layers = 1;                     // ReLU hidden layers per expert (MoE-1-Deep: 4)
+  float w_importance = 0.1f;                 // coefficient of CV(Importance)^2
+  float w_load = 0.1f;                       // coefficient of CV(Load)^2
+  bool noisy = true;                         // noisy top-k (noise only in training)
+  float noise_epsilon = 0.01f;               // sigma = softplus(x W_noise) + noise_epsilon (t2t)
+  int groups = 0;                            // > 1: hierarchical, `groups` groups of experts / groups experts
+  int k_secondary = 2;                       // k inside a group (hierarchical)
   MoeGating gating = MoeGating::noisy_topk;  // batchwise: strictly balanced, learned thresholds at inference
-  int batchwise_inference_k = 0;      // batchwise inference: at most this many experts per token (0: 2k)
-  bool expert_bias = false;           // biases in the expert layers (t2t: none)
-  bool autoscale = true;              // t2t: scale a layer by (in / d)^-1/2 when its input width != d
-  int experts_per_rank = 0;           // > 0: expert parallelism, experts / experts_per_rank ranks (moe_ffn_expert_parallel.h)
+  int batchwise_inference_k = 0;             // batchwise inference: at most this many experts per token (0: 2k)
+  bool expert_bias = false;                  // biases in the expert layers (t2t: none)
+  bool autoscale = true;                     // t2t: scale a layer by (in / d)^-1/2 when its input width != d
+  int experts_per_rank = 0;  // > 0: expert parallelism, experts / experts_per_rank ranks (moe_ffn_expert_parallel.h)
 };
 
 /// Options from a YAML node (model.ffn of a recipe): type, experts, k, hidden, hidden_layers,

@@ -18,7 +18,8 @@ const config::Keys<MoeOptions>& moe_keys() {
           .add("w_importance", &MoeOptions::w_importance, "coefficient of CV(Importance)^2", at_least(0.f))
           .add("w_load", &MoeOptions::w_load, "coefficient of CV(Load)^2", at_least(0.f))
           .add("noisy", &MoeOptions::noisy, "noisy top-k (noise only in training)")
-          .add("noise_epsilon", &MoeOptions::noise_epsilon, "sigma = softplus(x W_noise) + noise_epsilon", at_least(0.f))
+          .add("noise_epsilon", &MoeOptions::noise_epsilon, "sigma = softplus(x W_noise) + noise_epsilon",
+               at_least(0.f))
           .add("groups", &MoeOptions::groups, "> 1: hierarchical, groups of experts / groups experts")
           .add("k_secondary", &MoeOptions::k_secondary, "k inside a group (hierarchical)")
           .add("gating", &MoeOptions::gating, "noisy top-k, or strictly balanced batchwise gating")
@@ -31,8 +32,8 @@ const config::Keys<MoeOptions>& moe_keys() {
           .add_custom(
               "activation", config::ValueType::String, "accepted for the FFN-site convention: the experts are ReLU",
               [](const YAML::Node& v, MoeOptions&, const std::string& key) {
-                MOE_CHECK(v.IsScalar() && v.Scalar() == "relu", key, ": the MoE experts use relu, not '",
-                          YAML::Dump(v), "'");
+                MOE_CHECK(v.IsScalar() && v.Scalar() == "relu", key, ": the MoE experts use relu, not '", YAML::Dump(v),
+                          "'");
               },
               [](const MoeOptions&) { return YAML::Node("relu"); });
   return keys;

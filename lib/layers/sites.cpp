@@ -29,7 +29,8 @@ SiteRegistry& SiteRegistry::instance() {
 }
 
 void SiteRegistry::add(AttentionFamily family) {
-  for (const auto& f : attention_) MOE_CHECK(f.name != family.name, "attention type '", family.name, "' registered twice");
+  for (const auto& f : attention_)
+    MOE_CHECK(f.name != family.name, "attention type '", family.name, "' registered twice");
   attention_.push_back(std::move(family));
 }
 

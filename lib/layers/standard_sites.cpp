@@ -17,11 +17,11 @@ void check_no_options(const YAML::Node& options, const std::string& section, con
 
 /// Feed-forward type dense: hidden and activation default to the model's (model.ffn_dim, model.activation).
 const config::Keys<FfnShape>& dense_keys() {
-  static const config::Keys<FfnShape> keys = config::Keys<FfnShape>("ffn type dense")
-                                                 .accept("type", "dense")
-                                                 .add("hidden", &FfnShape::hidden, "inner width (default: the model's)",
-                                                      config::at_least<int64_t>(1))
-                                                 .add("activation", &FfnShape::activation, "activation");
+  static const config::Keys<FfnShape> keys =
+      config::Keys<FfnShape>("ffn type dense")
+          .accept("type", "dense")
+          .add("hidden", &FfnShape::hidden, "inner width (default: the model's)", config::at_least<int64_t>(1))
+          .add("activation", &FfnShape::activation, "activation");
   return keys;
 }
 

@@ -105,8 +105,7 @@ Expr LstmLm::log_probs(const Builder& b, const Tensor& input) const {
 }
 
 DecoderSpec LstmLm::spec() const {
-  return {.pad_id = c_.pad_id, .bos_id = c_.bos_id, .eos_id = c_.eos_id, .max_positions = INT64_MAX,
-          .vocab = c_.vocab};
+  return {.pad_id = c_.pad_id, .bos_id = c_.bos_id, .eos_id = c_.eos_id, .max_positions = INT64_MAX, .vocab = c_.vocab};
 }
 
 std::unique_ptr<DecoderState> LstmLm::start(const Builder&, const Tensor&, const Tensor&) const {

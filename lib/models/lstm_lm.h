@@ -67,7 +67,8 @@ class LstmLm : public Model, public Decoder {
   const Decoder* decoder() const override { return this; }
   DecoderSpec spec() const override;
   /// Empty recurrent states; src and src_mask are not read.
-  std::unique_ptr<DecoderState> start(const Builder& b, const Tensor& src = {}, const Tensor& src_mask = {}) const override;
+  std::unique_ptr<DecoderState> start(const Builder& b, const Tensor& src = {},
+                                      const Tensor& src_mask = {}) const override;
   Expr step(const Builder& b, DecoderState& state, const Tensor& prev) const override;
 
  private:

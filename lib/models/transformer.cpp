@@ -35,7 +35,10 @@ Transformer::Transformer(TransformerConfig config)
       ffn_(SiteRegistry::instance().ffn(c_.ffn, {c_.d_model, c_.ffn_dim, c_.activation, c_.activation_dropout})) {}
 
 DecoderSpec Transformer::spec() const {
-  return {.pad_id = c_.pad_id, .bos_id = c_.bos_id, .eos_id = c_.eos_id, .max_positions = c_.max_positions,
+  return {.pad_id = c_.pad_id,
+          .bos_id = c_.bos_id,
+          .eos_id = c_.eos_id,
+          .max_positions = c_.max_positions,
           .vocab = c_.tgt_vocab};
 }
 
@@ -91,8 +94,8 @@ Expr Transformer::decoder_layer(const Builder& b, Expr x, const Expr& memory, co
                         [&](const Expr& h) { return ffn_->build(b.sub("ffn"), h); });
 }
 
-Expr Transformer::decoder_stack(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask,
-                                State* state, const GateContext& gates) const {
+Expr Transformer::decoder_stack(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask, State* state,
+                                const GateContext& gates) const {
   const Builder dec = b.sub("decoder");
   for (int l = 0; l < c_.dec_layers; ++l) {
     KVCache* self_cache = state ? &state->self[static_cast<size_t>(l)] : nullptr;

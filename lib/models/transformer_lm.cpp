@@ -138,7 +138,10 @@ Expr TransformerLm::log_probs(const Builder& b, const Tensor& input) const {
 }
 
 DecoderSpec TransformerLm::spec() const {
-  return {.pad_id = c_.pad_id, .bos_id = c_.bos_id, .eos_id = c_.eos_id, .max_positions = c_.max_positions,
+  return {.pad_id = c_.pad_id,
+          .bos_id = c_.bos_id,
+          .eos_id = c_.eos_id,
+          .max_positions = c_.max_positions,
           .vocab = c_.vocab};
 }
 

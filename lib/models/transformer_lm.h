@@ -46,7 +46,8 @@ class TransformerLm : public Model, public Decoder {
   const Decoder* decoder() const override { return c_.causal ? this : nullptr; }
   DecoderSpec spec() const override;
   /// Empty histories; src and src_mask are not read.
-  std::unique_ptr<DecoderState> start(const Builder& b, const Tensor& src = {}, const Tensor& src_mask = {}) const override;
+  std::unique_ptr<DecoderState> start(const Builder& b, const Tensor& src = {},
+                                      const Tensor& src_mask = {}) const override;
   Expr step(const Builder& b, DecoderState& state, const Tensor& prev) const override;
   std::vector<std::string> future_sites() const override;
 

@@ -23,10 +23,10 @@ struct TransformerLmConfig {
   int64_t d_model = 512, ffn_dim = 2048;
   int heads = 8, layers = 6;
   bool pre_norm = true;
-  bool final_norm = true;                // a layer norm after the last pre-norm layer
+  bool final_norm = true;  // a layer norm after the last pre-norm layer
   Positions positions = Positions::sinusoidal;
-  bool tie_embeddings = true;            // output matrix = input embedding (or tied adaptive weights)
-  bool scale_embeddings = true;          // multiply embeddings by sqrt(d_model)
+  bool tie_embeddings = true;    // output matrix = input embedding (or tied adaptive weights)
+  bool scale_embeddings = true;  // multiply embeddings by sqrt(d_model)
   float dropout = 0.1f, activation_dropout = 0.0f;
   Activation activation = Activation::relu;
   int64_t max_positions = 1024;

@@ -3,8 +3,8 @@
 // gate noise and sampling do not depend on the device. Covered by tests/unit/tensor_test.cpp
 // (the Random123 known-answer vector) and by the dropout CPU-vs-CUDA parity test.
 #pragma once
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 
 #if defined(__CUDACC__)
 #define MOE_HD __host__ __device__ __forceinline__

@@ -1,7 +1,8 @@
 // safetensors files (the format PyTorch, NumPy and JAX users read with `safetensors`):
 //   8-byte little-endian header length N, N bytes of JSON {"name": {"dtype": "F32", "shape": [..],
 //   "data_offsets": [begin, end]}, ..., "__metadata__": {"key": "string value"}}, then the raw data.
-// Writes are atomic (common/atomic_file.h): a crash mid-write leaves any previous file intact. Covered by tests/unit/safetensors_test.cpp.
+// Writes are atomic (common/atomic_file.h): a crash mid-write leaves any previous file intact. Covered by
+// tests/unit/safetensors_test.cpp.
 #pragma once
 #include <map>
 #include <string>

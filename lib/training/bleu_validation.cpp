@@ -10,7 +10,8 @@ namespace moe {
 BleuValidator::BleuValidator(const std::string& src_path, const std::string& ref_path, const data::Vocab& src_vocab,
                              const ValidOptions& options, BleuDecoder decoder)
     : decoder_(std::move(decoder)) {
-  MOE_CHECK(decoder_, "valid.metric bleu / valid.bleu: this program has no decoder for BLEU validation; use "
+  MOE_CHECK(decoder_,
+            "valid.metric bleu / valid.bleu: this program has no decoder for BLEU validation; use "
             "valid.metric loss or ppl");
   data::ParallelText text = data::read_parallel(src_path, ref_path);
   size_t n = text.src.size();
@@ -25,8 +26,8 @@ BleuValidator::BleuValidator(const std::string& src_path, const std::string& ref
 double BleuValidator::run(const Model& model, ParameterStore& store, DType compute_dtype, const data::Vocab& tgt_vocab,
                           std::vector<std::string>* hyps_out) const {
   const std::vector<std::vector<int32_t>> best = decoder_(model, store, compute_dtype, sources_);
-  MOE_CHECK(best.size() == sources_.size(), "BLEU validation: the decoder returned ", best.size(),
-            " translations for ", sources_.size(), " sources");
+  MOE_CHECK(best.size() == sources_.size(), "BLEU validation: the decoder returned ", best.size(), " translations for ",
+            sources_.size(), " sources");
   std::vector<std::string> hyps;
   hyps.reserve(best.size());
   for (const auto& tokens : best) hyps.push_back(tgt_vocab.decode(tokens));

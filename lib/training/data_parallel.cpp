@@ -64,7 +64,8 @@ DataParallel::DataParallel(dist::Communicator& comm, const DistOptions& options,
   if (experts()) {
     // Expert parallelism already partitions the experts' Adam state (each expert's lives on its one rank);
     // ZeRO-1's flat shards of the whole store would cut across that layout, so the two are exclusive.
-    MOE_CHECK(options.shard_optimizer != ShardOptimizer::on, "dist.shard_optimizer on and model.ffn.experts_per_rank exclude "
+    MOE_CHECK(options.shard_optimizer != ShardOptimizer::on,
+              "dist.shard_optimizer on and model.ffn.experts_per_rank exclude "
               "each other: with expert parallelism each rank keeps only its own experts' optimizer state, and the "
               "replicated parameters' state stays whole; set dist.shard_optimizer auto or off");
     optimizer.set_partitioned(experts()->ranges(), [this](double x) { return comm_.sum(x); });
@@ -141,9 +142,10 @@ std::string DataParallel::describe(int64_t max_tokens_per_rank) const {
       "data parallel over {} ranks ({} backend): train.max_tokens {} per rank, global batch up to {} tokens; "
       "gradients in {} buckets overlapped with backward; optimizer state {}",
       world(), comm_.backend(), max_tokens_per_rank, max_tokens_per_rank * world(), sync_ ? sync_->bucket_count() : 0,
-      sharded()   ? fmt::format("sharded (ZeRO-1, {} elements per rank)", shard_size_)
-      : placement_ && placement_->active() ? std::string("replicated; MoE experts placed over the ranks (experts_per_rank)")
-                  : std::string("replicated"));
+      sharded() ? fmt::format("sharded (ZeRO-1, {} elements per rank)", shard_size_)
+      : placement_ && placement_->active()
+          ? std::string("replicated; MoE experts placed over the ranks (experts_per_rank)")
+          : std::string("replicated"));
 }
 
 }  // namespace moe

@@ -23,7 +23,8 @@ struct DistOptions {
   double timeout = 600;  // seconds a collective may take before the job is aborted (0 = never)
   /// Whether optimizer state is sharded with `world` ranks.
   bool shard(int world) const {
-    return world > 1 && (shard_optimizer == ShardOptimizer::on || (shard_optimizer == ShardOptimizer::automatic && world > 2));
+    return world > 1 &&
+           (shard_optimizer == ShardOptimizer::on || (shard_optimizer == ShardOptimizer::automatic && world > 2));
   }
 };
 

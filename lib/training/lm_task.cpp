@@ -9,8 +9,8 @@
 
 #include "common/error.h"
 #include "data/token_cache.h"
-#include "models/transformer_lm.h"
 #include "models/lm_eval.h"
+#include "models/transformer_lm.h"
 
 namespace moe {
 
@@ -58,8 +58,7 @@ YAML::Node LmTask::prepare(const YAML::Node& model) {
 void LmTask::attach(const Model& model) {
   MOE_CHECK(model.is_language_model(), "moe-train: model.type '", model.type(), "' is not a language model");
   MOE_CHECK((task_of_model_type(model.type()) == TrainTaskKind::masked_lm) == masked_, "moe-train: model.type '",
-            model.type(),
-            "' does not fit a ", task_name(o_.task),
+            model.type(), "' does not fit a ", task_name(o_.task),
             " (masked LMs are transformer_mlm, the others transformer_lm or lstm_lm)");
   if (const auto* t = dynamic_cast<const TransformerLm*>(&model)) {
     const int64_t limit = t->config().max_positions;

@@ -37,11 +37,12 @@ class MaeSchedule : public UpdateSchedule {
 
   std::string describe() const override {
     return fmt::format("{} attention, {}; gates: plain SGD at learning rate {}", mae_.name(),
-                       mae_.gate == MaeGate::uniform         ? "F updates only (uniform expert draws)"
-                       : mae_.training == MaeTraining::joint ? "joint updates (NOBCD)"
-                                                             : fmt::format("block coordinate descent: G updates in "
-                                                                           "epochs e with e mod {} == {}, F updates always",
-                                                                           bcd_.g_every, bcd_.g_offset),
+                       mae_.gate == MaeGate::uniform ? "F updates only (uniform expert draws)"
+                       : mae_.training == MaeTraining::joint
+                           ? "joint updates (NOBCD)"
+                           : fmt::format("block coordinate descent: G updates in "
+                                         "epochs e with e mod {} == {}, F updates always",
+                                         bcd_.g_every, bcd_.g_offset),
                        gate_lr_);
   }
 
@@ -79,8 +80,7 @@ std::unique_ptr<UpdateSchedule> mae_schedule(const Model& model, ParameterStore&
   const YAML::Node config = model.config_yaml();
   if (site_type(config["attention"], "mha") != "mae") return nullptr;
   MOE_CHECK(config["heads"], "mae schedule: the model configuration has MAE attention but no 'heads'");
-  return std::make_unique<MaeSchedule>(MaeOptions::from_yaml(config["attention"], config["heads"].as<int>()), store,
-                                       o);
+  return std::make_unique<MaeSchedule>(MaeOptions::from_yaml(config["attention"], config["heads"].as<int>()), store, o);
 }
 
 }  // namespace moe

@@ -18,9 +18,7 @@ std::unique_ptr<Optimizer> Optimizer::create(Kind kind, const OptimizerOptions& 
   return std::make_unique<Optimizer>(kind, options);
 }
 
-const char* Optimizer::name() const {
-  return enum_name(kind_).c_str();
-}
+const char* Optimizer::name() const { return enum_name(kind_).c_str(); }
 
 double Optimizer::grad_norm(const ParameterStore& store, double grad_scale) {
   return grad_norm(store, store.trainable_ranges(), grad_scale);
@@ -106,9 +104,9 @@ double Optimizer::step(ParameterStore& store, const ParameterStore::Ranges& rang
     switch (kind_) {
       case Kind::adam:
       case Kind::adamw:
-        adam_update(p, g, m_.flat_range(at, count), v_.flat_range(at, count), flr,
-                    static_cast<float>(options_.beta1), static_cast<float>(options_.beta2),
-                    static_cast<float>(options_.eps), wd, kind_ == Kind::adamw, steps_, fscale);
+        adam_update(p, g, m_.flat_range(at, count), v_.flat_range(at, count), flr, static_cast<float>(options_.beta1),
+                    static_cast<float>(options_.beta2), static_cast<float>(options_.eps), wd, kind_ == Kind::adamw,
+                    steps_, fscale);
         break;
       case Kind::sgd:
         sgd_update(p, g, m_.defined() ? m_.flat_range(at, count) : Tensor(), flr, mu, wd, false, fscale);

@@ -71,10 +71,10 @@ class Optimizer {
   Kind kind_;
   OptimizerOptions options_;
   int64_t steps_ = 0;
-  double lr_old_ = 0;  // nag: the previous learning rate (0 before the first step)
-  Tensor m_, v_;       // adam/adamw moments; m_ is the momentum buffer of sgd/nag
+  double lr_old_ = 0;                         // nag: the previous learning rate (0 before the first step)
+  Tensor m_, v_;                              // adam/adamw moments; m_ is the momentum buffer of sgd/nag
   int64_t shard_begin_ = 0, shard_end_ = -1;  // set_shard(); -1: the whole store
-  ParameterStore::Ranges partitioned_;          // set_partitioned()
+  ParameterStore::Ranges partitioned_;        // set_partitioned()
   std::function<double(double)> partitioned_sum_;
   double partitioned_norm(const ParameterStore& store, const ParameterStore::Ranges& ranges, double grad_scale) const;
 };

@@ -31,8 +31,9 @@ double LrSchedule::at(int64_t update) const {
     lr = o_.lr * std::sqrt(std::max(w, 1.0) / u);
   } else {
     const double t = std::min(1.0, (u - w) / (static_cast<double>(o_.max_updates) - w));
-    lr = o_.kind == LrScheduleKind::cosine ? o_.min_lr + (o_.lr - o_.min_lr) * 0.5 * (1 + std::cos(std::numbers::pi * t))
-                             : o_.lr - (o_.lr - o_.min_lr) * t;
+    lr = o_.kind == LrScheduleKind::cosine
+             ? o_.min_lr + (o_.lr - o_.min_lr) * 0.5 * (1 + std::cos(std::numbers::pi * t))
+             : o_.lr - (o_.lr - o_.min_lr) * t;
   }
   return std::max(lr, o_.min_lr);
 }

@@ -7,10 +7,9 @@
 // at min_lr. Stateless, so resuming needs only the update count. Covered by tests/training/schedule_test.cpp.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "common/named_enum.h"
-#include <cstdint>
-#include <string>
 
 namespace moe {
 

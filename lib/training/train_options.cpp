@@ -50,7 +50,8 @@ void declare_data(config::Keys<O>& k) {
       .add("data.vocab.sentences", &O::data, &D::vocab_sentences, "sentences sampled to build a vocabulary (0 = all)")
       .add("data.max_len", &O::data, &D::max_len,
            "drop training pairs with a side longer than this many tokens (0 = no limit)", at_least<int64_t>(0))
-      .add("data.max_ratio", &O::data, &D::max_ratio, "drop training pairs whose length ratio exceeds this (0 = no limit)")
+      .add("data.max_ratio", &O::data, &D::max_ratio,
+           "drop training pairs whose length ratio exceeds this (0 = no limit)")
       .add("data.cache_dir", &O::data, &D::cache_dir, "folder for token caches (empty: beside the texts)")
       .add("data.skip_invalid_utf8", &O::data, &D::skip_invalid_utf8,
            "replace lines with invalid UTF-8 by empty lines (dropped) instead of failing")
@@ -70,11 +71,15 @@ void declare_data(config::Keys<O>& k) {
       .add_at<double>(
           "data.mlm.mask_prob", [](O& o) -> double& { return o.data.mlm.mask_prob; },
           "masked LM: fraction of the tokens selected for the loss",
-          [](const double& p, const std::string& key) { MOE_CHECK(p > 0 && p <= 1, key, " must be in (0, 1], got ", p); })
-      .add_at<double>("data.mlm.replace_mask", [](O& o) -> double& { return o.data.mlm.replace_mask; },
-                     "masked LM: selected tokens replaced by <mask>")
-      .add_at<double>("data.mlm.replace_random", [](O& o) -> double& { return o.data.mlm.replace_random; },
-                     "masked LM: selected tokens replaced by a random token")
+          [](const double& p, const std::string& key) {
+            MOE_CHECK(p > 0 && p <= 1, key, " must be in (0, 1], got ", p);
+          })
+      .add_at<double>(
+          "data.mlm.replace_mask", [](O& o) -> double& { return o.data.mlm.replace_mask; },
+          "masked LM: selected tokens replaced by <mask>")
+      .add_at<double>(
+          "data.mlm.replace_random", [](O& o) -> double& { return o.data.mlm.replace_random; },
+          "masked LM: selected tokens replaced by a random token")
       .add_at<int32_t>(
           "data.mlm.mask_id", [](O& o) -> int32_t& { return o.data.mlm.mask_id; },
           "masked LM: the <mask> id (-1: the vocabulary's <mask> token, else one appended after the vocabulary)",
@@ -128,7 +133,9 @@ void declare_train(config::Keys<O>& k) {
             o.optim.beta1 = betas[0];
             o.optim.beta2 = betas[1];
           },
-          [](const O& o) { return config::detail::to_yaml(std::vector<double>{o.optim.beta1, o.optim.beta2}); })
+          [](const O& o) {
+            return config::detail::to_yaml(std::vector<double>{o.optim.beta1, o.optim.beta2});
+          })
       .add("train.eps", &O::optim, &OptimizerOptions::eps, "Adam epsilon")
       .add("train.weight_decay", &O::optim, &OptimizerOptions::weight_decay,
            "weight decay (decoupled for adamw, L2 otherwise)")
@@ -138,8 +145,7 @@ void declare_train(config::Keys<O>& k) {
       .add("train.warmup_updates", &O::schedule, &ScheduleOptions::warmup_updates, "linear warm-up updates")
       .add("train.min_lr", &O::schedule, &ScheduleOptions::min_lr, "floor of the learning rate after the warm-up")
       .add("train.log_every", &O::log_every, "log training figures every N updates", above<int64_t>(0))
-      .add("train.valid_every", &O::valid_every, "validate every N updates (0 = only at the end)",
-           at_least<int64_t>(0))
+      .add("train.valid_every", &O::valid_every, "validate every N updates (0 = only at the end)", at_least<int64_t>(0))
       .add("train.save_every", &O::save_every, "save checkpoint.last (and a numbered one) every N updates",
            at_least<int64_t>(0))
       .add("train.keep_last", &O::keep_last, "keep the last N numbered checkpoints (0 = none)", at_least<int64_t>(0))

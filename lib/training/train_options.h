@@ -2,13 +2,12 @@
 // run_dir, declared once in a key table (train_keys(): name, member, default, help, check), from which
 // the Schema (defaults, --help, --dump-config, suggestions) and TrainOptions::from_config follow; the
 // model.* keys come from the model registry (models/model_registry.h), one table per model type.
-// Checks across keys (and the language-model keys' rules, lm_options.cpp) name the keys they concern. model.type picks the task: transformer = translation
-// (data.train.src/tgt, data.vocab.src/tgt), transformer_lm / lstm_lm = language model and
-// transformer_mlm = masked LM (data.train.text, data.vocab.path); the other task's keys are errors.
-// The model section stays a YAML map handed to create_model(), so lib/models' from_yaml remains the
-// source of truth for it: a translation model gets every Transformer key, a language model only the
-// keys the recipe sets (its own defaults apply to the rest).
-// Covered by tests/training/train_options_test.cpp and tests/training/lm_options_test.cpp.
+// Checks across keys (and the language-model keys' rules, lm_options.cpp) name the keys they concern. model.type picks
+// the task: transformer = translation (data.train.src/tgt, data.vocab.src/tgt), transformer_lm / lstm_lm = language
+// model and transformer_mlm = masked LM (data.train.text, data.vocab.path); the other task's keys are errors. The model
+// section stays a YAML map handed to create_model(), so lib/models' from_yaml remains the source of truth for it: a
+// translation model gets every Transformer key, a language model only the keys the recipe sets (its own defaults apply
+// to the rest). Covered by tests/training/train_options_test.cpp and tests/training/lm_options_test.cpp.
 #pragma once
 #include <yaml-cpp/yaml.h>
 

@@ -13,10 +13,10 @@
 #include "graph/expr/binary.h"
 #include "graph/expr/unary.h"
 #include "graph/graph.h"
+#include "layers/moe_ffn_expert_parallel.h"
 #include "models/model_registry.h"
 #include "tensor/allocator.h"
 #include "tensor/device.h"
-#include "layers/moe_ffn_expert_parallel.h"
 #include "training/fine_tuning.h"
 
 namespace moe {
@@ -37,7 +37,8 @@ Trainer::Trainer(TrainOptions options, std::string config_text)
     spdlog::info("moe-train: train.dtype auto: {} on {}", dtype_name(o_.dtype), device_.str());
   }
   MOE_CHECK(o_.dtype == DType::f32 || device_.is_cuda(), "train.dtype ", dtype_name(o_.dtype),
-            " needs a GPU (train.device resolved to ", device_.str(), "); the CPU trains in f32 (train.dtype auto "
+            " needs a GPU (train.device resolved to ", device_.str(),
+            "); the CPU trains in f32 (train.dtype auto "
             "picks it)");
 }
 
@@ -145,7 +146,8 @@ void Trainer::run(bool resume) {
 
 void Trainer::run_ranks(bool resume) {
   fs::create_directories(o_.run_dir);
-  MOE_CHECK(!o_.valid.bleu || bleu_decoder_, "valid.metric bleu / valid.bleu: this program has no decoder for BLEU "
+  MOE_CHECK(!o_.valid.bleu || bleu_decoder_,
+            "valid.metric bleu / valid.bleu: this program has no decoder for BLEU "
             "validation (moe-train passes the translator's); use valid.metric loss or ppl");
   if (!config_text_.empty() && lead()) std::ofstream(path_in_run("config.yml")) << config_text_;
   uploader_ = std::make_unique<data::BatchUploader>(device_);
@@ -195,8 +197,7 @@ void Trainer::run_ranks(bool resume) {
                stop_ ? " (early stopping)" : "");
 }
 
-Trainer::PassResult Trainer::accumulate(const std::vector<TrainBatch>& batches, int64_t expected,
-                                        const Pass& kind) {
+Trainer::PassResult Trainer::accumulate(const std::vector<TrainBatch>& batches, int64_t expected, const Pass& kind) {
   store_->zero_grads();
   PassResult pass;
   if (dp_) dp_->begin();
@@ -209,11 +210,10 @@ Trainer::PassResult Trainer::accumulate(const std::vector<TrainBatch>& batches, 
     const TrainBatch& batch = batches[i];
     ++st_.batches;
     if (batch.size() == 0) continue;  // this rank's slice of a small global batch is empty
-    Graph g(device_, store_.get(),
-            GraphOptions{.training = true,
-                         .compute_dtype = o_.dtype,
-                         .seed = seed,
-                         .step = static_cast<uint64_t>(st_.batches - 1)});
+    Graph g(
+        device_, store_.get(),
+        GraphOptions{
+            .training = true, .compute_dtype = o_.dtype, .seed = seed, .step = static_cast<uint64_t>(st_.batches - 1)});
     if (dp_ && i == last) dp_->arm(g);
     Builder b(g);
     b.context().experts = kind.experts;

@@ -13,8 +13,8 @@
 #include <regex>
 
 #include "common/error.h"
-#include "tensor/safetensors.h"
 #include "tensor/allocator.h"
+#include "tensor/safetensors.h"
 #include "training/trainer.h"
 
 namespace moe {

@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "common/error.h"
-#include "ops/topk.h"
 #include "ops/beam_scores.h"
+#include "ops/topk.h"
 
 namespace moe {
 

@@ -71,8 +71,9 @@ void ExpertCollector::add(const std::string& group, const GateRecorder& recorder
   MOE_CHECK(tokens.shape().ndim() == 2 && mask.shape() == tokens.shape(), "experts: tokens ", tokens.shape(),
             " and mask ", mask.shape(), " must be [B, T]");
   const int64_t rows = tokens.shape()[0], cols = tokens.shape()[1];
-  const auto units = token_units(tokens.to(Device::cpu()).to_vector<int32_t>(),
-                                 mask.to(Device::cpu()).to_vector<double>(), rows, cols, vocab, o_.unit == PmiUnit::word);
+  const auto units =
+      token_units(tokens.to(Device::cpu()).to_vector<int32_t>(), mask.to(Device::cpu()).to_vector<double>(), rows, cols,
+                  vocab, o_.unit == PmiUnit::word);
   for (const auto& entry : recorder.records()) {
     const auto& site =
         entry.first;  // a plain reference, not a structured binding: clang 14's lambdas cannot capture those

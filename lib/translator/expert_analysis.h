@@ -42,9 +42,9 @@ MOE_NAMED_ENUM(PmiAttribution, argmax, routed)
 MOE_NAMED_ENUM(PmiUnit, piece, word)
 
 struct ExpertAnalysisOptions {
-  int64_t max_tokens = 4096;             // padded tokens per batch (pairs: max(src, tgt) per pair; LM windows)
-  int64_t context = 512, stride = 0;     // LM windows (stride 0 = context / 2)
-  DType dtype = DType::f32;              // compute dtype (bf16 on a GPU)
+  int64_t max_tokens = 4096;          // padded tokens per batch (pairs: max(src, tgt) per pair; LM windows)
+  int64_t context = 512, stride = 0;  // LM windows (stride 0 = context / 2)
+  DType dtype = DType::f32;           // compute dtype (bf16 on a GPU)
   PmiAttribution attribution = PmiAttribution::argmax;
   PmiUnit unit = PmiUnit::piece;
   std::string model_name = "the model";  // the checkpoint, for messages

@@ -68,8 +68,8 @@ std::string balance_cells(const std::vector<double>& share, const Balance& b) {
 
 void write_expert_text(std::ostream& out, const ExpertReport& r) {
   out << "moe-score experts: " << r.model << " (" << r.model_type << "; " << r.site_types << ")\n"
-      << run_line(r) << "\nPMI events: " << enum_name(r.options.attribution) << " attribution of " << enum_name(r.options.unit)
-      << "s; tokens seen at least " << r.min_count << " times; top " << r.top << "\n";
+      << run_line(r) << "\nPMI events: " << enum_name(r.options.attribution) << " attribution of "
+      << enum_name(r.options.unit) << "s; tokens seen at least " << r.min_count << " times; top " << r.top << "\n";
   for (const auto& [group, g] : group_means(r.sites))
     out << "average gate entropy, " << group << ": " << fixed(g.entropy, 4) << " nats over " << g.sites
         << (g.sites == 1 ? " site" : " sites") << " (mean ln E " << fixed(g.max_entropy, 4) << ")\n";
@@ -140,7 +140,9 @@ void write_expert_json(std::ostream& out, const ExpertReport& r) {
   sum.add("type", "summary").add("model", r.model).add("model_type", r.model_type).add("site_types", r.site_types);
   sum.add("input", r.input).add("sentences", r.info.sentences).add("src_tokens", r.info.src_tokens);
   sum.add("tgt_tokens", r.info.tgt_tokens).add("lm_tokens", r.info.lm_tokens).add("truncated", r.info.truncated);
-  sum.add("attribution", enum_name(r.options.attribution)).add("unit", enum_name(r.options.unit)).add("min_count", r.min_count);
+  sum.add("attribution", enum_name(r.options.attribution))
+      .add("unit", enum_name(r.options.unit))
+      .add("min_count", r.min_count);
   sum.add("top", r.top).add("sites", static_cast<int64_t>(r.sites.size()));
   JsonObject groups;
   double all = 0;

@@ -32,17 +32,17 @@ PerplexityResult lm_perplexity(const Model& model, ParameterStore& params, Devic
   MOE_CHECK(model.is_language_model(), "ppl: the model is a ", model.type(),
             " (translation) model; use moe-score pairs for translation models");
   const ModelType* type = ModelRegistry::instance().find(model.type());
-  MOE_CHECK(!type || type->kind != ModelKind::masked_lm,
-            "ppl: a ", model.type(), " is a masked language model (it sees the "
+  MOE_CHECK(!type || type->kind != ModelKind::masked_lm, "ppl: a ", model.type(),
+            " is a masked language model (it sees the "
             "tokens it would predict here); moe-score ppl scores left-to-right models (transformer_lm, lstm_lm)");
   MOE_CHECK(params.device() == device, "ppl: the parameters are on ", params.device(), ", scoring on ", device);
   MOE_CHECK(o.context >= 1, "ppl: --context must be positive, got ", o.context);
   const int64_t stride = o.stride > 0 ? o.stride : std::max<int64_t>(1, o.context / 2);
   MOE_CHECK(stride <= o.context, "ppl: --stride ", stride, " exceeds --context ", o.context);
   data::BatchUploader uploader(device);
-  const LmEvalSum sum = lm_eval_sum(
-      model, params, data::eval_batches(stream, o.context, stride, o.batch_size, eos_id, pad_id), o.dtype, uploader,
-      o.progress);
+  const LmEvalSum sum =
+      lm_eval_sum(model, params, data::eval_batches(stream, o.context, stride, o.batch_size, eos_id, pad_id), o.dtype,
+                  uploader, o.progress);
   PerplexityResult r;
   r.nll = sum.nll;
   r.tokens = sum.tokens;

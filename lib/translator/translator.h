@@ -1,9 +1,9 @@
 // Translator: batched beam search with any encoder-decoder (the Decoder interface, models/decoder.h).
 // A batch of source sentences is padded into [B, S] ids with a u8 mask, encoded once by
 // Decoder::start, and decoded step by step by beam_search (lib/translator/beam_search.h), whose
-// reorders select, duplicate and drop the rows of the decoder's state (key/value caches). Inputs are batched by a budget of
-// padded source tokens, longest first, and results come back in input order.
-// Covered by tests/translator/translator_test.cpp.
+// reorders select, duplicate and drop the rows of the decoder's state (key/value caches). Inputs are batched by a
+// budget of padded source tokens, longest first, and results come back in input order. Covered by
+// tests/translator/translator_test.cpp.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -18,9 +18,9 @@
 namespace moe {
 
 struct TranslatorOptions {
-  BeamOptions search;                        // special ids and max_positions are taken from the model
-  int64_t max_tokens = 4096;                 // padded source tokens (with </s>) per batch
-  DType dtype = DType::f32;                  // compute dtype of the decoding graphs (f32 or bf16)
+  BeamOptions search;                            // special ids and max_positions are taken from the model
+  int64_t max_tokens = 4096;                     // padded source tokens (with </s>) per batch
+  DType dtype = DType::f32;                      // compute dtype of the decoding graphs (f32 or bf16)
   ExpertChoice experts = ExpertChoice::mixture;  // MAE sites of the decoding graphs (--mae-inference)
 };
 

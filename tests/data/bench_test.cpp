@@ -2,11 +2,11 @@
 // with a word vocabulary built from it (the tokens/s figure is recorded in docs/PERF.md by
 // `moe-vocab bench`). The check is a floor far below the 1M tokens/s target so a slow CI box
 // passes; the printed figure is the measurement. Tests lib/data/bench.cpp.
-#include <catch2/catch.hpp>
+#include "data/bench.h"
 
+#include <catch2/catch.hpp>
 #include <iostream>
 
-#include "data/bench.h"
 #include "data/vocab_builder.h"
 #include "data_test_util.h"
 

@@ -5,6 +5,8 @@
 // with bit-identical parameters, and they must match the single process's (f32: the ranks sum their
 // gradients in another order than one process): mean |difference| < 2e-6 and max |difference| below
 // one Adam step at the last learning rate (see the check). Also the pieces: rank_slice and GradSync.
+#include "training/data_parallel.h"
+
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -15,7 +17,6 @@
 #include "config/recipe_args.h"
 #include "dist/grad_sync.h"
 #include "dist_test_util.h"
-#include "training/data_parallel.h"
 #include "training/trainer.h"
 #include "training/training_test_util.h"
 
@@ -44,14 +45,24 @@ std::string shared_dir(const std::string& name) {
 TrainOptions ci_tiny(const std::string& dir, bool real) {
   config::Schema schema;
   register_train_keys(schema);
-  std::vector<std::string> args{"--config", std::string(MOE_SOURCE_DIR) + "/recipes/ci-tiny.yml",
-                                "--model.dropout", "0", "--train.max_updates", "20", "--train.save_every", "0",
-                                "--train.keep_last", "0", "--train.log_every", "5"};
+  std::vector<std::string> args{"--config",
+                                std::string(MOE_SOURCE_DIR) + "/recipes/ci-tiny.yml",
+                                "--model.dropout",
+                                "0",
+                                "--train.max_updates",
+                                "20",
+                                "--train.save_every",
+                                "0",
+                                "--train.keep_last",
+                                "0",
+                                "--train.log_every",
+                                "5"};
   const std::string src = real ? "train.en" : "train.src", tgt = real ? "train.de" : "train.tgt";
   const std::string vocab = real ? "vocab.spm" : "vocab.txt";
-  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"--data.train.src", dir + "/" + src}, {"--data.train.tgt", dir + "/" + tgt},
-           {"--data.vocab.src", dir + "/" + vocab}, {"--data.vocab.tgt", dir + "/" + vocab}}) {
+  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{{"--data.train.src", dir + "/" + src},
+                                                                             {"--data.train.tgt", dir + "/" + tgt},
+                                                                             {"--data.vocab.src", dir + "/" + vocab},
+                                                                             {"--data.vocab.tgt", dir + "/" + vocab}}) {
     args.push_back(k);
     args.push_back(v);
   }
@@ -122,8 +133,7 @@ TEST_CASE("dist: GradSync sums every bucket over the ranks, whatever order param
     const int n = c.world();
     for (const ParamEntry& e : store.entries())
       for (int64_t i = e.offset; i < e.offset + e.shape.numel(); ++i)
-        REQUIRE(got[static_cast<size_t>(i)] ==
-                static_cast<float>(n * (n + 1) / 2 * (i % 97) + n * round));
+        REQUIRE(got[static_cast<size_t>(i)] == static_cast<float>(n * (n + 1) / 2 * (i % 97) + n * round));
   }
   CHECK(sync.stats().buckets == 2 * sync.bucket_count());
 }

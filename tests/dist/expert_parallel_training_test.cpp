@@ -10,8 +10,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "tensor/safetensors.h"
 #include "dist_test_util.h"
+#include "tensor/safetensors.h"
 #include "training/trainer.h"
 #include "training/training_test_util.h"
 
@@ -39,7 +39,8 @@ TEST_CASE("dist: an LSTM-MoE LM trains with its experts spread over the ranks li
   o.model = YAML::Load(
       "{type: lstm_lm, embed_dim: 16, hidden: 16, layers: 2, dropout: 0.0, moe_after: [0], "
       "moe: {type: moe, experts: 4, k: 2, hidden: 16, noisy: false, w_importance: 0.1, w_load: 0.1, "
-      "experts_per_rank: " + std::to_string(4 / n) + "}}");
+      "experts_per_rank: " +
+      std::to_string(4 / n) + "}}");
   o.max_updates = 10;
   o.schedule.max_updates = 10;
   o.save_every = 0;
@@ -83,8 +84,10 @@ TEST_CASE("dist: an LSTM-MoE LM trains with its experts spread over the ranks li
       }
     }
     CHECK(saw_experts);
-    WARN("dist: LSTM-MoE, " << n << " ranks, " << 4 / n << " experts per rank: |parameter difference| vs one "
-                            "process: max " << max_diff << ", mean " << sum_diff / double(count));
+    WARN("dist: LSTM-MoE, " << n << " ranks, " << 4 / n
+                            << " experts per rank: |parameter difference| vs one "
+                               "process: max "
+                            << max_diff << ", mean " << sum_diff / double(count));
     CHECK(max_diff < 1e-4);  // measured 1.8e-7 (2 ranks) and 2.4e-7 (4 ranks)
     CHECK(sum_diff / double(count) < 1e-6);
     const auto curve = test::read_metrics(o.run_dir), ref = test::read_metrics(dir + "/one");

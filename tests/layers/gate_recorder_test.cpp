@@ -88,7 +88,9 @@ TEST_CASE("gate recorder: the MoE FFN site reports its routing", "[layers][recor
       CHECK(r.family == "moe");
       CHECK(r.probs.shape() == Shape({2, 3, int64_t{o.experts}}));
       const int64_t k = o.gating == MoeGating::batchwise ? 2 : o.groups > 1 ? o.k * o.k_secondary : o.k;
-      CHECK(r.policy == (o.gating == MoeGating::batchwise ? "batchwise" : o.groups > 1 ? "hierarchical_topk" : "noisy_topk"));
+      CHECK(r.policy == (o.gating == MoeGating::batchwise ? "batchwise"
+                         : o.groups > 1                   ? "hierarchical_topk"
+                                                          : "noisy_topk"));
       CHECK(r.experts.shape() == Shape({2, 3, k}));
       for (double s : check_consistent(r)) CHECK(s == Approx(1.0).epsilon(1e-5));
       if (o.groups > 1 || o.gating == MoeGating::batchwise) continue;

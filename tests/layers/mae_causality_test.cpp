@@ -11,13 +11,12 @@
 // architecture, and Model::future_sites / future_warning (moe-train's and moe-score's warning).
 // Eval mode throughout: in training mode the gates' BatchNorm normalises with statistics over all
 // positions of the batch, which couples positions by design; that is not the gate input of issue 16.
-#include "models/model_registry.h"
-
 #include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "graph/expr/softmax.h"
 #include "mae_test_util.h"
+#include "models/model_registry.h"
 #include "models/transformer.h"
 #include "models/transformer_lm.h"
 #include "models/transformer_model.h"

@@ -10,10 +10,10 @@
 #include "layers/gate_recorder.h"
 #include "layers/mae_gate_input.h"
 #include "mae_test_util.h"
+#include "models/checkpoint.h"
 #include "models/transformer.h"
 #include "models/transformer_lm.h"
 #include "models/transformer_model.h"
-#include "models/checkpoint.h"
 
 using namespace moe;
 using test::ids;
@@ -117,7 +117,8 @@ TEST_CASE("mae: layer steps with gate state equal full recomputation", "[layers]
     Graph g(Device::cpu(), &store, test::f64_graph(false));
     const Builder b(g, "s");
     Expr xe = g.input(x);
-    const auto full = mae_attention_layer(b, test::self_input(xe, true), D, full_o, SiteRole::lm_self).val().to_vector<double>();
+    const auto full =
+        mae_attention_layer(b, test::self_input(xe, true), D, full_o, SiteRole::lm_self).val().to_vector<double>();
     KVCache cache;
     std::vector<double> steps(full.size());
     // Chunks of 2, 1 and 2 positions (prompt priming, then steps).

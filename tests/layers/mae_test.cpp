@@ -197,7 +197,8 @@ TEST_CASE("mae: F-step gradients: zero for the dropped heads, h/(h-1)-scaled for
       Builder b(g, "site");
       b.context().experts = ExpertChoice::sample;
       const AttentionInput in = test::self_input(g.input(x), false);
-      Expr out = mae ? mae_attention_layer(b, in, D, o, SiteRole::encoder_self) : test::mha_reference(b, in, D, 4, Tensor());
+      Expr out =
+          mae ? mae_attention_layer(b, in, D, o, SiteRole::encoder_self) : test::mha_reference(b, in, D, 4, Tensor());
       g.backward_from(out, Tensor::from_vector(seed, out.shape()));
       std::map<std::string, std::vector<double>> gr;
       for (const ParamEntry& e : store.entries()) gr[e.name] = store.grad(e.name).to_vector<double>();
@@ -302,7 +303,8 @@ TEST_CASE("mae: G-step gradients reach the gate (finite differences)", "[layers]
                                   test::random_tensor(Shape{3}, 24),    test::random_tensor(Shape{3, 4}, 25),
                                   test::random_tensor(Shape{4}, 26)};
   CHECK(test::gradcheck(in, [&](Graph&, const std::vector<Expr>& l) {
-          return mae_gate_probs(l[0], MaeGateWeights{l[1], l[2], l[3], l[4], l[5], l[6], {}, {}}, o, GateNorm::batch, true);
+          return mae_gate_probs(l[0], MaeGateWeights{l[1], l[2], l[3], l[4], l[5], l[6], {}, {}}, o, GateNorm::batch,
+                                true);
         }) < 1e-6);
 }
 

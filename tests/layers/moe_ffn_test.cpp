@@ -2,9 +2,10 @@
 // (values and gradients), the smooth load estimator matches Monte Carlo, the hierarchical MoE equals
 // its two-level definition, finite-difference gradients through the gates (noise fixed), zero gates
 // route uniformly, batchwise gating, options and the Transformer FFN site (CPU, f64 unless noted).
-#include <catch2/catch.hpp>
+#include "layers/moe_ffn.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
 
@@ -16,7 +17,6 @@
 #include "graph/expr/shape_ops.h"
 #include "graph/expr/topk.h"
 #include "graph/expr/unary.h"
-#include "layers/moe_ffn.h"
 #include "layers/sites.h"
 #include "support/gradcheck.h"
 
@@ -118,9 +118,9 @@ TEST_CASE("moe: finite-difference gradients through the noisy gate and both loss
     MoeOptions opt = small_options(4, k, d, h);
     opt.expert_bias = true;
     const std::vector<Tensor> inputs = {
-        test::random_tensor(Shape{N, d}, 21),     test::random_tensor(Shape{d, 4}, 22, -2, 2),
-        test::random_tensor(Shape{d, 4}, 23),     test::random_tensor(Shape{4, d, h}, 24),
-        test::random_tensor(Shape{4, h, d}, 25),  test::random_tensor(Shape{4, h}, 26),
+        test::random_tensor(Shape{N, d}, 21),    test::random_tensor(Shape{d, 4}, 22, -2, 2),
+        test::random_tensor(Shape{d, 4}, 23),    test::random_tensor(Shape{4, d, h}, 24),
+        test::random_tensor(Shape{4, h, d}, 25), test::random_tensor(Shape{4, h}, 26),
         test::random_tensor(Shape{4, d}, 27)};
     auto build = [&](Graph&, const std::vector<Expr>& in) {
       MoeWeights w{in[1], in[2], {}, {}, {}, {{in[3], in[4]}, {in[5], in[6]}}};
@@ -198,10 +198,11 @@ TEST_CASE("moe: hierarchical losses and gradients with the noise fixed", "[layer
   const int a = 2, b = 3;
   MoeOptions opt = small_options(a * b, 1, d, h);
   opt.groups = a, opt.k_secondary = 2;
-  const std::vector<Tensor> inputs = {test::random_tensor(Shape{N, d}, 41), test::random_tensor(Shape{d, a}, 42, -2, 2),
-                                      test::random_tensor(Shape{d, a}, 43), test::random_tensor(Shape{a, d, b}, 44, -2, 2),
-                                      test::random_tensor(Shape{a, d, b}, 45), test::random_tensor(Shape{a * b, d, h}, 46),
-                                      test::random_tensor(Shape{a * b, h, d}, 47)};
+  const std::vector<Tensor> inputs = {
+      test::random_tensor(Shape{N, d}, 41),       test::random_tensor(Shape{d, a}, 42, -2, 2),
+      test::random_tensor(Shape{d, a}, 43),       test::random_tensor(Shape{a, d, b}, 44, -2, 2),
+      test::random_tensor(Shape{a, d, b}, 45),    test::random_tensor(Shape{a * b, d, h}, 46),
+      test::random_tensor(Shape{a * b, h, d}, 47)};
   auto build = [&](Graph&, const std::vector<Expr>& in) {
     MoeWeights w{in[1], in[2], in[3], in[4], {}, {{in[5], in[6]}, {}}};
     MoeOutput o = moe_forward(in[0], w, opt, GateNoise{true, 8, 1}, GateNoise{true, 8, 2}, true);
@@ -221,7 +222,7 @@ TEST_CASE("moe: hierarchical losses and gradients with the noise fixed", "[layer
   double total_imp = 0, total_load = 0;
   for (double v : imp) total_imp += v;
   for (double v : load) total_load += v;
-  CHECK(total_imp == Approx(double(N)));                  // every token's combined gates sum to 1
+  CHECK(total_imp == Approx(double(N)));                         // every token's combined gates sum to 1
   CHECK(total_load == Approx(double(N * 2 * 2)).epsilon(1e-9));  // kp * ks assignments per token
 }
 
@@ -234,8 +235,13 @@ TEST_CASE("moe: zero-initialised gates route uniformly (noise only)", "[layers][
     Graph g(Device::cpu());
     Expr x = g.input(test::random_tensor(Shape{N, d}, 51));
     Expr zero = g.input(Tensor::zeros(Shape{d, n}, DType::f64, Device::cpu()));
-    MoeWeights w{zero, zero, {}, {}, {}, {{g.input(test::random_tensor(Shape{n, d, 4}, 52)),
-                                            g.input(test::random_tensor(Shape{n, 4, d}, 53))}, {}}};
+    MoeWeights w{
+        zero,
+        zero,
+        {},
+        {},
+        {},
+        {{g.input(test::random_tensor(Shape{n, d, 4}, 52)), g.input(test::random_tensor(Shape{n, 4, d}, 53))}, {}}};
     MoeOutput o = moe_forward(x, w, opt, GateNoise{true, 3, 1}, {}, true);
     g.forward();
     for (double v : o.importance.val().to_vector<double>()) CHECK(std::abs(v / N - 1.0 / n) < 0.03);
@@ -260,7 +266,8 @@ TEST_CASE("moe: zero-initialised gates route uniformly (noise only)", "[layers][
   CHECK(store.grad("enc.l0.ffn.expert.w0").to_vector<double>() != std::vector<double>(4 * d * 4, 0.0));
 }
 
-TEST_CASE("moe: batchwise gate is strictly balanced; thresholds learn from the batch mask", "[layers][moe][batchwise]") {
+TEST_CASE("moe: batchwise gate is strictly balanced; thresholds learn from the batch mask",
+          "[layers][moe][batchwise]") {
   const int64_t R = 10;
   const int n = 4, k = 2;  // m = k R / n = 5 rows per expert
   const Tensor logits = test::random_tensor(Shape{R, n}, 61, -2, 2), th = test::random_tensor(Shape{n}, 62, 0.1, 0.4);
@@ -297,7 +304,9 @@ TEST_CASE("moe: batchwise gate is strictly balanced; thresholds learn from the b
   };
   CHECK(test::gradcheck({logits, th}, loss, 1e-6, {1}) < 1e-9);
   // Gate weights: finite differences on the logits.
-  auto weights = [&](Graph&, const std::vector<Expr>& in) { return batchwise_gate(in[0], in[1], k, true, 0).routing.weight; };
+  auto weights = [&](Graph&, const std::vector<Expr>& in) {
+    return batchwise_gate(in[0], in[1], k, true, 0).routing.weight;
+  };
   CHECK(test::gradcheck({logits, th}, weights, 1e-6, {0}) < 1e-6);
 
   // Inference: the top 2k gates of a row kept where above the thresholds, renormalised.
@@ -322,8 +331,10 @@ TEST_CASE("moe: a single expert, a single token and widths off multiples of 32",
   const Tensor w2 = test::random_tensor(Shape{1, h, d}, 73);
   Graph g(Device::cpu(), nullptr, GraphOptions{.training = false});
   Expr wg = g.input(test::random_tensor(Shape{d, 1}, 74));
-  const Vec y = moe_forward(g.input(x), MoeWeights{wg, {}, {}, {}, {}, {{g.input(w1), g.input(w2)}, {}}}, opt, {}, {},
-                            false).y.val().to_vector<double>();
+  const Vec y =
+      moe_forward(g.input(x), MoeWeights{wg, {}, {}, {}, {}, {{g.input(w1), g.input(w2)}, {}}}, opt, {}, {}, false)
+          .y.val()
+          .to_vector<double>();
   const Vec ref = host_expert(x.to_vector<double>(), w1.to_vector<double>(), w2.to_vector<double>(), 0, d, h);
   for (int64_t c = 0; c < d; ++c) CHECK(y[c] == Approx(ref[c]).margin(1e-12));
   // Zero tokens: an empty output.
@@ -342,8 +353,9 @@ TEST_CASE("moe: recipe options and the Transformer FFN site", "[layers][moe][con
   CHECK(o.w_load == Approx(0.2));
   CHECK(o.w_importance == Approx(0.1));
   CHECK(moe_options_from_yaml(YAML::Load("{type: moe}"), 12, 64).hidden == 64);
-  CHECK_THROWS_WITH(moe_options_from_yaml(YAML::Load("{type: moe, expert: 8}"), 12, 64),
-                    Catch::Contains("unknown option 'model.ffn.expert'") && Catch::Contains("did you mean 'model.ffn.experts'"));
+  CHECK_THROWS_WITH(
+      moe_options_from_yaml(YAML::Load("{type: moe, expert: 8}"), 12, 64),
+      Catch::Contains("unknown option 'model.ffn.expert'") && Catch::Contains("did you mean 'model.ffn.experts'"));
   CHECK_THROWS_WITH(moe_options_from_yaml(YAML::Load("{type: moe, experts: 6, groups: 4}"), 12, 64),
                     Catch::Contains("experts = 6") && Catch::Contains("groups = 4"));
   CHECK_THROWS_WITH(moe_options_from_yaml(YAML::Load("{type: moe, experts: 4, k: 5}"), 12, 64),
@@ -369,10 +381,10 @@ TEST_CASE("moe: recipe options and the Transformer FFN site", "[layers][moe][con
 
 TEST_CASE("moe: every MoE recipe's options parse and validate", "[layers][moe][config]") {
   int checked = 0;
-  for (const char* name : {"1b-word-moe-4", "1b-word-moe-32", "1b-word-moe-256", "1b-word-moe-256-h",
-                           "1b-word-moe-1024-h", "1b-word-moe-4096-h", "1b-word-moe-1-wide", "1b-word-moe-1-deep",
-                           "1b-word-moe-baseline-4xlstm-512", "1b-word-moe-baseline-lstm-2048-512",
-                           "multi30k-en-de-moe"}) {
+  for (const char* name :
+       {"1b-word-moe-4", "1b-word-moe-32", "1b-word-moe-256", "1b-word-moe-256-h", "1b-word-moe-1024-h",
+        "1b-word-moe-4096-h", "1b-word-moe-1-wide", "1b-word-moe-1-deep", "1b-word-moe-baseline-4xlstm-512",
+        "1b-word-moe-baseline-lstm-2048-512", "multi30k-en-de-moe"}) {
     INFO(name);
     const YAML::Node model = YAML::LoadFile(std::string(MOE_SOURCE_DIR) + "/recipes/" + name + ".yml")["model"];
     REQUIRE(model);
@@ -405,8 +417,13 @@ TEST_CASE("moe: batchwise rows that no expert takes get a zero output", "[layers
   Graph g(Device::cpu(), nullptr, GraphOptions{.training = false});
   Expr x = g.input(test::random_tensor(Shape{R, d}, 95));
   Expr wg = g.input(Tensor::zeros(Shape{d, 4}, DType::f64, Device::cpu()));  // ties: all experts take rows 0-2
-  MoeWeights w{wg, {}, {}, {}, g.input(Tensor::zeros(Shape{4}, DType::f64, Device::cpu())),
-               {{g.input(test::random_tensor(Shape{4, d, h}, 97)), g.input(test::random_tensor(Shape{4, h, d}, 98))}, {}}};
+  MoeWeights w{
+      wg,
+      {},
+      {},
+      {},
+      g.input(Tensor::zeros(Shape{4}, DType::f64, Device::cpu())),
+      {{g.input(test::random_tensor(Shape{4, d, h}, 97)), g.input(test::random_tensor(Shape{4, h, d}, 98))}, {}}};
   BatchwiseGate gate = batchwise_gate(matmul(x, wg), w.thresholds, 1, true, 0);
   const std::vector<int32_t> token = gate.routing.token.val().to_vector<int32_t>();
   const Vec y = moe_forward(x, w, opt, {}, {}, true).y.val().to_vector<double>();
@@ -419,6 +436,7 @@ TEST_CASE("moe: batchwise rows that no expert takes get a zero output", "[layers
   CHECK(empty_rows == R - 3);
   // Rows 0-2 are taken by all 4 experts with weight 1/4 each: the mean of the experts' outputs.
   const Vec ref = moe_forward(x, MoeWeights{wg, {}, {}, {}, {}, w.experts}, small_options(4, 4, d, h), {}, {}, false)
-                      .y.val().to_vector<double>();
+                      .y.val()
+                      .to_vector<double>();
   for (int64_t i = 0; i < 3 * d; ++i) CHECK(y[i] == Approx(ref[i]).margin(1e-12));
 }

@@ -29,7 +29,7 @@ TEST_CASE("sites: the built-in families and their errors", "[layers][sites]") {
   CHECK(r.ffn_types() == std::vector<std::string>{"dense", "moe"});
   const AttentionShape a{16, 4};
   const FfnShape f{16, 32};
-  CHECK(r.attention(YAML::Node(), a));             // no options: mha
+  CHECK(r.attention(YAML::Node(), a));               // no options: mha
   CHECK(r.attention(yaml("{type: moa, k: 2}"), a));  // parsed once, here
   CHECK_THROWS_WITH(r.attention(yaml("{type: sparse}"), a),
                     Catch::Contains("unknown attention type 'sparse'") && Catch::Contains("mha, mae, moa"));
@@ -46,8 +46,9 @@ TEST_CASE("sites: the dense FFN takes its own width", "[layers][sites]") {
   ParameterStore store(Device::cpu(), 1);
   Graph g(Device::cpu(), &store, GraphOptions{.training = false});
   const Expr x = g.input(Tensor::zeros(Shape{2, 16}, DType::f32, Device::cpu()));
-  SiteRegistry::instance().ffn(yaml("{type: dense, hidden: 24, activation: gelu}"), FfnShape{16, 32})->build(
-      Builder(g, "ffn"), x);
+  SiteRegistry::instance()
+      .ffn(yaml("{type: dense, hidden: 24, activation: gelu}"), FfnShape{16, 32})
+      ->build(Builder(g, "ffn"), x);
   CHECK(store.entry(store.find("ffn.fc1.w")).shape == Shape({16, 24}));
 }
 
@@ -78,8 +79,9 @@ TEST_CASE("sites: MoA fills a cross-attention cache with its one shared head", "
   Graph g(Device::cpu(), &store, GraphOptions{.training = false});
   const Expr memory = g.input(Tensor::zeros(Shape{2, 5, 16}, DType::f32, Device::cpu()));
   KVCache moa, mha;
-  SiteRegistry::instance().attention(yaml("{type: moa, k: 2, experts: 4, head_dim: 8}"), {16, 4})->fill_cross_cache(
-      Builder(g, "x"), memory, Tensor(), moa);
+  SiteRegistry::instance()
+      .attention(yaml("{type: moa, k: 2, experts: 4, head_dim: 8}"), {16, 4})
+      ->fill_cross_cache(Builder(g, "x"), memory, Tensor(), moa);
   SiteRegistry::instance().attention(YAML::Node(), {16, 4})->fill_cross_cache(Builder(g, "y"), memory, Tensor(), mha);
   CHECK(moa.k.shape() == Shape({2, 5, 1, 8}));
   CHECK(mha.k.shape() == Shape({2, 5, 4, 4}));

@@ -1,11 +1,11 @@
 // The Transformer encoder-decoder: shapes, incremental decoding equal to full recomputation,
 // post-norm and pre-norm variants, and a copy task that it learns in a few hundred CPU steps.
-#include <catch2/catch.hpp>
+#include "models/transformer.h"
 
+#include <catch2/catch.hpp>
 #include <random>
 
 #include "graph/expr/softmax.h"
-#include "models/transformer.h"
 #include "training/optimizer.h"
 
 using namespace moe;
@@ -43,12 +43,11 @@ TEST_CASE("transformer: incremental decoding equals full recomputation", "[layer
     const auto want = full.val().to_vector<float>();
     auto state = net.start(b, src, src_mask);
     for (int64_t t = 0; t < 4; ++t) {
-      Tensor prev = Tensor::from_vector(std::vector<int32_t>{tgt.to_vector<int32_t>()[t], tgt.to_vector<int32_t>()[4 + t]},
-                                        Shape{2});
+      Tensor prev = Tensor::from_vector(
+          std::vector<int32_t>{tgt.to_vector<int32_t>()[t], tgt.to_vector<int32_t>()[4 + t]}, Shape{2});
       const auto got = net.step(b, *state, prev).val().to_vector<float>();
       for (int64_t row = 0; row < 2; ++row)
-        for (int64_t v = 0; v < 12; ++v)
-          CHECK(got[row * 12 + v] == Approx(want[(row * 4 + t) * 12 + v]).margin(1e-5));
+        for (int64_t v = 0; v < 12; ++v) CHECK(got[row * 12 + v] == Approx(want[(row * 4 + t) * 12 + v]).margin(1e-5));
     }
   }
 }
@@ -105,6 +104,6 @@ TEST_CASE("transformer: learns to copy short sequences", "[layers][transformer][
     last = per_token;
   }
   INFO("first " << first << " last " << last);
-  CHECK(first > 1.8);   // about log(12) at the start
-  CHECK(last < 0.5);    // copying is learned
+  CHECK(first > 1.8);  // about log(12) at the start
+  CHECK(last < 0.5);   // copying is learned
 }

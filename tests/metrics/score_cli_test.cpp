@@ -2,14 +2,14 @@
 // example, expected 48.53), JSON output, --help, line-count mismatch errors naming both files,
 // input that is not UTF-8 (an error naming the file and line, as sacreBLEU refuses it), a custom
 // subcommand registered in the table, and a real-data identity check (MOE_SHARED_DATA).
-#include "moe-score/score_program.h"
-#include "metrics/read_lines.h"
-
 #include <CLI/CLI.hpp>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "metrics/read_lines.h"
+#include "moe-score/score_program.h"
 
 using namespace moe;
 using namespace moe::metrics;

@@ -8,12 +8,13 @@
 // Controls, which show the probe can fail: MAE gates with gate_norm batch (the paper's BatchNorm)
 // leak in training, and the strictly balanced batchwise MoE gate couples the batch in training
 // (by design, MODELS.md §3.10: it ranks rows per expert over the batch); both are causal in inference.
+#include "support/causality.h"
+
 #include <catch2/catch.hpp>
 
 #include "models/lstm_lm.h"
 #include "models/transformer.h"
 #include "models/transformer_lm.h"
-#include "support/causality.h"
 
 using namespace moe;
 using test::CausalProbe;
@@ -43,10 +44,10 @@ CausalProbe lm_probe(const Lm& lm, ExpertChoice experts = ExpertChoice::mixture)
 /// The decoder of a translation Transformer (encoder on a fixed source): outputs = logits [B * T, V],
 /// loss = the training loss (Transformer::loss) with unselected targets set to the pad id it ignores.
 CausalProbe mt_probe(const Transformer& net, ExpertChoice experts = ExpertChoice::mixture) {
-  static const Tensor src = Tensor::from_vector(std::vector<int32_t>{5, 6, 7, 3, 8, 9, 10, 3, 4, 11, 3, 0},
-                                                Shape{3, 4}),
-                      src_mask = Tensor::from_vector(std::vector<uint8_t>{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
-                                                     Shape{3, 4});
+  static const Tensor src =
+                          Tensor::from_vector(std::vector<int32_t>{5, 6, 7, 3, 8, 9, 10, 3, 4, 11, 3, 0}, Shape{3, 4}),
+                      src_mask =
+                          Tensor::from_vector(std::vector<uint8_t>{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0}, Shape{3, 4});
   auto ones = [](const Tensor& in) {
     return Tensor::from_vector(std::vector<uint8_t>(static_cast<size_t>(in.numel()), 1), in.shape());
   };
@@ -68,8 +69,8 @@ void check(const CausalProbe& probe, ParameterStore& store, bool rows_independen
            bool leaks_in_training = false) {
   for (bool training : {true, false}) {
     const CausalReport r = test::probe_causality(probe, store, kRows, training, kPositions, next_token);
-    INFO((training ? "training" : "inference") << ": before " << r.before << ", other rows " << r.other_rows
-                                               << ", at " << r.at);
+    INFO((training ? "training" : "inference")
+         << ": before " << r.before << ", other rows " << r.other_rows << ", at " << r.at);
     CHECK(r.at > kSeen);
     if (training && leaks_in_training) {
       CHECK(std::max(r.before, r.other_rows) > kLeak);
@@ -105,8 +106,9 @@ const std::string kMae = ", attention: {type: mae, name: MAE-3, gate_hidden: 8, 
 
 TEST_CASE("causality: transformer LMs, plain and adaptive", "[models][causal]") {
   check_lm("");
-  check_lm(", adaptive_input_cutoffs: [6, 9], adaptive_softmax_cutoffs: [6, 9], adaptive_input_factor: 2, "
-           "adaptive_softmax_factor: 2");
+  check_lm(
+      ", adaptive_input_cutoffs: [6, 9], adaptive_softmax_cutoffs: [6, 9], adaptive_input_factor: 2, "
+      "adaptive_softmax_factor: 2");
 }
 
 TEST_CASE("causality: MAE LMs with causal gate norms, and the paper's BatchNorm leaks in training",

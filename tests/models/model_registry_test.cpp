@@ -20,8 +20,9 @@ TEST_CASE("model registry: built-in types, kinds and errors", "[models][registry
   CHECK(r.at("lstm_lm").kind == ModelKind::language_model);
   CHECK(r.at("transformer_mlm").kind == ModelKind::masked_lm);
   CHECK_THROWS_WITH(r.at("rnn"), Catch::Contains("unknown model type 'rnn'") && Catch::Contains("lstm_lm"));
-  CHECK_THROWS_WITH(create_model(YAML::Load("{type: transformer, d_modle: 8}")),
-                    Catch::Contains("unknown option 'model.d_modle'") && Catch::Contains("did you mean 'model.d_model'"));
+  CHECK_THROWS_WITH(
+      create_model(YAML::Load("{type: transformer, d_modle: 8}")),
+      Catch::Contains("unknown option 'model.d_modle'") && Catch::Contains("did you mean 'model.d_model'"));
   const auto lm = create_model(YAML::Load("{type: transformer_lm, vocab: 10, d_model: 16, heads: 2, layers: 1}"));
   CHECK(lm->type() == "transformer_lm");
   CHECK(lm->decoder());  // causal: it decodes
@@ -33,7 +34,7 @@ TEST_CASE("model registry: declared keys and completed sections", "[models][regi
   config::Schema schema;
   for (const ModelType& t : ModelRegistry::instance().types()) t.declare(schema);
   CHECK(schema.find("model.d_model")->default_value.as<int>() == 512);
-  CHECK(schema.find("model.layers")->default_value.as<int>() == 6);      // transformer_lm's, declared first
+  CHECK(schema.find("model.layers")->default_value.as<int>() == 6);       // transformer_lm's, declared first
   CHECK(schema.find("model.embed_dim")->default_value.as<int>() == 512);  // lstm_lm's own
   CHECK(schema.find("model.tie_embeddings")->default_value.as<std::string>() == "decoder");
   CHECK(schema.find("model.activation")->help.find("relu | gelu") != std::string::npos);

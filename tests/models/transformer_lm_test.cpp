@@ -2,12 +2,12 @@
 // token leaves earlier log-probabilities and masked losses unchanged), the masked loss equal to the
 // log-probabilities it sums, incremental decoding equal to full recomputation, a repeating sequence
 // learned on CPU, adaptive input/softmax tying, and the model factory.
-#include "models/model_registry.h"
 #include "models/transformer_lm.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "models/model_registry.h"
 #include "training/optimizer.h"
 
 using namespace moe;

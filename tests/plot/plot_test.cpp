@@ -2,15 +2,16 @@
 // points inside the plot and in the data's order (a falling loss goes down the picture), on updates or
 // training time; a half-written last line of metrics.jsonl is skipped with a note; the expert heatmap
 // has one cell per site and expert carrying its share; errors name the file and line.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <regex>
-#include <unistd.h>
 #include <sstream>
 
-#include "plot/chart.h"
 #include "moe-plot/plot_cli.h"
+#include "plot/chart.h"
 
 using namespace moe::plot;
 namespace fs = std::filesystem;
@@ -70,20 +71,23 @@ void write_run(const fs::path& dir, double offset, bool truncated_tail) {
     f << R"({"type":"train","epoch":1,"update":)" << u << R"(,"loss":)" << 6.0 - u * 0.03 + offset
       << R"(,"ppl":1,"lr":)" << 1e-4 * u << R"(,"gnorm":1,"tokens":5000,"tokens_per_s":)" << 1000 + u << "}\n";
     if (u % 50 == 0)
-      f << R"({"type":"valid","epoch":1,"update":)" << u << R"(,"loss":)" << 5.5 - u * 0.02 + offset
-        << R"(,"ppl":)" << 100 - u / 2 << R"(,"bleu":)" << u / 5.0 << R"(,"seconds":2.5})" << "\n";
+      f << R"({"type":"valid","epoch":1,"update":)" << u << R"(,"loss":)" << 5.5 - u * 0.02 + offset << R"(,"ppl":)"
+        << 100 - u / 2 << R"(,"bleu":)" << u / 5.0 << R"(,"seconds":2.5})"
+        << "\n";
   }
   if (truncated_tail) f << R"({"type":"train","epoch":1,"upd)";
 }
 
 /// Every polyline: (run, metric) -> its points.
-std::map<std::pair<std::string, std::string>, std::vector<std::pair<double, double>>> polylines(const std::string& svg) {
+std::map<std::pair<std::string, std::string>, std::vector<std::pair<double, double>>> polylines(
+    const std::string& svg) {
   std::map<std::pair<std::string, std::string>, std::vector<std::pair<double, double>>> out;
   static const std::regex line(R"re(<polyline points="([^"]*)"[^>]*data-run="([^"]*)" data-metric="([^"]*)")re");
   for (auto it = std::sregex_iterator(svg.begin(), svg.end(), line); it != std::sregex_iterator(); ++it) {
     std::vector<std::pair<double, double>> pts;
     std::istringstream ps((*it)[1].str());
-    for (std::string xy; ps >> xy;) pts.emplace_back(std::stod(xy.substr(0, xy.find(','))), std::stod(xy.substr(xy.find(',') + 1)));
+    for (std::string xy; ps >> xy;)
+      pts.emplace_back(std::stod(xy.substr(0, xy.find(','))), std::stod(xy.substr(xy.find(',') + 1)));
     out[{(*it)[2].str(), (*it)[3].str()}] = pts;
   }
   return out;
@@ -104,7 +108,8 @@ TEST_CASE("moe-plot curves overlays runs, one line per run and metric", "[plot]"
   write_run(dir / "base", 0, false);
   write_run(dir / "mae-7", -0.3, true);  // still running: a half-written last line
   std::string out, err, why;
-  REQUIRE(run({"curves", (dir / "base").string(), (dir / "mae-7").string(), "-o", (dir / "c.svg").string()}, out, err) == 0);
+  REQUIRE(run({"curves", (dir / "base").string(), (dir / "mae-7").string(), "-o", (dir / "c.svg").string()}, out,
+              err) == 0);
   CHECK(out.empty());
   CHECK(err.find("mae-7: skipped 1 line(s)") != std::string::npos);
   const std::string svg = read(dir / "c.svg");
@@ -127,7 +132,7 @@ TEST_CASE("moe-plot curves overlays runs, one line per run and metric", "[plot]"
       }
     }
   const auto& loss = lines.at({"base", "train loss"});
-  CHECK(loss.back().second > loss.front().second);  // a falling loss goes down the picture
+  CHECK(loss.back().second > loss.front().second);                              // a falling loss goes down the picture
   CHECK(lines.at({"mae-7", "train loss"}).back().second > loss.back().second);  // mae-7's is lower still
   CHECK(svg.find(">update</text>") != std::string::npos);
   CHECK(svg.find(">train loss</text>") != std::string::npos);
@@ -149,9 +154,12 @@ TEST_CASE("moe-plot experts draws a cell per site and expert", "[plot]") {
   fs::create_directories(dir);
   {
     std::ofstream f(dir / "e.jsonl");
-    f << R"({"type":"site","site":"encoder.l0.self_attn","family":"mae","entropy":1.2,"max_entropy":1.386,"argmax_share":[0.1,0.2,0.3,0.4]})" << "\n";
-    f << R"({"type":"site","site":"decoder.l1.ffn","family":"moe","entropy":0.9,"max_entropy":2.079,"argmax_share":[1,0,0,0,0,0,0,0],"routed_share":[0.5,0.1,0.1,0.1,0.1,0.05,0.05,0]})" << "\n";
-    f << R"({"type":"summary","sites":2})" << "\n";
+    f << R"({"type":"site","site":"encoder.l0.self_attn","family":"mae","entropy":1.2,"max_entropy":1.386,"argmax_share":[0.1,0.2,0.3,0.4]})"
+      << "\n";
+    f << R"({"type":"site","site":"decoder.l1.ffn","family":"moe","entropy":0.9,"max_entropy":2.079,"argmax_share":[1,0,0,0,0,0,0,0],"routed_share":[0.5,0.1,0.1,0.1,0.1,0.05,0.05,0]})"
+      << "\n";
+    f << R"({"type":"summary","sites":2})"
+      << "\n";
   }
   std::string out, err, why;
   REQUIRE(run({"experts", (dir / "e.jsonl").string(), "--title", "MAE & MoE <test>"}, out, err) == 0);
@@ -169,7 +177,8 @@ TEST_CASE("moe-plot experts draws a cell per site and expert", "[plot]") {
   CHECK(out.find("H 1.20 / ln E 1.39") != std::string::npos);
   {
     std::ofstream f(dir / "bad.jsonl");
-    f << R"({"type":"site","site":"x","argmax_share":[1]})" << "\n{not json\n";
+    f << R"({"type":"site","site":"x","argmax_share":[1]})"
+      << "\n{not json\n";
   }
   CHECK(run({"experts", (dir / "bad.jsonl").string()}, out, err) == 1);
   CHECK(err.find("bad.jsonl:2") != std::string::npos);

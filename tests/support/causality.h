@@ -44,8 +44,9 @@ namespace causal_detail {
 inline Tensor slice(const Rows& rows, size_t from) {
   std::vector<int32_t> v;
   const size_t len = rows[0].size() - 1;
-  for (const auto& r : rows) v.insert(v.end(), r.begin() + static_cast<std::ptrdiff_t>(from),
-                                      r.begin() + static_cast<std::ptrdiff_t>(from + len));
+  for (const auto& r : rows)
+    v.insert(v.end(), r.begin() + static_cast<std::ptrdiff_t>(from),
+             r.begin() + static_cast<std::ptrdiff_t>(from + len));
   return Tensor::from_vector(v, Shape{static_cast<int64_t>(rows.size()), static_cast<int64_t>(len)});
 }
 
@@ -92,8 +93,8 @@ inline double span_diff(const std::vector<double>& a, const std::vector<double>&
 /// Runs the probe on `rows` (equal lengths, T + 1 tokens) and on every variant with x_t of row r
 /// replaced (t in `positions`, 1 <= t < T, every row; the new token is `replace(old)`). The first
 /// evaluation declares the parameters; the state after it is what every later graph starts from.
-inline CausalReport probe_causality(const CausalProbe& probe, ParameterStore& store, const Rows& rows,
-                                    bool training, const std::vector<int64_t>& positions,
+inline CausalReport probe_causality(const CausalProbe& probe, ParameterStore& store, const Rows& rows, bool training,
+                                    const std::vector<int64_t>& positions,
                                     const std::function<int32_t(int32_t)>& replace) {
   using namespace causal_detail;
   observe(probe, store, rows, training, nullptr);  // declares

@@ -35,8 +35,10 @@ int main(int argc, char** argv) {
     std::FILE* tsv = std::fopen("emu-kernels.tsv", "w");  // for scripts/internal/register-budget.sh
     for (const moe_emu::KernelCoverage& k : moe_emu::kernel_coverage()) {
       ++total;
-      if (k.launched) ++launched;
-      else std::printf("never launched: %s\n", k.name.c_str());
+      if (k.launched)
+        ++launched;
+      else
+        std::printf("never launched: %s\n", k.name.c_str());
       if (tsv) std::fprintf(tsv, "%s\t%d\t%u\n", k.name.c_str(), k.launched ? 1 : 0, k.max_threads);
     }
     if (tsv) std::fclose(tsv);

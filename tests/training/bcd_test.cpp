@@ -22,9 +22,8 @@ struct Scheduled {
     {
       Graph g(Device::cpu(), &store, GraphOptions{.training = true});
       const std::vector<int32_t> one = {4};
-      model.loss(Builder(g), data::make_batch({std::span<const int32_t>(one)}, {std::span<const int32_t>(one)}, {0},
-                                              0, 2, 3),
-                 0.f);
+      model.loss(Builder(g),
+                 data::make_batch({std::span<const int32_t>(one)}, {std::span<const int32_t>(one)}, {0}, 0, 2, 3), 0.f);
     }
     store.allocate();
     TrainOptions o;

@@ -9,10 +9,10 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "models/model_registry.h"
-#include "tensor/safetensors.h"
 #include "data/vocab.h"
 #include "graph/graph.h"
+#include "models/model_registry.h"
+#include "tensor/safetensors.h"
 #include "training/average.h"
 #include "training/optimizer.h"
 #include "training/training_state.h"

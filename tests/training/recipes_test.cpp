@@ -13,9 +13,9 @@
 
 #include "config/config.h"
 #include "graph/graph.h"
-#include "models/model_registry.h"
-#include "models/model.h"
 #include "layers/mae.h"
+#include "models/model.h"
+#include "models/model_registry.h"
 #include "training/train_options.h"
 #include "training/trainer.h"
 #include "training_test_util.h"
@@ -131,7 +131,7 @@ TEST_CASE("recipes: every MAE recipe gates its decoders causally", "[training][r
     if (o.task == TrainTaskKind::translation)
       m["src_vocab"] = m["tgt_vocab"] = 100;
     else
-      m["vocab"] = 267744;                                     // WikiText-103's, above the adaptive cutoffs
+      m["vocab"] = 267744;  // WikiText-103's, above the adaptive cutoffs
     const std::unique_ptr<Model> model = create_model(m);
     const YAML::Node stored = model->config_yaml();  // what the checkpoint keeps
     if (site_type(stored["attention"], "mha") != "mae") continue;
@@ -155,7 +155,8 @@ TEST_CASE("recipes: every MAE recipe gates its decoders causally", "[training][r
   CHECK(create_model(m)->future_sites() == std::vector<std::string>{"decoder_self", "decoder_cross"});
 }
 
-TEST_CASE("recipes: multi30k-en-de-mae-7.yml trains on the CPU (its dtype auto: f32 there)", "[training][recipes][mae]") {
+TEST_CASE("recipes: multi30k-en-de-mae-7.yml trains on the CPU (its dtype auto: f32 there)",
+          "[training][recipes][mae]") {
   const std::string shared = std::string(MOE_SHARED_DATA) + "/multi30k";
   if (!std::filesystem::exists(shared + "/train.en")) {
     WARN("no Multi30k data in " << shared << ": test skipped");

@@ -12,7 +12,8 @@ using namespace moe;
 
 namespace {
 LrSchedule make(const std::string& kind, double lr, int64_t warmup, int64_t max_updates = 0, double min_lr = 0) {
-  return LrSchedule(ScheduleOptions{parse_enum<LrScheduleKind>(kind, "train.schedule"), lr, min_lr, warmup, max_updates});
+  return LrSchedule(
+      ScheduleOptions{parse_enum<LrScheduleKind>(kind, "train.schedule"), lr, min_lr, warmup, max_updates});
 }
 }  // namespace
 

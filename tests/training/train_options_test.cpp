@@ -1,7 +1,6 @@
 // moe-train's options: the registered keys and their defaults, a recipe plus command-line overrides
 // read into TrainOptions, the model section handed to create_model() unchanged, --dump-config text
 // that loads back to the same options, and errors naming the key.
-#include "models/model_registry.h"
 #include "training/train_options.h"
 
 #include <catch2/catch.hpp>
@@ -9,6 +8,7 @@
 #include "common/error.h"
 #include "config/recipe_args.h"
 #include "models/model.h"
+#include "models/model_registry.h"
 #include "models/transformer_model.h"
 #include "training/trainer.h"
 

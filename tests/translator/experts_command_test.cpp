@@ -12,9 +12,9 @@
 #include <sstream>
 
 #include "models/model_registry.h"
+#include "moe-score/score_program.h"
 #include "tiny_model.h"
 #include "translator/expert_analysis.h"
-#include "moe-score/score_program.h"
 
 using namespace moe;
 

@@ -9,12 +9,12 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
+#include "cli/mae_inference_option.h"
 #include "models/model_registry.h"
+#include "moe-score/score_program.h"
 #include "tiny_model.h"
 #include "translator/lm_perplexity.h"
-#include "cli/mae_inference_option.h"
 #include "translator/pair_scores.h"
-#include "moe-score/score_program.h"
 
 using namespace moe;
 

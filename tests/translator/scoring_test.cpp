@@ -2,17 +2,17 @@
 // a known function of the scored targets (every token scored once, with enough history), forced
 // decoding in padded batches equal to one-pair Model::loss, perplexity arithmetic, and the two
 // subcommands through the moe-score table on a saved checkpoint.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <sstream>
 
 #include "data/lm_stream.h"
 #include "models/model_registry.h"
+#include "moe-score/score_program.h"
 #include "tiny_model.h"
 #include "translator/lm_perplexity.h"
 #include "translator/pair_scores.h"
-#include "moe-score/score_program.h"
 
 using namespace moe;
 

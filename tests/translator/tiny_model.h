@@ -10,8 +10,8 @@
 
 #include "data/batch.h"
 #include "data/vocab.h"
-#include "models/model.h"
 #include "models/checkpoint.h"
+#include "models/model.h"
 #include "models/model_registry.h"
 
 namespace moe::test {

@@ -11,9 +11,9 @@
 #include <cmath>
 #include <limits>
 
+#include "cli/mae_inference_option.h"
 #include "graph/expr/cross_entropy.h"
 #include "tiny_model.h"
-#include "cli/mae_inference_option.h"
 #include "translator/pair_scores.h"
 #include "translator/translate_text.h"
 

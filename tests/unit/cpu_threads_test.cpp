@@ -97,6 +97,8 @@ TEST_CASE("rerun_with_openmp_spin: no rerun when the spin is already chosen", "[
   char* argv[] = {prog.data(), nullptr};
   rerun_with_openmp_spin(argv);
   CHECK(std::string(std::getenv("GOMP_SPINCOUNT")) == "123");
-  if (old) setenv("GOMP_SPINCOUNT", saved.c_str(), 1);
-  else unsetenv("GOMP_SPINCOUNT");
+  if (old)
+    setenv("GOMP_SPINCOUNT", saved.c_str(), 1);
+  else
+    unsetenv("GOMP_SPINCOUNT");
 }
