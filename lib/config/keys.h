@@ -54,14 +54,6 @@ template <>
 struct IsStringMap<std::map<std::string, std::string>> : std::true_type {};
 
 template <class T>
-constexpr bool is_named_enum() {
-  if constexpr (std::is_enum_v<T>)
-    return true;
-  else
-    return false;
-}
-
-template <class T>
 constexpr ValueType scalar_type() {
   if constexpr (std::is_same_v<T, bool>)
     return ValueType::Bool;

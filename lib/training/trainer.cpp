@@ -112,10 +112,10 @@ void Trainer::setup_model() {
     dp_->broadcast_parameters();
     spdlog::info("moe-train: {}", dp_->describe(o_.max_tokens));
   }
-  schedule_passes_ = make_update_schedule(*model_, *store_, o_);
+  update_schedule_ = make_update_schedule(*model_, *store_, o_);
   spdlog::info("moe-train: {} ({}) model, {} parameters, {} optimizer, {} on {}", model_->type(), task_name(o_.task),
                store_->count(), opt_->name(), dtype_name(o_.dtype), device_.str());
-  spdlog::info("moe-train: updates: {}", schedule_passes_->describe());
+  spdlog::info("moe-train: updates: {}", update_schedule_->describe());
   const std::string future = future_warning(*model_, "the training loss and the validation loss and perplexity");
   if (!future.empty()) spdlog::warn("moe-train: {}", future);
 }
@@ -250,11 +250,11 @@ bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
   if (hook_) hook_(*store_, st_.update + 1);
   // The schedule's side passes step what they train themselves (MAE: G passes, the gates); the last pass
   // is the update, stepped by the main optimizer.
-  const std::vector<Pass> passes = schedule_passes_->passes(st_.epoch + 1);
+  const std::vector<Pass> passes = update_schedule_->passes(st_.epoch + 1);
   for (size_t i = 0; i + 1 < passes.size(); ++i) {
     const PassResult side = accumulate(batches, expected, passes[i]);
     if (!side.used) continue;
-    const double gnorm = schedule_passes_->side_step(*store_, passes[i], side.grad_scale);
+    const double gnorm = update_schedule_->side_step(*store_, passes[i], side.grad_scale);
     if (!std::isfinite(gnorm))
       spdlog::warn("moe-train: {} update skipped at update {}: gradient norm {}", enum_name(passes[i].kind),
                    st_.update + 1, gnorm);
@@ -265,7 +265,7 @@ bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
   const PassResult pass = accumulate(batches, expected, step);
   if (pass.used == 0) return false;
   const double lr = schedule_.at(st_.update + 1);
-  const double gnorm = opt_->step(*store_, schedule_passes_->main_ranges(), lr, o_.clip_norm, pass.grad_scale);
+  const double gnorm = opt_->step(*store_, update_schedule_->main_ranges(), lr, o_.clip_norm, pass.grad_scale);
   const bool overflow = !std::isfinite(gnorm);
   if (overflow && scaler_.enabled()) {
     MOE_CHECK(scaler_.scale() > 1, "moe-train: the f16 gradient overflows even at loss scale 1 (update ",
@@ -285,7 +285,7 @@ bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
     spdlog::warn("moe-train: skipping update {}: gradient norm {}", st_.update + 1, gnorm);
     return false;
   }
-  schedule_passes_->after_main_step(*store_, step, pass.grad_scale);
+  update_schedule_->after_main_step(*store_, step, pass.grad_scale);
   if (dp_) dp_->after_step();  // sharded optimizer: every rank's updated shard to everyone
   if (step_hook_) step_hook_(*store_, step.kind);
   scaler_.update(false);

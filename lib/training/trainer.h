@@ -108,7 +108,7 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::unique_ptr<ParameterStore> store_;
   std::unique_ptr<Optimizer> opt_;
-  std::unique_ptr<UpdateSchedule> schedule_passes_;  // which passes make an update (update_schedule.h)
+  std::unique_ptr<UpdateSchedule> update_schedule_;  // which passes make an update (update_schedule.h)
   LrSchedule schedule_;
   LossScaler scaler_;
   TrainingState st_;

@@ -6,6 +6,7 @@
 
 #include "data/batch.h"
 #include "data/lm_stream.h"
+#include "layers/sites.h"
 #include "models/decoder.h"
 #include "translator/pair_scores.h"
 #include "translator/translator.h"
@@ -17,14 +18,6 @@ const std::string kWordMark = "\xE2\x96\x81";  // U+2581, SentencePiece's word-b
 
 int group_rank(const std::string& g) { return g == "encoder" ? 0 : g == "decoder" ? 1 : g == "lm" ? 2 : 3; }
 int kind_rank(const std::string& k) { return k == "self_attn" ? 0 : k == "cross_attn" ? 1 : k == "ffn" ? 2 : 3; }
-
-int32_t special(const YAML::Node& cfg, const char* key, int32_t fallback) {
-  return cfg && cfg[key] ? cfg[key].as<int32_t>() : fallback;
-}
-
-std::string type_of(const YAML::Node& node, const char* fallback) {
-  return node && node["type"] ? node["type"].as<std::string>() : fallback;
-}
 
 void require_gated_sites(const ExpertCollector& c, const Model& model) {
   MOE_CHECK(!c.empty(), "'", c.options().model_name, "' holds a ", model.type(), " model with ", site_types(model),
@@ -147,9 +140,9 @@ ExpertRunInfo collect_pairs(const Model& model, ParameterStore& params, Device d
   const EncoderDecoder* net = model.encoder_decoder();
   MOE_CHECK(net, "experts: a ", model.type(), " model has no encoder-decoder to run over pairs");
   MOE_CHECK(src.size() == tgt.size(), "experts: ", src.size(), " source lines but ", tgt.size(), " target lines");
-  const YAML::Node cfg = model.config_yaml();
-  const int32_t pad = special(cfg, "pad_id", 0), bos = special(cfg, "bos_id", 2), eos = special(cfg, "eos_id", 3);
-  const int64_t keep = net->spec().max_positions - 1;
+  const DecoderSpec spec = net->spec();
+  const int32_t pad = spec.pad_id, bos = spec.bos_id, eos = spec.eos_id;
+  const int64_t keep = spec.max_positions - 1;
   ExpertRunInfo info;
   std::vector<int64_t> cost(src.size());
   for (size_t i = 0; i < src.size(); ++i) {
@@ -222,7 +215,7 @@ std::string site_types(const Model& model) {
     for (const auto& l : c["moe_after"]) layers += (layers.empty() ? "" : ", ") + l.as<std::string>();
     return layers.empty() ? "no moe layers (model.moe_after is empty)" : "moe layers after lstm " + layers;
   }
-  return "attention " + type_of(c["attention"], "mha") + ", ffn " + type_of(c["ffn"], "dense");
+  return "attention " + site_type(c["attention"], "mha") + ", ffn " + site_type(c["ffn"], "dense");
 }
 
 }  // namespace moe

@@ -13,10 +13,6 @@
 namespace moe {
 
 namespace {
-int32_t special(const YAML::Node& cfg, const char* key, int32_t fallback) {
-  return cfg && cfg[key] ? cfg[key].as<int32_t>() : fallback;
-}
-
 data::Batch on_device(const data::Batch& b, Device d) {
   data::Batch out = b;
   out.src = b.src.to(d);
@@ -40,6 +36,16 @@ data::Batch pair_batch(const std::vector<std::vector<int32_t>>& src, const std::
   return data::make_batch(s, t, ids, pad_id, bos_id, eos_id);
 }
 
+DecoderSpec translation_spec(const Model& model) {
+  if (const Decoder* d = model.decoder()) return d->spec();
+  const YAML::Node cfg = model.config_yaml();
+  auto get = [&](const char* key, int64_t fallback) { return cfg && cfg[key] ? cfg[key].as<int64_t>() : fallback; };
+  return {.pad_id = static_cast<int32_t>(get("pad_id", 0)),
+          .bos_id = static_cast<int32_t>(get("bos_id", 2)),
+          .eos_id = static_cast<int32_t>(get("eos_id", 3)),
+          .max_positions = get("max_positions", INT64_MAX)};
+}
+
 double corpus_perplexity(const std::vector<PairScore>& scores) {
   double lp = 0;
   int64_t n = 0;
@@ -57,9 +63,9 @@ std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, D
             " language model; use moe-score ppl for language models");
   MOE_CHECK(src.size() == tgt.size(), "pairs: ", src.size(), " source lines but ", tgt.size(), " target lines");
   MOE_CHECK(params.device() == device, "pairs: the parameters are on ", params.device(), ", scoring on ", device);
-  const YAML::Node cfg = model.config_yaml();
-  const int32_t pad = special(cfg, "pad_id", 0), bos = special(cfg, "bos_id", 2), eos = special(cfg, "eos_id", 3);
-  const int64_t max_pos = cfg && cfg["max_positions"] ? cfg["max_positions"].as<int64_t>() : INT64_MAX;
+  const DecoderSpec spec = translation_spec(model);
+  const int32_t pad = spec.pad_id, bos = spec.bos_id, eos = spec.eos_id;
+  const int64_t max_pos = spec.max_positions;
   std::vector<int64_t> cost(src.size());
   for (size_t i = 0; i < src.size(); ++i) {
     const int64_t s = static_cast<int64_t>(src[i].size()) + 1, t = static_cast<int64_t>(tgt[i].size()) + 1;

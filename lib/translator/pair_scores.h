@@ -39,6 +39,10 @@ std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, D
 data::Batch pair_batch(const std::vector<std::vector<int32_t>>& src, const std::vector<std::vector<int32_t>>& tgt,
                        const std::vector<size_t>& idx, int32_t pad_id, int32_t bos_id, int32_t eos_id);
 
+/// The special ids and position limit of a translation model: its decoder's, or (a model without one,
+/// scored a pair at a time) its stored architecture's (pad 0, <s> 2, </s> 3, no limit when absent).
+DecoderSpec translation_spec(const Model& model);
+
 /// exp(-sum log_prob / sum tokens).
 double corpus_perplexity(const std::vector<PairScore>& scores);
 
