@@ -20,7 +20,7 @@ OUT="$(mktemp -d "${TMPDIR:-/tmp}/moe-bench-e2e.XXXXXX")"
 trap 'rm -rf "$OUT"' EXIT
 
 tiny=(--model.d_model 32 --model.ffn_dim 64 --model.heads 2 --model.dropout 0.1 --train.dtype f32
-      --train.log_every 2 --train.valid_every 1000000 --train.save_every 1000000)
+      --train.log_every 1 --train.valid_every 1000000 --train.save_every 1000000)
 args=(--bin "$BIN" --data "$DATA" --device cpu --only base,lm --minutes 0.1 --lm-seconds 4
       --decode-arg --max-len-a --decode-arg 1.2 --decode-arg --max-len-b --decode-arg 5)
 for a in "${tiny[@]}" --model.enc_layers 1 --model.dec_layers 1 --train.max_tokens 3000; do args+=(--mt-arg "$a"); done
