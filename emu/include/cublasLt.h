@@ -1,11 +1,14 @@
 // CUDA emulator (emu/README.md): the cuBLASLt API that moe uses (a matmul descriptor with the BIAS
 // epilogue, matrix layouts, preferences with minimum alignments, the heuristic and the matmul itself),
-// computed like cublas_v2.h. The heuristic finds an algorithm only when the declared alignments and
-// the layouts allow one; the matmul fails (misaligned address) when a pointer breaks the alignment the
-// preference promised or when the bias vector is not 16-byte aligned, as cuBLASLt's kernels do.
+// computed like cublas_v2.h. The heuristic finds an algorithm only when the declared alignments, the
+// layouts and the documented type combinations allow one (it may ask for a workspace); the matmul
+// fails (misaligned address) when a pointer breaks the alignment the preference promised or when the
+// bias vector is not 16-byte aligned, as cuBLASLt's kernels do, and refuses a workspace smaller than
+// the algorithm's and outputs that overlap inputs (emu/runtime/cublas_lt.cpp).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <source_location>
 
 #include "cublas_v2.h"
 
@@ -62,4 +65,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                               cublasLtMatrixLayout_t a_layout, const void* b, cublasLtMatrixLayout_t b_layout,
                               const void* beta, const void* c, cublasLtMatrixLayout_t c_layout, void* d,
                               cublasLtMatrixLayout_t d_layout, const cublasLtMatmulAlgo_t* algo, void* workspace,
-                              size_t workspace_bytes, cudaStream_t stream);
+                              size_t workspace_bytes, cudaStream_t stream,
+                              std::source_location site = std::source_location::current());
+namespace moe_emu {
+/// Whether the emulated heuristic offers algorithms (MOE_EMU_LT_HEURISTIC=none: never); returns the previous.
+bool set_lt_heuristic_offers(bool offers);
+}

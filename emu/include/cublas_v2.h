@@ -1,9 +1,11 @@
 // CUDA emulator (emu/README.md): the cuBLAS API that cuda/ops/matmul.cu uses, computed with OpenBLAS
 // (f32 sgemm; bf16 / f16 operands widened to f32 with f32 accumulation, as tensor cores accumulate;
 // TF32 compute rounds the operands to TF32 first). Arguments get the checks cuBLAS makes (sizes,
-// leading dimensions, operations, types) and device pointers must lie inside device allocations.
+// leading dimensions, operations, the documented type combinations, aliasing); the product is queued
+// on the handle's stream and its device pointers must lie inside live tensors when it runs.
 #pragma once
 #include <cstdint>
+#include <source_location>
 
 #include "cuda_runtime.h"
 #include "library_types.h"
@@ -39,8 +41,10 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
                                           int lda, long long stride_a, const void* b, cudaDataType_t b_type, int ldb,
                                           long long stride_b, const void* beta, void* c, cudaDataType_t c_type, int ldc,
                                           long long stride_c, int batch, cublasComputeType_t compute,
-                                          cublasGemmAlgo_t algo);
+                                          cublasGemmAlgo_t algo,
+                                          std::source_location site = std::source_location::current());
 cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
                             int k, const void* alpha, const void* a, cudaDataType_t a_type, int lda, const void* b,
                             cudaDataType_t b_type, int ldb, const void* beta, void* c, cudaDataType_t c_type, int ldc,
-                            cublasComputeType_t compute, cublasGemmAlgo_t algo);
+                            cublasComputeType_t compute, cublasGemmAlgo_t algo,
+                            std::source_location site = std::source_location::current());

@@ -1,9 +1,12 @@
 // CUDA emulator (emu/README.md): the part of the CUDA runtime API that moe uses, executed on the CPU.
-// Streams are synchronous (work is done when the call returns), events hold host times, device memory
-// is host memory recorded in an allocation table (so kernels' accesses can be bounds-checked), and
-// launch errors stick as in CUDA until cudaGetLastError. MOE_EMU_DEVICES (default 2) devices exist.
+// Work on streams is queued and runs when the host synchronises (emu/runtime/queue.h), events hold
+// host times, device memory is host memory recorded in an allocation table (so kernels' accesses can
+// be bounds-checked), and launch errors stick as in CUDA until cudaGetLastError; errors of queued
+// work come back from the next synchronisation. MOE_EMU_DEVICES (default 2) devices exist. Calls that
+// queue work take the caller's source location (a defaulted argument), which reports name.
 #pragma once
 #include <cstddef>
+#include <source_location>
 
 #include "moe_emu/device.h"
 #include "vector_types.h"
@@ -78,6 +81,7 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaStreamQuery(cudaStream_t stream);
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags = 0);
 
 cudaError_t cudaMalloc(void** ptr, size_t bytes);
@@ -94,15 +98,19 @@ inline cudaError_t cudaMallocHost(T** ptr, size_t bytes) {
 cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned flags);
 cudaError_t cudaFreeHost(void* ptr);
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes);
-cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream = nullptr);
-cudaError_t cudaMemset(void* ptr, int value, size_t bytes);
-cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t stream = nullptr);
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                       std::source_location site = std::source_location::current());
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream = nullptr,
+                            std::source_location site = std::source_location::current());
+cudaError_t cudaMemset(void* ptr, int value, size_t bytes, std::source_location site = std::source_location::current());
+cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t stream = nullptr,
+                            std::source_location site = std::source_location::current());
 
 cudaError_t cudaEventCreate(cudaEvent_t* event);
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr,
+                            std::source_location site = std::source_location::current());
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventQuery(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);

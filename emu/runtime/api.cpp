@@ -1,6 +1,6 @@
-// CUDA emulator: the runtime API of emu/include/cuda_runtime.h and the device state of devices.h.
-// Streams are synchronous, events hold host times, copies and memsets check their device pointers
-// against the allocation table (a bad pointer is an error naming what is wrong, not a crash).
+// CUDA emulator: the runtime API of emu/include/cuda_runtime.h and the device state of devices.h, but
+// streams, events, copies and memsets (streams.cpp): devices, errors, memory. cudaFree and
+// cudaFreeHost synchronise first, as CUDA's do; a bad pointer is an error naming what is wrong.
 // Covered by tests/emu/checker_test.cpp and, through moe, by every test on the emulated device.
 #include <chrono>
 #include <cstdlib>
@@ -11,13 +11,10 @@
 #include <string>
 
 #include "devices.h"
+#include "global_shadow.h"
 #include "memory.h"
+#include "queue.h"
 #include "reports.h"
-
-struct CUevent_st {
-  double ms = 0;
-  bool recorded = false, timing = true;
-};
 
 namespace moe_emu {
 namespace {
@@ -29,11 +26,6 @@ std::mutex g_mutex;
 std::map<std::pair<int, const void*>, size_t> g_optin;
 std::set<const CUstream_st*> g_streams;
 
-double now_ms() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
-
 /// An API call with a bad device pointer: reported like a checker finding, returned as an error.
 cudaError_t bad_pointer(const char* call, const char* which, const void* p, size_t bytes, const std::string& problem) {
   char head[160];
@@ -41,14 +33,6 @@ cudaError_t bad_pointer(const char* call, const char* which, const void* p, size
   return set_error(cudaErrorInvalidValue, publish_api_report(ReportKind::api_misuse, head + problem));
 }
 
-/// Checks [p, p + bytes) when it must be (or, for cudaMemcpyDefault, may be) device memory.
-bool device_range_ok(const char* call, const char* which, const void* p, size_t bytes, bool required) {
-  if (bytes == 0) return true;
-  const Located at = locate(reinterpret_cast<uintptr_t>(p), bytes);
-  if (at.ok || (!required && at.problem == "not in any device allocation")) return true;
-  bad_pointer(call, which, p, bytes, at.problem);
-  return false;
-}
 }  // namespace
 
 int emulated_device_count() {
@@ -68,6 +52,14 @@ int stream_device(cudaStream_t stream) {
   return g_streams.count(stream) ? stream->device : -1;
 }
 
+StreamId stream_id(cudaStream_t stream) { return stream ? stream->id : legacy_stream(t_device); }
+
+void register_stream(cudaStream_t stream, bool live) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (live) g_streams.insert(stream);
+  else g_streams.erase(stream);
+}
+
 size_t dynamic_shared_limit(int device, const void* kernel) {
   std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_optin.find({device, kernel});
@@ -77,6 +69,11 @@ size_t dynamic_shared_limit(int device, const void* kernel) {
 cudaError_t set_error(cudaError_t error, const std::string& message) {
   if (error == cudaSuccess) return error;
   t_error = error;
+  return set_message(error, message);
+}
+
+cudaError_t set_message(cudaError_t error, const std::string& message) {
+  if (error == cudaSuccess) return error;
   t_message_code = error;
   t_message = message;
   return error;
@@ -127,7 +124,10 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
   p->l2CacheSize = 50 << 20;
   return cudaSuccess;
 }
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() {
+  synchronize_all();
+  return take_async_error(true);
+}
 cudaError_t cudaRuntimeGetVersion(int* v) {
   *v = 13000;
   return cudaSuccess;
@@ -178,35 +178,16 @@ const char* cudaGetErrorString(cudaError_t e) {
 cudaError_t cudaGetLastError() {
   const cudaError_t e = t_error;
   t_error = cudaSuccess;
-  return e;
+  return e != cudaSuccess ? e : take_async_error(true);
 }
-cudaError_t cudaPeekAtLastError() { return t_error; }
-
-cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
-  *stream = new CUstream_st{t_device};
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_streams.insert(*stream);
-  return cudaSuccess;
-}
-cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (!stream || !g_streams.erase(stream)) return set_error(cudaErrorInvalidResourceHandle);
-  delete stream;
-  return cudaSuccess;
-}
-cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  return stream_device(stream) < 0 ? set_error(cudaErrorInvalidResourceHandle) : cudaSuccess;
-}
-cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
-  return stream_device(stream) < 0 || !event ? set_error(cudaErrorInvalidResourceHandle) : cudaSuccess;
-}
+cudaError_t cudaPeekAtLastError() { return t_error != cudaSuccess ? t_error : take_async_error(false); }
 
 cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   *ptr = device_allocate(bytes, t_device);
   return *ptr ? cudaSuccess : set_error(cudaErrorMemoryAllocation);
 }
 cudaError_t cudaFree(void* ptr) {
+  synchronize_all();  // as CUDA's cudaFree: queued work may still use the memory
   if (!ptr || device_free(ptr)) return cudaSuccess;
   return bad_pointer("cudaFree", "pointer", ptr, 0, "not the start of a live device allocation");
 }
@@ -216,6 +197,7 @@ cudaError_t cudaMallocHost(void** ptr, size_t bytes) {
 }
 cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned) { return cudaMallocHost(ptr, bytes); }
 cudaError_t cudaFreeHost(void* ptr) {
+  synchronize_all();
   if (!ptr || pinned_free(ptr)) return cudaSuccess;
   return bad_pointer("cudaFreeHost", "pointer", ptr, 0, "not the start of a pinned host allocation");
 }
@@ -225,50 +207,3 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
-  if (stream_device(stream) < 0) return set_error(cudaErrorInvalidResourceHandle);
-  const bool dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
-  const bool src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-  if (!device_range_ok("cudaMemcpy", "destination", dst, bytes, dst_dev) ||
-      !device_range_ok("cudaMemcpy", "source", src, bytes, src_dev))
-    return cudaErrorInvalidValue;
-  if (bytes) std::memmove(dst, src, bytes);
-  return cudaSuccess;
-}
-cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
-  return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
-}
-cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t stream) {
-  if (stream_device(stream) < 0) return set_error(cudaErrorInvalidResourceHandle);
-  if (!device_range_ok("cudaMemset", "destination", ptr, bytes, true)) return cudaErrorInvalidValue;
-  if (bytes) std::memset(ptr, value, bytes);
-  return cudaSuccess;
-}
-cudaError_t cudaMemset(void* ptr, int value, size_t bytes) { return cudaMemsetAsync(ptr, value, bytes, nullptr); }
-
-cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
-  *event = new CUevent_st;
-  (*event)->timing = !(flags & cudaEventDisableTiming);
-  return cudaSuccess;
-}
-cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  delete event;
-  return cudaSuccess;
-}
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-  if (!event || stream_device(stream) < 0) return set_error(cudaErrorInvalidResourceHandle);
-  event->ms = now_ms();
-  event->recorded = true;
-  return cudaSuccess;
-}
-cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  return event ? cudaSuccess : set_error(cudaErrorInvalidResourceHandle);
-}
-cudaError_t cudaEventQuery(cudaEvent_t event) { return event ? cudaSuccess : set_error(cudaErrorInvalidResourceHandle); }
-cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
-  if (!start || !end || !start->recorded || !end->recorded || !start->timing || !end->timing)
-    return set_error(cudaErrorInvalidResourceHandle);
-  *ms = static_cast<float>(end->ms - start->ms);
-  return cudaSuccess;
-}

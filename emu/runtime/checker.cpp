@@ -5,7 +5,8 @@
 //   its fiber stack, the launch's argument copy, the emulator's own data, constant program data: fine;
 //   shared memory: inside a __shared__ variable or the dynamic part (else out of bounds), initialised
 //     in this block (else an uninitialised read), not waiting for a cp.async copy, and not racing;
-//   anything else: inside a live device allocation (or pinned memory) of the launch's device.
+//   anything else: inside a live device allocation (or pinned memory) of the launch's device, then
+//     the device-memory shadow (global_shadow.h: never-written bytes, races between blocks, streams).
 // Every access must be naturally aligned (the GPU faults otherwise). Races: between two barriers of
 // the block (an epoch), two accesses to a byte by different threads race when at least one is a write
 // that changes the byte's value and, for two lanes of one warp, no __syncwarp naming both came between
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "global_shadow.h"
 #include "memory.h"
 #include "state.h"
 
@@ -162,7 +164,7 @@ void shared_access(ThreadState& t, uintptr_t a, size_t bytes, bool write, uintpt
   }
 }
 
-void global_access(ThreadState& t, uintptr_t a, size_t bytes, bool write, uintptr_t pc) {
+void global_access(ThreadState& t, uintptr_t a, size_t bytes, bool write, bool atomic, uintptr_t pc) {
   Worker& w = *t.worker;
   const Launch& L = *w.launch;
   if (a >= L.params_begin && a + bytes <= L.params_end) return;
@@ -192,6 +194,8 @@ void global_access(ThreadState& t, uintptr_t a, size_t bytes, bool write, uintpt
            access_text(write, bytes) + " at " + hex(a) + " is memory of cuda:" + std::to_string(hit->device) +
                " but the kernel runs on cuda:" + std::to_string(L.device) + " (no peer access)",
            true, a);
+  else if (hit->device != kHostDevice)
+    shadow_kernel_access(t, a, bytes, write, atomic, pc);
 }
 
 /// An instrumented access; `aligned`: the compiler emitted it as an N-byte aligned access (a GPU would
@@ -215,7 +219,7 @@ void check_access(ThreadState& t, uintptr_t a, size_t bytes, bool write, uintptr
     return;
   }
   if (in_arena(w, a)) shared_access(t, a, bytes, write, pc, atomic);
-  else global_access(t, a, bytes, write, pc);
+  else global_access(t, a, bytes, write, atomic, pc);
 }
 
 void flush_pending_writes(ThreadState& t) {

@@ -1,14 +1,23 @@
 // CUDA emulator: cuBLASLt (emu/include/cublasLt.h) over gemm.h. The heuristic offers an algorithm when
-// the layouts are valid (ld >= rows, one type for A and B and one for C and D) and every declared
-// minimum alignment is at least the element size; the matmul then holds the caller to what the
-// preference declared (a pointer less aligned than promised is a misaligned-address failure) and, with
-// the BIAS epilogue, needs a 16-byte-aligned bias vector of D's type, as cuBLASLt's kernels do.
-// Covered by tests/gpu/matmul_parity_test.cpp (linear with a misaligned bias) and tests/gpu/bench.
+// the layouts are valid (ld >= rows), the types are a documented combination for the compute type
+// (blas_checks.h), the bias of the BIAS epilogue has D's type and every declared minimum alignment is
+// at least the element size; it answers CUBLAS_STATUS_NOT_SUPPORTED otherwise, and always when
+// MOE_EMU_LT_HEURISTIC=none (or set_lt_heuristic_offers(false)), so that callers' fallbacks run. Its
+// algorithm needs a workspace for split-K shapes (k >= 8 max(m, n)) when the preference allows one.
+// The matmul then holds the caller to what the preference declared (a pointer less aligned than
+// promised is a misaligned-address failure), to the algorithm's workspace size, to a 16-byte-aligned
+// bias vector, and to the aliasing rules (D may be C with C's layout, and must not overlap A, B or
+// the bias); it is queued on its stream, and when it runs its operands and workspace must lie in live
+// tensors of the handle's device (blas_checks.h). Covered by tests/gpu/matmul_parity_test.cpp (linear
+// with a misaligned bias), tests/gpu/bench and tests/emu/blind_spot_test.cpp.
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "blas_checks.h"
 #include "cublasLt.h"
+#include "moe_emu/control.h"
 
 struct cublasLtContext {
   int device;
@@ -52,7 +61,19 @@ cublasStatus_t misaligned(const std::string& what) {
   publish_api_report(ReportKind::misaligned, "cublasLtMatmul: " + what);
   return CUBLAS_STATUS_EXECUTION_FAILED;
 }
+std::atomic<bool>& heuristic_offers() {
+  static std::atomic<bool> offers = [] {
+    const char* v = std::getenv("MOE_EMU_LT_HEURISTIC");
+    return !(v && std::string(v) == "none");
+  }();
+  return offers;
+}
+constexpr int kWorkspaceSlot = 4;  // algo.data[4]: the workspace the algorithm needs
 }  // namespace
+
+namespace moe_emu {
+bool set_lt_heuristic_offers(bool offers) { return heuristic_offers().exchange(offers); }
+}  // namespace moe_emu
 
 cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
   *handle = new cublasLtContext{current_device()};
@@ -124,9 +145,10 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
                                               cublasLtMatmulHeuristicResult_t* results, int* found) {
   *found = 0;
   if (!handle || !desc || !pref || requested < 1) return CUBLAS_STATUS_INVALID_VALUE;
-  if (!layout_ok(a) || !layout_ok(b) || !layout_ok(c) || !layout_ok(d) || a->type != b->type || c->type != d->type ||
+  if (!layout_ok(a) || !layout_ok(b) || !layout_ok(c) || !layout_ok(d) || c->type != d->type ||
       c->rows != d->rows || c->cols != d->cols)
     return CUBLAS_STATUS_INVALID_VALUE;
+  if (!heuristic_offers() || !gemm_types_ok(desc->compute, a->type, b->type, d->type)) return CUBLAS_STATUS_NOT_SUPPORTED;
   const uint32_t esize[4] = {uint32_t(type_bytes(a->type)), uint32_t(type_bytes(b->type)), uint32_t(type_bytes(c->type)),
                              uint32_t(type_bytes(d->type))};
   for (int i = 0; i < 4; ++i)
@@ -134,6 +156,10 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
   if (desc->epilogue == CUBLASLT_EPILOGUE_BIAS && desc->bias_type != int32_t(d->type)) return CUBLAS_STATUS_NOT_SUPPORTED;
   results[0] = cublasLtMatmulHeuristicResult_t{};
   std::memcpy(results[0].algo.data, pref->align, sizeof(pref->align));  // the algorithm remembers its promises
+  const uint64_t m = d->rows, n = d->cols, k = desc->transa != CUBLAS_OP_N ? a->rows : a->cols;
+  const uint64_t split_k = k >= 8 * std::max(m, n) ? m * n * 4 * 4 : 0;  // partial sums of 4 slices
+  results[0].workspaceSize = split_k <= pref->max_workspace ? split_k : 0;
+  results[0].algo.data[kWorkspaceSlot] = results[0].workspaceSize;
   results[0].state = CUBLAS_STATUS_SUCCESS;
   *found = 1;
   return CUBLAS_STATUS_SUCCESS;
@@ -142,7 +168,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void* alpha, const void* a,
                               cublasLtMatrixLayout_t la, const void* b, cublasLtMatrixLayout_t lb, const void* beta,
                               const void* c, cublasLtMatrixLayout_t lc, void* d, cublasLtMatrixLayout_t ld,
-                              const cublasLtMatmulAlgo_t* algo, void*, size_t, cudaStream_t) {
+                              const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspace_bytes,
+                              cudaStream_t stream, std::source_location site) {
   if (!handle || !desc || !algo || !layout_ok(la) || !layout_ok(lb) || !layout_ok(lc) || !layout_ok(ld))
     return CUBLAS_STATUS_INVALID_VALUE;
   const bool ta = desc->transa != CUBLAS_OP_N, tb = desc->transb != CUBLAS_OP_N;
@@ -150,6 +177,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   if (int(ta ? la->cols : la->rows) != m || int(tb ? lb->rows : lb->cols) != n || int(tb ? lb->cols : lb->rows) != k ||
       lc->rows != ld->rows || lc->cols != ld->cols || c != d || lc->ld != ld->ld)
     return CUBLAS_STATUS_INVALID_VALUE;  // the emulator supports C == D, as moe uses it
+  if (!gemm_types_ok(desc->compute, la->type, lb->type, ld->type)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  const uint64_t needed = algo->data[kWorkspaceSlot];
+  if (workspace_bytes < needed || (needed && !workspace)) return CUBLAS_STATUS_INVALID_VALUE;
   uint32_t promised[4];
   std::memcpy(promised, algo->data, sizeof(promised));
   const void* ptrs[4] = {a, b, c, d};
@@ -161,14 +191,28 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   if (with_bias && alignment(desc->bias) < 16)
     return misaligned("the bias vector of the BIAS epilogue is " + std::to_string(alignment(desc->bias)) +
                       "-byte aligned; cuBLASLt's epilogue needs 16 bytes");
+  const std::string call = "cublasLtMatmul at " + call_site(site.file_name(), site.line());
   const GemmOperand A{a, la->type, la->ld, 0}, B{b, lb->type, lb->ld, 0}, C{c, lc->type, lc->ld, 0};
-  const char* call = "cublasLtMatmul";
-  if (!operand_ok(call, "A", A, la->rows, la->cols, 1, handle->device) ||
-      !operand_ok(call, "B", B, lb->rows, lb->cols, 1, handle->device) ||
-      !operand_ok(call, "D", C, m, n, 1, handle->device) ||
-      (with_bias && !operand_ok(call, "bias", GemmOperand{desc->bias, ld->type, m, 0}, m, 1, 1, handle->device)))
-    return CUBLAS_STATUS_EXECUTION_FAILED;
-  gemm_compute(ta, tb, m, n, k, *static_cast<const float*>(alpha), A, B, *static_cast<const float*>(beta), C, d,
-               with_bias ? desc->bias : nullptr, 1, desc->compute == CUBLAS_COMPUTE_32F_FAST_TF32);
+  const Span sa = operand_span(A, int64_t(la->rows), int64_t(la->cols), 1),
+             sb = operand_span(B, int64_t(lb->rows), int64_t(lb->cols), 1), sd = operand_span(C, m, n, 1),
+             sbias = with_bias ? operand_span(GemmOperand{desc->bias, ld->type, m, 0}, m, 1, 1) : Span{},
+             sws{reinterpret_cast<uintptr_t>(workspace), size_t(needed)};
+  if ((overlap(sd, sa) && aliasing(call, "D overlaps A")) || (overlap(sd, sb) && aliasing(call, "D overlaps B")) ||
+      (overlap(sd, sbias) && aliasing(call, "D overlaps the bias")) ||
+      ((overlap(sws, sa) || overlap(sws, sb) || overlap(sws, sd)) && aliasing(call, "the workspace overlaps an operand")))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  const float fa = *static_cast<const float*>(alpha), fb = *static_cast<const float*>(beta);
+  const int device = handle->device;
+  const cublasComputeType_t compute = desc->compute;
+  const void* bias = with_bias ? desc->bias : nullptr;
+  enqueue(stream_id(stream), OpKind::library, call, [=](const Op& op) {
+    for (cudaError_t e : {operand_runs(call, "A", sa, device, op, false, true), operand_runs(call, "B", sb, device, op, false, true),
+                          operand_runs(call, "bias", sbias, device, op, false, true),
+                          operand_runs(call, "workspace", sws, device, op, true, false),
+                          operand_runs(call, "D", sd, device, op, true, fb != 0.f)})
+      if (e != cudaSuccess) return e;
+    gemm_compute(ta, tb, m, n, k, fa, A, B, fb, C, d, bias, 1, compute == CUBLAS_COMPUTE_32F_FAST_TF32);
+    return cudaSuccess;
+  });
   return CUBLAS_STATUS_SUCCESS;
 }

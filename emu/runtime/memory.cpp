@@ -1,8 +1,12 @@
 // CUDA emulator: the allocation table (memory.h). One ordered map of allocations (begin -> record)
 // under a mutex; blocks that a caching allocator sub-divides carry their live ranges. Lookups come
-// from the checker on a cache miss only (workers cache the last range found).
+// from the checker on a cache miss only (workers cache the last range found). Fresh memory (a new
+// allocation, a tensor handed out) is forgotten by the device-memory shadow: nothing written yet.
 // Covered by tests/emu/checker_test.cpp.
 #include "memory.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -12,7 +16,9 @@
 #include <mutex>
 #include <vector>
 
+#include "global_shadow.h"
 #include "moe_emu/control.h"
+#include "queue.h"
 
 namespace moe_emu {
 namespace {
@@ -21,6 +27,7 @@ constexpr size_t kRedzone = 256;
 struct Allocation {
   uintptr_t end;
   int device;
+  size_t mapped = 0;  // pinned memory: the bytes of its own pages (mmap)
   bool suballocated = false;
   std::map<uintptr_t, uintptr_t> live;  // begin -> end of the live tensors inside
 };
@@ -44,17 +51,32 @@ void* allocate(size_t bytes, int device) {
   if (!raw) return nullptr;
   std::memset(raw, 0xff, padded);  // garbage, as fresh GPU memory may be: NaN in every float type
   const auto begin = reinterpret_cast<uintptr_t>(raw + kRedzone);
-  g_allocations[begin] = Allocation{begin + bytes, device, false, {}};
+  shadow_forget(begin, bytes);
+  g_allocations[begin] = Allocation{begin + bytes, device, 0, false, {}};
   return raw + kRedzone;
+}
+
+/// Pinned host memory: pages of its own, so that host_guard.h can protect them.
+void* allocate_pinned(size_t bytes) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE)), mapped = (bytes + page - 1) / page * page + page;
+  void* raw = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  std::memset(raw, 0xff, bytes);
+  const auto begin = reinterpret_cast<uintptr_t>(raw);
+  g_allocations[begin] = Allocation{begin + bytes, kHostDevice, mapped, false, {}};
+  return raw;
 }
 
 bool release(void* ptr, bool pinned) {
   auto it = g_allocations.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == g_allocations.end() || (it->second.device == kHostDevice) != pinned) return false;
+  const size_t mapped = it->second.mapped;
   if (!pinned) g_used[static_cast<size_t>(it->second.device)] -= it->second.end - it->first;
+  if (!pinned) shadow_forget(it->first, it->second.end - it->first);
   g_allocations.erase(it);
   ++g_generation;
-  std::free(static_cast<unsigned char*>(ptr) - kRedzone);
+  if (pinned) munmap(ptr, mapped);
+  else std::free(static_cast<unsigned char*>(ptr) - kRedzone);
   return true;
 }
 
@@ -77,7 +99,7 @@ bool device_free(void* ptr) {
 
 void* pinned_allocate(size_t bytes) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  return allocate(bytes, kHostDevice);
+  return allocate_pinned(bytes);
 }
 
 bool pinned_free(void* ptr) {
@@ -94,8 +116,8 @@ size_t device_memory_total() { return total_bytes(); }
 
 uint64_t memory_generation() { return g_generation.load(std::memory_order_acquire); }
 
-void note_suballocation(void* ptr, size_t bytes, bool live) {
-  const auto begin = reinterpret_cast<uintptr_t>(ptr);
+namespace {
+void apply_suballocation(uintptr_t begin, size_t bytes, bool live) {
   std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_allocations.upper_bound(begin);
   if (it == g_allocations.begin()) return;
@@ -105,14 +127,25 @@ void note_suballocation(void* ptr, size_t bytes, bool live) {
   a.suballocated = true;
   if (live) {
     a.live[begin] = begin + bytes;
-    std::memset(ptr, 0xff, bytes);
+    std::memset(reinterpret_cast<void*>(begin), 0xff, bytes);
+    shadow_forget(begin, bytes);
   } else {
     a.live.erase(begin);
     ++g_generation;
   }
 }
+}  // namespace
 
-Located locate(uintptr_t addr, size_t bytes) {
+void note_suballocation(void* ptr, size_t bytes, bool live) {
+  // Queued: work queued before it still sees the old tensors, work queued after it the new one.
+  const auto begin = reinterpret_cast<uintptr_t>(ptr);
+  enqueue(kNoStream, OpKind::bookkeeping, live ? "a tensor handed out" : "a tensor given back", [=](const Op&) {
+    apply_suballocation(begin, bytes, live);
+    return cudaSuccess;
+  });
+}
+
+Located locate(uintptr_t addr, size_t bytes, bool live_tensors) {
   std::lock_guard<std::mutex> lock(g_mutex);
   Located r;
   auto it = g_allocations.upper_bound(addr);
@@ -132,7 +165,7 @@ Located locate(uintptr_t addr, size_t bytes) {
     r.problem = bytes_text(addr + bytes - a.end) + " past the end of a " + size_text(a.end - begin) + " allocation";
     return r;
   }
-  if (!a.suballocated) {
+  if (!a.suballocated || !live_tensors) {
     r.ok = true, r.begin = begin, r.end = a.end;
     return r;
   }

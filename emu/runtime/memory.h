@@ -1,7 +1,9 @@
 // CUDA emulator (emu/README.md): the allocation table. Device memory is host memory with a 256-byte
-// redzone on each side, recorded with its device; pinned host memory is recorded too. Inside a
-// block that moe's caching allocator sub-divides, only the ranges of live tensors count. Kernels'
-// global accesses and the device pointers given to copies, cuBLAS and cub are checked against it.
+// redzone on each side, recorded with its device; pinned host memory (pages of its own, which
+// host_guard.h may protect) is recorded too. Inside a block that moe's caching allocator sub-divides,
+// only the ranges of live tensors count; the caching allocator's notes about them are queued
+// operations (queue.h), so queued kernels see the tensors that were live when they were launched.
+// Kernels' global accesses and the device pointers given to copies, cuBLAS and cub are checked against it.
 // Covered by tests/emu/checker_test.cpp.
 #pragma once
 #include <cstddef>
@@ -25,8 +27,9 @@ struct Located {
   uintptr_t begin = 0, end = 0;  // the range found (a live tensor or an allocation): cacheable
   std::string problem;           // when !ok: what is wrong ("12 bytes past the end of a 400-byte tensor")
 };
-/// Where [addr, addr + bytes) lies.
-Located locate(uintptr_t addr, size_t bytes);
+/// Where [addr, addr + bytes) lies; with live_tensors false, inside which allocation only (a block of
+/// the caching allocator counts whole, as CUDA sees it).
+Located locate(uintptr_t addr, size_t bytes, bool live_tensors = true);
 /// Changes whenever a range stops being valid (a free): cached Located ranges must be looked up again.
 uint64_t memory_generation();
 

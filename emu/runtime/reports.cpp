@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,18 +20,23 @@
 #include "moe_emu/control.h"
 
 namespace moe_emu {
+
+std::string source_path(const std::string& path) {
+  std::string p = std::filesystem::path(path).lexically_normal().string();
+#ifdef MOE_EMU_SOURCE_DIR
+  const std::string root = MOE_EMU_SOURCE_DIR;
+  if (p.compare(0, root.size(), root) == 0) p.erase(0, root.size());
+#endif
+  size_t up = 0;  // ccache's base_dir makes paths relative to the build folder
+  while (p.compare(up, 3, "../") == 0) up += 3;
+  return p.substr(up);
+}
+
 namespace {
 std::mutex g_mutex;
 std::vector<Report> g_reports;
 std::map<uintptr_t, std::string> g_lines;
 
-std::string shorten(std::string path) {
-#ifdef MOE_EMU_SOURCE_DIR
-  const std::string root = MOE_EMU_SOURCE_DIR;
-  if (path.compare(0, root.size(), root) == 0) path.erase(0, root.size());
-#endif
-  return path;
-}
 
 std::string run_addr2line(const std::string& file, uintptr_t address) {
   char cmd[4096];
@@ -53,7 +59,7 @@ std::string run_addr2line(const std::string& file, uintptr_t address) {
     if (d != std::string::npos) loc.resize(d);
     if (loc.rfind("??", 0) == 0) continue;
     if (!out.empty()) out += " <- ";
-    out += shorten(loc);
+    out += source_path(loc);
   }
   return out;
 }
@@ -75,6 +81,8 @@ const char* kind_name(ReportKind kind) {
     case ReportKind::trap: return "trap";
     case ReportKind::wrong_device: return "wrong-device";
     case ReportKind::api_misuse: return "api-misuse";
+    case ReportKind::stream_race: return "stream-race";
+    case ReportKind::host_access: return "pending-host-access";
   }
   return "unknown";
 }

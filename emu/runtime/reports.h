@@ -26,6 +26,8 @@ enum class ReportKind {
   trap,
   wrong_device,
   api_misuse,
+  stream_race,
+  host_access,
 };
 const char* kind_name(ReportKind kind);
 
@@ -39,6 +41,8 @@ struct RawReport {
   bool fatal = false;
 };
 
+/// A source file's path relative to the repository ("cuda/ops/softmax.cu"), however the compiler saw it.
+std::string source_path(const std::string& path);
 /// "cuda/ops/softmax.cu:57" for a program counter (with the inline chain: "reduce.cuh:30 <- softmax.cu:57").
 std::string source_line(uintptr_t pc);
 /// The kernel's display name from a local tag type's name ("...::softmax_kernel<float, 4>").

@@ -1,11 +1,15 @@
 // CUDA emulator: launches (emu/README.md). A launch is checked like CUDA checks it (grid and block
 // limits, dynamic shared memory against the kernel's opt-in on the current device, the stream's
-// device), then its blocks are taken in turn by a pool of workers (MOE_EMU_WORKERS, default: the
-// CPU count). A worker runs a block's threads as fibers in order; each runs until it waits at
-// __syncthreads, waits in a warp collective or ends. When every live thread waits at the barrier
-// the barrier opens (a new epoch for the race checker); when no thread can run and some have not
-// ended, the block is deadlocked. MOE_EMU_TRACE=1 prints every launch (kernel, grid, block, time).
-// Covered by tests/emu/checker_test.cpp and every emulated launch.
+// device) and queued on its stream (queue.h); when it runs, its blocks are taken in turn by a pool of
+// workers (MOE_EMU_WORKERS, default: the CPU count). A worker runs a block's threads as fibers; each
+// runs until it waits at __syncthreads, waits in a warp collective or ends. When every live thread
+// waits at the barrier the barrier opens (a new epoch for the race checker); when no thread can run
+// and some have not ended, the block is deadlocked. Blocks are taken in order and threads run in
+// order unless MOE_EMU_SCHEDULE_SEED (or set_schedule_seed) names a seed: then each launch takes its
+// blocks in a pseudo-random permutation and runs ready threads in a shuffled order, both drawn from
+// the seed and the launch, so results that depend on the order differ between seeds.
+// MOE_EMU_TRACE=1 prints every launch (kernel, grid, block, time).
+// Covered by tests/emu/checker_test.cpp, tests/emu/blind_spot_test.cpp and every emulated launch.
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -18,6 +22,8 @@
 #include <thread>
 
 #include "devices.h"
+#include "moe_emu/control.h"
+#include "queue.h"
 #include "state.h"
 
 namespace moe_emu {
@@ -41,6 +47,56 @@ struct Pool {
 };
 
 Pool& pool();
+
+std::atomic<uint64_t>& schedule_seed() {
+  static std::atomic<uint64_t> seed = [] {
+    const char* v = std::getenv("MOE_EMU_SCHEDULE_SEED");
+    return v ? std::strtoull(v, nullptr, 0) : 0ull;
+  }();
+  return seed;
+}
+
+uint64_t mix(uint64_t x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/// Block `i` of `n` in the launch's order: a keyed Feistel permutation of [0, 2^bits) walked until it
+/// lands below n (identity when key is 0).
+unsigned block_in_order(unsigned i, unsigned n, uint64_t key) {
+  if (!key || n < 2) return i;
+  unsigned half = 1;
+  while ((1ull << (2 * half)) < n) ++half;
+  const uint64_t mask = (1ull << half) - 1;
+  uint64_t x = i;
+  do {
+    uint64_t l = x >> half, r = x & mask;
+    for (uint64_t round = 0; round < 4; ++round) {
+      const uint64_t f = mix(key ^ (round << 56) ^ r) & mask;
+      const uint64_t next = l ^ f;
+      l = r, r = next;
+    }
+    x = (l << half) | r;
+  } while (x >= n);
+  return unsigned(x);
+}
+
+/// Reorders the threads waiting to run (seeded runs only): warps in a random order, the lanes of each
+/// rotated by a random offset, so that each warp's fiber stacks stay together in memory.
+void shuffle_ready(Worker& w, uint64_t& state) {
+  if (w.ready.size() - w.ready_head < 2) return;
+  unsigned rank[kMaxWarps], turn[kMaxWarps];
+  for (unsigned i = 0; i < unsigned(kMaxWarps); ++i) rank[i] = i;
+  for (unsigned i = kMaxWarps; i > 1; --i) {
+    state = mix(state);
+    std::swap(rank[i - 1], rank[state % i]);
+  }
+  for (unsigned& t : turn) t = unsigned(state = mix(state)) % kWarpSize;
+  auto key = [&](int tid) { return rank[tid / kWarpSize] * kWarpSize + (unsigned(tid) + turn[tid / kWarpSize]) % kWarpSize; };
+  std::sort(w.ready.begin() + long(w.ready_head), w.ready.end(), [&](int a, int b) { return key(a) < key(b); });
+}
 
 std::unique_ptr<Worker> make_worker(int id) {
   auto w = std::make_unique<Worker>();
@@ -145,6 +201,8 @@ void run_block(Worker& w, Launch& L, unsigned linear) {
   const dim3 g = L.config.grid, b = L.config.block;
   w.launch = &L;
   w.block = uint3{linear % g.x, (linear / g.x) % g.y, linear / (g.x * g.y)};
+  w.block_linear = linear;
+  uint64_t order = L.order_key ? mix(L.order_key ^ linear) : 0;
   w.nthreads = L.threads_per_block;
   ++w.block_gen;
   ++w.epoch;
@@ -169,6 +227,7 @@ void run_block(Worker& w, Launch& L, unsigned linear) {
     w.ready.push_back(int(i));
   }
   while (true) {
+    if (order) shuffle_ready(w, order);
     while (w.ready_head < w.ready.size() && !w.abandon) resume(w, w.threads[size_t(w.ready[w.ready_head++])]);
     w.ready.clear();
     w.ready_head = 0;
@@ -197,7 +256,8 @@ void worker_main(Pool& p, Worker& w) {
     }
     const dim3 g = L->config.grid;
     const unsigned blocks = g.x * g.y * g.z;
-    for (unsigned b; !L->stopped.load(std::memory_order_relaxed) && (b = L->next_block++) < blocks;) run_block(w, *L, b);
+    for (unsigned b; !L->stopped.load(std::memory_order_relaxed) && (b = L->next_block++) < blocks;)
+      run_block(w, *L, block_in_order(b, blocks, L->order_key));
     std::lock_guard<std::mutex> lock(p.mutex);
     if (--p.busy == 0) p.done.notify_all();
   }
@@ -286,7 +346,55 @@ void trap() {
   std::abort();  // not reached: report() never resumes a faulting thread
 }
 
-void launch_kernel(const LaunchConfig& c, void (*run)(void*), void* ctx, const void* params, size_t bytes) {
+namespace {
+/// Runs a queued launch on the worker pool and publishes its reports (the error of the operation).
+cudaError_t run_launch(const LaunchConfig& c, void (*run)(void*), void* ctx, const void* params, size_t bytes,
+                       int device, unsigned threads, uint32_t serial) {
+  Pool& p = pool();
+  std::lock_guard<std::mutex> serial_launches(p.launch_mutex);
+  Launch L;
+  L.config = c;
+  L.run = run;
+  L.ctx = ctx;
+  L.params_begin = reinterpret_cast<uintptr_t>(params);
+  L.params_end = L.params_begin + bytes;
+  L.device = device;
+  L.threads_per_block = threads;
+  const uint64_t seed = schedule_seed().load();
+  L.order_key = seed ? mix(seed ^ mix(serial)) | 1 : 0;
+  static const bool trace = std::getenv("MOE_EMU_TRACE") != nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    std::unique_lock<std::mutex> lock(p.mutex);
+    p.job = &L;
+    p.busy = int(p.workers.size());
+    ++p.job_id;
+    p.wake.notify_all();
+    p.done.wait(lock, [&] { return p.busy == 0; });
+  }
+  KernelRecord* k = L.kernel.load();
+  if (k) {
+    k->launched = true;
+    unsigned prev = k->max_threads.load();
+    while (prev < L.threads_per_block && !k->max_threads.compare_exchange_weak(prev, L.threads_per_block)) {
+    }
+  }
+  const std::string name = k ? k->name : "(launched at " + site(c) + ")";
+  const dim3 g = c.grid, b = c.block;
+  if (trace)
+    std::fprintf(stderr, "moe-emu: %s grid (%u,%u,%u) block (%u,%u,%u) dynamic shared %zu: %.2f ms\n", name.c_str(), g.x,
+                 g.y, g.z, b.x, b.y, b.z, c.dynamic_shared,
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  if (L.reports.empty()) return cudaSuccess;
+  const std::string first = publish_reports(name, L.reports, L.dropped_reports);
+  return set_message(error_for(L.reports), first);
+}
+}  // namespace
+
+uint64_t set_schedule_seed(uint64_t seed) { return schedule_seed().exchange(seed); }
+
+void launch_kernel(const LaunchConfig& c, void (*run)(void*), std::shared_ptr<void> ctx, const void* params,
+                   size_t bytes) {
   const int device = current_device(), sdev = stream_device(c.stream);
   if (sdev < 0) {
     set_error(cudaErrorInvalidResourceHandle, "kernel launch at " + site(c) + ": the stream was destroyed");
@@ -320,41 +428,8 @@ void launch_kernel(const LaunchConfig& c, void (*run)(void*), void* ctx, const v
                                          " (cudaFuncSetAttribute(MaxDynamicSharedMemorySize) on that device raises it)");
     return;
   }
-  Pool& p = pool();
-  std::lock_guard<std::mutex> serial(p.launch_mutex);
-  Launch L;
-  L.config = c;
-  L.run = run;
-  L.ctx = ctx;
-  L.params_begin = reinterpret_cast<uintptr_t>(params);
-  L.params_end = L.params_begin + bytes;
-  L.device = device;
-  L.threads_per_block = unsigned(threads);
-  static const bool trace = std::getenv("MOE_EMU_TRACE") != nullptr;
-  const auto t0 = std::chrono::steady_clock::now();
-  {
-    std::unique_lock<std::mutex> lock(p.mutex);
-    p.job = &L;
-    p.busy = int(p.workers.size());
-    ++p.job_id;
-    p.wake.notify_all();
-    p.done.wait(lock, [&] { return p.busy == 0; });
-  }
-  KernelRecord* k = L.kernel.load();
-  if (k) {
-    k->launched = true;
-    unsigned prev = k->max_threads.load();
-    while (prev < L.threads_per_block && !k->max_threads.compare_exchange_weak(prev, L.threads_per_block)) {
-    }
-  }
-  const std::string name = k ? k->name : "(launched at " + site(c) + ")";
-  if (trace)
-    std::fprintf(stderr, "moe-emu: %s grid (%u,%u,%u) block (%u,%u,%u) dynamic shared %zu: %.2f ms\n", name.c_str(), g.x,
-                 g.y, g.z, b.x, b.y, b.z, c.dynamic_shared,
-                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  if (L.reports.empty()) return;
-  const std::string first = publish_reports(name, L.reports, L.dropped_reports);
-  set_error(error_for(L.reports), first);
+  enqueue(stream_id(c.stream), OpKind::kernel, "kernel launch at " + call_site(c.site.file_name(), c.site.line()),
+          [=](const Op& op) { return run_launch(c, run, ctx.get(), params, bytes, device, unsigned(threads), op.serial); });
 }
 
 }  // namespace moe_emu

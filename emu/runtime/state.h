@@ -21,6 +21,7 @@ constexpr size_t kStaticSharedLimit = 48 * 1024;  // static __shared__ per block
 
 struct KernelRecord {
   std::string name;  // "moe::cuda::(anonymous namespace)::softmax_kernel<float, 4>"
+  std::string file;  // the source file of its body
   std::atomic<bool> launched{false};
   std::atomic<unsigned> max_threads{0};
 };
@@ -34,6 +35,7 @@ struct Launch {
   unsigned threads_per_block = 0;
   std::atomic<KernelRecord*> kernel{nullptr};
   std::atomic<unsigned> next_block{0};
+  uint64_t order_key = 0;  // MOE_EMU_SCHEDULE_SEED mixed with the launch: the order of blocks and threads (0: in order)
   std::atomic<bool> stopped{false};  // a fatal report: the remaining blocks do not run
   std::mutex mutex;
   std::vector<RawReport> reports;
@@ -129,6 +131,7 @@ struct Worker {
   // The running block.
   Launch* launch = nullptr;
   uint3 block{};
+  uint32_t block_linear = 0;
   unsigned nthreads = 0;
   uint32_t block_gen = 0, epoch = 0, sync_counter = 0, segment_counter = 0;
   std::vector<SharedRegion> regions;  // sorted by begin
@@ -145,6 +148,8 @@ struct Worker {
   CachedRange cache[4];
   unsigned cache_next = 0;
   uint64_t cache_gen = 0;
+  uintptr_t shadow_page_number = ~uintptr_t(0);  // the device-memory shadow page found last (global_shadow.cpp)
+  void* shadow_page = nullptr;
 
   uintptr_t stacks_begin() const { return reinterpret_cast<uintptr_t>(stacks); }
   uintptr_t stacks_end() const { return stacks_begin() + stack_bytes * kMaxThreads; }

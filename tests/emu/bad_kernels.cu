@@ -13,7 +13,7 @@ __global__ void neighbour_kernel(int* out, bool barrier) {
   __shared__ int s[64];
   s[threadIdx.x] = int(threadIdx.x) * 3;  // @race-write
   if (barrier) __syncthreads();
-  out[threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];  // @race-read
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];  // @race-read
 }
 
 __global__ void oob_global_kernel(float* out, int n) {
@@ -94,7 +94,11 @@ __global__ void wmma_misaligned_kernel(const __half* in, float* out) {
 
 __global__ void read_kernel(const float* in, float* out) { out[threadIdx.x] = in[threadIdx.x]; }  // @wrong-device
 
-int finish() { return int(cudaGetLastError()); }
+// Launches are queued (emu/runtime/queue.h): synchronise to run them, then the launch's error.
+int finish() {
+  const cudaError_t run = cudaDeviceSynchronize(), launch = cudaGetLastError();
+  return int(run != cudaSuccess ? run : launch);
+}
 
 }  // namespace
 

@@ -7,52 +7,14 @@
 #include <catch2/catch.hpp>
 #include <cuda_runtime.h>
 
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "emu/bad_kernels.h"
+#include "emu/emu_test_support.h"
 #include "moe_emu/control.h"
 
 using namespace moe::emu_test;
-
-namespace {
-/// "tests/emu/bad_kernels.cu:LINE" of the line marked "// @marker".
-std::string at(const std::string& marker) {
-  std::ifstream in(std::string(MOE_SOURCE_DIR) + "/tests/emu/bad_kernels.cu");
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    const size_t p = line.find("// @" + marker);
-    if (p != std::string::npos && (p + 4 + marker.size() == line.size() || line[p + 4 + marker.size()] == ' '))
-      return "tests/emu/bad_kernels.cu:" + std::to_string(n);
-  }
-  FAIL("no line marked @" << marker);
-  return "";
-}
-
-bool has(const std::vector<moe_emu::Report>& reports, const std::string& kind, const std::string& where,
-         const std::string& also = "") {
-  for (const auto& r : reports)
-    if (r.kind == kind && r.text.find(where) != std::string::npos && r.text.find(also) != std::string::npos) return true;
-  return false;
-}
-
-std::string all(const std::vector<moe_emu::Report>& reports) {
-  std::string s;
-  for (const auto& r : reports) s += r.text + "\n";
-  return s;
-}
-
-template <class T>
-T* device_buffer(size_t n, int device = 0) {
-  cudaSetDevice(device);
-  void* p = nullptr;
-  REQUIRE(cudaMalloc(&p, n * sizeof(T)) == cudaSuccess);
-  REQUIRE(cudaMemset(p, 0, n * sizeof(T)) == cudaSuccess);
-  cudaSetDevice(0);
-  return static_cast<T*>(p);
-}
-}  // namespace
 
 TEST_CASE("a missing __syncthreads is a race naming both accesses", "[emu][checker]") {
   int* out = device_buffer<int>(128);

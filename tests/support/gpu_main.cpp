@@ -3,12 +3,16 @@
 // prints why no GPU answered (e.g. a driver older than the CUDA runtime); with MOE_REQUIRE_GPU=1
 // in the environment (a session that has a GPU) it fails instead of skipping. Under the CUDA emulator
 // (MOE_CUDA_EMU builds) a run of the whole suite also fails when some __global__ instantiation compiled
-// into moe was never launched: every kernel must meet its CPU reference. That run also writes
-// emu-kernels.tsv (name, launched, largest block) for the register-budget test.
+// into moe was never launched, or when a __global__ defined in cuda/ (counted from the sources, so a
+// template never instantiated counts too) was never launched: every kernel must meet its CPU
+// reference. That run also writes emu-kernels.tsv (name, launched, largest block) for the
+// register-budget test.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "tensor/cuda_runtime.h"
 #include "tensor/device.h"
@@ -43,7 +47,10 @@ int main(int argc, char** argv) {
     }
     if (tsv) std::fclose(tsv);
     std::printf("kernel coverage: %d of %d __global__ instantiations launched\n", launched, total);
-    if (launched != total && rc == 0) rc = 1;
+    const std::vector<std::string> unlaunched = moe_emu::unlaunched_kernels(MOE_SOURCE_DIR "/cuda");
+    for (const std::string& k : unlaunched) std::printf("never launched (from the sources): %s\n", k.c_str());
+    std::printf("kernel coverage: %zu __global__ definitions of cuda/ never launched\n", unlaunched.size());
+    if ((launched != total || !unlaunched.empty()) && rc == 0) rc = 1;
   }
 #endif
   return rc;

@@ -2,6 +2,7 @@
 // with MOE_CUDA_EMU only.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -9,7 +10,8 @@ namespace moe_emu {
 
 /// One finding of the checker: kind is one of race, out-of-bounds, misaligned, uninitialized-read,
 /// async-copy-in-flight, divergent-barrier, deadlock, warp-misuse, wmma-misuse, launch-bound,
-/// shared-memory-limit, trap, wrong-device, api-misuse. text names the kernel, block, thread and line.
+/// shared-memory-limit, trap, wrong-device, api-misuse, stream-race, pending-host-access. text names the
+/// kernel, block, thread and line (or the API call).
 struct Report {
   std::string kind, kernel, text;
 };
@@ -23,6 +25,14 @@ struct KernelCoverage {
   unsigned max_threads;  // the largest block it was launched with
 };
 std::vector<KernelCoverage> kernel_coverage();
+
+/// Every __global__ function defined in the .cu/.cuh files under `source_dir` (counted from the
+/// sources, so templates never instantiated count too) that no launch reached: "NAME (FILE:LINE)",
+/// with why (never launched, or never compiled into this program).
+std::vector<std::string> unlaunched_kernels(const std::string& source_dir);
+
+/// The seed of the block and thread order (MOE_EMU_SCHEDULE_SEED; 0: in order); returns the previous.
+uint64_t set_schedule_seed(uint64_t seed);
 
 }  // namespace moe_emu
 

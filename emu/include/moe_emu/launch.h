@@ -3,10 +3,12 @@
 //   __shared__ T a[N];                            ->  auto& a = moe_emu::shared_variable<T[N]>(&key, align, "a");
 //   extern __shared__ T s[];                      ->  T* s = moe_emu::dynamic_shared<T>(align);
 //   first statement of a __global__ body          ->  MOE_EMU_KERNEL_ENTRY(launch bound)
-// The arguments are converted to the kernel's parameter types once per launch (as CUDA copies them);
-// every emulated thread then calls the kernel with its own copies.
+// The arguments are converted to the kernel's parameter types once per launch (as CUDA copies them)
+// and kept with the queued launch (emu/runtime/queue.h: it runs when the host synchronises); every
+// emulated thread then calls the kernel with its own copies.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <source_location>
 #include <tuple>
 #include <type_traits>
@@ -23,9 +25,11 @@ struct LaunchConfig {
   std::source_location site;
 };
 
-/// Runs the grid (returns when every block is done); `run(ctx)` calls the kernel in the calling
-/// emulated thread. `params` [params, params + bytes) is the launch's argument copy (readable by kernels).
-void launch_kernel(const LaunchConfig& config, void (*run)(void*), void* ctx, const void* params, size_t bytes);
+/// Checks the configuration (errors as CUDA gives them, at once) and queues the grid on its stream;
+/// `run(ctx)` calls the kernel in the calling emulated thread. `params` [params, params + bytes), owned
+/// by ctx, is the launch's argument copy (readable by kernels).
+void launch_kernel(const LaunchConfig& config, void (*run)(void*), std::shared_ptr<void> ctx, const void* params,
+                   size_t bytes);
 
 template <class... P>
 struct Launcher {
@@ -38,10 +42,12 @@ struct Launcher {
     struct Call {
       void (*kernel)(P...);
       std::tuple<std::decay_t<P>...> params;
-    } call{kernel, std::tuple<std::decay_t<P>...>(static_cast<P>(std::forward<A>(args))...)};
+    };
+    auto call = std::make_shared<Call>(Call{kernel, std::tuple<std::decay_t<P>...>(static_cast<P>(std::forward<A>(args))...)});
+    const void* params = call.get();
     launch_kernel(
-        config, [](void* c) { std::apply(static_cast<Call*>(c)->kernel, static_cast<Call*>(c)->params); }, &call,
-        &call, sizeof(call));
+        config, [](void* c) { std::apply(static_cast<Call*>(c)->kernel, static_cast<Call*>(c)->params); },
+        std::move(call), params, sizeof(Call));
   }
 };
 
@@ -60,14 +66,17 @@ inline T* dynamic_shared(size_t align) {
   return static_cast<T*>(dynamic_shared_raw(align ? align : alignof(T)));
 }
 
-/// One per kernel instantiation (Tag is a class local to the kernel's body), registered at start-up.
+/// One per kernel instantiation (Tag is a class local to the kernel's body, which knows the body's
+/// source file), registered at start-up.
 template <class Tag>
 struct KernelSite {
-  static inline KernelRecord* const record = register_kernel(typeid(Tag).name());
+  static inline KernelRecord* const record = register_kernel(typeid(Tag).name(), Tag::file());
 };
 
 }  // namespace moe_emu
 
-#define MOE_EMU_KERNEL_ENTRY(bound)   \
-  struct moe_emu_kernel_tag {};       \
+#define MOE_EMU_KERNEL_ENTRY(bound)                              \
+  struct moe_emu_kernel_tag {                                    \
+    static const char* file() { return __FILE__; }              \
+  };                                                             \
   ::moe_emu::kernel_entry(&::moe_emu::KernelSite<moe_emu_kernel_tag>::record, static_cast<unsigned>(bound))

@@ -65,7 +65,7 @@ float atomic_exch(float* p, float v);
 
 // Kernels: every __global__ function registers at start-up (coverage) and enters through kernel_entry.
 struct KernelRecord;
-KernelRecord* register_kernel(const char* tag_type_name);
+KernelRecord* register_kernel(const char* tag_type_name, const char* file);
 /// `kernel` is the address of the kernel's KernelSite record (taking it reads no memory of the program).
 void kernel_entry(KernelRecord* const* kernel, unsigned launch_bound);
 

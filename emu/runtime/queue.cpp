@@ -1,0 +1,207 @@
+// CUDA emulator: deferred stream execution (queue.h). One queue in serial order holds the operations of
+// every stream; a host thread that synchronises runs the queue's head up to what it waits for (one
+// runner at a time; others may queue meanwhile). Clocks: a stream's clock joins the host's
+// observations at every enqueue, the legacy stream's joins every blocking stream of its device and a
+// blocking stream's joins the legacy stream's (CUDA's implicit synchronisation of stream 0).
+// Covered by tests/emu/stream_test.cpp and every emulated test (all work goes through here).
+#include "queue.h"
+
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "devices.h"
+#include "host_guard.h"
+#include "reports.h"
+
+namespace moe_emu {
+namespace {
+constexpr size_t kMaxQueued = 4096;  // then the oldest half runs, as a GPU's full queue blocks the host
+
+struct StreamState {
+  int device = 0;
+  bool blocking = true, legacy = false, retired = false;
+  Clock clock;
+  uint32_t last = 0;
+};
+
+std::mutex g_mutex;              // everything below but the runner
+std::mutex g_run_mutex;          // one runner at a time
+std::vector<StreamState> g_streams;
+std::map<int, StreamId> g_legacy;
+std::deque<std::unique_ptr<Op>> g_queue;
+std::deque<std::pair<uint32_t, std::string>> g_recent;  // what the last operations were
+Clock g_host;
+uint32_t g_serial = 0;
+cudaError_t g_async = cudaSuccess;
+std::string g_async_text;
+const Op* g_running = nullptr;
+
+bool blocking_launches() {
+  static const bool on = [] {
+    const char* v = std::getenv("CUDA_LAUNCH_BLOCKING");
+    return v && v[0] == '1';
+  }();
+  return on;
+}
+
+StreamId add_stream(int device, bool blocking, bool legacy) {
+  g_streams.push_back(StreamState{device, blocking, legacy, false, {}, 0});
+  return StreamId(g_streams.size() - 1);
+}
+}  // namespace
+
+void join(Clock& into, const Clock& other) {
+  if (into.size() < other.size()) into.resize(other.size(), 0);
+  for (size_t i = 0; i < other.size(); ++i)
+    if (other[i] > into[i]) into[i] = other[i];
+}
+
+std::string call_site(const char* file, unsigned line) {
+  static std::mutex mutex;
+  static std::map<const char*, std::string> paths;  // source_location's file names are static strings
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = paths.find(file);
+  if (it == paths.end()) it = paths.emplace(file, source_path(file)).first;
+  return it->second + ":" + std::to_string(line);
+}
+
+StreamId new_stream(int device, bool blocking) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return add_stream(device, blocking, false);
+}
+
+StreamId legacy_stream(int device) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_legacy.find(device);
+  if (it != g_legacy.end()) return it->second;
+  const StreamId id = add_stream(device, true, true);
+  g_legacy[device] = id;
+  return id;
+}
+
+void retire_stream(StreamId stream) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_streams[stream].retired = true;
+}
+
+int device_of(StreamId stream) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_streams[stream].device;
+}
+
+uint32_t enqueue(StreamId stream, OpKind kind, std::string what, std::function<cudaError_t(const Op&)> run) {
+  auto op = std::make_unique<Op>();
+  op->stream = stream, op->kind = kind, op->what = std::move(what), op->run = std::move(run);
+  uint32_t serial = 0, oldest = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    serial = op->serial = ++g_serial;
+    if (stream != kNoStream) {
+      StreamState& s = g_streams[stream];
+      join(s.clock, g_host);
+      for (const StreamState& o : g_streams)
+        if (&o != &s && o.device == s.device && !o.retired && ((s.legacy && o.blocking) || (s.blocking && o.legacy)))
+          join(s.clock, o.clock);
+      if (s.clock.size() <= stream) s.clock.resize(size_t(stream) + 1, 0);
+      s.clock[stream] = serial;
+      s.last = serial;
+      op->clock = s.clock;
+    }
+    g_recent.emplace_back(serial, op->what);
+    if (g_recent.size() > kMaxQueued) g_recent.pop_front();
+    g_queue.push_back(std::move(op));
+    if (g_queue.size() > kMaxQueued) oldest = g_queue[kMaxQueued / 2]->serial;
+  }
+  if (blocking_launches()) run_until(serial);
+  else if (oldest) run_until(oldest);
+  return serial;
+}
+
+void run_until(uint32_t serial) {
+  std::lock_guard<std::mutex> runner(g_run_mutex);
+  while (true) {
+    std::unique_ptr<Op> op;
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      if (g_queue.empty() || g_queue.front()->serial > serial) return;
+      op = std::move(g_queue.front());
+      g_queue.pop_front();
+      g_running = op.get();
+    }
+    const cudaError_t e = op->run(*op);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_running = nullptr;
+    if (e != cudaSuccess && g_async == cudaSuccess) {
+      g_async = e;
+      g_async_text = cudaGetErrorString(e);  // the runner's message for it (reports name kernel and line)
+    }
+  }
+}
+
+void run_all() {
+  uint32_t last;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    last = g_serial;
+  }
+  run_until(last);
+}
+
+bool finished(uint32_t serial) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_queue.empty() || g_queue.front()->serial > serial;
+}
+
+Clock stream_clock(StreamId stream) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_streams[stream].clock;
+}
+
+uint32_t stream_last(StreamId stream) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_streams[stream].last;
+}
+
+void stream_waits(StreamId stream, const Clock& clock) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  join(g_streams[stream].clock, clock);
+}
+
+void host_observes(const Clock& clock) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  join(g_host, clock);
+}
+
+void synchronize_all() {
+  run_all();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (const StreamState& s : g_streams) join(g_host, s.clock);
+}
+
+const Op* running_op() { return g_running; }
+
+std::string describe_op(uint32_t serial) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (auto it = g_recent.rbegin(); it != g_recent.rend(); ++it)
+    if (it->first == serial) return it->second;
+  return "operation #" + std::to_string(serial);
+}
+
+cudaError_t take_async_error(bool clear) {
+  cudaError_t e;
+  std::string text;
+  const std::string hit = take_guard_hits();
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (!hit.empty() && g_async == cudaSuccess) g_async = cudaErrorLaunchFailure, g_async_text = hit;
+    e = g_async;
+    text = g_async_text;
+    if (clear) g_async = cudaSuccess, g_async_text.clear();
+  }
+  return set_message(e, text);
+}
+
+}  // namespace moe_emu
