@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The one command of a lent GPU's first call (docs/GPU-FIRST-RUN.md), and its rehearsal in CI:
+#   scripts/gpu-check.sh OUT [--pack DIR] [--budget SECONDS] [--steps LIST] [--tags T1;T2] [--tools LIST]
+#       on the device, carrying gpu-pack/ (scripts/gpu-pack.sh): unpacks it, checks what it relies on,
+#       then runs the steps
+#   scripts/gpu-check.sh --emulate OUT [--bin DIR] [--data DIR] [--budget SECONDS] [--steps LIST]
+#       the same steps at tiny sizes on the CUDA emulator (emu/), with the programs of an emulator build
+# Steps, most important first (LIST: a comma list of them; default all):
+#   env       driver, GPU, CUDA, cuBLAS, NCCL, PyTorch, compute-sanitizer
+#   parity    the whole GPU parity suite (MOE_REQUIRE_GPU=1) and the moe kernels it never launched
+#   sanitize  compute-sanitizer memcheck and racecheck, tag by tag: sort, topk, attention, grouped GEMM,
+#             MoE gating and dispatch (emulated: two quick tags under the emulator's own checker);
+#             --tags '[softmax];[reduce]' and --tools memcheck,synccheck,initcheck choose others
+#   e2e       moe-train on cuda:0: Transformer, MoE FFN, MoA, MAE-7 and an LSTM-MoE LM, each against
+#             its CPU losses for the first updates, then a few hundred updates, beam-5 decoding and
+#             BLEU (the LM: perplexity)
+#   nccl      the NCCL communicator on one rank
+#   bench     headline moe-bench rows beside the measured ceilings, and transformer-base training
+#             tokens/s beside scripts/bench_torch.py (eager and torch.compile)
+# A step that would overrun the budget (default 450 s, from the start) is skipped and says so; one that
+# runs out of its own share (scaled with the budget) is stopped. OUT ends with two files: summary.md (a table, printed last) and
+# logs.tar.gz (every log). Exit code 0 when no step failed.
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+START=$SECONDS
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+OUT=""; PACK="$ROOT/gpu-pack"; BUDGET=450; EMULATE=0; BIN="$ROOT/build/bin"; DATA="$ROOT/../shared/data"
+STEPS="env,parity,sanitize,e2e,nccl,bench" SAN_TAGS="" SAN_TOOLS=""
+while (( $# )); do
+  case "$1" in
+    --pack) PACK="$2"; shift 2 ;;
+    --budget) BUDGET="$2"; shift 2 ;;
+    --steps) STEPS="$2"; shift 2 ;;
+    --tags) SAN_TAGS="$2"; shift 2 ;;
+    --tools) SAN_TOOLS="$2"; shift 2 ;;
+    --emulate) EMULATE=1; shift ;;
+    --bin) BIN="$2"; shift 2 ;;
+    --data) DATA="$2"; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    -*) echo "gpu-check: unknown option $1 (try --help)" >&2; exit 2 ;;
+    *) [[ -z "$OUT" ]] || { echo "gpu-check: one output folder only (got $OUT and $1)" >&2; exit 2; }; OUT="$1"; shift ;;
+  esac
+done
+[[ -n "$OUT" ]] || { usage >&2; exit 2; }
+mkdir -p "$OUT" && OUT="$(cd "$OUT" && pwd)"
+rm -rf "$OUT/logs" "$OUT/summary.md" "$OUT/logs.tar.gz"
+LOGS="$OUT/logs"
+mkdir -p "$LOGS"
+DEADLINE=$(( START + BUDGET ))
+source "$ROOT/scripts/internal/gpu-check-steps.sh"
+
+if (( EMULATE )); then preflight_emulated; else preflight_device; fi
+preflight_rc=$?
+if (( preflight_rc == 0 )); then
+  IFS=, read -ra chosen <<< "$STEPS"
+  for step in env parity sanitize e2e nccl bench; do
+    [[ ",$STEPS," == *",$step,"* ]] || continue
+    case "$step" in  # the least time each needs to be worth starting, and the most it may take (at 450 s)
+      env) run_step env 10 "$(scaled 30)" step_env ;;
+      parity) run_step parity 40 "$(scaled 200)" step_parity ;;
+      sanitize) run_step sanitize 30 "$(scaled 150)" step_sanitize ;;
+      e2e) run_step e2e 40 "$(scaled 240)" step_e2e ;;
+      nccl) run_step nccl 10 "$(scaled 40)" step_nccl ;;
+      bench) run_step bench 40 "$(scaled 150)" step_bench ;;
+    esac
+  done
+  for step in "${chosen[@]}"; do
+    [[ ",env,parity,sanitize,e2e,nccl,bench," == *",$step,"* ]] || add_row "$step" "FAILED" 0 "no such step"
+  done
+fi
+write_summary "$preflight_rc"
+tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs && rm -rf "$LOGS"
+cat "$OUT/summary.md"
+! grep -qE '\| (FAILED|TIMED OUT) \|' "$OUT/summary.md" && (( preflight_rc == 0 ))

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The rehearsal of a lent GPU's first call: scripts/gpu-check.sh --emulate runs every step of the real
+# check, at tiny sizes, on the CUDA emulator, so that no script bug costs device time. Checks that each
+# step ran and passed (the NCCL step says the emulator has none), that every model of the e2e step
+# trained on cuda:0 with the CPU's losses and was scored, that OUT holds only summary.md and
+# logs.tar.gz (a device call brings back at most 8 files) and that the summary is printed last; then
+# that a budget too small for a step skips it and says so.
+# Usage (ctest passes both): gpu_check_rehearsal.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped: not a
+# CUDA-emulator build, or no data.
+set -euo pipefail
+BIN="$(cd "${1:?usage: gpu_check_rehearsal.sh BIN_DIR SHARED_DATA_DIR}" && pwd)"
+DATA="${2:?usage: gpu_check_rehearsal.sh BIN_DIR SHARED_DATA_DIR}"
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+E2E_NAME=gpu_check_rehearsal
+source "$(dirname "$0")/lib/e2e_common.sh"
+grep -q '^MOE_CUDA_EMU:BOOL=ON' "$BIN/../CMakeCache.txt" 2>/dev/null || { echo "$E2E_NAME: not an emulator build: skipped"; exit 77; }
+[[ -f "$DATA/multi30k/train.en" ]] || { echo "$E2E_NAME: no Multi30k data in $DATA: skipped"; exit 77; }
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/moe-gpu-rehearsal-test.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+
+"$ROOT/scripts/gpu-check.sh" --emulate "$WORK/out" --bin "$BIN" --data "$DATA" --budget 1800 > "$WORK/stdout" 2>&1 ||
+  { cat "$WORK/stdout"; e2e_fail "gpu-check.sh --emulate failed"; }
+S="$WORK/out/summary.md"
+cat "$S"
+[[ "$(ls "$WORK/out")" == "$(printf 'logs.tar.gz\nsummary.md')" ]] || e2e_fail "OUT holds $(ls "$WORK/out" | tr '\n' ' ')"
+[[ "$(tail -n 1 "$WORK/stdout")" == "$(tail -n 1 "$S")" ]] || e2e_fail "the summary is not printed last"
+for step in preflight env parity sanitize e2e bench; do
+  grep -qE "^\| $step \| ok \|" "$S" || e2e_fail "step $step did not pass"
+done
+grep -qE '^\| nccl \| not here \| [0-9]+ \| not built: the emulator has no NCCL' "$S" || e2e_fail "the nccl step did not say why it did not run"
+grep -qE '^\| parity \| ok .*never launched: [0-9]+ of [0-9]+ moe kernels' "$S" || e2e_fail "no never-launched count"
+for model in transformer moe-ffn moa mae-7 lstm-moe-lm; do
+  grep -qE "$model: f32 losses within [0-9.e+-]+ over 2 updates; 3 updates" "$S" || e2e_fail "$model: not trained and compared"
+done
+[[ "$(grep -o 'beam 5: BLEU [0-9.]* on 2 test lines' "$S" | wc -l)" == 4 ]] || e2e_fail "not every translation model was decoded and scored"
+grep -q 'lstm-moe-lm: .*valid perplexity [0-9.]*' "$S" || e2e_fail "the LM was not scored"
+grep -q 'moe-bench: ceilings ' "$S" || e2e_fail "no moe-bench figures"
+tar -tzf "$WORK/out/logs.tar.gz" > "$WORK/logs.txt"
+grep -q 'logs/e2e/mae-7-cuda.metrics.jsonl' "$WORK/logs.txt" || e2e_fail "logs.tar.gz lacks the e2e metrics"
+
+"$ROOT/scripts/gpu-check.sh" --emulate "$WORK/short" --bin "$BIN" --data "$DATA" --budget 5 --steps parity,bench > /dev/null 2>&1 ||
+  e2e_fail "a run whose steps are all skipped failed"
+for step in parity bench; do
+  grep -qE "^\| $step \| skipped \| 0 \| would overrun: needs at least [0-9]+ s" "$WORK/short/summary.md" ||
+    e2e_fail "$step was not skipped for the budget"
+done
+echo "$E2E_NAME: OK"
