@@ -3,8 +3,9 @@
 # under ctest, prints a summary. Where a GPU answers (nvidia-smi lists one), CUDA is built with nvcc and
 # the GPU suite runs on it. Where none answers, the CUDA sources are built for the CUDA emulator
 # (emu/README.md): the GPU parity suite and the end-to-end CUDA path run on the CPU under its checker;
-# with nvcc on the machine, the same sources are also compiled by nvcc for the real architectures
-# (objects only, in BUILD-nvcc/) and a test checks their register budgets from ptxas's reports.
+# with nvcc on the machine, scripts/gpu-pack.sh also builds them with nvcc for sm_90a in BUILD-gpu/
+# (the pack a lent GPU runs: docs/GPU-FIRST-RUN.md), and tests check its size and contents and the
+# register budgets from ptxas's reports.
 # After ctest, every fuzz harness of tests/fuzz runs for a short fixed time under libFuzzer and the
 # sanitizers (scripts/fuzz.sh; needs clang, which the install step brings).
 #   scripts/test.sh [--build-dir DIR] [--cuda-arch "80;90"] [--emulate] [--no-install] [--sanitize]
@@ -34,6 +35,11 @@ if (( INSTALL )) && ! "$ROOT/scripts/install-deps.sh" --check --with fuzz; then 
 # nvcc is usually not on PATH in a fresh shell.
 if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
 gpu_answers() { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }
+# ccache, when installed, also serves the GPU pack's build of lib/ from the emulator build's objects:
+# in its preprocessor mode the CUDA flags of the two builds do not change most files' hash.
+if command -v ccache >/dev/null; then
+  export CMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}" CMAKE_C_COMPILER_LAUNCHER="${CMAKE_C_COMPILER_LAUNCHER:-ccache}"
+fi
 JOBS="$(nproc)"
 start=$(date +%s)
 CONFIG=(-DCMAKE_BUILD_TYPE=Release -DMOE_CUDA_ARCHITECTURES="$ARCH")
@@ -47,18 +53,14 @@ elif (( EMULATE )) || ! gpu_answers; then
   BUILD="${BUILD:-$ROOT/build}"
   CONFIG+=(-DMOE_CUDA_EMU=ON)
   if command -v nvcc >/dev/null; then
-    # The same CUDA sources through nvcc (objects only) with ptxas reports for the register-budget test.
-    NVCC_BUILD="$BUILD-nvcc"
-    cmake -S "$ROOT" -B "$NVCC_BUILD" -DCMAKE_BUILD_TYPE=Release -DMOE_CUDA_ARCHITECTURES="$ARCH" -DMOE_TESTS=OFF \
-      -DMOE_PTXAS_REPORTS=ON
-    cmake --build "$NVCC_BUILD" -j "$JOBS" --target moe_cuda_tensor moe_cuda_ops moe_cuda_bench
-    # lib/dist's NCCL backend is host code built only with real CUDA (the emulator has no NCCL): compile it here.
-    if grep -q '^NCCL_LIBRARY:FILEPATH=/' "$NVCC_BUILD/CMakeCache.txt"; then  # found only with MPI (lib/CMakeLists.txt)
-      make -C "$NVCC_BUILD/lib" dist/nccl_communicator.cpp.o
-    else
-      echo "test.sh: NCCL or MPI not found: the NCCL backend of lib/dist is not compiled"
-    fi
-    CONFIG+=(-DMOE_PTXAS_REPORT_DIR="$NVCC_BUILD/ptxas")
+    # The same CUDA sources through nvcc: the GPU pack (scripts/gpu-pack.sh: the programs a lent GPU runs,
+    # sm_90a; with lib/dist's NCCL backend, which the emulator lacks), its ptxas reports for the
+    # register-budget test and the pack for the gpu_pack test.
+    GPU_BUILD="$BUILD-gpu"
+    pack_data=(--data "$ROOT/../shared/data")
+    [[ -f "$ROOT/../shared/data/multi30k/train.en" ]] || pack_data=(--no-data)
+    "$ROOT/scripts/gpu-pack.sh" --build-dir "$GPU_BUILD" --out "$GPU_BUILD/pack" "${pack_data[@]}"
+    CONFIG+=(-DMOE_PTXAS_REPORT_DIR="$GPU_BUILD/ptxas" -DMOE_GPU_PACK_DIR="$GPU_BUILD/pack")
   else
     echo "test.sh: nvcc not found: the CUDA sources are not compiled for a GPU and register budgets are not checked"
   fi
