@@ -114,6 +114,28 @@ std::string stream_race_text(const char* access, uintptr_t addr, bool other_wrot
          std::to_string(op.stream) + " here): record an event after it and cudaStreamWaitEvent, or synchronise";
 }
 
+/// Whether a plain access of bytes `m` by `block` of `op` would neither be reported nor change the
+/// record: the bytes were written, this block (or, for reads, several blocks) already touched them in
+/// this launch the same way, and no stream is unordered with it. Read without the lock (a stale view
+/// only sends the access to the locked path), this keeps repeated accesses, such as many blocks
+/// reading one weight vector, from writing the record's cache line.
+bool unchanged(const Record& rec, uint8_t m, bool write, const Op& op, uint32_t block) {
+  auto load = [](const auto& field) {
+    return std::atomic_ref(const_cast<std::remove_cvref_t<decltype(field)>&>(field)).load(std::memory_order_relaxed);
+  };
+  if ((load(rec.init) & m) != m) return false;
+  const uint32_t w_serial = load(rec.w_serial), r_serial = load(rec.r_serial), r_block = load(rec.r_block);
+  const uint8_t r_mask = load(rec.r_mask);
+  if (w_serial == op.serial) {
+    const bool own = load(rec.w_block) == block, covered = (load(rec.w_mask) & m) == m;
+    if (write ? !(own && covered) : !(own || !(load(rec.w_mask) & m))) return false;
+  } else if (write || unordered(w_serial, load(rec.w_stream), op)) {
+    return false;
+  }
+  if (write) return r_serial != op.serial || r_block == block || !(r_mask & m);
+  return r_serial == op.serial && (r_block == block || r_block == kSeveral) && (r_mask & m) == m;
+}
+
 std::string uninit_text(const char* who, uintptr_t addr, size_t bytes) {
   return std::string(who) + " of " + std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes") + " at " + hex(addr) +
          " of device memory never written since its allocation (nothing stored there since cudaMalloc or since the "
@@ -129,6 +151,7 @@ void shadow_kernel_access(ThreadState& t, uintptr_t addr, size_t bytes, bool wri
   ReportKind kind{};
   std::string problem;
   for_records(addr, bytes, true, [&](Record& rec, uint8_t m, uintptr_t) {
+    if (!atomic && unchanged(rec, m, write, *op, block)) return;
     Locked l(rec);
     Record& r = l.r;
     if (!problem.empty()) {

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "moe_emu/control.h"
+#include "reports.h"
 #include "state.h"
 
 namespace moe_emu {
@@ -74,16 +75,7 @@ std::vector<KernelCoverage> kernel_coverage() {
 namespace {
 /// The unqualified name of a kernel display name ("ns::(anonymous namespace)::softmax_kernel<float, 4>").
 std::string base_name(std::string s) {
-  if (!s.empty() && s.back() == '>') {
-    int depth = 0;
-    for (size_t i = s.size(); i-- > 0;) {
-      if (s[i] == '>') ++depth;
-      else if (s[i] == '<' && --depth == 0) {
-        s.resize(i);
-        break;
-      }
-    }
-  }
+  drop_trailing_group(s, '<', '>');
   const size_t colon = s.rfind("::");
   return colon == std::string::npos ? s : s.substr(colon + 2);
 }

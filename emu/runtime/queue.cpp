@@ -27,17 +27,25 @@ struct StreamState {
   uint32_t last = 0;
 };
 
-std::mutex g_mutex;              // everything below but the runner
-std::mutex g_run_mutex;          // one runner at a time
-std::vector<StreamState> g_streams;
-std::map<int, StreamId> g_legacy;
-std::deque<std::unique_ptr<Op>> g_queue;
-std::deque<std::pair<uint32_t, std::string>> g_recent;  // what the last operations were
-Clock g_host;
-uint32_t g_serial = 0;
-cudaError_t g_async = cudaSuccess;
-std::string g_async_text;
-const Op* g_running = nullptr;
+struct State {
+  std::mutex mutex;      // everything below but the runner
+  std::mutex run_mutex;  // one runner at a time
+  std::vector<StreamState> streams;
+  std::map<int, StreamId> legacy;
+  std::deque<std::unique_ptr<Op>> queue;
+  std::deque<std::pair<uint32_t, std::string>> recent;  // what the last operations were
+  Clock host;
+  uint32_t serial = 0;
+  cudaError_t async = cudaSuccess;
+  std::string async_text;
+  const Op* running = nullptr;
+};
+/// Created on first use and never destroyed: tensors freed by static destructors at exit still queue
+/// their notes.
+State& state() {
+  static State* s = new State;
+  return *s;
+}
 
 bool blocking_launches() {
   static const bool on = [] {
@@ -48,8 +56,8 @@ bool blocking_launches() {
 }
 
 StreamId add_stream(int device, bool blocking, bool legacy) {
-  g_streams.push_back(StreamState{device, blocking, legacy, false, {}, 0});
-  return StreamId(g_streams.size() - 1);
+  state().streams.push_back(StreamState{device, blocking, legacy, false, {}, 0});
+  return StreamId(state().streams.size() - 1);
 }
 }  // namespace
 
@@ -60,36 +68,36 @@ void join(Clock& into, const Clock& other) {
 }
 
 std::string call_site(const char* file, unsigned line) {
-  static std::mutex mutex;
-  static std::map<const char*, std::string> paths;  // source_location's file names are static strings
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = paths.find(file);
-  if (it == paths.end()) it = paths.emplace(file, source_path(file)).first;
+  static auto* mutex = new std::mutex;
+  static auto* paths = new std::map<const char*, std::string>;  // source_location's file names are static strings
+  std::lock_guard<std::mutex> lock(*mutex);
+  auto it = paths->find(file);
+  if (it == paths->end()) it = paths->emplace(file, source_path(file)).first;
   return it->second + ":" + std::to_string(line);
 }
 
 StreamId new_stream(int device, bool blocking) {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(state().mutex);
   return add_stream(device, blocking, false);
 }
 
 StreamId legacy_stream(int device) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  auto it = g_legacy.find(device);
-  if (it != g_legacy.end()) return it->second;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto it = state().legacy.find(device);
+  if (it != state().legacy.end()) return it->second;
   const StreamId id = add_stream(device, true, true);
-  g_legacy[device] = id;
+  state().legacy[device] = id;
   return id;
 }
 
 void retire_stream(StreamId stream) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_streams[stream].retired = true;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().streams[stream].retired = true;
 }
 
 int device_of(StreamId stream) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return g_streams[stream].device;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().streams[stream].device;
 }
 
 uint32_t enqueue(StreamId stream, OpKind kind, std::string what, std::function<cudaError_t(const Op&)> run) {
@@ -97,12 +105,12 @@ uint32_t enqueue(StreamId stream, OpKind kind, std::string what, std::function<c
   op->stream = stream, op->kind = kind, op->what = std::move(what), op->run = std::move(run);
   uint32_t serial = 0, oldest = 0;
   {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    serial = op->serial = ++g_serial;
+    std::lock_guard<std::mutex> lock(state().mutex);
+    serial = op->serial = ++state().serial;
     if (stream != kNoStream) {
-      StreamState& s = g_streams[stream];
-      join(s.clock, g_host);
-      for (const StreamState& o : g_streams)
+      StreamState& s = state().streams[stream];
+      join(s.clock, state().host);
+      for (const StreamState& o : state().streams)
         if (&o != &s && o.device == s.device && !o.retired && ((s.legacy && o.blocking) || (s.blocking && o.legacy)))
           join(s.clock, o.clock);
       if (s.clock.size() <= stream) s.clock.resize(size_t(stream) + 1, 0);
@@ -110,10 +118,10 @@ uint32_t enqueue(StreamId stream, OpKind kind, std::string what, std::function<c
       s.last = serial;
       op->clock = s.clock;
     }
-    g_recent.emplace_back(serial, op->what);
-    if (g_recent.size() > kMaxQueued) g_recent.pop_front();
-    g_queue.push_back(std::move(op));
-    if (g_queue.size() > kMaxQueued) oldest = g_queue[kMaxQueued / 2]->serial;
+    state().recent.emplace_back(serial, op->what);
+    if (state().recent.size() > kMaxQueued) state().recent.pop_front();
+    state().queue.push_back(std::move(op));
+    if (state().queue.size() > kMaxQueued) oldest = state().queue[kMaxQueued / 2]->serial;
   }
   if (blocking_launches()) run_until(serial);
   else if (oldest) run_until(oldest);
@@ -121,22 +129,22 @@ uint32_t enqueue(StreamId stream, OpKind kind, std::string what, std::function<c
 }
 
 void run_until(uint32_t serial) {
-  std::lock_guard<std::mutex> runner(g_run_mutex);
+  std::lock_guard<std::mutex> runner(state().run_mutex);
   while (true) {
     std::unique_ptr<Op> op;
     {
-      std::lock_guard<std::mutex> lock(g_mutex);
-      if (g_queue.empty() || g_queue.front()->serial > serial) return;
-      op = std::move(g_queue.front());
-      g_queue.pop_front();
-      g_running = op.get();
+      std::lock_guard<std::mutex> lock(state().mutex);
+      if (state().queue.empty() || state().queue.front()->serial > serial) return;
+      op = std::move(state().queue.front());
+      state().queue.pop_front();
+      state().running = op.get();
     }
     const cudaError_t e = op->run(*op);
-    std::lock_guard<std::mutex> lock(g_mutex);
-    g_running = nullptr;
-    if (e != cudaSuccess && g_async == cudaSuccess) {
-      g_async = e;
-      g_async_text = cudaGetErrorString(e);  // the runner's message for it (reports name kernel and line)
+    std::lock_guard<std::mutex> lock(state().mutex);
+    state().running = nullptr;
+    if (e != cudaSuccess && state().async == cudaSuccess) {
+      state().async = e;
+      state().async_text = cudaGetErrorString(e);  // the runner's message for it (reports name kernel and line)
     }
   }
 }
@@ -144,48 +152,48 @@ void run_until(uint32_t serial) {
 void run_all() {
   uint32_t last;
   {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    last = g_serial;
+    std::lock_guard<std::mutex> lock(state().mutex);
+    last = state().serial;
   }
   run_until(last);
 }
 
 bool finished(uint32_t serial) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return g_queue.empty() || g_queue.front()->serial > serial;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().queue.empty() || state().queue.front()->serial > serial;
 }
 
 Clock stream_clock(StreamId stream) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return g_streams[stream].clock;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().streams[stream].clock;
 }
 
 uint32_t stream_last(StreamId stream) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return g_streams[stream].last;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().streams[stream].last;
 }
 
 void stream_waits(StreamId stream, const Clock& clock) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  join(g_streams[stream].clock, clock);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  join(state().streams[stream].clock, clock);
 }
 
 void host_observes(const Clock& clock) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  join(g_host, clock);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  join(state().host, clock);
 }
 
 void synchronize_all() {
   run_all();
-  std::lock_guard<std::mutex> lock(g_mutex);
-  for (const StreamState& s : g_streams) join(g_host, s.clock);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  for (const StreamState& s : state().streams) join(state().host, s.clock);
 }
 
-const Op* running_op() { return g_running; }
+const Op* running_op() { return state().running; }
 
 std::string describe_op(uint32_t serial) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  for (auto it = g_recent.rbegin(); it != g_recent.rend(); ++it)
+  std::lock_guard<std::mutex> lock(state().mutex);
+  for (auto it = state().recent.rbegin(); it != state().recent.rend(); ++it)
     if (it->first == serial) return it->second;
   return "operation #" + std::to_string(serial);
 }
@@ -195,11 +203,11 @@ cudaError_t take_async_error(bool clear) {
   std::string text;
   const std::string hit = take_guard_hits();
   {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    if (!hit.empty() && g_async == cudaSuccess) g_async = cudaErrorLaunchFailure, g_async_text = hit;
-    e = g_async;
-    text = g_async_text;
-    if (clear) g_async = cudaSuccess, g_async_text.clear();
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (!hit.empty() && state().async == cudaSuccess) state().async = cudaErrorLaunchFailure, state().async_text = hit;
+    e = state().async;
+    text = state().async_text;
+    if (clear) state().async = cudaSuccess, state().async_text.clear();
   }
   return set_message(e, text);
 }

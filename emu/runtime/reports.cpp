@@ -121,28 +121,33 @@ std::string source_line(uintptr_t pc) {
   return text;
 }
 
+void drop_trailing_group(std::string& s, char open, char close) {
+  if (s.empty() || s.back() != close) return;
+  int depth = 0;
+  for (size_t i = s.size(); i-- > 0;) {
+    if (s[i] == close) ++depth;
+    else if (s[i] == open && --depth == 0) {
+      s.resize(i);
+      return;
+    }
+  }
+}
+
 std::string kernel_display_name(const char* tag_type_name) {
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(tag_type_name, nullptr, nullptr, &status), std::free);
   std::string s = status == 0 && d ? d.get() : tag_type_name;
   const std::string tag = "::moe_emu_kernel_tag";
   if (s.size() > tag.size() && s.compare(s.size() - tag.size(), tag.size(), tag) == 0) s.resize(s.size() - tag.size());
-  if (!s.empty() && s.back() == ')') {  // drop the parameter list
-    int depth = 0;
-    for (size_t i = s.size(); i-- > 0;) {
-      if (s[i] == ')') ++depth;
-      else if (s[i] == '(' && --depth == 0) {
-        s.resize(i);
-        break;
-      }
-    }
-  }
+  drop_trailing_group(s, '(', ')');  // the parameter list
   if (s.rfind("void ", 0) == 0) s.erase(0, 5);  // the return type of a template's name
   return s;
 }
 
 static std::string dims(uint3 v) {
-  return "(" + std::to_string(v.x) + "," + std::to_string(v.y) + "," + std::to_string(v.z) + ")";
+  char b[48];
+  std::snprintf(b, sizeof(b), "(%u,%u,%u)", v.x, v.y, v.z);
+  return b;
 }
 
 std::string publish_reports(const std::string& kernel, const std::vector<RawReport>& reports, size_t dropped) {

@@ -45,6 +45,8 @@ struct RawReport {
 std::string source_path(const std::string& path);
 /// "cuda/ops/softmax.cu:57" for a program counter (with the inline chain: "reduce.cuh:30 <- softmax.cu:57").
 std::string source_line(uintptr_t pc);
+/// Drops a trailing bracketed group ("f<int, 2>" -> "f" for '<', '>'), nested groups included.
+void drop_trailing_group(std::string& s, char open, char close);
 /// The kernel's display name from a local tag type's name ("...::softmax_kernel<float, 4>").
 std::string kernel_display_name(const char* tag_type_name);
 

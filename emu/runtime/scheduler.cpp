@@ -84,18 +84,27 @@ unsigned block_in_order(unsigned i, unsigned n, uint64_t key) {
 }
 
 /// Reorders the threads waiting to run (seeded runs only): warps in a random order, the lanes of each
-/// rotated by a random offset, so that each warp's fiber stacks stay together in memory.
+/// rotated by a random offset, so that each warp's fiber stacks stay together in memory. Linear in
+/// the block's threads.
 void shuffle_ready(Worker& w, uint64_t& state) {
   if (w.ready.size() - w.ready_head < 2) return;
-  unsigned rank[kMaxWarps], turn[kMaxWarps];
-  for (unsigned i = 0; i < unsigned(kMaxWarps); ++i) rank[i] = i;
-  for (unsigned i = kMaxWarps; i > 1; --i) {
+  bool waiting[kMaxThreads] = {};
+  for (size_t i = w.ready_head; i < w.ready.size(); ++i) waiting[w.ready[i]] = true;
+  const unsigned warps = (w.nthreads + kWarpSize - 1) / kWarpSize;
+  unsigned order[kMaxWarps];
+  for (unsigned i = 0; i < warps; ++i) order[i] = i;
+  for (unsigned i = warps; i > 1; --i) {
     state = mix(state);
-    std::swap(rank[i - 1], rank[state % i]);
+    std::swap(order[i - 1], order[state % i]);
   }
-  for (unsigned& t : turn) t = unsigned(state = mix(state)) % kWarpSize;
-  auto key = [&](int tid) { return rank[tid / kWarpSize] * kWarpSize + (unsigned(tid) + turn[tid / kWarpSize]) % kWarpSize; };
-  std::sort(w.ready.begin() + long(w.ready_head), w.ready.end(), [&](int a, int b) { return key(a) < key(b); });
+  size_t next = w.ready_head;
+  for (unsigned i = 0; i < warps; ++i) {
+    const unsigned turn = unsigned(state = mix(state)) % kWarpSize;
+    for (unsigned l = 0; l < unsigned(kWarpSize); ++l) {
+      const unsigned tid = order[i] * kWarpSize + (l + turn) % kWarpSize;
+      if (tid < w.nthreads && waiting[tid]) w.ready[next++] = int(tid);
+    }
+  }
 }
 
 std::unique_ptr<Worker> make_worker(int id) {

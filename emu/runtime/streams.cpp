@@ -89,7 +89,6 @@ cudaError_t copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, 
                  const std::source_location& site) {
   const char* name = sync ? "cudaMemcpy" : "cudaMemcpyAsync";
   if (stream_device(stream) < 0) return set_error(cudaErrorInvalidResourceHandle);
-  take_guard_hits();
   const Side ds = side_of(dst, bytes), ss = side_of(src, bytes);
   bool dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
   bool src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
