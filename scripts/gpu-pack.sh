@@ -15,7 +15,7 @@
 #   lib/libmoe-kernel-trace.so (scripts/internal/kernel-trace.cpp): the never-launched list on the GPU
 #   MANIFEST  the commit, nvcc, architectures and every file's size
 # and fails when DIR exceeds --limit-mib (default 48; a device call carries at most 64 MiB in all).
-# The build folder (default build-gpu/) keeps its ptxas reports in ptxas/ (scripts/register-budget.sh).
+# The build folder (default build-gpu/) keeps its ptxas reports in ptxas/ (scripts/internal/register-budget.sh).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
