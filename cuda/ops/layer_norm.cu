@@ -137,7 +137,10 @@ __global__ void layer_norm_backward_dx_kernel(const T* __restrict__ x, const G* 
       const Pack<T, VEC> px = load_pack<T, VEC>(xr + i), pd = load_pack<T, VEC>(dyr + i);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        const float gj = to_float(pd.v[k]) * param(gamma, i + k, 1.f);
+        // __fmul_rn: no FMA contraction, so both loops see the same rounded gj and, for a row of one
+        // element (or a constant row), gj - a is exactly 0 as on the CPU, not the product's rounding
+        // error magnified by rstd (up to 1 / sqrt(eps)).
+        const float gj = __fmul_rn(to_float(pd.v[k]), param(gamma, i + k, 1.f));
         a += gj;
         b += gj * (to_float(px.v[k]) - mu) * rs;
       }
@@ -149,7 +152,7 @@ __global__ void layer_norm_backward_dx_kernel(const T* __restrict__ x, const G* 
       Pack<T, VEC> o = load_pack<T, VEC>(dx + r * d + i);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        const float gj = to_float(pd.v[k]) * param(gamma, i + k, 1.f), xh = (to_float(px.v[k]) - mu) * rs;
+        const float gj = __fmul_rn(to_float(pd.v[k]), param(gamma, i + k, 1.f)), xh = (to_float(px.v[k]) - mu) * rs;
         o.v[k] = from_float<T>(to_float(o.v[k]) + rs * (gj - a - xh * b));
       }
       store_pack<T, VEC>(dx + r * d + i, o);

@@ -107,6 +107,7 @@ MOE_EMU_INLINE float __int2float_rn(int x) { return static_cast<float>(x); }
 MOE_EMU_INLINE float __expf(float x) { return std::exp(x); }
 MOE_EMU_INLINE float __logf(float x) { return std::log(x); }
 MOE_EMU_INLINE float __fdividef(float a, float b) { return a / b; }
+MOE_EMU_INLINE float __fmul_rn(float a, float b) { return a * b; }  // the host never contracts it into an FMA
 MOE_EMU_INLINE float __saturatef(float x) { return x < 0.f ? 0.f : x > 1.f ? 1.f : x; }
 MOE_EMU_INLINE float rsqrtf(float x) { return 1.f / std::sqrt(x); }
 MOE_EMU_INLINE double rsqrt(double x) { return 1.0 / std::sqrt(x); }
