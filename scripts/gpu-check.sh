@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one command of a lent GPU's first call (docs/GPU-FIRST-RUN.md), and its rehearsal in CI:
 #   scripts/gpu-check.sh OUT [--pack DIR] [--budget SECONDS] [--steps LIST] [--tags T1;T2] [--tools LIST]
+#                        [--models LIST]
 #       on the device, carrying gpu-pack/ (scripts/gpu-pack.sh): unpacks it, checks what it relies on,
 #       then runs the steps
 #   scripts/gpu-check.sh --emulate OUT [--bin DIR] [--data DIR] [--budget SECONDS] [--steps LIST]
@@ -13,7 +14,7 @@
 #             --tags '[softmax];[reduce]' and --tools memcheck,synccheck,initcheck choose others
 #   e2e       moe-train on cuda:0: Transformer, MoE FFN, MoA, MAE-7 and an LSTM-MoE LM, each against
 #             its CPU losses for the first updates, then a few hundred updates, beam-5 decoding and
-#             BLEU (the LM: perplexity)
+#             BLEU (the LM: perplexity); --models picks some (a comma list)
 #   nccl      the NCCL communicator on one rank
 #   bench     headline moe-bench rows beside the measured ceilings, and transformer-base training
 #             tokens/s beside scripts/bench_torch.py (eager and torch.compile)
@@ -25,7 +26,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 START=$SECONDS
 usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 OUT=""; PACK="$ROOT/gpu-pack"; BUDGET=450; EMULATE=0; BIN="$ROOT/build/bin"; DATA="$ROOT/../shared/data"
-STEPS="env,parity,sanitize,e2e,nccl,bench" SAN_TAGS="" SAN_TOOLS=""
+STEPS="env,parity,sanitize,e2e,nccl,bench" SAN_TAGS="" SAN_TOOLS="" E2E_MODELS="transformer moe-ffn moa mae-7 lstm-moe-lm"
 while (( $# )); do
   case "$1" in
     --pack) PACK="$2"; shift 2 ;;
@@ -33,6 +34,7 @@ while (( $# )); do
     --steps) STEPS="$2"; shift 2 ;;
     --tags) SAN_TAGS="$2"; shift 2 ;;
     --tools) SAN_TOOLS="$2"; shift 2 ;;
+    --models) E2E_MODELS="${2//,/ }"; shift 2 ;;
     --emulate) EMULATE=1; shift ;;
     --bin) BIN="$2"; shift 2 ;;
     --data) DATA="$2"; shift 2 ;;

@@ -8,7 +8,7 @@
 # Covered by the rehearsal (tests/scripts/gpu_check_rehearsal.sh): the same commands at tiny sizes.
 
 e2e_sizes_device() {  # on a GPU: recipe-sized models, small batches so the CPU runs stay short
-  E2E_CMP=3 E2E_UPDATES=300 E2E_MINUTES=0.35 E2E_TOKENS=3000 E2E_DTYPE=bf16 E2E_TOL_F32=2e-3 E2E_TEST_LINES=500
+  E2E_CMP=3 E2E_UPDATES=300 E2E_MINUTES=0.35 E2E_TOKENS=2000 E2E_DTYPE=bf16 E2E_TOL_F32=2e-3 E2E_TEST_LINES=500
   E2E_DECODE=(--dtype bf16 --max-tokens 16384) MT_SIZE=() LM_SIZE=() MOA_NAME=8K8E128D
 }
 e2e_sizes_emulated() {  # on the emulator: the same models, tiny
@@ -46,9 +46,12 @@ e2e_model() {
   shift 2
   local common=("$@" --train.max_tokens "$E2E_TOKENS" --train.warmup_updates 4 --train.log_every 1 --train.seed 1
                 --train.keep_last 1)
-  train "$name" cpu cpu f32 "$E2E_CMP" "${common[@]}" || { note "$name: FAILED: moe-train on the cpu"; return 1; }
+  # The comparison runs validate on a few lines (CMP_VALID): a full validation on the CPU takes minutes.
+  train "$name" cpu cpu f32 "$E2E_CMP" "${common[@]}" "${CMP_VALID[@]}" ||
+    { note "$name: FAILED: moe-train on the cpu"; return 1; }
   if [[ "$E2E_DTYPE" != f32 ]]; then
-    train "$name" cuda-f32 cuda f32 "$E2E_CMP" "${common[@]}" || { note "$name: FAILED: moe-train on cuda (f32)"; return 1; }
+    train "$name" cuda-f32 cuda f32 "$E2E_CMP" "${common[@]}" "${CMP_VALID[@]}" ||
+      { note "$name: FAILED: moe-train on cuda (f32)"; return 1; }
     cmp="$(compare_losses "$WORK/e2e/$name/cpu" "$WORK/e2e/$name/cuda-f32" "$E2E_TOL_F32")" || rc=1
     found+="f32 losses within $cmp of the cpu's; "
   fi
@@ -63,13 +66,15 @@ e2e_model() {
            sed -E 's/.*"tokens_per_s":([^,]*).*/\1/' | sort -g | awk '{v[NR] = $1} END {printf "%.0f", v[int((NR + 1) / 2)]}')"
   found+="$E2E_DTYPE losses within $cmp over $E2E_CMP updates; $updates updates in $(( SECONDS - t0 )) s ($tok_s tokens/s)"
   (( rc == 0 )) || found="FAILED: $found (tolerance $tol)"
-  local ck="$run/checkpoint.last.safetensors" score
+  local ck="$run/checkpoint.last.safetensors" score status
   if [[ "$kind" == mt ]]; then
     head -n "$E2E_TEST_LINES" "$WORK/data/multi30k/test.src" > "$WORK/e2e/$name/test.src"
     head -n "$E2E_TEST_LINES" "$WORK/data/multi30k/test.tgt" > "$WORK/e2e/$name/test.tgt"
     bounded env "${RUN_ENV[@]}" "$BIN/moe-translate" -m "$ck" --beam 5 --device cuda "${E2E_DECODE[@]}" \
-      -i "$WORK/e2e/$name/test.src" -o "$LOGS/e2e/$name.hyp" 2> "$LOGS/e2e/$name-translate.log" ||
-      { note "$name: $found; FAILED: moe-translate --device cuda"; return 1; }
+      -i "$WORK/e2e/$name/test.src" -o "$LOGS/e2e/$name.hyp" 2> "$LOGS/e2e/$name-translate.log"
+    status=$?
+    (( status == 124 )) && { note "$name: $found; moe-translate --device cuda TIMED OUT (the step's time)"; return 124; }
+    (( status == 0 )) || { note "$name: $found; FAILED: moe-translate --device cuda"; return 1; }
     score="$(env "${RUN_ENV[@]}" "$BIN/moe-score" bleu -b -r "$WORK/e2e/$name/test.tgt" -i "$LOGS/e2e/$name.hyp")" ||
       { note "$name: $found; FAILED: moe-score bleu"; return 1; }
     found+="; beam 5: BLEU $score on $E2E_TEST_LINES test lines, $(grep -oE '[0-9.]+ tokens/s' "$LOGS/e2e/$name-translate.log" | tail -1)"
@@ -90,7 +95,14 @@ step_e2e() {
   local lm=(--data.train.text "$w/wiki.train.tokens" --data.valid.text "$w/wiki.valid.tokens"
             --data.vocab.path "$WORK/e2e/lm-vocab.words" --data.vocab.min_count 3 --data.cache_dir "$WORK/e2e"
             --train.update_freq 1 "${LM_SIZE[@]}")
-  for model in transformer moe-ffn moa mae-7 lstm-moe-lm; do
+  local tiny="$WORK/e2e/valid-tiny"
+  mkdir -p "$tiny"
+  head -n 16 "$m/valid.src" > "$tiny/valid.src"
+  head -n 16 "$m/valid.tgt" > "$tiny/valid.tgt"
+  head -n 40 "$w/wiki.valid.tokens" > "$tiny/wiki.valid.tokens"
+  for model in $E2E_MODELS; do
+    if [[ $model == lstm-moe-lm ]]; then CMP_VALID=(--data.valid.text "$tiny/wiki.valid.tokens")
+    else CMP_VALID=(--data.valid.src "$tiny/valid.src" --data.valid.tgt "$tiny/valid.tgt"); fi
     if (( STEP_END - SECONDS < 15 )); then note "$model: not run (the step's time is spent)"; continue; fi
     case "$model" in
       transformer) e2e_model "$model" mt --config "$ROOT/recipes/multi30k-en-de.yml" "${mt[@]}" ;;
@@ -99,6 +111,7 @@ step_e2e() {
       moa) e2e_model "$model" mt --config "$ROOT/recipes/multi30k-en-de-moa.yml" "${mt[@]}" --model.attention.name "$MOA_NAME" ;;
       mae-7) e2e_model "$model" mt --config "$ROOT/recipes/multi30k-en-de-mae-7.yml" "${mt[@]}" --model.heads 8 ;;
       lstm-moe-lm) e2e_model "$model" lm --config "$ROOT/recipes/1b-word-moe-4.yml" "${lm[@]}" ;;
+      *) note "$model: no such model (transformer, moe-ffn, moa, mae-7, lstm-moe-lm)"; false ;;
     esac || rc=$?
   done
   return $rc

@@ -88,7 +88,10 @@ preflight_device() {
     done
     # The pack's lib/ first: Debian's OpenMPI libraries have a RUNPATH of their own, which the programs'
     # RPATH does not override for them.
-    RUN_ENV=("LD_LIBRARY_PATH=$WORK/moe-gpu/lib:$(IFS=:; echo "${dirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+    # OPAL_PREFIX and the isolated singleton: programs built with MPI call MPI_Init even for one rank
+    # (test_gpu does), which without them aborts looking for OpenMPI's daemon and plugins elsewhere.
+    RUN_ENV=("LD_LIBRARY_PATH=$WORK/moe-gpu/lib:$(IFS=:; echo "${dirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+             "OPAL_PREFIX=$WORK/moe-gpu/lib/openmpi" OMPI_MCA_ess_singleton_isolated=1)
     while read -r lib; do missing+=("$lib (needed by the pack's programs)"); done < <(
       env "${RUN_ENV[@]}" ldd "$BIN"/* 2>/dev/null | awk '/not found/ {print $1}' | sort -u)
   fi
@@ -218,9 +221,8 @@ step_nccl() {
     touch "$LOGS/$STEP.not-here"
     return 0
   fi
-  # MPI's singleton mode, without a daemon, with the pack's OpenMPI plugins.
-  bounded env "${RUN_ENV[@]}" OPAL_PREFIX="$WORK/moe-gpu/lib/openmpi" OMPI_MCA_ess_singleton_isolated=1 \
-    MOE_REQUIRE_GPU=1 "$BIN/test_gpu" "[nccl]"
+  # MPI's singleton mode, without a daemon, with the pack's OpenMPI plugins (RUN_ENV).
+  bounded env "${RUN_ENV[@]}" MOE_REQUIRE_GPU=1 "$BIN/test_gpu" "[nccl]"
   local rc=$?
   note_result
   return $rc
