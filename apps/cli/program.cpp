@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "common/cpu_threads.h"
+#include "tensor/host_limits.h"
 
 namespace moe::cli {
 
@@ -18,7 +19,12 @@ void add_cpu_threads_option(CLI::App& app) {
 int run_program(const char* program, int argc, char** argv, const std::function<int(int, char**)>& body) {
   rerun_with_openmp_spin(argv);  // libgomp idle threads: short spinning (common/cpu_threads.h)
   try {
+    cpu_threads();  // the default thread count, capped under an address-space limit (an error below 512 MiB)
     return body(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::cerr << program << ": out of memory outside the tensor allocator (" << HostLimits::current().describe()
+              << ")\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << program << ": " << e.what() << "\n";
     return 1;

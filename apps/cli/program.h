@@ -16,8 +16,9 @@ namespace moe::cli {
 /// parsed. Subcommands see it with fallthrough.
 void add_cpu_threads_option(CLI::App& app);
 
-/// main() of a program: sets libgomp's spin policy (may re-execute the program), then runs `body`;
-/// an exception escaping it is printed as "<program>: <what>" on stderr and gives status 1.
+/// main() of a program: sets libgomp's spin policy (may re-execute the program) and the default thread count
+/// (an error under an address-space limit below 512 MiB), then runs `body`; an exception escaping it is
+/// printed as "<program>: <what>" on stderr (std::bad_alloc with the memory limits found) and gives status 1.
 int run_program(const char* program, int argc, char** argv, const std::function<int(int, char**)>& body);
 
 }  // namespace moe::cli

@@ -49,6 +49,8 @@ int train_main(int argc, char** argv) {
     Trainer trainer(options, text);
     trainer.set_bleu_decoder(translator_bleu_decoder(options.valid));
     trainer.run(resume);
+  } catch (const std::bad_alloc&) {
+    throw;  // cli::run_program names the memory limits
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return 1;

@@ -168,6 +168,10 @@ int translate_main(int argc, char** argv) {
   }
   try {
     run_translate(o, std::cin, std::cout, std::cerr);
+  } catch (const OutOfMemory& e) {
+    std::cerr << "moe-translate: error: " << e.what() << "; lower --max-tokens (now " << o.max_tokens
+              << ") or --beam (now " << o.beam << ")\n";
+    return 1;
   } catch (const Error& e) {
     std::cerr << "moe-translate: error: " << e.what() << "\n";
     return 1;

@@ -5,11 +5,14 @@
 // (no dependency), and PyTorch's CPU ops use the same model, which keeps the comparison in
 // scripts/bench-cpu.sh like for like. OpenBLAS (the Debian pthread build) is told to use one thread:
 // with its own workers running as well, both pools would want every core and its idle workers spin
-// in sched_yield for a long time after each GEMM (the ~12% of issue 13's profile).
+// in sched_yield for a long time after each GEMM (the ~12% of issue 13's profile). Under an address-space
+// limit the thread count is capped (cpu_threads.h: kThreadAddressSpace; tests/scripts/memory_limits.sh).
 #include "common/cpu_threads.h"
 
 #include <omp.h>
 #include <sched.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,8 +58,30 @@ int physical_cores() {
   return std::max(1, std::min(cpus, static_cast<int>(cores.size())));
 }
 
+namespace {
+/// `n`, or fewer threads when their address space (kThreadAddressSpace each) would pass half of RLIMIT_AS
+/// beyond a base of 512 MiB (the program, its libraries and the first thread's buffers); an error when the
+/// limit is below that base (OpenBLAS would wait forever for its first buffer).
+int threads_within_address_space(int n) {
+  rlimit r{};
+  if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return n;
+  constexpr size_t kBase = size_t(512) << 20;
+  MOE_CHECK(r.rlim_cur >= kBase, "the address space is limited to ", r.rlim_cur >> 20,
+            " MiB (ulimit -v); moe needs at least ", kBase >> 20,
+            " MiB (the program, its libraries and a CPU thread's buffers), and room for the tensors beyond it");
+  const size_t half = static_cast<size_t>(r.rlim_cur) / 2;
+  const int most = static_cast<int>(std::max<size_t>(1, (half > kBase ? half - kBase : 0) / kThreadAddressSpace));
+  if (n <= most) return n;
+  spdlog::warn("CPU threads: {} instead of {}: the address space is limited to {} MiB (ulimit -v) and each thread "
+               "maps about {} MiB (OpenBLAS's buffer, a malloc arena, a stack)",
+               most, n, r.rlim_cur >> 20, kThreadAddressSpace >> 20);
+  return most;
+}
+}  // namespace
+
 void set_cpu_threads(int n) {
   if (n <= 0) n = physical_cores();
+  n = threads_within_address_space(n);
   openblas_set_num_threads(1);
   omp_set_num_threads(n);
   g_threads.store(n);

@@ -5,6 +5,7 @@
 // program, apps/cli/program.h) and defaults to the physical cores the process may run on.
 // Covered by tests/unit/cpu_threads_test.cpp.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -13,9 +14,16 @@ namespace moe {
 
 /// Physical cores (distinct core ids) among the CPUs this process may run on; at least 1.
 int physical_cores();
+/// The address space each thread that runs ops maps, about: OpenBLAS's GEMM buffer (128 MiB in Debian 12's
+/// build), glibc's malloc arena (64 MiB) and a stack (8 MiB), measured in docs/CLUSTERS.md. Under an
+/// address-space limit (ulimit -v) OpenBLAS waits forever for a buffer it cannot map, so set_cpu_threads
+/// keeps the thread count to what half of the limit holds (with a warning), and the host arena leaves this
+/// much per thread unreserved (tensor/host_arena.h).
+constexpr size_t kThreadAddressSpace = size_t(200) << 20;
 /// The thread count parallel_for uses (first call: physical_cores(), OpenBLAS set to 1 thread).
 int cpu_threads();
-/// Sets the thread count (n <= 0: physical_cores()).
+/// Sets the thread count (n <= 0: physical_cores()), at most what an address-space limit allows (above); an
+/// error when the limit is below 512 MiB.
 void set_cpu_threads(int n);
 
 /// How long libgomp's idle threads spin before they sleep (GOMP_SPINCOUNT, in spins: tens of

@@ -1,7 +1,9 @@
-// graph.h and node.h implementation: node bookkeeping, lazy forward, reverse-mode backward.
+// graph.h and node.h implementation: node bookkeeping, lazy forward, reverse-mode backward. An out-of-memory
+// error in a node names it (op, shape, dtype, size): tests/graph/graph_test.cpp.
 #include "graph/graph.h"
 
 #include "ops/unary.h"
+#include "tensor/allocator.h"
 
 namespace moe {
 
@@ -74,8 +76,21 @@ Expr Graph::add(std::string op, const Shape& shape, DType dtype, std::vector<Exp
   return Expr(node);
 }
 
+namespace {
+/// An out-of-memory error while computing `what` of `node`, with the node named: its op, shape and size.
+[[noreturn]] void out_of_memory_in(const Node& node, const char* what, const OutOfMemory& e) {
+  throw OutOfMemory(detail::concat(what, " of op '", node.op, "' (", node.shape, " ", dtype_name(node.dtype), ", ",
+                                   format_bytes(static_cast<size_t>(node.shape.numel()) * dtype_size(node.dtype)),
+                                   "): ", e.what()));
+}
+}  // namespace
+
 void Graph::run(Node& node) {
-  node.forward(node);
+  try {
+    node.forward(node);
+  } catch (const OutOfMemory& e) {
+    out_of_memory_in(node, "computing the value", e);
+  }
   MOE_CHECK(node.val.defined(), "op '", node.op, "' produced no value");
   MOE_CHECK(node.val.shape() == node.shape && node.val.dtype() == node.dtype, "op '", node.op, "' produced ",
             node.val.shape(), " ", dtype_name(node.val.dtype()), " but declared ", node.shape, " ",
@@ -176,7 +191,11 @@ void Graph::backward_from(const Expr& out, const Tensor& out_grad) {
     if (n.param_index >= 0 && param_grad_hook_ && first_use[static_cast<size_t>(n.param_index)] == i)
       param_grad_hook_(n.param_index);
     if (!n.requires_grad || !n.grad.defined() || !n.backward) continue;
-    n.backward(n);
+    try {
+      n.backward(n);
+    } catch (const OutOfMemory& e) {
+      out_of_memory_in(n, "computing the gradients", e);
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "tensor/allocator.h"
 #include "tensor/philox.h"
 
 namespace moe {
@@ -118,8 +119,13 @@ void ParameterStore::allocate() {
       run_init(e.init, e.name, seed_, dst);
     e.offset = offsets[i];
   }
-  values_ = host.to(device_);
-  grads_ = Tensor::zeros(Shape{total}, DType::f32, device_);
+  try {
+    values_ = host.to(device_);
+    grads_ = Tensor::zeros(Shape{total}, DType::f32, device_);
+  } catch (const OutOfMemory& e) {
+    throw OutOfMemory(detail::concat("allocating the parameters and their gradients (", total, " values, 2 x ",
+                                     format_bytes(static_cast<size_t>(total) * 4), "): ", e.what()));
+  }
   pending_ = false;
 }
 

@@ -1,4 +1,4 @@
-// allocator.h implementation (CPU blocks above 64 KiB: host_arena.cpp).
+// allocator.h implementation (CPU blocks above 64 KiB: host_arena.cpp; the limits named in errors: host_limits.h).
 #include "tensor/allocator.h"
 
 #include <cstdio>
@@ -6,8 +6,11 @@
 #include <memory>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "common/error.h"
 #include "tensor/cuda_runtime.h"
+#include "tensor/host_limits.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define MOE_ALLOCATOR_SANITIZED 1
@@ -57,18 +60,23 @@ Allocator::~Allocator() {
 }
 
 bool Allocator::in_arena(size_t size) const {
-  return device_.is_cpu() && host_arena_enabled() && size > kClassesFrom;
+  return device_.is_cpu() && host_arena_enabled() && !arena_fallback_ && size > kClassesFrom;
 }
 
 void* Allocator::raw_alloc(size_t bytes) {
   if (in_arena(bytes)) {  // the cap applies to everything reserved: what the arena may add is the rest
     if (!arena_) arena_ = std::make_unique<HostArena>();
     if (limit_ && stats_.reserved >= limit_) return nullptr;
-    return arena_->allocate(bytes, limit_ ? limit_ - stats_.reserved : 0);
+    void* p = arena_->allocate(bytes, limit_ ? limit_ - stats_.reserved : 0);
+    if (p || !arena_->reservation_failed()) return p;
+    arena_fallback_ = true;  // from now on, large blocks as in sanitizer builds: one system allocation each
+    spdlog::warn("CPU allocator: cannot reserve address space for the host arena ({} in {} range(s) so far; {}): "
+                 "large blocks now come from malloc",
+                 format_bytes(arena_->address_space()), arena_->ranges(), HostLimits::current().describe());
   }
   if (limit_ && reserved_locked() + bytes > limit_) return nullptr;
   // (CPU sizes are multiples of 512, as aligned_alloc needs; large blocks are in the arena except in
-  // sanitizer builds)
+  // sanitizer builds and after a fallback)
   void* p = device_.is_cpu() ? std::aligned_alloc(256, bytes) : cuda::raw_malloc(bytes, device_.index);
   if (p) {
     stats_.reserved += bytes;
@@ -90,8 +98,8 @@ size_t Allocator::block_size(size_t bytes) const {
 }
 
 void* Allocator::allocate(size_t bytes) {
-  const size_t size = block_size(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
+  const size_t size = block_size(bytes);
   void* p = nullptr;
   auto it = in_arena(size) ? free_blocks_.end() : free_blocks_.lower_bound(size);  // the arena is its own cache
   if (it != free_blocks_.end() && it->first <= 2 * size) {
@@ -107,7 +115,9 @@ void* Allocator::allocate(size_t bytes) {
       throw OutOfMemory("out of memory on " + device_.str() + ": a request for " + format_bytes(bytes) +
                         " failed with " + format_bytes(stats_.in_use) + " in use by tensors and " +
                         format_bytes(reserved_locked()) + " reserved (peak " + format_bytes(stats_.peak_in_use) +
-                        "); use smaller batches (train.max_tokens) or a shorter max length");
+                        (device_.is_cpu() ? "; " + HostLimits::current().describe()
+                                          : "; " + format_bytes(cuda::free_memory(device_.index)) + " free on the device") +
+                        ")");
     }
     block_sizes_[p] = size;
   }
@@ -125,7 +135,7 @@ void Allocator::deallocate(void* ptr) {
   MOE_CHECK(it != block_sizes_.end(), "allocator on ", device_.str(), ": freeing a pointer it did not allocate");
   stats_.in_use -= it->second;
   if (device_.is_cuda()) cuda::note_tensor_memory(ptr, 0, false);
-  if (in_arena(it->second)) {
+  if (arena_ && arena_->owns(ptr)) {
     arena_->deallocate(ptr, it->second);
     block_sizes_.erase(it);
   } else {

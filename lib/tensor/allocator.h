@@ -7,9 +7,11 @@
 // key/value cache, a batch longer than the last) reuse freed memory instead of faulting in fresh pages
 // (system time, issue 13). Sanitizer builds keep one system allocation per block, so that AddressSanitizer
 // sees every tensor's bounds: there, blocks above 64 KiB are rounded to four classes per power of two,
-// 2^k * {1, 1.25, 1.5, 1.75}, for the same reuse. On failure the cache is released and the request retried
-// once; after that OutOfMemory names the request and what is in use.
-// Covered by tests/unit/tensor_test.cpp and tests/unit/host_arena_test.cpp.
+// 2^k * {1, 1.25, 1.5, 1.75}, for the same reuse; so are they after the arena could not reserve address space
+// (a limit too tight for it: one warning in the log says so). On failure the cache is released and the
+// request retried once; after that OutOfMemory names the request, what is in use, the peak and, on the CPU,
+// the memory limits found (host_limits.h), on a GPU its free memory.
+// Covered by tests/unit/tensor_test.cpp, tests/unit/host_arena_test.cpp and tests/scripts/memory_limits.sh.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -52,7 +54,8 @@ class Allocator {
   /// The CPU allocator's rounding (size classes above 64 KiB, page multiples) where blocks are
   /// separate system allocations (sanitizer builds).
   static size_t round_size_host(size_t bytes);
-  /// True where CPU blocks above 64 KiB come from the HostArena (every build but the sanitizers').
+  /// True where CPU blocks above 64 KiB come from the HostArena (every build but the sanitizers'; an allocator
+  /// falls back to malloc when the arena cannot reserve).
   static bool host_arena_enabled();
 
  private:
@@ -70,6 +73,7 @@ class Allocator {
   std::unique_ptr<HostArena> arena_;          // CPU blocks above 64 KiB (host_arena_enabled())
   AllocatorStats stats_;
   size_t limit_ = 0;
+  bool arena_fallback_ = false;  // the arena could not reserve: large CPU blocks from malloc
 };
 
 /// The process-wide allocator of a device (created on first use).

@@ -18,6 +18,7 @@
 #include "tensor/allocator.h"
 #include "tensor/device.h"
 #include "training/fine_tuning.h"
+#include "training/run_limits.h"
 
 namespace moe {
 
@@ -133,14 +134,22 @@ void Trainer::run(bool resume) {
   setup_dist();
   try {
     run_ranks(resume);
+  } catch (const OutOfMemory& e) {
+    const OutOfMemory advised(e.what() + memory_advice(o_, device_.is_cuda()));
+    abort_other_ranks(advised);
+    throw advised;
   } catch (const std::exception& e) {
-    // One rank's error ends the job: the others would otherwise wait for it in their next collective
-    // (or the launcher for them) until the watchdog's timeout, or forever outside a collective.
-    if (comm_->world() > 1) {
-      spdlog::error("rank {} of {}: {}; aborting the job", comm_->rank(), comm_->world(), e.what());
-      comm_->abort_job(1);
-    }
+    abort_other_ranks(e);
     throw;
+  }
+}
+
+void Trainer::abort_other_ranks(const std::exception& e) {
+  // One rank's error ends the job: the others would otherwise wait for it in their next collective
+  // (or the launcher for them) until the watchdog's timeout, or forever outside a collective.
+  if (comm_->world() > 1) {
+    spdlog::error("rank {} of {}: {}; aborting the job", comm_->rank(), comm_->world(), e.what());
+    comm_->abort_job(1);
   }
 }
 

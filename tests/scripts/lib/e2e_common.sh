@@ -1,10 +1,15 @@
-# Helpers shared by the end-to-end scripts tests/scripts/e2e_*.sh (sourced, not run: ctest runs only
+# Helpers shared by the end-to-end scripts of tests/scripts (sourced, not run: ctest runs only
 # tests/scripts/*.sh). The sourcing script sets E2E_NAME and BIN (the folder of the programs).
 # e2e_fail MESSAGE                     prints "E2E_NAME: FAILED: MESSAGE" and exits 1
 # e2e_check_loss_falls RUN_DIR MARGIN  the mean of the last three logged training losses must be below
 #                                      the first one minus MARGIN
 # e2e_check_resume WORK ARGS...        moe-train ARGS for 40 updates straight (WORK/full) and for 20 then
 #                                      --resume to 40 (WORK/part): the logged losses must be identical
+# e2e_tiny_setup BIN_DIR SHARED_DATA_DIR  for the scripts that train recipes/ci-tiny.yml on 300 Multi30k pairs:
+#                                      sets BIN, DATA (the Multi30k folder), WORK (a new temporary folder, removed
+#                                      at exit) and TINY (moe-train's arguments: the recipe, the pairs copied to
+#                                      WORK, the joint vocabulary WORK/vocab.spm, train.max_tokens 600); exits 77
+#                                      (skipped) without the data
 
 e2e_fail() { echo "$E2E_NAME: FAILED: $*" >&2; exit 1; }
 
@@ -30,4 +35,17 @@ e2e_check_resume() {
   [[ "$(curve "$work/full" | wc -l)" -ge 8 ]] || e2e_fail "too few metrics lines in the full run"
   diff <(curve "$work/full") <(curve "$work/part") || e2e_fail "the resumed run's losses differ from the uninterrupted run"
   echo "$E2E_NAME: resume reproduces the uninterrupted losses ($(curve "$work/full" | wc -l) lines)"
+}
+
+e2e_tiny_setup() {
+  BIN="${1:?usage: $E2E_NAME.sh BIN_DIR SHARED_DATA_DIR}"
+  DATA="${2:?usage: $E2E_NAME.sh BIN_DIR SHARED_DATA_DIR}/multi30k"
+  [[ -f "$DATA/train.en" ]] || { echo "$E2E_NAME: no Multi30k data in $DATA: skipped"; exit 77; }
+  WORK="$(mktemp -d "${TMPDIR:-/tmp}/moe-$E2E_NAME.XXXXXX")"
+  trap 'rm -rf "$WORK"' EXIT
+  head -n 300 "$DATA/train.en" > "$WORK/train.en"
+  head -n 300 "$DATA/train.de" > "$WORK/train.de"
+  TINY=(--config "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/recipes/ci-tiny.yml"
+        --data.train.src "$WORK/train.en" --data.train.tgt "$WORK/train.de"
+        --data.vocab.src "$WORK/vocab.spm" --data.vocab.tgt "$WORK/vocab.spm" --train.max_tokens 600)
 }
