@@ -106,7 +106,12 @@ cublasLtHandle_t cublas_lt(int device) {
 
 void* cublas_workspace(int device, size_t* bytes) {
   DeviceContext& c = context(device);
-  if (!c.lt_workspace) CUDA_CHECK(cudaMalloc(&c.lt_workspace, kLtWorkspace));
+  if (!c.lt_workspace && cudaMalloc(&c.lt_workspace, kLtWorkspace) != cudaSuccess) {
+    cudaGetLastError();  // clear the out-of-memory error
+    c.lt_workspace = nullptr;
+    throw OutOfMemory(detail::concat("out of memory on cuda:", device, ": cuBLASLt's workspace of ", kLtWorkspace >> 20,
+                                     " MiB does not fit in the ", free_memory(device) >> 20, " MiB free"));
+  }
   *bytes = kLtWorkspace;
   return c.lt_workspace;
 }

@@ -1,19 +1,22 @@
 // CUDA emulator: the allocation table (memory.h). One ordered map of allocations (begin -> record)
 // under a mutex; blocks that a caching allocator sub-divides carry their live ranges. Lookups come
 // from the checker on a cache miss only (workers cache the last range found). Fresh memory (a new
-// allocation, a tensor handed out) is forgotten by the device-memory shadow: nothing written yet.
-// Covered by tests/emu/checker_test.cpp.
+// allocation, a tensor handed out) is forgotten by the device-memory shadow: nothing written yet. Each device
+// has MOE_EMU_DEVICE_MEMORY bytes (default 16GiB): cudaMalloc fails beyond it, as on a GPU that is full.
+// Covered by tests/emu/checker_test.cpp and (the memory size) tests/scripts/gpu_memory.sh.
 #include "memory.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "global_shadow.h"
@@ -37,10 +40,34 @@ std::map<uintptr_t, Allocation> g_allocations;
 std::vector<size_t> g_used(64, 0);
 std::atomic<uint64_t> g_generation{1};
 
+/// "256MiB", "1.5GiB", "4096" (bytes): B, KiB/K, MiB/M, GiB/G, TiB/T (powers of 1024); 0 when malformed.
+size_t parse_size(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return 0;
+  }
+  std::string unit = text.substr(used);
+  if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();  // "MiB" / "MB" -> "Mi" / "M"
+  if (unit.size() == 2 && unit[1] == 'i') unit.pop_back();
+  const char* units = "BKMGT";
+  const char* u = unit.empty() ? units : unit.size() == 1 ? std::strchr(units, unit[0]) : nullptr;
+  if (!u || v <= 0) return 0;
+  return static_cast<size_t>(v * static_cast<double>(size_t(1) << (10 * (u - units))));
+}
+
 size_t total_bytes() {
   static const size_t total = [] {
-    const char* gb = std::getenv("MOE_EMU_MEMORY_GB");
-    return size_t(gb ? std::atof(gb) : 16.0) << 30;
+    const char* v = std::getenv("MOE_EMU_DEVICE_MEMORY");
+    if (!v) return size_t(16) << 30;
+    const size_t n = parse_size(v);
+    if (n == 0) {
+      std::fprintf(stderr, "moe-emu: MOE_EMU_DEVICE_MEMORY='%s' is not a size such as 256MiB, 1.5GiB or 4096\n", v);
+      std::exit(2);
+    }
+    return n;
   }();
   return total;
 }
