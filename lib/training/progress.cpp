@@ -41,6 +41,7 @@ MetricsLog::MetricsLog(const std::string& path, int64_t keep_upto) : path_(path)
 void MetricsLog::write(const std::string& line) {
   out_ << line << '\n';
   out_.flush();
+  MOE_CHECK(out_.good(), "moe-train: writing ", path_, " failed (a full disk or an I/O error)");
 }
 
 void MetricsLog::train(const TrainFigures& f) {

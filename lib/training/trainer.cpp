@@ -154,7 +154,7 @@ void Trainer::abort_other_ranks(const std::exception& e) {
 }
 
 void Trainer::run_ranks(bool resume) {
-  fs::create_directories(o_.run_dir);
+  if (lead()) create_run_dir(o_.run_dir);  // run_limits.h: the folder is writable (room: check_disk_room)
   MOE_CHECK(!o_.valid.bleu || bleu_decoder_,
             "valid.metric bleu / valid.bleu: this program has no decoder for BLEU "
             "validation (moe-train passes the translator's); use valid.metric loss or ppl");
@@ -162,6 +162,7 @@ void Trainer::run_ranks(bool resume) {
   uploader_ = std::make_unique<data::BatchUploader>(device_);
   task_ = make_train_task(task_o_, *uploader_, bleu_decoder_);
   setup_model();
+  if (lead()) check_disk_room();
   rank0_first([&] { task_->load_data(); });
   if (resume) restore(path_in_run("checkpoint.last.safetensors"));
   if (lead()) metrics_ = std::make_unique<MetricsLog>(path_in_run("metrics.jsonl"), resume ? st_.update : -1);

@@ -11,10 +11,10 @@
 // coordinate descent is one) says which passes make an update and what each steps. train.init_from /
 // train.trainable select the starting point and the trained parameters (fine_tuning.h). Launched
 // with several ranks (mpirun / srun; dist.*), it trains data-parallel and, with experts_per_rank,
-// expert-parallel (data_parallel.h, expert_placement.h; tests/dist/). Out-of-memory errors name the keys
-// that reduce memory (run_limits.h).
+// expert-parallel (data_parallel.h, expert_placement.h; tests/dist/). The run folder is checked for room at
+// start and out-of-memory errors name the keys that reduce memory (run_limits.h).
 // Covered by tests/training/resume_test.cpp, lm_train_test.cpp, bcd_trainer_test.cpp,
-// fine_tuning_test.cpp, tests/scripts/e2e_translation.sh and tests/scripts/e2e_lm.sh.
+// fine_tuning_test.cpp, tests/scripts/e2e_translation.sh, e2e_lm.sh and disk_faults.sh.
 #pragma once
 #include <chrono>
 #include <functional>
@@ -78,6 +78,7 @@ class Trainer {
   void rank0_first(const std::function<void()>& f);
   void run_ranks(bool resume);  // run() after setup_dist(): an error here aborts a job of several ranks
   void abort_other_ranks(const std::exception& e);
+  void check_disk_room();  // run_limits.h, once the model is known
   void restore(const std::string& checkpoint);
   /// One update over `batches`; false when it was skipped (NaN batches, f16 overflow).
   bool train_update(const std::vector<TrainBatch>& batches);

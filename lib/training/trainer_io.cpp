@@ -3,8 +3,9 @@
 // A pair is replaced in three steps: the old state moves to <stem>.state.previous.safetensors, the new state
 // is written, then the new checkpoint (each write atomic), and the previous state is removed. A run killed
 // anywhere in between leaves a checkpoint beside a state of the same update (the current or the previous one),
-// and restore() takes whichever matches, then puts the pair back in order.
-// Covered by tests/training/resume_test.cpp and tests/scripts/e2e_translation.sh.
+// and restore() takes whichever matches, then puts the pair back in order. A write that fails (a full disk, an I/O
+// error) puts the previous pair back as it was and stops the run with an error naming the file.
+// Covered by tests/training/resume_test.cpp, tests/scripts/e2e_translation.sh and disk_faults.sh.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "common/error.h"
 #include "tensor/allocator.h"
 #include "tensor/safetensors.h"
+#include "training/run_limits.h"
 #include "training/trainer.h"
 
 namespace moe {
@@ -80,12 +82,25 @@ void Trainer::save(const std::string& path) {
   s.loss_scale = scaler_.scale();
   s.loss_scale_clean = scaler_.clean_updates();
   const std::string state = state_path_for(path), previous = previous_state_path_for(path);
-  if (fs::exists(path) && fs::exists(state)) fs::rename(state, previous);  // the old checkpoint's, until it is replaced
-  save_training_state(state, s);
-  std::map<std::string, std::string> meta = task_->checkpoint_metadata();
-  meta["moe.update"] = std::to_string(st_.update);
-  meta["moe.epoch"] = std::to_string(st_.epoch);
-  save_checkpoint(path, *model_, params, task_->vocab_files(), meta);
+  const bool had_pair = fs::exists(path) && fs::exists(state);
+  if (had_pair) fs::rename(state, previous);  // the old checkpoint's, until it is replaced
+  bool state_written = false;
+  try {
+    save_training_state(state, s);
+    state_written = true;
+    std::map<std::string, std::string> meta = task_->checkpoint_metadata();
+    meta["moe.update"] = std::to_string(st_.update);
+    meta["moe.epoch"] = std::to_string(st_.epoch);
+    save_checkpoint(path, *model_, params, task_->vocab_files(), meta);
+  } catch (const std::exception& e) {  // a full disk, an I/O error: put the previous pair back as it was
+    std::error_code ec;
+    if (had_pair) fs::rename(previous, state, ec);
+    else if (state_written) fs::remove(state, ec);
+    MOE_FAIL("moe-train: saving the checkpoint of update ", st_.update, " failed: ", e.what(),
+             had_pair ? "; the previous checkpoint and its training state are kept as they were (make room, then "
+                        "continue with --resume)"
+                      : "");
+  }
   fs::remove(previous);
 }
 
@@ -98,6 +113,13 @@ void Trainer::save_all() {
   }
   if (dp_) comm_->barrier();  // nobody resumes from, or reads, a checkpoint rank 0 is still writing
   spdlog::info("moe-train: saved {} at update {}", path_in_run("checkpoint.last.safetensors"), st_.update);
+}
+
+void Trainer::check_disk_room() {
+  uint64_t vocab_bytes = 0;
+  for (const VocabFile& v : task_->vocab_files()) vocab_bytes += v.bytes.size();
+  const int64_t kept = 1 + (task_->has_validation() ? 1 : 0) + o_.keep_last;  // last, best, numbered
+  check_room(o_.run_dir, estimate_checkpoint(store_->count(), vocab_bytes, o_.optimizer), kept);
 }
 
 void Trainer::remove_old_numbered() {
