@@ -7,6 +7,7 @@
 
 #include "cli/program.h"
 #include "common/error.h"
+#include "common/stop_signal.h"
 
 namespace moe::cli {
 
@@ -45,6 +46,9 @@ int SubcommandTable::run(const std::vector<std::string>& argv, std::ostream& out
     if (!sub->parsed()) continue;
     try {
       return runner(out, err);
+    } catch (const Interrupted& e) {  // a stop signal (common/stop_signal.h)
+      err << e.what() << "\n";
+      return kExitStopped;
     } catch (const Error& e) {
       err << program_ << " " << sub->get_name() << ": error: " << e.what() << "\n";
       return 1;

@@ -1,8 +1,9 @@
 // A program of named subcommands on CLI11 (moe-score, moe-vocab): a table of entries, each a name, a
 // description and a setup function that adds the subcommand's options to its CLI::App and returns the
 // runner called after a successful parse. Adding a subcommand is its own file and one table line.
-// Errors (moe::Error) print "<program> <cmd>: error: ..." and return 1; every program takes
-// --cpu-threads (cli/program.h). Covered by tests/metrics/score_cli_test.cpp.
+// Errors (moe::Error) print "<program> <cmd>: error: ..." and return 1; a stop signal's Interrupted
+// (common/stop_signal.h) prints its message and returns 75; every program takes --cpu-threads
+// (cli/program.h). Covered by tests/metrics/score_cli_test.cpp.
 #pragma once
 #include <functional>
 #include <iosfwd>

@@ -6,7 +6,8 @@
 // or, given only -i SRC, on their own translations (beam search, --beam 1 = greedy, by default);
 // language models over the windows of ppl. pairs and experts take --mae-inference like moe-translate
 // (cli/mae_inference_option.h); every model command warns on stderr when the model's MAE gates see
-// future target tokens in these teacher-forced passes (Model::future_sites: MAE gate_input paper).
+// future target tokens in these teacher-forced passes (Model::future_sites: MAE gate_input paper). On SIGTERM,
+// SIGINT or SIGUSR1 they stop after the batch in flight, having written nothing (exit status 75).
 // Covered by tests/translator/scoring_test.cpp, experts_command_test.cpp and mae_scoring_test.cpp.
 #include "moe-score/model_commands.h"
 
@@ -19,6 +20,7 @@
 #include "cli/enum_option.h"
 #include "cli/mae_inference_option.h"
 #include "common/progress_meter.h"
+#include "common/stop_signal.h"
 #include "metrics/read_lines.h"
 #include "models/checkpoint.h"
 #include "translator/expert_report.h"
@@ -60,6 +62,14 @@ const data::Vocab& first_vocab(const LoadedCheckpoint& ck, std::initializer_list
   for (const char* r : roles)
     if (ck.vocabs.count(r)) return *ck.vocabs.at(r);
   return ck.vocab(*roles.begin());  // the error names the first role
+}
+
+/// Installs the stop handlers (SIGTERM / SIGINT / SIGUSR1, common/stop_signal.h) and returns the stop point
+/// of `cmd`, called after every batch: the model commands write their results only at the end, so a stop
+/// before then writes nothing (exit status 75).
+std::function<void()> stop_points(const char* cmd) {
+  install_stop_handlers("moe-score");
+  return [cmd] { throw_if_stopped(std::string("moe-score ") + cmd, "; nothing was written"); };
 }
 
 std::string num(double v, int digits) {
@@ -125,7 +135,10 @@ cli::SubcommandRunner setup_ppl(CLI::App& sub) {
                                  .log_every = a->log_every,
                                  .terminal = stderr_is_terminal()});
     PerplexityOptions opt = a->opt;
-    opt.progress = [&progress](int64_t tokens) { progress.update(tokens); };
+    opt.progress = [&progress, stop = stop_points("ppl")](int64_t tokens) {
+      progress.update(tokens);
+      stop();
+    };
     PerplexityResult r = lm_perplexity(*ck.model, *ck.params, device, stream, opt, vocab.eos_id(), vocab.pad_id());
     progress.finish();
     r.lines = static_cast<int64_t>(lines.size());
@@ -167,6 +180,7 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
   return [a](std::ostream& out, std::ostream& err) {
     const auto [device, dtype] = placement(a->m, "pairs");
     a->opt.dtype = dtype;
+    a->opt.after_batch = stop_points("pairs");
     LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
     MOE_CHECK(!ck.model->is_language_model(), "'", a->m.model, "' holds a ", ck.model->type(),
               " language model; use moe-score ppl for language models");
@@ -241,6 +255,7 @@ cli::SubcommandRunner setup_experts(CLI::App& sub) {
     const auto [device, dtype] = placement(a->m, "experts");
     a->opt.dtype = dtype;
     a->opt.model_name = a->m.model;
+    a->opt.after_batch = stop_points("experts");
     LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
     warn_future_gates(ck, "experts", "the gates and states analysed here", err);
     ExpertReport report;
@@ -291,7 +306,7 @@ cli::SubcommandRunner setup_experts(CLI::App& sub) {
           s.resize(static_cast<size_t>(translator.max_source_tokens()));
           ++truncated;
         }
-        for (const auto& nbest : translator.translate(src))
+        for (const auto& nbest : translator.translate(src, [&](int64_t, int64_t) { a->opt.after_batch(); }))
           tgt.push_back(nbest.empty() ? std::vector<int32_t>{} : nbest[0].tokens);
         report.input = "hypotheses";
       }

@@ -1,8 +1,9 @@
 // moe-train: trains a translation model or a language model (model.type) from a recipe:
 //   moe-train --config recipe.yml [--section.key value ...] [--dump-config] [--resume] [--help]
 // The command line: train_cli.h; the keys: lib/training/train_options.cpp and the model registry; the
-// loop: lib/training/trainer.cpp. Covered by tests/training/resume_test.cpp,
-// tests/scripts/e2e_translation.sh and e2e_lm.sh.
+// loop: lib/training/trainer.cpp. Exit status: 0 done, 1 an error, 75 stopped by SIGTERM / SIGINT / SIGUSR1
+// with checkpoint.last saved. Covered by tests/training/resume_test.cpp, tests/scripts/e2e_translation.sh,
+// e2e_lm.sh and train_signals.sh.
 #include "cli/program.h"
 #include "moe-train/train_cli.h"
 

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/program.h"
+#include "common/stop_signal.h"
 #include "config/recipe_args.h"
 #include "moe-train/bleu_decoder.h"
 #include "training/trainer.h"
@@ -18,7 +19,9 @@ int train_main(int argc, char** argv) {
   register_train_keys(schema);
   CLI::App app(
       "moe-train: trains a translation model or a language model (model.type) from a YAML recipe\n"
-      "usage: moe-train --config recipe.yml [--section.key value ...] [--dump-config] [--resume]",
+      "usage: moe-train --config recipe.yml [--section.key value ...] [--dump-config] [--resume]\n"
+      "exit status: 0 done, 1 an error, 75 stopped by SIGTERM / SIGINT / SIGUSR1 after saving checkpoint.last "
+      "(train.on_signal; docs/CLUSTERS.md)",
       "moe-train");
   bool resume = false, dump = false;
   app.add_flag("--resume", resume, "continue run_dir/checkpoint.last.safetensors exactly where it stopped");
@@ -48,14 +51,14 @@ int train_main(int argc, char** argv) {
     const TrainOptions options = TrainOptions::from_config(config);
     Trainer trainer(options, text);
     trainer.set_bleu_decoder(translator_bleu_decoder(options.valid));
-    trainer.run(resume);
+    // 75: stopped by a signal with checkpoint.last saved (training/stop_request.h)
+    return trainer.run(resume) == TrainEnd::stopped ? kExitStopped : 0;
   } catch (const std::bad_alloc&) {
     throw;  // cli::run_program names the memory limits
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return 1;
   }
-  return 0;
 }
 
 }  // namespace moe

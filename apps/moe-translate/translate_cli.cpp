@@ -1,5 +1,6 @@
 // translate_cli.h implementation: option parsing (CLI11), checkpoint loading, chunked streaming
-// translation and the throughput summary. Covered by tests/translator/translate_cli_test.cpp.
+// translation and the throughput summary; a stop signal ends it after the batch in flight with complete lines
+// only (exit status 75). Covered by tests/translator/translate_cli_test.cpp and tests/scripts/train_signals.sh.
 #include "moe-translate/translate_cli.h"
 
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 #include "cli/mae_inference_option.h"
 #include "cli/program.h"
 #include "common/progress_meter.h"
+#include "common/stop_signal.h"
 #include "models/checkpoint.h"
 #include "tensor/allocator.h"
 #include "translator/input_lines.h"
@@ -88,14 +90,24 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
                                .total = count_lines(o.input),
                                .log_every = o.quiet ? 0 : o.log_every,
                                .terminal = !o.quiet && stderr_is_terminal()});
-  int64_t done_lines = 0, done_tokens = 0;
+  int64_t done_lines = 0, done_tokens = 0, written_lines = 0;
+  TranslateStats stats;
+  // SIGTERM / SIGINT / SIGUSR1: stop after the batch in flight; the chunk being translated is dropped, so
+  // every line written is a whole translation of the input line of the same number.
+  const auto stop_point = [&] {
+    const std::string n = std::to_string(written_lines), out_name = o.output == "-" ? "standard output" : o.output;
+    throw_if_stopped("moe-translate", ": the translations of the first " + n + " input line(s) are written to " +
+                                          out_name + ", each complete; the rest is not translated (continue with "
+                                          "the input from line " + std::to_string(written_lines + 1) + ")");
+  };
   const auto on_batch = [&](int64_t sentences, int64_t tokens) {
     progress.update(done_lines += sentences, done_tokens += tokens);
+    stop_point();
   };
-  TranslateStats stats;
   InputLines input(*is, o.input);
   std::vector<std::string> chunk;
   while (input.next_chunk(o.chunk_lines, chunk)) {
+    stop_point();
     const int64_t first = stats.lines;
     for (const std::string& r :
          translate_lines(translator, src_vocab, tgt_vocab, chunk, o.n_best, first, stats, on_batch))
@@ -103,6 +115,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
     done_lines = stats.lines;  // empty lines too (they are not decoded)
     os->flush();
     MOE_CHECK(os->good(), "error writing '", o.output, "'");
+    written_lines = stats.lines;
   }
   const auto t2 = std::chrono::steady_clock::now();
   progress.finish();
@@ -166,8 +179,12 @@ int translate_main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  install_stop_handlers("moe-translate");
   try {
     run_translate(o, std::cin, std::cout, std::cerr);
+  } catch (const Interrupted& e) {
+    std::cerr << e.what() << "\n";
+    return kExitStopped;
   } catch (const OutOfMemory& e) {
     std::cerr << "moe-translate: error: " << e.what() << "; lower --max-tokens (now " << o.max_tokens
               << ") or --beam (now " << o.beam << ")\n";

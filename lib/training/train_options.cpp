@@ -161,7 +161,10 @@ void declare_train(config::Keys<O>& k) {
            "MAE gates (parameter group gate): learning rate of their plain SGD (no momentum)", above(0.0))
       .add("train.loss_scale", &O::loss_scale, "f16: initial dynamic loss scale", at_least(1.0))
       .add("train.loss_scale_window", &O::loss_scale_window, "f16: clean updates before the loss scale doubles",
-           above<int64_t>(0));
+           above<int64_t>(0))
+      .add("train.on_signal", &O::on_signal,
+           "on SIGTERM, SIGINT or SIGUSR1: save-and-exit (finish the update, save checkpoint.last, exit with status "
+           "75; --resume continues) | exit (end at once)");
 }
 
 void declare_valid(config::Keys<O>& k) {

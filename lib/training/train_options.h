@@ -23,6 +23,7 @@
 #include "training/dist_options.h"
 #include "training/optimizer.h"
 #include "training/schedule.h"
+#include "training/stop_request.h"
 
 namespace moe {
 
@@ -105,6 +106,7 @@ struct TrainOptions {
   double loss_scale = 32768;         // f16 only: initial dynamic loss scale
   int64_t loss_scale_window = 2000;  // f16 only: clean updates before the scale doubles
   std::string run_dir = "run";
+  OnSignal on_signal = OnSignal::save_and_exit;  // SIGTERM / SIGINT / SIGUSR1 (stop_request.h)
   DistOptions dist;  // dist.*: multi-process training (lib/dist)
 
   /// Reads and checks every key; errors name the key and the offending value.

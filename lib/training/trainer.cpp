@@ -130,10 +130,10 @@ bool Trainer::finished() const {
          (o_.max_epochs > 0 && st_.epoch >= o_.max_epochs) || out_of_time;
 }
 
-void Trainer::run(bool resume) {
+TrainEnd Trainer::run(bool resume) {
   setup_dist();
   try {
-    run_ranks(resume);
+    return run_ranks(resume);
   } catch (const OutOfMemory& e) {
     const OutOfMemory advised(e.what() + memory_advice(o_, device_.is_cuda()));
     abort_other_ranks(advised);
@@ -153,7 +153,7 @@ void Trainer::abort_other_ranks(const std::exception& e) {
   }
 }
 
-void Trainer::run_ranks(bool resume) {
+TrainEnd Trainer::run_ranks(bool resume) {
   if (lead()) create_run_dir(o_.run_dir);  // run_limits.h: the folder is writable (room: check_disk_room)
   MOE_CHECK(!o_.valid.bleu || bleu_decoder_,
             "valid.metric bleu / valid.bleu: this program has no decoder for BLEU "
@@ -172,7 +172,9 @@ void Trainer::run_ranks(bool resume) {
   loop_start_ = window_start_ = std::chrono::steady_clock::now();
   last_valid_ = last_save_ = resume ? st_.update : -1;
 
+  StopRequest stop(o_.on_signal);  // SIGTERM / SIGINT / SIGUSR1: see stop_request.h
   while (!finished()) {
+    if (stop.agreed(comm_)) return stop_on_signal(stop);
     std::vector<TrainBatch> batches;
     bool epoch_end = false;
     while (static_cast<int64_t>(batches.size()) < o_.update_freq) {
@@ -205,6 +207,7 @@ void Trainer::run_ranks(bool resume) {
   if (last_save_ != st_.update) save_all();
   spdlog::info("moe-train: finished after {} updates ({} epochs){}", st_.update, st_.epoch,
                stop_ ? " (early stopping)" : "");
+  return TrainEnd::completed;
 }
 
 Trainer::PassResult Trainer::accumulate(const std::vector<TrainBatch>& batches, int64_t expected, const Pass& kind) {

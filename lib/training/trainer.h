@@ -11,10 +11,11 @@
 // coordinate descent is one) says which passes make an update and what each steps. train.init_from /
 // train.trainable select the starting point and the trained parameters (fine_tuning.h). Launched
 // with several ranks (mpirun / srun; dist.*), it trains data-parallel and, with experts_per_rank,
-// expert-parallel (data_parallel.h, expert_placement.h; tests/dist/). The run folder is checked for room at
-// start and out-of-memory errors name the keys that reduce memory (run_limits.h).
+// expert-parallel (data_parallel.h, expert_placement.h; tests/dist/). SIGTERM / SIGINT / SIGUSR1 stop it
+// after the update in flight with checkpoint.last saved (stop_request.h); the run folder is checked for
+// room at start and out-of-memory errors name the keys that reduce memory (run_limits.h).
 // Covered by tests/training/resume_test.cpp, lm_train_test.cpp, bcd_trainer_test.cpp,
-// fine_tuning_test.cpp, tests/scripts/e2e_translation.sh, e2e_lm.sh and disk_faults.sh.
+// fine_tuning_test.cpp, tests/scripts/e2e_translation.sh, e2e_lm.sh, train_signals.sh and disk_faults.sh.
 #pragma once
 #include <chrono>
 #include <functional>
@@ -33,6 +34,7 @@
 #include "training/optimizer.h"
 #include "training/progress.h"
 #include "training/schedule.h"
+#include "training/stop_request.h"
 #include "training/train_options.h"
 #include "training/train_task.h"
 #include "training/training_state.h"
@@ -40,14 +42,18 @@
 
 namespace moe {
 
+/// How Trainer::run ended: the run's limits were reached, or a signal stopped it after saving (stop_request.h).
+enum class TrainEnd { completed, stopped };
+
 class Trainer {
  public:
   /// config_text: the merged configuration (dump_config), saved as run_dir/config.yml.
   Trainer(TrainOptions options, std::string config_text = "");
   ~Trainer();
-  /// Trains until train.max_updates / train.max_epochs / early stopping. With resume, continues from
-  /// run_dir/checkpoint.last.safetensors and its state (an error when they are missing).
-  void run(bool resume);
+  /// Trains until train.max_updates / train.max_epochs / early stopping, or a stop signal (train.on_signal).
+  /// With resume, continues from run_dir/checkpoint.last.safetensors and its state (an error when they are
+  /// missing).
+  TrainEnd run(bool resume);
 
   /// Called before every update attempt with the store and the number the update will get (tests
   /// use it to inject NaN parameters; tools can use it to inspect or edit parameters).
@@ -76,9 +82,10 @@ class Trainer {
   bool lead() const { return !dp_ || dp_->lead(); }
   /// Runs `f` on rank 0 first and on the others after it (files it creates: vocabularies, caches).
   void rank0_first(const std::function<void()>& f);
-  void run_ranks(bool resume);  // run() after setup_dist(): an error here aborts a job of several ranks
+  TrainEnd run_ranks(bool resume);  // run() after setup_dist(): an error here aborts a job of several ranks
   void abort_other_ranks(const std::exception& e);
   void check_disk_room();  // run_limits.h, once the model is known
+  TrainEnd stop_on_signal(const StopRequest& stop);  // saves checkpoint.last (trainer_io.cpp)
   void restore(const std::string& checkpoint);
   /// One update over `batches`; false when it was skipped (NaN batches, f16 overflow).
   bool train_update(const std::vector<TrainBatch>& batches);
@@ -93,7 +100,7 @@ class Trainer {
   void log_window();
   void validate();
   void save(const std::string& path);
-  void save_all();
+  void save_all(bool numbered = true);
   void remove_old_numbered();
   bool finished() const;
   std::string path_in_run(const std::string& name) const;

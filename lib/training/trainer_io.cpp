@@ -4,8 +4,9 @@
 // is written, then the new checkpoint (each write atomic), and the previous state is removed. A run killed
 // anywhere in between leaves a checkpoint beside a state of the same update (the current or the previous one),
 // and restore() takes whichever matches, then puts the pair back in order. A write that fails (a full disk, an I/O
-// error) puts the previous pair back as it was and stops the run with an error naming the file.
-// Covered by tests/training/resume_test.cpp, tests/scripts/e2e_translation.sh and disk_faults.sh.
+// error) puts the previous pair back as it was and stops the run with an error naming the file. A stop signal
+// saves checkpoint.last after the update in flight (stop_on_signal).
+// Covered by tests/training/resume_test.cpp, tests/scripts/e2e_translation.sh, train_signals.sh and disk_faults.sh.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <regex>
 
 #include "common/error.h"
+#include "common/stop_signal.h"
 #include "tensor/allocator.h"
 #include "tensor/safetensors.h"
 #include "training/run_limits.h"
@@ -104,15 +106,29 @@ void Trainer::save(const std::string& path) {
   fs::remove(previous);
 }
 
-void Trainer::save_all() {
+void Trainer::save_all(bool numbered) {
   last_save_ = st_.update;
   save(path_in_run("checkpoint.last.safetensors"));
-  if (o_.keep_last > 0) {
+  if (numbered && o_.keep_last > 0) {
     save(path_in_run("checkpoint." + std::to_string(st_.update) + ".safetensors"));
     if (lead()) remove_old_numbered();
   }
   if (dp_) comm_->barrier();  // nobody resumes from, or reads, a checkpoint rank 0 is still writing
   spdlog::info("moe-train: saved {} at update {}", path_in_run("checkpoint.last.safetensors"), st_.update);
+}
+
+TrainEnd Trainer::stop_on_signal(const StopRequest& stop) {
+  bar_->clear();
+  if (st_.update == 0 && last_save_ < 0) {  // a fresh run
+    spdlog::info("moe-train: stopped by {} before the first update: nothing to save (start again without --resume)",
+                 stop.cause());
+    return TrainEnd::stopped;
+  }
+  if (last_save_ != st_.update) save_all(false);  // checkpoint.last only: numbered ones keep their schedule
+  spdlog::info("moe-train: stopped by {} after update {}: {} and its training state are saved; continue with "
+               "--resume (exit status {})",
+               stop.cause(), st_.update, path_in_run("checkpoint.last.safetensors"), kExitStopped);
+  return TrainEnd::stopped;
 }
 
 void Trainer::check_disk_room() {

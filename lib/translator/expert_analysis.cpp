@@ -173,6 +173,7 @@ ExpertRunInfo collect_pairs(const Model& model, ParameterStore& params, Device d
     net->decode(builder, memory, src_mask, b.tgt_in.to(device), b.tgt_mask.to(device));
     out.add("decoder", rec, b.tgt_in, b.tgt_mask, tgt_vocab);
     require_gated_sites(out, model);
+    if (out.options().after_batch) out.options().after_batch();
   }
   return info;
 }
@@ -204,6 +205,7 @@ ExpertRunInfo collect_lm(const Model& model, ParameterStore& params, Device devi
     out.add("lm", rec, cpu.input, cpu.mask, vocab);
     require_gated_sites(out, model);
     info.lm_tokens += cpu.tokens;
+    if (o.after_batch) o.after_batch();
   }
   return info;
 }

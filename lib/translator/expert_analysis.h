@@ -22,6 +22,7 @@
 // Covered by tests/translator/experts_command_test.cpp and mae_scoring_test.cpp.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,6 +51,7 @@ struct ExpertAnalysisOptions {
   std::string model_name = "the model";  // the checkpoint, for messages
   /// MAE sites of the passes (--mae-inference; apps/cli/mae_inference_option.h).
   ExpertChoice experts = ExpertChoice::mixture;
+  std::function<void()> after_batch;  // optional: called after each forward pass (moe-score's stop point)
 };
 
 /// A PMI token of one row and the positions it covers.

@@ -87,6 +87,7 @@ std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, D
       Builder builder(g);
       builder.context().experts = o.experts;
       out[i] = {-model.loss(builder, on_device(b, device), 0.f).val().item(), b.tgt_tokens};
+      if (o.after_batch) o.after_batch();
     }
     return out;
   }
@@ -105,6 +106,7 @@ std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, D
       for (int64_t k = 0; k < b.tgt_lengths[r]; ++k) sum += nll[r * T + k];
       out[idx[r]] = {-sum, b.tgt_lengths[r]};
     }
+    if (o.after_batch) o.after_batch();
   }
   return out;
 }

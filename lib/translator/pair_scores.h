@@ -7,6 +7,7 @@
 // Covered by tests/translator/scoring_test.cpp, mae_scoring_test.cpp and translator_test.cpp.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@ struct PairScoreOptions {
   bool per_pair = false;  // force the one-pair-per-batch Model::loss path
   /// MAE sites of the scoring graphs (--mae-inference; apps/cli/mae_inference_option.h).
   ExpertChoice experts = ExpertChoice::mixture;
+  std::function<void()> after_batch;  // optional: called after each batch (moe-score's stop point)
 };
 
 /// Scores pairs of token sequences (without specials); sources longer than the model's positions

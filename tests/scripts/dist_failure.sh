@@ -8,6 +8,9 @@
 #     naming the collective and the timeout, instead of hanging.
 #  3. an error on rank 0 before any collective (a missing training file): the job aborts at once with
 #     the error, instead of the other rank waiting for rank 0 forever (it did, in MPI_Comm_dup).
+#  4. SIGTERM to rank 1 alone at a random moment of training (SIGNAL_SEED=N repeats it): both ranks stop
+#     after the same update with checkpoint.last saved, the job exits 75, and --resume ends with the
+#     uninterrupted run's checkpoint (training/stop_request.h; one process: train_signals.sh).
 # Usage (ctest passes both): dist_failure.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped (no mpirun or data).
 set -euo pipefail
 BIN="${1:?usage: dist_failure.sh BIN_DIR SHARED_DATA_DIR}"
@@ -39,7 +42,9 @@ rank_pid() {  # pid of the moe-train of rank $2 whose command line names run fol
 }
 
 # The uninterrupted reference.
+start=$SECONDS
 train --run_dir "$WORK/full" --train.max_updates 30 > "$WORK/full.log" 2>&1 || { cat "$WORK/full.log"; e2e_fail "mpirun (full)"; }
+full_seconds=$((SECONDS - start))
 
 # 1. kill -9 rank 1 as soon as the first checkpoint is on disk (the run would go on to 300 updates).
 train --run_dir "$WORK/part" --train.max_updates 300 > "$WORK/part.log" 2>&1 &
@@ -84,3 +89,27 @@ status=0; timeout 120 mpirun --oversubscribe -np 2 "$BIN/moe-train" --config "$R
 [[ $status -ne 0 && $status -ne 124 ]] || { cat "$WORK/bad.log"; e2e_fail "the job with a missing file exited $status"; }
 grep -q "rank 0 of 2: .*missing.en.*aborting the job" "$WORK/bad.log" || { cat "$WORK/bad.log"; e2e_fail "no error naming the file"; }
 echo "dist_failure: an error on rank 0 ended the job after $((SECONDS - start)) s"
+
+# 4. SIGTERM to rank 1 alone, at a random moment of training: the ranks agree on the update to stop after.
+SEED="${SIGNAL_SEED:-$((RANDOM * 32768 + RANDOM))}"
+RANDOM=$((SEED % 32768))
+train --run_dir "$WORK/sig" --train.max_updates 30 > "$WORK/sig.log" 2>&1 &
+job=$!
+for _ in $(seq 1 1200); do grep -q '"update":1,' "$WORK/sig/metrics.jsonl" 2> /dev/null && break; sleep 0.05; done
+delay=$(awk -v r=$RANDOM -v s="$full_seconds" 'BEGIN {printf "%.2f", r / 32768 * 0.6 * s}')
+sleep "$delay"
+victim="$(rank_pid "$WORK/sig" 1)"
+[[ -n "$victim" ]] && kill -TERM "$victim"
+status=0; wait $job || status=$?
+if [[ $status -eq 75 ]]; then
+  grep -q "stopped by a stop signal on another rank after update" "$WORK/sig.log" || { cat "$WORK/sig.log"; e2e_fail "no stop message"; }
+  echo "dist_failure: SIGTERM to rank 1 $delay s into training (SIGNAL_SEED=$SEED): $(grep -o 'after update [0-9]*' "$WORK/sig.log")"
+else
+  [[ $status -eq 0 ]] || { cat "$WORK/sig.log"; e2e_fail "the job exited $status after SIGTERM to rank 1"; }
+  echo "dist_failure: SIGTERM $delay s into training came after the run had ended (SIGNAL_SEED=$SEED)"
+fi
+train --run_dir "$WORK/sig" --train.max_updates 30 --resume > "$WORK/sig.resume.log" 2>&1 ||
+  { cat "$WORK/sig.resume.log"; e2e_fail "mpirun --resume after SIGTERM"; }
+cmp "$WORK/full/checkpoint.last.safetensors" "$WORK/sig/checkpoint.last.safetensors" ||
+  e2e_fail "the run resumed after SIGTERM ends with a checkpoint that differs from the uninterrupted run's"
+echo "dist_failure: resumed after SIGTERM: final checkpoint identical"

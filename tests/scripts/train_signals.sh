@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Stopping on signals (training/stop_request.h, common/stop_signal.h), with recipes/ci-tiny.yml trained
+# on 300 Multi30k pairs (CPU, dropout on, 30 updates; about 40 s in all on two cores):
+#  1. moe-train gets SIGTERM at two random moments of its training: it exits with status 75 after saving
+#     checkpoint.last (0 when the run ended first), and --resume ends with a checkpoint and training state
+#     byte-identical to an uninterrupted run's. (With 2 MPI ranks: tests/scripts/dist_failure.sh.)
+#  2. a second SIGINT ends moe-train at once (status 130); with train.on_signal exit, SIGTERM does (143).
+#  3. moe-translate on SIGTERM: status 75, and the lines written are complete and the first lines of the
+#     uninterrupted output; a SIGINT it ignores (a background job of a script) does not stop it.
+#  4. moe-score pairs on SIGTERM: status 75 and nothing on stdout.
+# SIGNAL_SEED=N repeats a run's random moments (the seed is printed).
+# Usage (ctest passes both): train_signals.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped (no data).
+set -euo pipefail
+E2E_NAME=train_signals
+source "$(dirname "$0")/lib/e2e_common.sh"
+e2e_tiny_setup "$@"
+SEED="${SIGNAL_SEED:-$((RANDOM * 32768 + RANDOM))}"
+RANDOM=$((SEED % 32768))
+echo "train_signals: SIGNAL_SEED=$SEED"
+args=("${TINY[@]}" --train.max_updates 30 --train.log_every 1 --train.save_every 10 --train.keep_last 0)
+now() { date +%s.%N; }
+wait_for_training() {  # until the run in $1 has logged an update (its signal handlers are installed)
+  for _ in $(seq 1 600); do grep -q '"update":' "$1/metrics.jsonl" 2> /dev/null && return 0; sleep 0.05; done
+  e2e_fail "no update logged in $1 within 30 s"
+}
+wait_status() { status=0; wait "$1" || status=$?; }  # the exit status of job $1 in $status
+
+# The uninterrupted reference (it builds the vocabulary the others reuse); its training time bounds the delays.
+"$BIN/moe-train" "${args[@]}" --run_dir "$WORK/full" > "$WORK/full.log" 2>&1 &
+job=$!
+wait_for_training "$WORK/full"
+start=$(now)
+wait_status $job
+[[ $status -eq 0 ]] || { cat "$WORK/full.log"; e2e_fail "moe-train"; }
+span=$(awk -v a="$start" -v b="$(now)" 'BEGIN {printf "%.2f", 0.8 * (b - a)}')
+
+# 1. SIGTERM at random moments, then --resume.
+for k in 1 2; do
+  run="$WORK/part$k"
+  "$BIN/moe-train" "${args[@]}" --run_dir "$run" > "$run.log" 2>&1 &
+  job=$!
+  wait_for_training "$run"
+  delay=$(awk -v r=$RANDOM -v s="$span" 'BEGIN {printf "%.2f", r / 32768 * s}')  # in [0, 0.8 of the reference's time)
+  sleep "$delay"
+  kill -TERM $job 2> /dev/null || true
+  wait_status $job
+  case "$status" in
+    75) grep -q "stopped by SIGTERM after update" "$run.log" || { cat "$run.log"; e2e_fail "no stop message"; }
+        echo "train_signals: SIGTERM $delay s into training: $(grep -o 'stopped by SIGTERM after update [0-9]*' "$run.log")" ;;
+    0) echo "train_signals: SIGTERM $delay s into training came after the run had ended" ;;
+    *) cat "$run.log"; e2e_fail "moe-train exited $status after SIGTERM" ;;
+  esac
+  "$BIN/moe-train" "${args[@]}" --run_dir "$run" --resume > "$run.resume.log" 2>&1 ||
+    { cat "$run.resume.log"; e2e_fail "moe-train --resume"; }
+  for f in checkpoint.last.safetensors checkpoint.last.state.safetensors; do
+    cmp "$WORK/full/$f" "$run/$f" || e2e_fail "$f of the resumed run differs from the uninterrupted run's"
+  done
+done
+echo "train_signals: both resumed runs end with the uninterrupted run's checkpoint and state, byte for byte"
+
+# 2. A second SIGINT exits at once (SIGINT's default disposition restored: a script's background jobs ignore it);
+#    train.on_signal exit leaves SIGTERM fatal.
+env --default-signal=INT "$BIN/moe-train" "${args[@]}" --run_dir "$WORK/int" > "$WORK/int.log" 2>&1 &
+job=$!
+wait_for_training "$WORK/int"
+kill -INT $job; sleep 0.02; kill -INT $job 2> /dev/null || true
+wait_status $job
+[[ $status -eq 130 ]] || { cat "$WORK/int.log"; e2e_fail "two SIGINTs: exit status $status, not 130"; }
+grep -q "press Ctrl-C again to exit at once" "$WORK/int.log" || e2e_fail "no line after the first SIGINT"
+"$BIN/moe-train" "${args[@]}" --run_dir "$WORK/exit" --train.on_signal exit > "$WORK/exit.log" 2>&1 &
+job=$!
+wait_for_training "$WORK/exit"
+kill -TERM $job
+wait_status $job
+[[ $status -eq 143 ]] || { cat "$WORK/exit.log"; e2e_fail "train.on_signal exit: exit status $status, not 143"; }
+echo "train_signals: a second SIGINT exits at once (130); on_signal exit ends at SIGTERM (143)"
+
+# 3. moe-translate: complete lines only, the uninterrupted output's first ones.
+model="$WORK/full/checkpoint.last.safetensors"
+translate=("$BIN/moe-translate" -m "$model" -i "$DATA/val.en" --beam 2 --max-len-a 0 --max-len-b 20 --chunk-lines 20 -q)
+"${translate[@]}" -o "$WORK/ref.de" > /dev/null 2>&1 &  # a background job ignores SIGINT: so does moe-translate
+job=$!
+sleep 0.5
+kill -INT $job 2> /dev/null || true
+wait_status $job
+[[ $status -eq 0 && "$(wc -l < "$WORK/ref.de")" -eq "$(wc -l < "$DATA/val.en")" ]] ||
+  e2e_fail "moe-translate with an ignored SIGINT exited $status after $(wc -l < "$WORK/ref.de") lines"
+"${translate[@]}" -o "$WORK/part.de" 2> "$WORK/part.err" &
+job=$!
+for _ in $(seq 1 600); do [[ "$(cat "$WORK/part.de" 2> /dev/null | wc -l)" -ge 40 ]] && break; sleep 0.02; done
+kill -TERM $job
+wait_status $job
+[[ $status -eq 75 ]] || { cat "$WORK/part.err"; e2e_fail "moe-translate exited $status after SIGTERM, not 75"; }
+lines=$(wc -l < "$WORK/part.de")
+[[ $lines -ge 40 && $lines -lt "$(wc -l < "$WORK/ref.de")" ]] || e2e_fail "moe-translate wrote $lines lines before stopping"
+[[ "$(tail -c 1 "$WORK/part.de" | od -An -c | tr -d ' ')" == '\n' ]] || e2e_fail "the last line written is incomplete"
+head -n "$lines" "$WORK/ref.de" | cmp -s - "$WORK/part.de" || e2e_fail "the lines written differ from the uninterrupted output"
+grep -q "the translations of the first $lines input line(s) are written" "$WORK/part.err" || { cat "$WORK/part.err"; e2e_fail "no stop message"; }
+echo "train_signals: moe-translate stopped by SIGTERM after $lines complete lines, the uninterrupted output's"
+
+# 4. moe-score pairs writes its lines only at the end: a stop writes nothing.
+head -n 3000 "$DATA/train.en" > "$WORK/pairs.en"; head -n 3000 "$DATA/train.de" > "$WORK/pairs.de"
+"$BIN/moe-score" pairs -m "$model" --src "$WORK/pairs.en" --tgt "$WORK/pairs.de" --max-tokens 300 > "$WORK/pairs.out" 2> "$WORK/pairs.err" &
+job=$!
+sleep 1
+kill -TERM $job
+wait_status $job
+[[ $status -eq 75 && ! -s "$WORK/pairs.out" ]] || { cat "$WORK/pairs.err"; e2e_fail "moe-score pairs: status $status, $(wc -c < "$WORK/pairs.out") bytes written"; }
+grep -q "moe-score pairs: stopped by SIGTERM; nothing was written" "$WORK/pairs.err" || e2e_fail "no stop message from moe-score"
+echo "train_signals: moe-score pairs stopped by SIGTERM with nothing written"
