@@ -76,7 +76,7 @@ size_t cgroup_memory_limit() {
 }  // namespace
 
 size_t parse_cgroup_limit(const std::string& text) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return 0;  // "max"
+  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) return 0;  // "max"
   const unsigned long long v = std::stoull(text);
   return v >= (1ull << 60) ? 0 : static_cast<size_t>(v);  // v1 writes "no limit" as about 2^63
 }

@@ -15,6 +15,7 @@ TEST_CASE("host limits: cgroup limit files", "[tensor][limits]") {
   CHECK(parse_cgroup_limit("max") == 0);
   CHECK(parse_cgroup_limit("9223372036854771712") == 0);
   CHECK(parse_cgroup_limit("") == 0);
+  CHECK(parse_cgroup_limit("123456789012345678901234567890") == 0);  // no exception on absurd text
   CHECK(parse_cgroup_limit("1073741824") == size_t(1) << 30);
   CHECK(HostLimits{}.describe() == "no memory limit found");
   CHECK(HostLimits{size_t(3) << 30, size_t(16) << 30}.describe() ==
