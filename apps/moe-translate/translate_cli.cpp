@@ -95,10 +95,11 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   // SIGTERM / SIGINT / SIGUSR1: stop after the batch in flight; the chunk being translated is dropped, so
   // every line written is a whole translation of the input line of the same number.
   const auto stop_point = [&] {
-    const std::string n = std::to_string(written_lines), out_name = o.output == "-" ? "standard output" : o.output;
-    throw_if_stopped("moe-translate", ": the translations of the first " + n + " input line(s) are written to " +
-                                          out_name + ", each complete; the rest is not translated (continue with "
-                                          "the input from line " + std::to_string(written_lines + 1) + ")");
+    throw_if_stopped("moe-translate",
+                     detail::concat(": the translations of the first ", written_lines, " input line(s) are written to ",
+                                    o.output == "-" ? "standard output" : o.output,
+                                    ", each complete; the rest is not translated (continue with the input from line ",
+                                    written_lines + 1, ")"));
   };
   const auto on_batch = [&](int64_t sentences, int64_t tokens) {
     progress.update(done_lines += sentences, done_tokens += tokens);

@@ -72,9 +72,10 @@ int threads_within_address_space(int n) {
   const size_t half = static_cast<size_t>(r.rlim_cur) / 2;
   const int most = static_cast<int>(std::max<size_t>(1, (half > kBase ? half - kBase : 0) / kThreadAddressSpace));
   if (n <= most) return n;
-  spdlog::warn("CPU threads: {} instead of {}: the address space is limited to {} MiB (ulimit -v) and each thread "
-               "maps about {} MiB (OpenBLAS's buffer, a malloc arena, a stack)",
-               most, n, r.rlim_cur >> 20, kThreadAddressSpace >> 20);
+  spdlog::warn(
+      "CPU threads: {} instead of {}: the address space is limited to {} MiB (ulimit -v) and each thread "
+      "maps about {} MiB (OpenBLAS's buffer, a malloc arena, a stack)",
+      most, n, r.rlim_cur >> 20, kThreadAddressSpace >> 20);
   return most;
 }
 }  // namespace

@@ -16,7 +16,8 @@ WriteFault parse_fault_injection(const std::string& value) {
   MOE_CHECK(value.rfind("write:", 0) == 0, usage);
   const std::string rest = value.substr(6);
   const size_t colon = rest.find(':');
-  const std::string number = rest.substr(0, colon), error = colon == std::string::npos ? "ENOSPC" : rest.substr(colon + 1);
+  const std::string number = rest.substr(0, colon),
+                    error = colon == std::string::npos ? "ENOSPC" : rest.substr(colon + 1);
   MOE_CHECK(!number.empty() && number.size() < 10 && number.find_first_not_of("0123456789") == std::string::npos,
             usage);
   WriteFault f;

@@ -33,8 +33,8 @@ void install_stop_handlers(const char* program) {
   static std::once_flag once;
   static bool sigint_ignored = false;  // at the first call: a background job of a script
   std::call_once(once, [program] {
-    const std::string line = std::string("\n") + program +
-                             ": SIGINT: stopping at the next safe point; press Ctrl-C again to exit at once\n";
+    const std::string line =
+        std::string("\n") + program + ": SIGINT: stopping at the next safe point; press Ctrl-C again to exit at once\n";
     g_sigint_line_size = std::min(line.size(), sizeof g_sigint_line);
     std::memcpy(g_sigint_line, line.data(), g_sigint_line_size);
     struct sigaction old {};
@@ -56,10 +56,14 @@ void clear_stop_signal() { g_signal.store(0); }
 
 std::string signal_name(int signal) {
   switch (signal) {
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGUSR1: return "SIGUSR1";
-    default: return "signal " + std::to_string(signal);
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGUSR1:
+      return "SIGUSR1";
+    default:
+      return "signal " + std::to_string(signal);
   }
 }
 

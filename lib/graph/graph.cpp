@@ -1,5 +1,5 @@
 // graph.h and node.h implementation: node bookkeeping, lazy forward, reverse-mode backward. An out-of-memory
-// error in a node names it (op, shape, dtype, size): tests/graph/graph_test.cpp.
+// error in a node names it (op, shape, dtype, size): tests/graph/out_of_memory_test.cpp.
 #include "graph/graph.h"
 
 #include "ops/unary.h"

@@ -1,12 +1,12 @@
 // allocator.h implementation (CPU blocks above 64 KiB: host_arena.cpp; the limits named in errors: host_limits.h).
 #include "tensor/allocator.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <vector>
-
-#include <spdlog/spdlog.h>
 
 #include "common/error.h"
 #include "tensor/cuda_runtime.h"
@@ -70,9 +70,10 @@ void* Allocator::raw_alloc(size_t bytes) {
     void* p = arena_->allocate(bytes, limit_ ? limit_ - stats_.reserved : 0);
     if (p || !arena_->reservation_failed()) return p;
     arena_fallback_ = true;  // from now on, large blocks as in sanitizer builds: one system allocation each
-    spdlog::warn("CPU allocator: cannot reserve address space for the host arena ({} in {} range(s) so far; {}): "
-                 "large blocks now come from malloc",
-                 format_bytes(arena_->address_space()), arena_->ranges(), HostLimits::current().describe());
+    spdlog::warn(
+        "CPU allocator: cannot reserve address space for the host arena ({} in {} range(s) so far; {}): "
+        "large blocks now come from malloc",
+        format_bytes(arena_->address_space()), arena_->ranges(), HostLimits::current().describe());
   }
   if (limit_ && reserved_locked() + bytes > limit_) return nullptr;
   // (CPU sizes are multiples of 512, as aligned_alloc needs; large blocks are in the arena except in
@@ -115,8 +116,9 @@ void* Allocator::allocate(size_t bytes) {
       throw OutOfMemory("out of memory on " + device_.str() + ": a request for " + format_bytes(bytes) +
                         " failed with " + format_bytes(stats_.in_use) + " in use by tensors and " +
                         format_bytes(reserved_locked()) + " reserved (peak " + format_bytes(stats_.peak_in_use) +
-                        (device_.is_cpu() ? "; " + HostLimits::current().describe()
-                                          : "; " + format_bytes(cuda::free_memory(device_.index)) + " free on the device") +
+                        (device_.is_cpu()
+                             ? "; " + HostLimits::current().describe()
+                             : "; " + format_bytes(cuda::free_memory(device_.index)) + " free on the device") +
                         ")");
     }
     block_sizes_[p] = size;

@@ -6,9 +6,10 @@
 // grow by a step at a time never fit a freed block of an earlier size.
 // Reservations fit the limits found (host_limits.h): without any, one range of 1 TiB; under an address-space
 // limit (ulimit -v), half of the address space left at the time once every CPU thread has mapped its
-// buffers (common/cpu_threads.h: kThreadAddressSpace), and under a cgroup memory limit, at most that limit. When a request fits no range, a further one is reserved (at least the request); when no
-// reservation can be made, allocate() returns nullptr and reservation_failed() says so (the allocator then
-// falls back to plain allocations).
+// buffers (common/cpu_threads.h: kThreadAddressSpace), and under a cgroup memory limit, at most that limit.
+// When a request fits no range, a further one is reserved (at least the request); when no reservation can be
+// made, allocate() returns nullptr and reservation_failed() says so (the allocator then falls back to plain
+// allocations).
 // reserved() is the high-water mark: every page below the marks may be resident; release_free() gives the
 // free ranges' pages back (madvise) and lowers the marks to the highest blocks in use.
 // Covered by tests/unit/host_arena_test.cpp and, through Allocator, by every CPU test.

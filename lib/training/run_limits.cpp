@@ -2,10 +2,9 @@
 #include "training/run_limits.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
-
-#include <spdlog/spdlog.h>
 
 #include <cerrno>
 #include <cstring>
@@ -20,7 +19,8 @@ namespace moe {
 namespace fs = std::filesystem;
 
 CheckpointEstimate estimate_checkpoint(int64_t parameters, uint64_t vocab_bytes, Optimizer::Kind optimizer) {
-  const uint64_t values = static_cast<uint64_t>(parameters) * 4, buffers = optimizer == Optimizer::Kind::adam || optimizer == Optimizer::Kind::adamw ? 2 : 1;
+  const uint64_t values = static_cast<uint64_t>(parameters) * 4,
+                 buffers = optimizer == Optimizer::Kind::adam || optimizer == Optimizer::Kind::adamw ? 2 : 1;
   constexpr uint64_t kHeaders = 64 << 10;  // names, shapes and metadata (the model's YAML, the data position)
   return {values + vocab_bytes + kHeaders, values * buffers + kHeaders};
 }
@@ -50,8 +50,8 @@ uint64_t size_or_zero(const fs::path& p) {
 
 void check_room(const std::string& run_dir, const CheckpointEstimate& e, int64_t pairs_kept) {
   struct statvfs fsinfo {};
-  MOE_CHECK(::statvfs(run_dir.c_str(), &fsinfo) == 0, "run_dir ", run_dir, ": cannot read its file system's free space (",
-            std::strerror(errno), ")");
+  MOE_CHECK(::statvfs(run_dir.c_str(), &fsinfo) == 0, "run_dir ", run_dir,
+            ": cannot read its file system's free space (", std::strerror(errno), ")");
   const uint64_t free_bytes = static_cast<uint64_t>(fsinfo.f_bavail) * fsinfo.f_frsize;
   const std::string last = (fs::path(run_dir) / "checkpoint.last.safetensors").string();
   const uint64_t there = size_or_zero(last) + size_or_zero(state_path_for(last));
@@ -59,12 +59,14 @@ void check_room(const std::string& run_dir, const CheckpointEstimate& e, int64_t
   MOE_CHECK(free_bytes >= need, "run_dir ", run_dir, " has ", format_bytes(free_bytes), " free, less than the ",
             format_bytes(need), " that two checkpoints need (each ", format_bytes(e.checkpoint),
             " and its training state ", format_bytes(e.state), ", estimated from the model",
-            there ? ", counting the checkpoint.last already there" : "", "); free some space or choose another run_dir");
+            there ? ", counting the checkpoint.last already there" : "",
+            "); free some space or choose another run_dir");
   const uint64_t fullest = static_cast<uint64_t>(pairs_kept + 1) * e.pair();
   if (free_bytes + there < fullest)
-    spdlog::warn("moe-train: run_dir {} has {} free; the checkpoints this run keeps ({} pairs of {} and one being "
-                 "written) may need up to {}",
-                 run_dir, format_bytes(free_bytes), pairs_kept, format_bytes(e.pair()), format_bytes(fullest));
+    spdlog::warn(
+        "moe-train: run_dir {} has {} free; the checkpoints this run keeps ({} pairs of {} and one being "
+        "written) may need up to {}",
+        run_dir, format_bytes(free_bytes), pairs_kept, format_bytes(e.pair()), format_bytes(fullest));
 }
 
 std::string memory_advice(const TrainOptions& o, bool gpu) {

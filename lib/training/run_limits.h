@@ -1,10 +1,10 @@
 // What a training run needs from the machine, checked before it is too late, and said plainly when it
 // runs out:
 //  - create_run_dir, check_room: at start, the run folder can be created and written (a probe file is created and
-//    removed) and, once the model is known, has room for two checkpoint pairs (each the checkpoint, 4 bytes per parameter plus the vocabularies, and
-//    its training state, 4 bytes per parameter per optimizer buffer: Adam 2, SGD/NAG 1), which replacing
-//    checkpoint.last needs (the old pair is kept until the new one is complete); less than the run will
-//    keep at its fullest (last, best, keep_last numbered pairs and one being written) is a warning.
+//    removed) and, once the model is known, has room for two checkpoint pairs (each the checkpoint, 4 bytes per
+//    parameter plus the vocabularies, and its training state, 4 bytes per parameter per optimizer buffer: Adam 2,
+//    SGD/NAG 1), which replacing checkpoint.last needs (the old pair is kept until the new one is complete); less than
+//    the run will keep at its fullest (last, best, keep_last numbered pairs and one being written) is a warning.
 //  - memory_advice: the recipe keys that reduce the memory a training update needs, appended to an
 //    out-of-memory error (train.max_tokens with train.update_freq, the dtype on a GPU).
 // Covered by tests/training/run_limits_test.cpp, tests/scripts/disk_faults.sh and memory_limits.sh.

@@ -84,7 +84,7 @@ class Trainer {
   void rank0_first(const std::function<void()>& f);
   TrainEnd run_ranks(bool resume);  // run() after setup_dist(): an error here aborts a job of several ranks
   void abort_other_ranks(const std::exception& e);
-  void check_disk_room();  // run_limits.h, once the model is known
+  void check_disk_room();                            // run_limits.h, once the model is known
   TrainEnd stop_on_signal(const StopRequest& stop);  // saves checkpoint.last (trainer_io.cpp)
   void restore(const std::string& checkpoint);
   /// One update over `batches`; false when it was skipped (NaN batches, f16 overflow).

@@ -96,8 +96,10 @@ void Trainer::save(const std::string& path) {
     save_checkpoint(path, *model_, params, task_->vocab_files(), meta);
   } catch (const std::exception& e) {  // a full disk, an I/O error: put the previous pair back as it was
     std::error_code ec;
-    if (had_pair) fs::rename(previous, state, ec);
-    else if (state_written) fs::remove(state, ec);
+    if (had_pair)
+      fs::rename(previous, state, ec);
+    else if (state_written)
+      fs::remove(state, ec);
     MOE_FAIL("moe-train: saving the checkpoint of update ", st_.update, " failed: ", e.what(),
              had_pair ? "; the previous checkpoint and its training state are kept as they were (make room, then "
                         "continue with --resume)"
@@ -125,9 +127,10 @@ TrainEnd Trainer::stop_on_signal(const StopRequest& stop) {
     return TrainEnd::stopped;
   }
   if (last_save_ != st_.update) save_all(false);  // checkpoint.last only: numbered ones keep their schedule
-  spdlog::info("moe-train: stopped by {} after update {}: {} and its training state are saved; continue with "
-               "--resume (exit status {})",
-               stop.cause(), st_.update, path_in_run("checkpoint.last.safetensors"), kExitStopped);
+  spdlog::info(
+      "moe-train: stopped by {} after update {}: {} and its training state are saved; continue with "
+      "--resume (exit status {})",
+      stop.cause(), st_.update, path_in_run("checkpoint.last.safetensors"), kExitStopped);
   return TrainEnd::stopped;
 }
 

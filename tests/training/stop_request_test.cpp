@@ -33,9 +33,9 @@ TEST_CASE("stop request: train.on_signal is one of two values", "[training][sign
   config::Schema schema;
   register_train_keys(schema);
   const auto with = [&](const std::string& value) {
-    return TrainOptions::from_config(config::load_config(
-        schema, {"--data.train.src", "a", "--data.train.tgt", "b", "--data.vocab.src", "v", "--data.vocab.tgt", "v",
-                 "--train.max_updates", "1", "--train.on_signal", value}));
+    return TrainOptions::from_config(
+        config::load_config(schema, {"--data.train.src", "a", "--data.train.tgt", "b", "--data.vocab.src", "v",
+                                     "--data.vocab.tgt", "v", "--train.max_updates", "1", "--train.on_signal", value}));
   };
   CHECK(with("exit").on_signal == OnSignal::exit);
   CHECK(with("save-and-exit").on_signal == OnSignal::save_and_exit);

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/error.h"
-#include "tensor/host_limits.h"
 #include "tensor/allocator.h"
+#include "tensor/host_limits.h"
 
 using namespace moe;
 namespace {
