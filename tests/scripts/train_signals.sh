@@ -24,6 +24,13 @@ wait_for_training() {  # until the run in $1 has logged an update (its signal ha
   e2e_fail "no update logged in $1 within 30 s"
 }
 wait_status() { status=0; wait "$1" || status=$?; }  # the exit status of job $1 in $status
+wait_for_handler() {  # until process $1 catches SIGTERM (bit 15 of SigCgt): its stop handlers are installed
+  for _ in $(seq 1 600); do
+    (( 0x$(awk '/^SigCgt/ {print $2}' "/proc/$1/status" 2> /dev/null || echo 0) & 0x4000 )) && return 0
+    sleep 0.05
+  done
+  e2e_fail "process $1 installed no SIGTERM handler within 30 s"
+}
 
 # The uninterrupted reference (it builds the vocabulary the others reuse); its training time bounds the delays.
 "$BIN/moe-train" "${args[@]}" --run_dir "$WORK/full" > "$WORK/full.log" 2>&1 &
@@ -102,7 +109,8 @@ echo "train_signals: moe-translate stopped by SIGTERM after $lines complete line
 head -n 3000 "$DATA/train.en" > "$WORK/pairs.en"; head -n 3000 "$DATA/train.de" > "$WORK/pairs.de"
 "$BIN/moe-score" pairs -m "$model" --src "$WORK/pairs.en" --tgt "$WORK/pairs.de" --max-tokens 300 > "$WORK/pairs.out" 2> "$WORK/pairs.err" &
 job=$!
-sleep 1
+wait_for_handler $job
+sleep 0.5
 kill -TERM $job
 wait_status $job
 [[ $status -eq 75 && ! -s "$WORK/pairs.out" ]] || { cat "$WORK/pairs.err"; e2e_fail "moe-score pairs: status $status, $(wc -c < "$WORK/pairs.out") bytes written"; }
