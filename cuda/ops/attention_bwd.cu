@@ -4,7 +4,8 @@
 // query tiles, recomputes p = 2^(s2 - lse2) and forms dp = w dout.v, ds = p (dp - delta); then
 // dV += (w p)^T dout, dK += scale ds^T q, dQ += scale ds k (f32 atomics into a workspace) and
 // dw += sum_j p dout.v (f32 atomics). Causal mode starts at the first query tile that sees the key
-// tile. A last pass adds the f32 workspaces into dq and dhead_weight. Covered by
+// tile. With attention dropout, p z enters dV and dw and w z dp enters ds (z = keep(), the forward's factor).
+// A last pass adds the f32 workspaces into dq and dhead_weight. Covered by
 // tests/gpu/attention_parity_test.cpp. bf16/f16 run the main pass on tensor cores (attention_bwd_tc.cu).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -103,9 +104,10 @@ __global__ void __launch_bounds__(kThreads)
           const int j = tx + 16 * c;
           const bool vis = lse2 != -INFINITY && visible(p, b, q0 + r, k0 + j);
           const float pij = vis ? exp2f(s[a][c] * p.scale_log2 - lse2) : 0.f;
-          sP[r * LS + j] = pij * wt;
-          sS[r * LS + j] = pij * (wt * dp[a][c] - dl) * p.scale;
-          dw_part[a] += pij * dp[a][c];
+          const float z = vis ? keep(p, b, h, q0 + r, k0 + j) : 0.f;  // the forward's dropout factor
+          sP[r * LS + j] = pij * z * wt;
+          sS[r * LS + j] = pij * (wt * z * dp[a][c] - dl) * p.scale;
+          dw_part[a] += pij * z * dp[a][c];
         }
       }
       if (dw_acc) {  // uniform over the block: the 16 lanes of a row reduce, lane tx = 0 adds
@@ -195,8 +197,10 @@ void launch_bwd(const Params& p, const Tensor& q, const Tensor& k, const Tensor&
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
                         float scale, const Tensor& head_weight, const Tensor& out, const Tensor& lse,
-                        const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dhead_weight) {
+                        const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dhead_weight,
+                        const AttentionDropout& dropout) {
   Params p = attention_params(q, k, key_padding, causal, scale, head_weight);
+  p.drop = dropout;
   p.vec16 = p.vec16 && reinterpret_cast<uintptr_t>(v.raw()) % 16 == 0 && reinterpret_cast<uintptr_t>(dout.raw()) % 16 == 0;
   if (q.numel() == 0 || k.numel() == 0) return;  // no visible pair: every gradient is zero
   if (!dq.defined() && !dk.defined() && !dv.defined() && !dhead_weight.defined()) return;

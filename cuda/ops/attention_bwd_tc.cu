@@ -2,7 +2,8 @@
 // schedule as attention_bwd.cu: a block owns one key tile of one key head, keeps dK and dV as wmma
 // accumulator fragments in registers across all query heads of the group and all query tiles, and
 // per query tile computes S = Q K^T and dP = dO V^T (tensor cores, into shared f32), then
-// p = 2^(s2 - lse2), wP and dS = scale p (w dP - delta) (rounded to the storage type),
+// p = 2^(s2 - lse2), wzP and dS = scale p (w z dP - delta) (rounded to the storage type; z = keep(), the
+// dropout factor of the forward, 1 without attention dropout),
 // dV += (wP)^T dO, dK += dS^T Q, dQ_tile = dS K (f32 atomics into the workspace), dw += sum_j p dP.
 // Covered by the bf16 cases of tests/gpu/attention_parity_test.cpp.
 #include <cuda_bf16.h>
@@ -121,10 +122,11 @@ __global__ void __launch_bounds__(kThreads)
         for (int j = lane; j < BK; j += TPR) {
           const bool vis = lse2 != -INFINITY && visible(p, b, i, k0 + j);
           const float pij = vis ? exp2f(sS[r * LS + j] * p.scale_log2 - lse2) : 0.f;
+          const float z = vis ? keep(p, b, h, i, k0 + j) : 0.f;  // the forward's dropout factor
           const float dpu = sDP[r * LS + j];
-          sP[r * LP + j] = from_float<T>(pij * wt);
-          sDS[r * LP + j] = from_float<T>(pij * (wt * dpu - dl) * p.scale);
-          dw += pij * dpu;
+          sP[r * LP + j] = from_float<T>(pij * z * wt);
+          sDS[r * LP + j] = from_float<T>(pij * (wt * z * dpu - dl) * p.scale);
+          dw += pij * z * dpu;
         }
         if (dw_acc) {
 #pragma unroll

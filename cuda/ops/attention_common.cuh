@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "common/cuda_types.cuh"
+#include "ops/attention_dropout.h"
 #include "tensor/tensor.h"
 
 namespace moe::cuda::attn {
@@ -22,7 +23,13 @@ struct Params {
   float scale_log2;                // scale * log2(e): scores live in the base-2 domain
   const uint8_t* pad;              // [B,Tk] or nullptr
   bool vec16;                      // 16-bit storage, D % 8 == 0 and 16-byte aligned q/k/v/dout: 16-byte loads
+  AttentionDropout drop;           // rate 0: none
 };
+
+/// The dropout factor of weight (b, h, i, j): 0 or 1 / (1 - rate) (attention_dropout.h), 1 without dropout.
+__device__ __forceinline__ float keep(const Params& p, int b, int h, int i, int j) {
+  return attention_keep(p.drop, b, h, i, j, p.H, p.Tq, p.Tk);
+}
 
 __device__ __forceinline__ bool visible(const Params& p, int b, int i, int j) {
   if (i >= p.Tq || j >= p.Tk) return false;

@@ -3,7 +3,8 @@
 // S = Q K^T live only in shared memory; an online softmax keeps the running max m and sum l per row
 // (base 2: s2 = scale*log2(e)*q.k) and rescales the O accumulator (registers) by 2^(m_old - m_new).
 // out = w * O / l (0 for rows with no visible key), lse = (m + log2 l) * ln 2. Causal mode stops at the
-// last key tile any row of the block can see. bf16/f16 go to the tensor-core kernel in
+// last key tile any row of the block can see. Attention dropout scales the weights that enter O (not l)
+// by keep() (attention_dropout.h). bf16/f16 go to the tensor-core kernel in
 // attention_fwd_tc.cu; this one serves f32. Covered by tests/gpu/attention_parity_test.cpp.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -80,7 +81,7 @@ __global__ void __launch_bounds__(kThreads)
       float sum = 0.f;
       for (int j = lane; j < BK; j += TPR) {
         const float e = empty ? 0.f : exp2f(sS[r * LS + j] - m_new);
-        sS[r * LS + j] = e;
+        sS[r * LS + j] = e == 0.f ? 0.f : e * keep(p, b, h, q0 + r, k0 + j);  // dropout: O only, not l
         sum += e;
       }
 #pragma unroll
@@ -152,8 +153,10 @@ attn::Params attention_params(const Tensor& q, const Tensor& k, const Tensor& ke
 }
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
-                       float scale, const Tensor& head_weight, Tensor& out, Tensor& lse) {
+                       float scale, const Tensor& head_weight, Tensor& out, Tensor& lse,
+                       const AttentionDropout& dropout) {
   attn::Params p = attention_params(q, k, key_padding, causal, scale, head_weight);
+  p.drop = dropout;
   p.vec16 = p.vec16 && reinterpret_cast<uintptr_t>(v.raw()) % 16 == 0;
   if (q.numel() == 0) return;
   if (k.numel() == 0) {  // no keys at all: every row is empty

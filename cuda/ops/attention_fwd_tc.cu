@@ -3,7 +3,8 @@
 // shared memory, online softmax in base 2), with S = Q K^T and O += P V on tensor cores. S is
 // staged in shared memory (f32) for the softmax; O stays in accumulator fragments (registers) and is rescaled
 // per row by 2^(m_old - m_new) through a factor fragment of the same layout; P is rounded to the
-// storage type for the P V product. Covered by the bf16 cases of
+// storage type for the P V product (times the dropout factor keep(), attention_dropout.h, when training
+// with attention dropout; the row sum l stays undropped). Covered by the bf16 cases of
 // tests/gpu/attention_parity_test.cpp.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -92,7 +93,7 @@ __global__ void __launch_bounds__(kThreads)
       float sum = 0.f;
       for (int j = lane; j < BK; j += TPR) {
         const T e = from_float<T>(empty ? 0.f : exp2f(sS[r * LS + j] - m_new));
-        sP[r * LP + j] = e;
+        sP[r * LP + j] = p.drop.rate > 0.f ? from_float<T>(to_float(e) * keep(p, b, h, i, k0 + j)) : e;  // O only
         sum += to_float(e);
       }
 #pragma unroll

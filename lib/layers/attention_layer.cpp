@@ -69,7 +69,7 @@ Expr attend_and_project(const Builder& b, const AttentionInput& in, const Heads&
                         const Expr& head_weight) {
   const int64_t dh = h.q.shape()[3];
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-  Expr o = attention(h.q, h.k, h.v, in.key_padding, in.causal, scale, head_weight);
+  Expr o = attention(h.q, h.k, h.v, in.key_padding, in.causal, scale, head_weight, in.dropout);
   const Shape s = o.shape();  // a copy: in an inference graph the reshape below may free o's node
   o = reshape(o, Shape{s[0], s[1], s[2] * s[3]});
   return dense(b.sub("o"), o, s[2] * s[3], dim);

@@ -30,6 +30,7 @@ struct AttentionInput {
   KVCache* cache = nullptr;  // decoding: self-attention appends to it, cross-attention fills it once
   Tensor query_padding{};    // optional u8 [B, Tq]: 1 = real query (gates that average the queries skip padding)
   Expr source_mean{};        // optional [B, d]: encoder output averaged over real source tokens (decoder gates)
+  float dropout = 0;         // attention dropout on the weights (model.attention_dropout; training graphs only)
 };
 
 /// Keeps (and duplicates) hypotheses: row i of every cached tensor becomes row origin[i] (i32 [M]).

@@ -1,4 +1,4 @@
-// MoA sublayer (moa.h): map -> attend -> reduce (MODELS.md §2.3-2.4, §2.7).
+// MoA sublayer (moa.h): map -> attend -> reduce (docs/MODELS.md §2.3-2.4, §2.7).
 //   sparse: pairs (t, j) sorted by expert; q_sorted = grouped_matmul(x[tok_sorted], A, offsets), back to
 //           slot order by the inverse permutation; o = attention(q [B,T,k,D], K, V [B,S,1,D]) with the
 //           gates as per-(position, head) weights; z = index_add(0, tok_sorted, grouped_matmul(o_sorted, B))
@@ -126,7 +126,7 @@ MoaResult moa_attention(const AttentionInput& in, const MoaWeights& w, const Moa
     Expr a_flat = reshape(transpose(w.q, {1, 0, 2}), Shape{d, e * dd});
     Expr q = reshape(matmul(x2, a_flat), Shape{bsz, t, e, dd});
     Expr hw = reshape(cast(r.dense_gates, in.x.dtype()), Shape{bsz, t, e});
-    Expr att = attention(q, kk, vv, in.key_padding, in.causal, sc, hw);
+    Expr att = attention(q, kk, vv, in.key_padding, in.causal, sc, hw, in.dropout);
     Expr z = matmul(reshape(att, Shape{n, e * dd}), reshape(w.o, Shape{e * dd, d}));
     res.out = reshape(z, Shape{bsz, t, d});
     return res;
@@ -141,7 +141,7 @@ MoaResult moa_attention(const AttentionInput& in, const MoaWeights& w, const Moa
   Expr q_sorted = grouped_matmul(index_select(x2, tok_sorted), w.q, seg.offsets);  // [P, D]
   Expr q = reshape(index_select(q_sorted, inv), Shape{bsz, t, k, dd});
   Expr hw = reshape(cast(r.gates, in.x.dtype()), Shape{bsz, t, k});
-  Expr att = attention(q, kk, vv, in.key_padding, in.causal, sc, hw);  // gated heads
+  Expr att = attention(q, kk, vv, in.key_padding, in.causal, sc, hw, in.dropout);  // gated heads
   Expr o_sorted = index_select(reshape(att, Shape{pairs, dd}), seg.perm);
   Expr y_sorted = grouped_matmul(o_sorted, w.o, seg.offsets);  // [P, d]
   Expr zeros = g.input(Tensor::zeros(Shape{n, d}, in.x.dtype(), g.device()));

@@ -27,6 +27,8 @@ void add_embedding_and_dropout(config::Keys<C>& k) {
   k.add("scale_embeddings", &C::scale_embeddings, "multiply embeddings by sqrt(d_model)");
   k.add("dropout", &C::dropout, "dropout on embeddings and residual branches");
   k.add("activation_dropout", &C::activation_dropout, "dropout after the feed-forward activation");
+  k.add("attention_dropout", &C::attention_dropout, "dropout on the attention weights (every attention site)",
+        [](const float& p, const std::string& key) { MOE_CHECK(p >= 0 && p < 1, key, " must be in [0, 1), got ", p); });
   k.add("activation", &C::activation, "feed-forward activation");
   k.add("max_positions", &C::max_positions, "longest sequence", config::at_least<int64_t>(1));
 }

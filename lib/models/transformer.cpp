@@ -51,7 +51,7 @@ std::vector<std::string> Transformer::future_sites() const {
 
 Expr Transformer::encoder_layer(const Builder& b, Expr x, const Tensor& src_mask) const {
   x = residual_block(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
-    AttentionInput in{h, h, src_mask, false, true, nullptr, src_mask, Expr()};
+    AttentionInput in{h, h, src_mask, false, true, nullptr, src_mask, Expr(), c_.attention_dropout};
     return attention_->build(b.sub("self_attn"), in, SiteRole::encoder_self);
   });
   return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,
@@ -83,11 +83,13 @@ Transformer::GateContext Transformer::gate_context(const Expr& memory, const Ten
 Expr Transformer::decoder_layer(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask,
                                 KVCache* self_cache, KVCache* cross_cache, const GateContext& gates) const {
   x = residual_block(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
-    AttentionInput in{h, h, Tensor(), true, true, self_cache, gates.tgt_padding, gates.source_mean};
+    AttentionInput in{
+        h, h, Tensor(), true, true, self_cache, gates.tgt_padding, gates.source_mean, c_.attention_dropout};
     return attention_->build(b.sub("self_attn"), in, SiteRole::decoder_self);
   });
   x = residual_block(b.sub("cross_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
-    AttentionInput in{h, memory, src_mask, false, false, cross_cache, gates.tgt_padding, gates.source_mean};
+    AttentionInput in{
+        h, memory, src_mask, false, false, cross_cache, gates.tgt_padding, gates.source_mean, c_.attention_dropout};
     return attention_->build(b.sub("cross_attn"), in, SiteRole::decoder_cross);
   });
   return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,

@@ -22,6 +22,7 @@ struct TransformerConfig {
   TieEmbeddings tie_embeddings = TieEmbeddings::decoder;
   bool scale_embeddings = true;  // multiply embeddings by sqrt(d_model)
   float dropout = 0.1f, activation_dropout = 0.0f;
+  float attention_dropout = 0.0f;  // on the attention weights (training)
   Activation activation = Activation::relu;
   int64_t max_positions = 1024;
   YAML::Node attention;  // {type: mha | mae | moa, ...variant options} (layers/sites.h)

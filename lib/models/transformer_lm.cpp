@@ -74,7 +74,7 @@ Expr TransformerLm::embed(const Builder& b, const Tensor& input, int64_t offset)
 Expr TransformerLm::layer(const Builder& b, Expr x, const Tensor& key_padding, const Tensor& query_padding,
                           KVCache* cache) const {
   x = residual_block(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
-    AttentionInput in{h, h, key_padding, c_.causal, true, cache, query_padding, Expr()};
+    AttentionInput in{h, h, key_padding, c_.causal, true, cache, query_padding, Expr(), c_.attention_dropout};
     return attention_->build(b.sub("self_attn"), in, role());
   });
   return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,

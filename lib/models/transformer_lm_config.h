@@ -28,6 +28,7 @@ struct TransformerLmConfig {
   bool tie_embeddings = true;    // output matrix = input embedding (or tied adaptive weights)
   bool scale_embeddings = true;  // multiply embeddings by sqrt(d_model)
   float dropout = 0.1f, activation_dropout = 0.0f;
+  float attention_dropout = 0.0f;  // on the attention weights (training)
   Activation activation = Activation::relu;
   int64_t max_positions = 1024;
   // Adaptive input / softmax: empty cutoffs = off. Band i has d_model / factor^i features.

@@ -14,8 +14,9 @@ struct Dims {
 };
 
 Dims check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding,
-                  const Tensor& head_weight) {
+                  const Tensor& head_weight, const AttentionDropout& dropout) {
   MOE_CHECK(q.defined() && k.defined() && v.defined(), kOp, ": q, k and v are required");
+  MOE_CHECK(dropout.rate >= 0.f && dropout.rate < 1.f, kOp, ": the dropout rate ", dropout.rate, " must be in [0, 1)");
   MOE_CHECK(q.shape().ndim() == 4 && k.shape().ndim() == 4 && v.shape().ndim() == 4, kOp,
             ": q, k, v must be [B,T,H,D]; got q ", q.shape(), ", k ", k.shape(), ", v ", v.shape());
   const Dims d{q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3], k.shape()[1], k.shape()[2]};
@@ -45,20 +46,22 @@ Dims check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
 DType attention_lse_dtype(DType dt) { return dt == DType::f64 ? DType::f64 : DType::f32; }
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
-                       float scale, const Tensor& head_weight, Tensor& out, Tensor& lse) {
-  const Dims d = check_inputs(q, k, v, key_padding, head_weight);
+                       float scale, const Tensor& head_weight, Tensor& out, Tensor& lse,
+                       const AttentionDropout& dropout) {
+  const Dims d = check_inputs(q, k, v, key_padding, head_weight, dropout);
   check_same_device(kOp, q, out, lse);
   check_shape(kOp, "output", out, q.shape());
   check_dtype(kOp, "output", out, q.dtype());
   check_shape(kOp, "lse", lse, Shape{d.B, d.H, d.Tq});
   check_dtype(kOp, "lse", lse, attention_lse_dtype(q.dtype()));
-  MOE_DISPATCH(q, attention_forward, q, k, v, key_padding, causal, scale, head_weight, out, lse);
+  MOE_DISPATCH(q, attention_forward, q, k, v, key_padding, causal, scale, head_weight, out, lse, dropout);
 }
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
                         float scale, const Tensor& head_weight, const Tensor& out, const Tensor& lse,
-                        const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dhead_weight) {
-  const Dims d = check_inputs(q, k, v, key_padding, head_weight);
+                        const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dhead_weight,
+                        const AttentionDropout& dropout) {
+  const Dims d = check_inputs(q, k, v, key_padding, head_weight, dropout);
   check_same_device(kOp, q, out, lse, dout, dq, dk, dv, dhead_weight);
   check_shape(kOp, "output", out, q.shape());
   check_shape(kOp, "output gradient", dout, q.shape());
@@ -74,7 +77,7 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
     check_dtype(kOp, "head_weight gradient", dhead_weight, q.dtype());
   }
   MOE_DISPATCH(q, attention_backward, q, k, v, key_padding, causal, scale, head_weight, out, lse, dout, dq, dk, dv,
-               dhead_weight);
+               dhead_weight, dropout);
 }
 
 double attention_flops(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D, bool causal, bool backward) {

@@ -2,7 +2,9 @@
 // materialise one row of scores at a time. Backward recomputes p_ij = exp(s_ij - lse_i) and uses
 //   dp_ij = w_i dout_i.v_j, delta_i = sum_j p_ij dp_ij, ds_ij = p_ij (dp_ij - delta_i),
 //   dq_i += scale sum_j ds_ij k_j, dk_j += scale ds_ij q_i, dv_j += p_ij w_i dout_i, dw += dout_i.o_i.
-// Covered by tests/ops/attention_test.cpp (hand-computed values, finite differences in f64).
+// Attention dropout multiplies p_ij by z_ij (attention_dropout.h) in the weighted sum and in dp, dv, dw.
+// Covered by tests/ops/attention_test.cpp (hand-computed values, finite differences in f64) and
+// tests/ops/attention_dropout_test.cpp.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -59,7 +61,7 @@ T row_scores(const Geometry& g, const T* q, const T* k, int64_t b, int64_t i, in
 
 template <class T>
 void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal, T scale,
-             const Tensor& head_weight, Tensor& out, Tensor& lse) {
+             const Tensor& head_weight, Tensor& out, Tensor& lse, const AttentionDropout& drop) {
   const Geometry g(q, k, key_padding, causal, head_weight);
   const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>();
   const T* pw = head_weight.defined() ? head_weight.data<T>() : nullptr;
@@ -84,7 +86,7 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
                      const T w = pw ? pw[g.wi(b, i, h)] : T(1);
                      for (int64_t j = 0; j < g.Tk; ++j) {
                        if (s[j] == 0) continue;
-                       const T p = w * s[j] / sum;
+                       const T p = w * s[j] / sum * attention_keep(drop, b, h, i, j, g.H, g.Tq, g.Tk);
                        for (int64_t d = 0; d < g.D; ++d) o[d] += p * pv[g.ki(b, j, hk) + d];
                      }
                      pl[(b * g.H + h) * g.Tq + i] = m + std::log(sum);
@@ -95,7 +97,7 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
 template <class T>
 void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal, T scale,
               const Tensor& head_weight, const Tensor& lse, const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv,
-              Tensor& dhw) {
+              Tensor& dhw, const AttentionDropout& drop) {
   const Geometry g(q, k, key_padding, causal, head_weight);
   const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>(), *pl = lse.data<T>(), *pdo = dout.data<T>();
   const T* pw = head_weight.defined() ? head_weight.data<T>() : nullptr;
@@ -106,7 +108,7 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
   // (batch, key/value head) pairs in parallel: dk and dv of a pair are written by its query heads only
   const int64_t group = g.H / g.Hk;
   parallel_for(g.B * g.Hk, 1, [&](int64_t p0, int64_t p1) {
-    std::vector<T> s(static_cast<size_t>(g.Tk)), dp(static_cast<size_t>(g.Tk));
+    std::vector<T> s(static_cast<size_t>(g.Tk)), dp(static_cast<size_t>(g.Tk)), z(static_cast<size_t>(g.Tk));
     for (int64_t pair = p0; pair < p1; ++pair)
       for (int64_t h = pair % g.Hk * group; h < (pair % g.Hk + 1) * group; ++h)
         for (int64_t i = 0; i < g.Tq; ++i) {
@@ -119,12 +121,13 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
           T delta = 0, dw = 0;
           for (int64_t j = 0; j < g.Tk; ++j) {
             s[j] = std::exp(s[j] - l);  // p_ij (0 where masked)
+            z[j] = attention_keep(drop, b, h, i, j, g.H, g.Tq, g.Tk);  // the forward's dropout factor
             T dov = 0;
             if (s[j] != 0)
               for (int64_t d = 0; d < g.D; ++d) dov += gdo[d] * pv[g.ki(b, j, hk) + d];
-            dp[j] = w * dov;
+            dp[j] = w * z[j] * dov;
             delta += s[j] * dp[j];
-            dw += s[j] * dov;  // dout.o = sum_j p_ij dout.v_j
+            dw += s[j] * z[j] * dov;  // dout.o = sum_j p_ij z_ij dout.v_j
           }
           if (pdw) pdw[g.wi(b, i, h)] += dw;
           for (int64_t j = 0; j < g.Tk; ++j) {
@@ -134,7 +137,7 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
             for (int64_t d = 0; d < g.D; ++d) {
               if (pdq) pdq[qi + d] += ds * pk[kj + d];
               if (pdk) pdk[kj + d] += ds * pq[qi + d];
-              if (pdv) pdv[kj + d] += s[j] * w * gdo[d];
+              if (pdv) pdv[kj + d] += s[j] * z[j] * w * gdo[d];
             }
           }
         }
@@ -143,22 +146,24 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
 }  // namespace
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
-                       float scale, const Tensor& head_weight, Tensor& out, Tensor& lse) {
+                       float scale, const Tensor& head_weight, Tensor& out, Tensor& lse,
+                       const AttentionDropout& dropout) {
   check_cpu_float("attention", q);
   if (q.dtype() == DType::f64)
-    forward<double>(q, k, v, key_padding, causal, scale, head_weight, out, lse);
+    forward<double>(q, k, v, key_padding, causal, scale, head_weight, out, lse, dropout);
   else
-    forward<float>(q, k, v, key_padding, causal, scale, head_weight, out, lse);
+    forward<float>(q, k, v, key_padding, causal, scale, head_weight, out, lse, dropout);
 }
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
                         float scale, const Tensor& head_weight, const Tensor& /*out*/, const Tensor& lse,
-                        const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dhead_weight) {
+                        const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dhead_weight,
+                        const AttentionDropout& dropout) {
   check_cpu_float("attention", q);
   if (q.dtype() == DType::f64)
-    backward<double>(q, k, v, key_padding, causal, scale, head_weight, lse, dout, dq, dk, dv, dhead_weight);
+    backward<double>(q, k, v, key_padding, causal, scale, head_weight, lse, dout, dq, dk, dv, dhead_weight, dropout);
   else
-    backward<float>(q, k, v, key_padding, causal, scale, head_weight, lse, dout, dq, dk, dv, dhead_weight);
+    backward<float>(q, k, v, key_padding, causal, scale, head_weight, lse, dout, dq, dk, dv, dhead_weight, dropout);
 }
 
 }  // namespace moe::cpu

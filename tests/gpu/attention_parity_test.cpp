@@ -1,7 +1,8 @@
 // CPU-vs-CUDA parity of fused attention (f32, bf16 and f16) for head sizes 32, 64, 128, 256 and an odd
 // one (generic path), with and without causal/padding masks, Hk = 1 and Hk = H, both head_weight
-// shapes, a fully padded sequence and Tq = 1 decoding, and on cuda:1 while cuda:0 is current
-// (skipped without a GPU).
+// shapes, a fully padded sequence and Tq = 1 decoding, attention dropout (the same Philox masks on
+// both devices, in every kernel: f32 and tensor cores, forward and backward), and on cuda:1 while
+// cuda:0 is current (skipped without a GPU).
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -17,6 +18,7 @@ struct Case {
   int64_t B, Tq, Tk, H, Hk, D;
   bool causal, pad;
   int weight;  // 0 none, 1 [B,H], 2 [B,Tq,H]
+  float dropout = 0;
 };
 
 void check_case(const Case& c, uint32_t seed) {
@@ -37,10 +39,11 @@ void check_case(const Case& c, uint32_t seed) {
   if (c.weight) grads.push_back(3);
   for (DType dt : test::kFloatTypes) {
     INFO("B=" << c.B << " Tq=" << c.Tq << " Tk=" << c.Tk << " H=" << c.H << " Hk=" << c.Hk << " D=" << c.D
-              << " causal=" << c.causal << " pad=" << c.pad << " weight=" << c.weight << " " << dtype_name(dt));
+              << " causal=" << c.causal << " pad=" << c.pad << " weight=" << c.weight << " dropout=" << c.dropout
+              << " " << dtype_name(dt));
     const bool causal = c.causal;
     auto r = test::parity(in, [&](Graph&, const std::vector<Expr>& x) {
-      return attention(x[0], x[1], x[2], pad, causal, scale, x.size() > 3 ? x[3] : Expr());
+      return attention(x[0], x[1], x[2], pad, causal, scale, x.size() > 3 ? x[3] : Expr(), c.dropout);
     }, dt, grads);
     CHECK(r.forward < test::bar(dt, 1e-5, 2e-2));
     CHECK(r.backward < test::bar(dt, 1e-4, 3e-2));
@@ -74,6 +77,13 @@ TEST_CASE("attention parity: head sizes off the 8-element grid, wide GQA groups"
   // one sequence fully padded (rows with no visible key: out 0, lse -inf, no gradient, no NaN).
   check_case({3, 50, 130, 8, 2, 64, true, true, 1}, 15);
   check_case({3, 1, 1, 8, 2, 64, false, true, 0}, 16);  // one key: batches 1 and 2 fully masked
+}
+
+TEST_CASE("attention parity: attention dropout draws the same masks on both devices", "[gpu][attention]") {
+  // Training graphs (the parity runs forward and backward) with the same seed and step: every weight
+  // is kept or dropped alike on the CPU and the GPU, so outputs and gradients agree as without dropout.
+  check_case({2, 70, 70, 2, 2, 32, false, true, 1, 0.3f}, 31);
+  check_case({2, 45, 77, 4, 1, 64, true, true, 2, 0.1f}, 32);
 }
 
 TEST_CASE("attention on cuda:1 while cuda:0 is current", "[gpu][attention]") {

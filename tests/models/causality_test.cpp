@@ -2,12 +2,12 @@
 // changing token t of one row of a 3-row batch leaves the outputs (log-probabilities, or decoder
 // logits) and the per-position training-loss terms before t unchanged, and every other row too, in
 // training mode (dropout 0; MoE gate noise on, same seed) and in inference mode. Families: Transformer
-// LM (plain, adaptive input/softmax), MAE (every gate norm that is causal; G, F and joint steps),
+// LM (plain, adaptive input/softmax, attention dropout on in training: its masks stay causal), MAE (every gate norm that is causal; G, F and joint steps),
 // MoA, MoE FFN (flat and hierarchical noisy top-k), LSTM LM (plain and with the 1B-word MoE layer,
 // flat and hierarchical), and the decoder of the translation Transformer with each of them.
 // Controls, which show the probe can fail: MAE gates with gate_norm batch (the paper's BatchNorm)
 // leak in training, and the strictly balanced batchwise MoE gate couples the batch in training
-// (by design, MODELS.md §3.10: it ranks rows per expert over the batch); both are causal in inference.
+// (by design, docs/MODELS.md §3.10: it ranks rows per expert over the batch); both are causal in inference.
 #include "support/causality.h"
 
 #include <catch2/catch.hpp>
@@ -106,6 +106,7 @@ const std::string kMae = ", attention: {type: mae, name: MAE-3, gate_hidden: 8, 
 
 TEST_CASE("causality: transformer LMs, plain and adaptive", "[models][causal]") {
   check_lm("");
+  check_lm(", attention_dropout: 0.3");  // masks keyed by (row, head, query, key): nothing later moves them
   check_lm(
       ", adaptive_input_cutoffs: [6, 9], adaptive_softmax_cutoffs: [6, 9], adaptive_input_factor: 2, "
       "adaptive_softmax_factor: 2");
@@ -122,6 +123,7 @@ TEST_CASE("causality: MAE LMs with causal gate norms, and the paper's BatchNorm 
 
 TEST_CASE("causality: MoA and MoE FFN LMs", "[models][causal][moe]") {
   check_lm(kMoa);
+  check_lm(kMoa + ", attention_dropout: 0.3");
   check_lm(kMoe);
   check_lm(kHierMoe);
   // Batchwise gating ranks the rows of the batch per expert in training (by design); inference is per token.
@@ -143,6 +145,7 @@ TEST_CASE("causality: LSTM LMs, plain and with MoE layers", "[models][causal][ls
 
 TEST_CASE("causality: translation decoders", "[models][causal][mt]") {
   check_mt("");
+  check_mt(", attention_dropout: 0.3");
   check_mt(kMoa);
   check_mt(kMoe);
   check_mt(kHierMoe);

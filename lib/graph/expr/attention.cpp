@@ -8,8 +8,10 @@
 namespace moe {
 
 Expr attention(const Expr& q, const Expr& k, const Expr& v, const Tensor& key_padding, bool causal, float scale,
-               const Expr& head_weight) {
+               const Expr& head_weight, float dropout) {
   Graph& g = q.graph();
+  const AttentionDropout drop =
+      g.training() && dropout > 0.f ? AttentionDropout{dropout, g.seed(), g.next_rng_stream()} : AttentionDropout{};
   Tensor pad = key_padding;
   if (pad.defined() && pad.device() != g.device()) pad = pad.to(g.device());
   std::vector<Expr> children{q, k, v};
@@ -18,14 +20,14 @@ Expr attention(const Expr& q, const Expr& k, const Expr& v, const Tensor& key_pa
   auto lse = std::make_shared<Tensor>();
   return g.add(
       "attention", q.shape(), q.dtype(), children,
-      [pad, causal, scale, weighted, lse](Node& n) {
+      [pad, causal, scale, weighted, lse, drop](Node& n) {
         const Tensor& qv = n.in(0);
         *lse = Tensor::empty(Shape{qv.shape()[0], qv.shape()[2], qv.shape()[1]}, attention_lse_dtype(qv.dtype()),
                              qv.device());
         attention_forward(qv, n.in(1), n.in(2), pad, causal, scale, weighted ? n.in(3) : Tensor(), n.alloc_val(),
-                          *lse);
+                          *lse, drop);
       },
-      [pad, causal, scale, weighted, lse](Node& n) {
+      [pad, causal, scale, weighted, lse, drop](Node& n) {
         Tensor none;
         Tensor& dq = n.wants_grad(0) ? n.grad_of(0) : none;
         Tensor none_k, none_v, none_w;
@@ -33,7 +35,7 @@ Expr attention(const Expr& q, const Expr& k, const Expr& v, const Tensor& key_pa
         Tensor& dv = n.wants_grad(2) ? n.grad_of(2) : none_v;
         Tensor& dw = weighted && n.wants_grad(3) ? n.grad_of(3) : none_w;
         attention_backward(n.in(0), n.in(1), n.in(2), pad, causal, scale, weighted ? n.in(3) : Tensor(), n.val,
-                           *lse, n.grad, dq, dk, dv, dw);
+                           *lse, n.grad, dq, dk, dv, dw, drop);
       });
 }
 
