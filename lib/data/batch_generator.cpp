@@ -85,26 +85,26 @@ void BatchGenerator::restore(const State& s) {
   built_epoch_ = built_window_ = -1;
 }
 
-void BatchGenerator::build_epoch() {
-  order_ = kept_;
+std::vector<int64_t> BatchGenerator::epoch_order(int64_t epoch) const {
+  std::vector<int64_t> order = kept_;
   if (opts_.shuffle) {
-    std::mt19937_64 rng(mix(opts_.seed ^ mix(static_cast<uint64_t>(state_.epoch))));
-    shuffle(order_, rng);
+    std::mt19937_64 rng(mix(opts_.seed ^ mix(static_cast<uint64_t>(epoch))));
+    shuffle(order, rng);
   }
-  built_epoch_ = state_.epoch;
-  built_window_ = -1;
+  return order;
 }
 
-void BatchGenerator::build_window() {
-  const auto n = static_cast<int64_t>(order_.size());
-  const int64_t lo = state_.window * window_, hi = std::min(n, lo + window_);
-  std::vector<int64_t> ids(order_.begin() + lo, order_.begin() + hi);
+std::vector<std::vector<int64_t>> BatchGenerator::window_batches(const std::vector<int64_t>& order,
+                                                                 int64_t window) const {
+  const auto n = static_cast<int64_t>(order.size());
+  const int64_t lo = window * window_, hi = std::min(n, lo + window_);
+  std::vector<int64_t> ids(order.begin() + lo, order.begin() + hi);
   if (opts_.shuffle)
     std::stable_sort(ids.begin(), ids.end(), [&](int64_t a, int64_t b) {
       const int64_t sa = src_.length(a), sb = src_.length(b);
       return sa != sb ? sa < sb : tgt_.length(a) < tgt_.length(b);
     });
-  batches_.clear();
+  std::vector<std::vector<int64_t>> batches;
   std::vector<int64_t> cur;
   int64_t ms = 0, mt = 0;
   for (int64_t id : ids) {
@@ -112,7 +112,7 @@ void BatchGenerator::build_window() {
     const auto c = static_cast<int64_t>(cur.size()) + 1;
     if (!cur.empty() && (c * ns > opts_.max_tokens || c * nt > opts_.max_tokens ||
                          (opts_.max_sentences > 0 && c > opts_.max_sentences))) {
-      batches_.push_back(std::move(cur));
+      batches.push_back(std::move(cur));
       cur.clear();
       ms = src_.length(id) + 1;
       mt = tgt_.length(id) + 1;
@@ -122,7 +122,26 @@ void BatchGenerator::build_window() {
     }
     cur.push_back(id);
   }
-  if (!cur.empty()) batches_.push_back(std::move(cur));
+  if (!cur.empty()) batches.push_back(std::move(cur));
+  return batches;
+}
+
+int64_t BatchGenerator::batches_in_epoch(int64_t epoch) const {
+  const std::vector<int64_t> order = epoch_order(epoch);
+  const auto n = static_cast<int64_t>(order.size());
+  int64_t batches = 0;
+  for (int64_t w = 0; w * window_ < n; ++w) batches += static_cast<int64_t>(window_batches(order, w).size());
+  return batches;
+}
+
+void BatchGenerator::build_epoch() {
+  order_ = epoch_order(state_.epoch);
+  built_epoch_ = state_.epoch;
+  built_window_ = -1;
+}
+
+void BatchGenerator::build_window() {
+  batches_ = window_batches(order_, state_.window);
   if (opts_.shuffle) {
     std::mt19937_64 rng(mix(opts_.seed ^ mix(static_cast<uint64_t>(state_.epoch) * 0x100000001B3ull +
                                              static_cast<uint64_t>(state_.window) + 1)));

@@ -49,8 +49,15 @@ class BatchGenerator {
   const FilterStats& filter_stats() const { return stats_; }
   int64_t kept() const { return static_cast<int64_t>(kept_.size()); }
   int64_t window_size() const { return window_; }
+  /// The number of batches of epoch `epoch` (0-based), without making them (epochs differ by a few
+  /// batches: each cuts its own windows).
+  int64_t batches_in_epoch(int64_t epoch) const;
 
  private:
+  /// This epoch's order of the kept ids (shuffled by (seed, epoch)).
+  std::vector<int64_t> epoch_order(int64_t epoch) const;
+  /// The batches (sentence ids) of window `window` of an epoch whose order is `order`, unshuffled.
+  std::vector<std::vector<int64_t>> window_batches(const std::vector<int64_t>& order, int64_t window) const;
   void build_epoch();
   void build_window();
   EncodedCorpus src_, tgt_;

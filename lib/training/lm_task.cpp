@@ -92,6 +92,7 @@ void LmTask::load_data() {
   int64_t per_batch = std::max<int64_t>(1, o_.max_tokens / L);
   if (o_.max_sentences > 0) per_batch = std::min(per_batch, o_.max_sentences);
   data::LmTrainStream blocks(std::move(train), L, per_batch, o_.seed, /*shuffle=*/true, vocab_->pad_id());
+  batches_per_epoch_ = (blocks.blocks() + per_batch - 1) / per_batch;
   spdlog::info("moe-train: training text {}: {} lines, {} tokens, {} blocks of {}, {} per batch", d.train_text, lines,
                tokens, blocks.blocks(), L, per_batch);
   generator_ = std::make_unique<data::LmBatchStream>(std::move(blocks),

@@ -30,6 +30,7 @@ class LmTask : public TrainTask {
   void attach(const Model& model) override;
   void declare(const Model& model, const Builder& b) override;
   void load_data() override;
+  int64_t batches_per_epoch() const override { return batches_per_epoch_; }
   void restore(const std::string& data_state) override;
   void start() override;
   Item next() override;
@@ -54,6 +55,7 @@ class LmTask : public TrainTask {
   int64_t context_, stride_;  // validation windows (causal LMs)
   std::unique_ptr<data::Vocab> vocab_;
   std::vector<VocabFile> vocab_files_;
+  int64_t batches_per_epoch_ = 0;
   data::MlmOptions mlm_;  // masked LM: every field resolved (mask id, vocabulary size, pad, seed)
   int64_t model_vocab_ = 0;
   std::unique_ptr<data::LmBatchStream> generator_;  // until the prefetcher takes it over

@@ -17,8 +17,22 @@ LrSchedule::LrSchedule(ScheduleOptions options) : o_(std::move(options)) {
             "]");
   MOE_CHECK(o_.warmup_updates >= 0, "train.warmup_updates must be >= 0, got ", o_.warmup_updates);
   if (k == LrScheduleKind::cosine || k == LrScheduleKind::linear)
-    MOE_CHECK(o_.max_updates > o_.warmup_updates, "train.schedule ", enum_name(k), " decays over train.max_updates (",
-              o_.max_updates, "), which must exceed train.warmup_updates (", o_.warmup_updates, ")");
+    MOE_CHECK(o_.max_updates > o_.warmup_updates || (o_.max_updates == 0 && o_.max_epochs > 0), "train.schedule ",
+              enum_name(k), " decays over train.max_updates (", o_.max_updates,
+              "), which must exceed train.warmup_updates (", o_.warmup_updates,
+              "), or over train.max_epochs when train.max_updates is 0");
+}
+
+bool LrSchedule::needs_updates_per_epoch() const {
+  return (o_.kind == LrScheduleKind::cosine || o_.kind == LrScheduleKind::linear) && o_.max_updates == 0;
+}
+
+LrSchedule LrSchedule::over_epochs(int64_t updates_per_epoch) const {
+  MOE_CHECK(updates_per_epoch > 0, "train.schedule ", enum_name(o_.kind), ": an epoch of the training data gives ",
+            updates_per_epoch, " updates");
+  ScheduleOptions o = o_;
+  o.max_updates = std::max(o.max_epochs * updates_per_epoch, o.warmup_updates + 1);
+  return LrSchedule(o);
 }
 
 double LrSchedule::at(int64_t update) const {
@@ -26,6 +40,7 @@ double LrSchedule::at(int64_t update) const {
   const double w = static_cast<double>(o_.warmup_updates);
   if (o_.warmup_updates > 0 && u <= w) return o_.lr * u / w;
   if (o_.kind == LrScheduleKind::fixed) return o_.lr;
+  MOE_CHECK(!needs_updates_per_epoch(), "LrSchedule: the decay over train.max_epochs has no length yet (over_epochs)");
   double lr = o_.lr;
   if (o_.kind == LrScheduleKind::inverse_sqrt) {
     lr = o_.lr * std::sqrt(std::max(w, 1.0) / u);

@@ -4,7 +4,10 @@
 //   cosine: min_lr + (lr - min_lr) * (1 + cos(pi * t)) / 2, t = (u - warmup) / (max_updates - warmup);
 //   linear: lr - (lr - min_lr) * t;   fixed: lr.
 // Every kind except fixed is floored at min_lr after the warm-up; past max_updates cosine/linear stay
-// at min_lr. Stateless, so resuming needs only the update count. Covered by tests/training/schedule_test.cpp.
+// at min_lr. A recipe that gives epochs instead (train.max_epochs, max_updates 0) decays over the
+// updates of its epochs, max_updates = max_epochs * updates per epoch, which the trainer counts from
+// the data (over_epochs). Stateless, so resuming needs only the update count.
+// Covered by tests/training/schedule_test.cpp and tests/training/recipes_start_test.cpp.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,7 +23,8 @@ struct ScheduleOptions {
   double lr = 5e-4;
   double min_lr = 0;
   int64_t warmup_updates = 4000;
-  int64_t max_updates = 0;  // cosine/linear decay length (required > warmup for them)
+  int64_t max_updates = 0;  // cosine/linear decay length (> warmup; or 0 with max_epochs)
+  int64_t max_epochs = 0;   // cosine/linear with max_updates 0: decay over these epochs' updates
 };
 
 class LrSchedule {
@@ -30,6 +34,11 @@ class LrSchedule {
   /// The learning rate of update u (u >= 1; u = 0 is treated as 1).
   double at(int64_t update) const;
   const ScheduleOptions& options() const { return o_; }
+  /// Whether the decay length is still to be counted from the data (cosine/linear over max_epochs).
+  bool needs_updates_per_epoch() const;
+  /// This schedule decaying over max_epochs * updates_per_epoch updates. When the data gives no more
+  /// updates than the warm-up, training ends while warming up (the decay is then one update long).
+  LrSchedule over_epochs(int64_t updates_per_epoch) const;
 
  private:
   ScheduleOptions o_;

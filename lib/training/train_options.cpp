@@ -96,7 +96,10 @@ void declare_train(config::Keys<O>& k) {
       .add("train.max_sentences", &O::max_sentences, "sentences per batch (0 = no limit)", at_least<int64_t>(0))
       .add("train.update_freq", &O::update_freq, "batches accumulated into one update", above<int64_t>(0))
       .add("train.max_updates", &O::max_updates, "stop after this many updates (0 = no limit)", at_least<int64_t>(0))
-      .add("train.max_epochs", &O::max_epochs, "stop after this many epochs (0 = no limit)", at_least<int64_t>(0))
+      .add("train.max_epochs", &O::max_epochs,
+           "stop after this many epochs (0 = no limit); with train.max_updates 0, a cosine or linear schedule "
+           "decays over the updates of these epochs (counted from the data)",
+           at_least<int64_t>(0))
       .add("train.max_minutes", &O::max_minutes,
            "stop after this many minutes of training in this process (0 = no limit)", at_least(0.0))
       .add("train.init_from", &O::init_from,
@@ -149,6 +152,9 @@ void declare_train(config::Keys<O>& k) {
       .add("train.save_every", &O::save_every, "save checkpoint.last (and a numbered one) every N updates",
            at_least<int64_t>(0))
       .add("train.keep_last", &O::keep_last, "keep the last N numbered checkpoints (0 = none)", at_least<int64_t>(0))
+      .add("train.numbered_checkpoints", &O::numbered_checkpoints,
+           "when numbered checkpoints are written: updates (at every save_every) | epochs (at the end of every "
+           "epoch, for averaging the last epochs; save_every then writes checkpoint.last only)")
       .add("train.early_stopping", &O::early_stopping, "stop after N validations without improvement (0 = off)",
            at_least<int64_t>(0))
       .add("train.skip_nan_batches", &O::skip_nan_batches, "skip batches with a NaN/Inf loss instead of stopping")
@@ -282,6 +288,7 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
   MOE_CHECK(o.max_updates > 0 || o.max_epochs > 0 || o.max_minutes > 0,
             "set train.max_updates, train.max_epochs or train.max_minutes (all are 0)");
   o.schedule.max_updates = o.max_updates;
+  o.schedule.max_epochs = o.max_epochs;
   MOE_CHECK(o.bcd.g_every >= 1 && o.bcd.g_offset >= 0 && o.bcd.g_offset < o.bcd.g_every, "train.bcd.g_every (",
             o.bcd.g_every, ") must be >= 1 and train.bcd.g_offset (", o.bcd.g_offset, ") in [0, g_every)");
   const data::MlmOptions& m = d.mlm;

@@ -43,6 +43,8 @@ struct BcdSchedule {
 
 /// The kind of vocabulary moe-train builds when it is missing: SentencePiece (bpe, unigram) or a word list.
 MOE_NAMED_ENUM(VocabType, bpe, unigram, word)
+/// Which saves also write a numbered checkpoint: every save (save_every) or the end of every epoch.
+MOE_NAMED_ENUM(NumberedCheckpoints, updates, epochs)
 /// What early stopping and checkpoint.best follow.
 MOE_NAMED_ENUM(ValidMetric, loss, ppl, bleu)
 
@@ -100,6 +102,7 @@ struct TrainOptions {
   OptimizerOptions optim;
   ScheduleOptions schedule;
   int64_t log_every = 100, valid_every = 1000, save_every = 1000, keep_last = 0, early_stopping = 0;
+  NumberedCheckpoints numbered_checkpoints = NumberedCheckpoints::updates;
   bool skip_nan_batches = false;
   BcdSchedule bcd;                   // MAE: which epochs run gate (G) updates
   double gate_lr = 1.0;              // MAE: plain SGD learning rate of the gates

@@ -57,6 +57,8 @@ class TrainTask {
   virtual void declare(const Model& model, const Builder& b) = 0;
   /// Loads the training and validation data (after attach).
   virtual void load_data() = 0;
+  /// Training batches in the first epoch (after load_data; later translation epochs differ by a few).
+  virtual int64_t batches_per_epoch() const = 0;
   /// Moves the training data to a saved position (after load_data, before start).
   virtual void restore(const std::string& data_state) = 0;
   /// Starts producing batches on a background thread.

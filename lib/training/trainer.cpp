@@ -121,13 +121,27 @@ void Trainer::setup_model() {
   if (!future.empty()) spdlog::warn("moe-train: {}", future);
 }
 
+void Trainer::settle_schedule_length() {
+  const int64_t batches = task_->batches_per_epoch(), per_epoch = (batches + o_.update_freq - 1) / o_.update_freq;
+  schedule_ = schedule_.over_epochs(per_epoch);
+  const ScheduleOptions& s = schedule_.options();
+  spdlog::info("moe-train: train.schedule {} decays over {} epochs x {} updates = {} updates", enum_name(s.kind),
+               s.max_epochs, per_epoch, s.max_updates);
+  if (s.max_epochs * per_epoch <= s.warmup_updates)
+    spdlog::warn(
+        "moe-train: {} epochs of this data give {} updates, no more than train.warmup_updates ({}): "
+        "training ends before the learning rate reaches train.lr",
+        s.max_epochs, s.max_epochs * per_epoch, s.warmup_updates);
+}
+
 bool Trainer::finished() const {
   const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start_).count() / 60;
   bool out_of_time = o_.max_minutes > 0 && minutes >= o_.max_minutes;
   if (dp_ && o_.max_minutes > 0)  // the ranks' clocks differ: all stop when the first runs out (a collective)
     out_of_time = comm_->sum(static_cast<int64_t>(out_of_time)) > 0;
   return stop_ || (o_.max_updates > 0 && st_.update >= o_.max_updates) ||
-         (o_.max_epochs > 0 && st_.epoch >= o_.max_epochs) || out_of_time;
+         (stop_after_ > 0 && st_.update >= stop_after_) || (o_.max_epochs > 0 && st_.epoch >= o_.max_epochs) ||
+         out_of_time;
 }
 
 TrainEnd Trainer::run(bool resume) {
@@ -164,6 +178,7 @@ TrainEnd Trainer::run_ranks(bool resume) {
   setup_model();
   if (lead()) check_disk_room();
   rank0_first([&] { task_->load_data(); });
+  if (schedule_.needs_updates_per_epoch()) settle_schedule_length();
   if (resume) restore(path_in_run("checkpoint.last.safetensors"));
   if (lead()) metrics_ = std::make_unique<MetricsLog>(path_in_run("metrics.jsonl"), resume ? st_.update : -1);
   task_->start();
@@ -200,6 +215,7 @@ TrainEnd Trainer::run_ranks(bool resume) {
     if (epoch_end) {
       bar_->clear();
       spdlog::info("moe-train: epoch {} done after {} updates", st_.epoch, st_.update);
+      if (o_.numbered_checkpoints == NumberedCheckpoints::epochs) save_all(SaveAt::epoch_end);
     }
   }
   bar_->clear();

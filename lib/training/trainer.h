@@ -72,13 +72,20 @@ class Trainer {
   /// dist.backend. With several ranks, see data_parallel.h.
   void set_communicator(dist::Communicator* comm) { comm_ = comm; }
 
+  /// Ends the run after `updates` updates as a limit would (final validation and checkpoints), while
+  /// train.max_updates and the schedule stay as the recipe says (tests start recipes unchanged).
+  void stop_after(int64_t updates) { stop_after_ = updates; }
+
   const TrainingState& state() const { return st_; }
+  /// The learning-rate schedule (its decay length counted from the data once run() has loaded it).
+  const LrSchedule& lr_schedule() const { return schedule_; }
   const ParameterStore& params() const { return *store_; }
   Device device() const { return device_; }
 
  private:
   void setup_model();
   void setup_dist();
+  void settle_schedule_length();  // cosine / linear over train.max_epochs: count the updates of an epoch
   bool lead() const { return !dp_ || dp_->lead(); }
   /// Runs `f` on rank 0 first and on the others after it (files it creates: vocabularies, caches).
   void rank0_first(const std::function<void()>& f);
@@ -100,7 +107,10 @@ class Trainer {
   void log_window();
   void validate();
   void save(const std::string& path);
-  void save_all(bool numbered = true);
+  /// checkpoint.last, and a numbered one where `at` asks for it: an epoch's end, or the update schedule
+  /// when train.numbered_checkpoints is updates; a stop signal saves checkpoint.last only.
+  enum class SaveAt { schedule, epoch_end, last_only };
+  void save_all(SaveAt at = SaveAt::schedule);
   void remove_old_numbered();
   bool finished() const;
   std::string path_in_run(const std::string& name) const;
@@ -127,6 +137,7 @@ class Trainer {
   int64_t last_valid_ = -1, last_save_ = -1;
   bool stop_ = false;
   int64_t skipped_in_a_row_ = 0;  // updates skipped (NaN batches, overflows) since the last applied one
+  int64_t stop_after_ = 0;        // stop_after(): 0 = no such limit
   BleuDecoder bleu_decoder_;
   UpdateHook hook_;
   StepHook step_hook_;

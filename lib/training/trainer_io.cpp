@@ -108,10 +108,12 @@ void Trainer::save(const std::string& path) {
   fs::remove(previous);
 }
 
-void Trainer::save_all(bool numbered) {
+void Trainer::save_all(SaveAt at) {
   last_save_ = st_.update;
   save(path_in_run("checkpoint.last.safetensors"));
-  if (numbered && o_.keep_last > 0) {
+  const bool numbered = at == SaveAt::epoch_end ||
+                        (at == SaveAt::schedule && o_.numbered_checkpoints == NumberedCheckpoints::updates);
+  if (o_.keep_last > 0 && numbered) {
     save(path_in_run("checkpoint." + std::to_string(st_.update) + ".safetensors"));
     if (lead()) remove_old_numbered();
   }
@@ -126,7 +128,7 @@ TrainEnd Trainer::stop_on_signal(const StopRequest& stop) {
                  stop.cause());
     return TrainEnd::stopped;
   }
-  if (last_save_ != st_.update) save_all(false);  // checkpoint.last only: numbered ones keep their schedule
+  if (last_save_ != st_.update) save_all(SaveAt::last_only);  // numbered ones keep their schedule
   spdlog::info(
       "moe-train: stopped by {} after update {}: {} and its training state are saved; continue with "
       "--resume (exit status {})",

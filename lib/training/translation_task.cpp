@@ -79,6 +79,7 @@ void TranslationTask::load_data() {
   bo.eos_id = tgt_vocab_->eos_id();
   generator_ = std::make_unique<data::BatchGenerator>(train.src, train.tgt, bo);
   spdlog::info("moe-train: training data {} / {}: {}", d.train_src, d.train_tgt, generator_->filter_stats().summary());
+  batches_per_epoch_ = generator_->batches_in_epoch(0);
   MOE_CHECK(generator_->kept() > 0, "moe-train: no usable training pair in ", d.train_src, " / ", d.train_tgt, " (",
             generator_->filter_stats().summary(), ")");
   if (d.valid_src.empty()) return;

@@ -23,6 +23,7 @@ class TranslationTask : public TrainTask {
   void attach(const Model& model) override;
   void declare(const Model& model, const Builder& b) override;
   void load_data() override;
+  int64_t batches_per_epoch() const override { return batches_per_epoch_; }
   void restore(const std::string& data_state) override;
   void start() override;
   Item next() override;
@@ -37,6 +38,7 @@ class TranslationTask : public TrainTask {
   std::string src_vocab_path_, tgt_vocab_path_;
   std::unique_ptr<data::Vocab> src_vocab_, tgt_vocab_;
   std::vector<VocabFile> vocab_files_;
+  int64_t batches_per_epoch_ = 0;
   int64_t max_len_ = 0;                              // the model's position limit per side (0 = none)
   std::unique_ptr<data::BatchGenerator> generator_;  // until the prefetcher takes it over
   std::unique_ptr<data::BatchPrefetcher> prefetcher_;

@@ -1,6 +1,6 @@
 // Batch generator: token budgets including padding, every sentence once per epoch, filter counts,
 // seeded determinism, exact resume from a saved state string (also across epochs), unshuffled
-// order, and the prefetch thread reproducing the same stream. Tests lib/data/batch_generator.cpp.
+// order, batch counts per epoch, and the prefetch thread reproducing the same stream. Tests lib/data/batch_generator.cpp.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -101,6 +101,18 @@ TEST_CASE("batch generator: deterministic for a seed, different across seeds and
   o.seed = 2;
   BatchGenerator c(src, tgt, o);
   CHECK(epoch_ids(c) != ea);
+}
+
+TEST_CASE("batch generator: batches_in_epoch counts each epoch's batches without making them", "[data]") {
+  auto src = random_corpus(2000, 40, 9, false), tgt = random_corpus(2000, 40, 10, false);
+  BatchOptions o;
+  o.max_tokens = 300;
+  o.window = 400;
+  BatchGenerator g(src, tgt, o);
+  const int64_t first = g.batches_in_epoch(0), second = g.batches_in_epoch(1);
+  CHECK(static_cast<int64_t>(epoch_ids(g).size()) == first);
+  CHECK(static_cast<int64_t>(epoch_ids(g).size()) == second);
+  CHECK(g.batches_in_epoch(0) == first);  // a pure count: the stream's position does not change it
 }
 
 TEST_CASE("batch generator: exact resume from a saved state", "[data]") {

@@ -58,9 +58,32 @@ TEST_CASE("schedule: linear and fixed", "[training][schedule]") {
   CHECK(fixed.at(1000) == Approx(0.3));
 }
 
+TEST_CASE("schedule: a linear or cosine decay over train.max_epochs takes its length from the data",
+          "[training][schedule]") {
+  ScheduleOptions o{LrScheduleKind::linear, 1.0, 0, 10, 0};
+  o.max_epochs = 3;
+  const LrSchedule pending(o);
+  CHECK(pending.needs_updates_per_epoch());
+  CHECK_THROWS_WITH(pending.at(20), Catch::Contains("over_epochs"));
+  CHECK(pending.at(5) == Approx(0.5));  // the warm-up needs no length
+  const LrSchedule s = pending.over_epochs(40);  // 3 epochs of 40 updates
+  CHECK_FALSE(s.needs_updates_per_epoch());
+  CHECK(s.options().max_updates == 120);
+  CHECK(s.at(65) == Approx(0.5));
+  CHECK(s.at(120) == Approx(0.0).margin(1e-12));
+  // Data smaller than the warm-up: training ends while warming up; the schedule stays defined.
+  const LrSchedule tiny = pending.over_epochs(2);
+  CHECK(tiny.options().max_updates == 11);
+  CHECK(tiny.at(6) == Approx(0.6));
+  CHECK_THROWS_WITH(pending.over_epochs(0), Catch::Contains("train.schedule linear"));
+  ScheduleOptions fixed{LrScheduleKind::inverse_sqrt, 1.0, 0, 10, 0};
+  fixed.max_epochs = 3;
+  CHECK_FALSE(LrSchedule(fixed).needs_updates_per_epoch());  // inverse_sqrt has no length
+}
+
 TEST_CASE("schedule: option errors name the key", "[training][schedule]") {
   CHECK_THROWS_WITH(make("step", 1.0, 0), Catch::Contains("train.schedule") && Catch::Contains("'step'"));
-  CHECK_THROWS_WITH(make("cosine", 1.0, 10, 0), Catch::Contains("train.max_updates"));
+  CHECK_THROWS_WITH(make("cosine", 1.0, 10, 0), Catch::Contains("train.max_updates") && Catch::Contains("max_epochs"));
   CHECK_THROWS_WITH(make("linear", 1.0, 10, 10), Catch::Contains("train.warmup_updates"));
   CHECK_THROWS_WITH(make("fixed", 0.0, 0), Catch::Contains("train.lr"));
   CHECK_THROWS_WITH(make("fixed", 1.0, 0, 0, 2.0), Catch::Contains("train.min_lr"));
