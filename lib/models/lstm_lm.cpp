@@ -16,6 +16,7 @@
 #include "graph/expr/softmax.h"
 #include "graph/expr/unary.h"
 #include "layers/sites.h"
+#include "models/sampled_softmax.h"
 
 namespace moe {
 
@@ -55,11 +56,13 @@ Expr LstmLm::hidden(const Builder& b, const Tensor& input, std::vector<LstmState
   return x;
 }
 
-Expr LstmLm::output_matrix(const Builder& b) const {
+Expr LstmLm::output_param(const Builder& b) const {
   if (c_.tie_embeddings)
-    return b.weight("embed.tokens", Shape{c_.vocab, c_.embed_dim}, Init::normal(0, std::pow(c_.embed_dim, -0.5)));
-  return b.weight("out.w", Shape{c_.vocab, c_.out_dim()}, Init::glorot_uniform());
+    return b.param("embed.tokens", Shape{c_.vocab, c_.embed_dim}, Init::normal(0, std::pow(c_.embed_dim, -0.5)));
+  return b.param("out.w", Shape{c_.vocab, c_.out_dim()}, Init::glorot_uniform());
 }
+
+Expr LstmLm::output_matrix(const Builder& b) const { return cast(output_param(b), b.dtype()); }
 
 AdaptiveSoftmaxWeights LstmLm::softmax_weights(const Builder& b) const {
   return adaptive_softmax_weights(b.sub("adaptive_softmax"), b.sub("adaptive_input"), softmax_spec(), {});
@@ -78,8 +81,15 @@ Expr LstmLm::loss(const Builder& b, const Tensor& input, const Tensor& target, c
   if (!c_.adaptive_softmax_cutoffs.empty())
     return adaptive_softmax_loss(softmax_weights(b), softmax_spec(), rows, flat_target, flat_mask, label_smoothing,
                                  c_.adaptive_softmax_dropout);
-  Expr logits = matmul(rows, output_matrix(b), false, true);
-  Expr ce = cross_entropy(logits, b.graph().input(flat_target), label_smoothing, -1);
+  Expr ce;
+  if (b.training() && c_.sampled_softmax > 0) {
+    MOE_CHECK(label_smoothing == 0, "model.sampled_softmax: train with train.label_smoothing 0, not ", label_smoothing);
+    Graph& g = b.graph();
+    ce = sampled_softmax_loss(b, rows, output_param(b), flat_target,
+                              draw_log_uniform(c_.vocab, c_.sampled_softmax, g.seed(), g.next_rng_stream()));
+  } else {
+    ce = cross_entropy(matmul(rows, output_matrix(b), false, true), b.graph().input(flat_target), label_smoothing, -1);
+  }
   if (flat_mask.defined()) {
     const Tensor m = flat_mask.dtype() == ce.dtype()
                          ? flat_mask

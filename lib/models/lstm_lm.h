@@ -4,8 +4,9 @@
 // with, after the layers listed in `moe_after`, the sparse mixture-of-experts layer
 //   x <- dropout(sigmoid(moe(x))) + x
 // (the feed-forward site of lib/layers/sites.h, type "moe" unless `moe.type` says otherwise), then a
-// softmax over the vocabulary (plain, tied to the embedding, or adaptive).
-// Covered by tests/models/lstm_lm_test.cpp.
+// softmax over the vocabulary (plain, tied to the embedding, or adaptive); with sampled_softmax = k,
+// training scores the targets against k words sampled per batch (models/sampled_softmax.h).
+// Covered by tests/models/lstm_lm_test.cpp and tests/models/sampled_softmax_test.cpp.
 #pragma once
 #include <yaml-cpp/yaml.h>
 
@@ -34,6 +35,7 @@ struct LstmLmConfig {
   std::vector<int64_t> adaptive_softmax_cutoffs;  // empty = full softmax
   double adaptive_softmax_factor = 4;
   float adaptive_softmax_dropout = 0.f;
+  int64_t sampled_softmax = 0;  // > 0: words sampled per training batch (models/sampled_softmax.h)
 
   /// The keys of model type lstm_lm.
   static const config::Keys<LstmLmConfig>& keys();
@@ -77,6 +79,7 @@ class LstmLm : public Model, public Decoder {
     return AdaptiveSpec{c_.vocab, c_.out_dim(), c_.adaptive_softmax_cutoffs, c_.adaptive_softmax_factor};
   }
   AdaptiveSoftmaxWeights softmax_weights(const Builder& b) const;
+  Expr output_param(const Builder& b) const;  // [V, out_dim], f32
   Expr output_matrix(const Builder& b) const;
 
   LstmLmConfig c_;

@@ -26,7 +26,11 @@ const config::Keys<LstmLmConfig>& LstmLmConfig::keys() {
         .add("tie_embeddings", &C::tie_embeddings, "output matrix = input embedding (a full softmax only)")
         .add("adaptive_softmax_cutoffs", &C::adaptive_softmax_cutoffs, "adaptive softmax bands (empty = full)")
         .add("adaptive_softmax_factor", &C::adaptive_softmax_factor, "adaptive softmax: width divisor per band")
-        .add("adaptive_softmax_dropout", &C::adaptive_softmax_dropout, "adaptive softmax: tail dropout");
+        .add("adaptive_softmax_dropout", &C::adaptive_softmax_dropout, "adaptive softmax: tail dropout")
+        .add("sampled_softmax", &C::sampled_softmax,
+             "lstm_lm: words sampled per training batch for an importance-sampled softmax (0 = the full softmax; "
+             "validation and scoring always use the full softmax)",
+             at_least<int64_t>(0));
     return k;
   }();
   return k;
@@ -41,6 +45,8 @@ LstmLmConfig LstmLmConfig::from_yaml(const YAML::Node& node) {
             " features, the embedding ", c.embed_dim);
   MOE_CHECK(!c.tie_embeddings || c.adaptive_softmax_cutoffs.empty(),
             "model.tie_embeddings: an lstm_lm ties only a full softmax (adaptive_softmax_cutoffs is set)");
+  MOE_CHECK(c.sampled_softmax == 0 || c.adaptive_softmax_cutoffs.empty(),
+            "model.sampled_softmax: a sampled softmax replaces the full one; adaptive_softmax_cutoffs is set too");
   return c;
 }
 
