@@ -192,6 +192,18 @@ void declare_valid(config::Keys<O>& k) {
            at_least<int64_t>(0));
 }
 
+void declare_eval(config::Keys<O>& k) {
+  using E = EvalOptions;
+  k.add("eval.average_last", &O::eval, &E::average_last,
+        "scripts/evaluate.sh: average the last N numbered checkpoints, as the paper (0: checkpoint.best)",
+        at_least<int64_t>(0))
+      .add("eval.beam", &O::eval, &E::beam, "scripts/evaluate.sh: beam size", above(0))
+      .add("eval.lenpen", &O::eval, &E::lenpen, "scripts/evaluate.sh: length penalty")
+      .add("eval.paper_bleu", &O::eval, &E::paper_bleu,
+           "scripts/evaluate.sh: the paper's BLEU beside sacreBLEU: none | tokenized (the tokenized text as it is) | "
+           "compound_split (13a tokens, hyphens split as ##AT##: WMT14 En-De)");
+}
+
 void declare_dist(config::Keys<O>& k) {
   k.add("dist.backend", &O::dist, &DistOptions::backend,
         "communicator: auto (nccl on GPUs, mpi on CPUs when launched by mpirun/srun with several ranks, else none) "
@@ -222,6 +234,7 @@ const config::Keys<TrainOptions>& train_keys() {
     declare_data(k);
     declare_train(k);
     declare_valid(k);
+    declare_eval(k);
     declare_dist(k);
     return k;
   }();

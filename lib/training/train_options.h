@@ -45,6 +45,9 @@ struct BcdSchedule {
 MOE_NAMED_ENUM(VocabType, bpe, unigram, word)
 /// Which saves also write a numbered checkpoint: every save (save_every) or the end of every epoch.
 MOE_NAMED_ENUM(NumberedCheckpoints, updates, epochs)
+/// The papers' BLEU that scripts/evaluate.sh reports beside sacreBLEU: none, tokenized (BLEU of the
+/// tokenized text as it is: IWSLT14) or compound_split (13a tokens, hyphens split as ##AT##: WMT14 En-De).
+MOE_NAMED_ENUM(PaperBleu, none, tokenized, compound_split)
 /// What early stopping and checkpoint.best follow.
 MOE_NAMED_ENUM(ValidMetric, loss, ppl, bleu)
 
@@ -82,10 +85,19 @@ struct ValidOptions {
   int64_t stride = 0;      // LM windows: targets scored per later window (0 = context / 2)
 };
 
+/// How scripts/evaluate.sh evaluates a finished run as the recipe's paper did (eval.* keys).
+struct EvalOptions {
+  int64_t average_last = 0;  // average the last N numbered checkpoints (0: checkpoint.best alone)
+  int beam = 5;
+  double lenpen = 1.0;
+  PaperBleu paper_bleu = PaperBleu::none;
+};
+
 struct TrainOptions {
   TrainTaskKind task = TrainTaskKind::translation;  // from model.type
   DataOptions data;
   ValidOptions valid;
+  EvalOptions eval;
   YAML::Node model;  // the model section (vocabulary sizes and special ids are filled in by the trainer)
   int64_t max_tokens = 4096, max_sentences = 0, update_freq = 1;
   int64_t max_updates = 0, max_epochs = 0;  // 0 = no limit (one of them or max_minutes must be set)

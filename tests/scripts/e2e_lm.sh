@@ -5,7 +5,8 @@
 # validation lines with moe-score ppl (the checkpoint's validation windows: 64 tokens scoring 32) and
 # checks a finite perplexity equal to the logged validation perplexity of checkpoint.best and clearly
 # below the add-one unigram perplexity of the same text under the same vocabulary (computed here),
-# then checks that an interrupted-and-resumed run logs exactly the losses of an uninterrupted one.
+# runs scripts/evaluate.sh on the run (the same perplexity, as a Markdown row and a JSON line), then
+# checks that an interrupted-and-resumed run logs exactly the losses of an uninterrupted one.
 # Usage (ctest passes both): e2e_lm.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped (no data).
 set -euo pipefail
 BIN="${1:?usage: e2e_lm.sh BIN_DIR SHARED_DATA_DIR}"
@@ -54,6 +55,17 @@ awk -v p="$ppl" -v l="$logged" 'BEGIN {d = p - l; if (d < 0) d = -d; exit !(d < 
 awk -v p="$ppl" -v u="$unigram" 'BEGIN {exit !(p < 0.9 * u)}' ||
   fail "perplexity $ppl is not clearly below the unigram perplexity $unigram"
 
-# 4. Resume: 40 updates straight vs 20 + resume to 40; the logged losses must be identical.
+# 4. The papers' evaluation chain (scripts/evaluate.sh): checkpoint.best with the recipe's windows
+#    (64 / 32, as stored): the same perplexity, as a Markdown row and a JSON line.
+eval_out="$("$(dirname "$0")/../../scripts/evaluate.sh" "$WORK/run" --text "$WORK/valid.txt" --bin "$BIN" \
+  --device cpu)" || fail "scripts/evaluate.sh"
+echo "$eval_out"
+grep -q "^| run | checkpoint | windows" <<< "$eval_out" || fail "evaluate.sh printed no Markdown table"
+json="$(tail -n 1 <<< "$eval_out")"
+ppl_eval="$(sed -E 's/.*"ppl": ([^,]*),.*/\1/' <<< "$json")"
+awk -v p="$ppl_eval" -v l="$ppl" 'BEGIN {d = p - l; if (d < 0) d = -d; exit !(d < 1e-3 * l)}' ||
+  fail "evaluate.sh's perplexity '$ppl_eval' differs from moe-score ppl's $ppl"
+
+# 5. Resume: 40 updates straight vs 20 + resume to 40; the logged losses must be identical.
 e2e_check_resume "$WORK" "${common[@]}"
 echo "e2e_lm: OK"

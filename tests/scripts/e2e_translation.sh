@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end translation on the CPU: trains recipes/ci-tiny.yml on the first 2,000 Multi30k En-De
 # pairs (a few hundred updates), checks from metrics.jsonl that the loss clearly falls, translates
-# 100 test lines with moe-translate (line count preserved) and scores them with moe-score bleu, then
+# 100 test lines with moe-translate (line count preserved) and scores them with moe-score bleu, runs
+# scripts/evaluate.sh (averaging, beam, both BLEU figures as a Markdown row and a JSON line), then
 # checks that an interrupted-and-resumed run logs exactly the losses of an uninterrupted one.
 # Usage (ctest passes both): e2e_translation.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped (no data).
 set -euo pipefail
@@ -27,7 +28,8 @@ common=(--config "$RECIPE" --data.train.src "$WORK/train.en" --data.train.tgt "$
         --data.vocab.src "$WORK/vocab.spm" --data.vocab.tgt "$WORK/vocab.spm")
 
 # 1. Train; the loss must fall clearly (mean of the last three logged losses vs the first).
-"$BIN/moe-train" "${common[@]}" --run_dir "$WORK/run" --train.max_updates "$UPDATES" || fail "moe-train"
+"$BIN/moe-train" "${common[@]}" --run_dir "$WORK/run" --train.max_updates "$UPDATES" --eval.average_last 2 \
+  --eval.beam 4 --eval.lenpen 0.6 --eval.paper_bleu compound_split || fail "moe-train"
 e2e_check_loss_falls "$WORK/run" 1.5
 grep -q '"type":"valid"' "$WORK/run/metrics.jsonl" || fail "no validation line in metrics.jsonl"
 [[ -f "$WORK/run/checkpoint.last.safetensors" && -f "$WORK/run/checkpoint.last.state.safetensors" ]] ||
@@ -44,6 +46,18 @@ grep -q "BLEU" <<< "$score" || fail "moe-score printed no BLEU score"
 # 3. Averaging the kept numbered checkpoints.
 "$BIN/moe-average" -o "$WORK/avg.safetensors" --last 2 --run-dir "$WORK/run" || fail "moe-average"
 
-# 4. Resume: 40 updates straight vs 20 + resume to 40; the logged losses must be identical.
+# 4. The papers' evaluation chain (scripts/evaluate.sh) with eval.* keys as a WMT14 recipe sets them
+#    (given to the training run in step 1): the last 2 checkpoints averaged, beam 4, lenpen 0.6,
+#    sacreBLEU and the tokenized BLEU with compound splitting, as one Markdown row and one JSON line.
+eval_out="$("$(dirname "$0")/../../scripts/evaluate.sh" "$WORK/run" --src "$WORK/test.en" --ref "$WORK/test.de" \
+  --bin "$BIN" --device cpu)" || fail "scripts/evaluate.sh"
+echo "$eval_out"
+grep -q "^| run | checkpoint | beam | lenpen | BLEU (sacreBLEU) | BLEU (compound_split) |" <<< "$eval_out" ||
+  fail "evaluate.sh printed no Markdown table"
+grep -q '"checkpoint": "the last 2 checkpoints averaged", "beam": 4, "lenpen": 0.6, "sacrebleu": [0-9.]*, "paper_bleu": "compound_split", "paper_bleu_score": [0-9.]*}' \
+  <<< "$(tail -n 1 <<< "$eval_out")" || fail "evaluate.sh's JSON line is not as expected"
+[[ "$(wc -l < "$WORK/run/eval/hyp.txt")" -eq 100 ]] || fail "evaluate.sh translated $(wc -l < "$WORK/run/eval/hyp.txt") lines"
+
+# 5. Resume: 40 updates straight vs 20 + resume to 40; the logged losses must be identical.
 e2e_check_resume "$WORK" "${common[@]}"
 echo "e2e_translation: OK"
