@@ -405,7 +405,7 @@ TEST_CASE("moa: the recipes' model sections are valid MoA configurations", "[lay
   }
   for (const char* v : {"8K8E128D", "8K8E256D", "8K16E256D", "8K32E256D", "8K64E256D"}) {
     const YAML::Node rec = YAML::LoadFile(dir + "wikitext103-mlm-moa-" + v + ".yml");
-    CHECK(rec["include"].as<std::string>() == "wikitext103-mlm-moa-base.yml");
+    CHECK(rec["include"].as<std::string>() == "wikitext103-mlm-transformer.yml");
     CHECK(MoaOptions::from_yaml(rec["model"]["attention"], 8).name() == v);
   }
 }

@@ -383,18 +383,18 @@ TEST_CASE("moe: every MoE recipe's options parse and validate", "[layers][moe][c
   int checked = 0;
   for (const char* name :
        {"1b-word-moe-4", "1b-word-moe-32", "1b-word-moe-256", "1b-word-moe-256-h", "1b-word-moe-1024-h",
-        "1b-word-moe-4096-h", "1b-word-moe-1-wide", "1b-word-moe-1-deep", "1b-word-moe-baseline-4xlstm-512",
-        "1b-word-moe-baseline-lstm-2048-512", "multi30k-en-de-moe"}) {
+        "1b-word-moe-4096-h", "1b-word-moe-1-wide", "1b-word-moe-1-deep", "1b-word-moe-34m", "1b-word-moe-143m",
+        "multi30k-en-de-moe"}) {
     INFO(name);
     const YAML::Node model = YAML::LoadFile(std::string(MOE_SOURCE_DIR) + "/recipes/" + name + ".yml")["model"];
     REQUIRE(model);
     const YAML::Node moe = model["ffn"] ? model["ffn"] : model["moe"];
-    if (!moe) continue;  // the LSTM baselines have no MoE
+    REQUIRE(moe);
     const MoeOptions o = moe_options_from_yaml(moe, 512, 2048);
     CHECK(o.dim == 512);
     ++checked;
   }
-  CHECK(checked == 9);
+  CHECK(checked == 11);
 }
 
 TEST_CASE("moe: the 1B-word LM block is x + dropout(sigmoid(moe(x)))", "[layers][moe]") {
