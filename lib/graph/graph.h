@@ -64,6 +64,8 @@ class Graph {
   uint64_t next_rng_stream() { return (options_.step << 24) + ++rng_counter_; }
   uint64_t seed() const { return options_.seed; }
   size_t tape_size() const { return tape_.size(); }
+  /// The recorded nodes in creation order (training mode; shapes are known before forward() runs).
+  const std::vector<std::shared_ptr<Node>>& tape() const { return tape_; }
 
  private:
   void run(Node& node);

@@ -93,10 +93,13 @@ void Allocator::raw_free(void* ptr) {
 
 size_t Allocator::reserved_locked() const { return stats_.reserved + (arena_ ? arena_->reserved() : 0); }
 
-size_t Allocator::block_size(size_t bytes) const {
-  if (in_arena(bytes)) return (bytes + HostArena::kPage - 1) / HostArena::kPage * HostArena::kPage;
-  return device_.is_cpu() ? round_size_host(bytes) : round_size(bytes);
+size_t Allocator::rounded(Device device, size_t bytes) {
+  if (device.is_cpu() && host_arena_enabled() && bytes > kClassesFrom)  // in_arena
+    return (bytes + HostArena::kPage - 1) / HostArena::kPage * HostArena::kPage;
+  return device.is_cpu() ? round_size_host(bytes) : round_size(bytes);
 }
+
+size_t Allocator::block_size(size_t bytes) const { return rounded(device_, bytes); }
 
 void* Allocator::allocate(size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -51,6 +51,8 @@ class Allocator {
   Device device() const { return device_; }
 
   static size_t round_size(size_t bytes);
+  /// The block a request of `bytes` takes on `device` (what in_use counts; the dry run's estimate).
+  static size_t rounded(Device device, size_t bytes);
   /// The CPU allocator's rounding (size classes above 64 KiB, page multiples) where blocks are
   /// separate system allocations (sanitizer builds).
   static size_t round_size_host(size_t bytes);
