@@ -1,5 +1,5 @@
 // GateRecorder: the analysis hook for gated layers (`moe-score experts`: gate entropy, the share of
-// instances per argmax expert, routed shares, token-expert PMI; MODELS.md §0 "Analysis"). Set one on a
+// instances per argmax expert, routed shares, token-expert PMI; docs/MODELS.md §0 "Analysis"). Set one on a
 // Builder (Builder::set_gate_recorder) before building an inference graph; every gated site then
 // reports under its site name (the builder prefix, e.g. "encoder.l0.self_attn", "decoder.l1.ffn",
 // "moe1"), one record per call, copied to the host. Training graphs report nothing. The three families:

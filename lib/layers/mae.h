@@ -1,4 +1,4 @@
-// MAE: mixture of attentive experts (Peng et al. 2020; docs MODELS.md §0, §1). An attention site is
+// MAE: mixture of attentive experts (Peng et al. 2020; docs/MODELS.md §0, §1). An attention site is
 // a mixture of E experts built from its h heads: MAE-(h-1) expert j drops head j (E = h), MAE-(h-2)
 // expert {i,j} drops a pair (E = C(h,2)); an input-dependent gate g weights them. Never run as E
 // attentions: with head contexts H~_l (before W^O) the mixture is one MHA with per-head weights
@@ -49,7 +49,7 @@ struct MaeOptions {
   /// model.attention (type mae): name ("MAE-7", "MAE-6", "UNI-MAE-7", "NOBCD-7"; the number is
   /// h-1 or h-2), experts (h-1 | h-2), gate, training, gate_hidden, gate_dropout, gate_window,
   /// gate_input (one of the presets "leak_free" — encoder full_mean, decoder causal_prefix_mean,
-  /// LM causal_window_mean (MODELS.md §1.4), the default — and "paper" — full_mean at every MT site,
+  /// LM causal_window_mean (docs/MODELS.md §1.4), the default — and "paper" — full_mean at every MT site,
   /// causal_window_mean at LM sites (Appendix A): its decoder gates see the whole target in
   /// teacher-forced graphs, which decoding cannot; or a map role -> policy over the default preset).
   /// gate_norm: how a gate normalises its input in training (batch: BatchNorm with the batch's

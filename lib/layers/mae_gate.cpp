@@ -1,4 +1,4 @@
-// The MAE gate (mae.h; MODELS.md §0 and §1.4, paper Appendix A) and the expert-to-head algebra:
+// The MAE gate (mae.h; docs/MODELS.md §0 and §1.4, paper Appendix A) and the expert-to-head algebra:
 //   g = softmax(W2 dropout(tanh(W1 BN(u) + b1)) + b2)          BN: BatchNorm1d(d), momentum 0.1, eps 1e-5
 // BN by the site's gate_norm (issue 14): batch = the paper's BatchNorm1d (training normalises with
 // the statistics of all N rows: every position of every sentence moves every gate), running =

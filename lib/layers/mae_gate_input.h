@@ -1,4 +1,4 @@
-// Gate inputs of MAE sites (MODELS.md §1.4): what the gate MLP sees, by policy.
+// Gate inputs of MAE sites (docs/MODELS.md §1.4): what the gate MLP sees, by policy.
 //   full_mean           u_b   = mean of x_b over its real (non-pad) positions        (per sentence)
 //   causal_prefix_mean  u_b,t = mean(x_b,1..t)                                        (per position)
 //   causal_window_mean  u_b,t = mean(x_b,max(1,t-W+1)..t)                             (per position)

@@ -1,5 +1,5 @@
 // MaeOptions (mae.h): the recipe keys of attention type mae (one key table), the name shorthand and the
-// gate-input presets. Paper defaults (MODELS.md §0): MAE-7, learned gate, 256 tanh units, dropout 0.1.
+// gate-input presets. Paper defaults (docs/MODELS.md §0): MAE-7, learned gate, 256 tanh units, dropout 0.1.
 // Gate inputs default to the preset leak_free (issue 16): encoder sites average the whole source
 // (full_mean), decoder sites the causal prefix (causal_prefix_mean), LM sites the most recent 100
 // positions (causal_window_mean); the preset paper averages the whole target at decoder sites too.

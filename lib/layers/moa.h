@@ -1,4 +1,4 @@
-// MoA: mixture of attention heads (Zhang et al. 2022; MODELS.md §2). A router picks, per query token,
+// MoA: mixture of attention heads (Zhang et al. 2022; docs/MODELS.md §2). A router picks, per query token,
 // k of E experts; expert e has its own query map A_e [d, D] and output map B_e [D, d], while ONE
 // shared key map W_K and ONE shared value map W_V of width D serve every expert (the k selected
 // queries attend as k heads over a single k/v head, Hk = 1, so a decoder cache holds one head):

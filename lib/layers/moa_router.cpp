@@ -1,4 +1,4 @@
-// MoA router and auxiliary losses (MODELS.md §2.2, §2.5); the recipe options are moa_options.cpp.
+// MoA router and auxiliary losses (docs/MODELS.md §2.2, §2.5); the recipe options are moa_options.cpp.
 //   p = softmax(x W_g) (0 for padded tokens); (w, e) = topk(p, k); optional w / stopgrad(sum w + 1e-6)
 //   switch = E sum_e P_e f_e, P_e = sum_t p_te / sum p, f_e = n_e / sum n (surviving pairs)
 //   z = mean_t logsumexp(r_t)^2 (all tokens, pads included); cv = var_unbiased(c) / (mean(c)^2 + 1e-10)

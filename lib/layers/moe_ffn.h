@@ -1,4 +1,4 @@
-// Sparsely-gated mixture-of-experts layer (Shazeer et al. 2017; docs MODELS.md §3): y = sum_i G(x)_i E_i(x)
+// Sparsely-gated mixture-of-experts layer (Shazeer et al. 2017; docs/MODELS.md §3): y = sum_i G(x)_i E_i(x)
 // with noisy top-k gating (flat or hierarchical, §3.2, §3.8) or strictly balanced batchwise gating
 // (§3.10), ReLU experts d -> hidden -> d run through one grouped GEMM per layer, and the importance
 // and load losses (§3.3-3.4) registered with Builder::add_aux_loss. Used as the Transformer FFN site

@@ -1,4 +1,4 @@
-// MoE dispatch and combine without a loop over experts (docs MODELS.md §3.7): the (expert, token,
+// MoE dispatch and combine without a loop over experts (docs/MODELS.md §3.7): the (expert, token,
 // weight) assignments are sorted by expert (sort_by_key -> perm, offsets), token rows gathered into
 // expert order (index_select), every expert layer is one grouped GEMM over the segments (ReLU
 // between), outputs scaled by the gate weights and added back to token order (index_add).

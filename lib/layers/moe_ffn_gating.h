@@ -1,4 +1,4 @@
-// MoE gates (docs MODELS.md §3.2, §3.4, §3.10). Noisy top-k: H = clean + eps * (softplus(raw) + noise_eps),
+// MoE gates (docs/MODELS.md §3.2, §3.4, §3.10). Noisy top-k: H = clean + eps * (softplus(raw) + noise_eps),
 // keep the top k of H, softmax over the kept logits; the load is the smooth estimator
 // sum_x Phi((clean - kth_excluding(H, k, i)) / sigma) when noisy and k < n, else the true count.
 // Batchwise (strictly balanced): each expert takes the k|X|/n rows with the largest softmax gates,

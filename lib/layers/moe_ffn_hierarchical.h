@@ -1,4 +1,4 @@
-// Hierarchical MoE gate (docs MODELS.md §3.8): a groups of b experts; a primary noisy top-k over the
+// Hierarchical MoE gate (docs/MODELS.md §3.8): a groups of b experts; a primary noisy top-k over the
 // groups, then, on the rows dispatched to each group (sorted by group, one grouped GEMM for all
 // groups' gate logits), a secondary noisy top-k over the group's b experts. The combined gate
 // G_p(x)_i G_i(x)_j routes to expert i*b+j. Losses over the a x b matrices:

@@ -1,4 +1,4 @@
-// Kernels of sparsely-gated MoE routing (Shazeer et al. 2017; docs MODELS.md §3.2-3.4, §3.10):
+// Kernels of sparsely-gated MoE routing (Shazeer et al. 2017; docs/MODELS.md §3.2-3.4, §3.10):
 //   gate_noise:     H = clean + eps * sigma, eps_i = philox_normal(seed, stream, i) (same on CPU/GPU);
 //                   backward dclean += dH, dsigma += dH * eps (eps recomputed, not stored).
 //   prob_in_top_k:  P[r,i] = Phi((clean - tau) / sigma), top = the k+1 largest noisy values of row r,

@@ -1,4 +1,4 @@
-// MAE's update schedule (MODELS.md §1.6, paper Algorithm 3), for models with attention type mae:
+// MAE's update schedule (docs/MODELS.md §1.6, paper Algorithm 3), for models with attention type mae:
 //   MAE-7 / MAE-6 (gate learned, training bcd): G then F passes in epochs e (counted from 1) with
 //                 e mod train.bcd.g_every == train.bcd.g_offset, F passes otherwise (fairseq's epoch
 //                 numbering puts G passes in epochs 5, 10, 15, ... with the defaults)

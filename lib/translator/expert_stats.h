@@ -1,4 +1,4 @@
-// Expert-usage statistics of one gated site (moe-score experts; MODELS.md §0 "Analysis": MAE §5.1,
+// Expert-usage statistics of one gated site (moe-score experts; docs/MODELS.md §0 "Analysis": MAE §5.1,
 // Tables 5, 6, 8 and Appendix C; MoA Table 4). E experts; an *instance* is a sentence for per-sentence
 // gates (MAE full_mean / uniform sites) and a real (non-padding) token for per-token gates (MAE
 // per-position policies, MoA routers, MoE FFN gates). With g the instance's gate distribution:

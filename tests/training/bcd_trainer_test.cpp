@@ -1,4 +1,4 @@
-// MAE training in moe-train (block coordinate descent, MODELS.md §1.6): a G step changes only the
+// MAE training in moe-train (block coordinate descent, docs/MODELS.md §1.6): a G step changes only the
 // gate parameters, an F step never changes them, G steps happen only in G epochs, NOBCD's joint step
 // trains both, UNI-MAE has no gates and only F steps, FTG (trainable [gate], joint) changes only the
 // gates, and a bcd run whose trainable set leaves nothing for F steps is an error. Each optimizer
