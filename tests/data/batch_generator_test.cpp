@@ -1,6 +1,7 @@
 // Batch generator: token budgets including padding, every sentence once per epoch, filter counts,
 // seeded determinism, exact resume from a saved state string (also across epochs), unshuffled
-// order, batch counts per epoch, and the prefetch thread reproducing the same stream. Tests lib/data/batch_generator.cpp.
+// order, batch counts per epoch, and the prefetch thread reproducing the same stream. Tests
+// lib/data/batch_generator.cpp.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

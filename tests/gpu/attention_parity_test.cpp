@@ -39,12 +39,15 @@ void check_case(const Case& c, uint32_t seed) {
   if (c.weight) grads.push_back(3);
   for (DType dt : test::kFloatTypes) {
     INFO("B=" << c.B << " Tq=" << c.Tq << " Tk=" << c.Tk << " H=" << c.H << " Hk=" << c.Hk << " D=" << c.D
-              << " causal=" << c.causal << " pad=" << c.pad << " weight=" << c.weight << " dropout=" << c.dropout
-              << " " << dtype_name(dt));
+              << " causal=" << c.causal << " pad=" << c.pad << " weight=" << c.weight << " dropout=" << c.dropout << " "
+              << dtype_name(dt));
     const bool causal = c.causal;
-    auto r = test::parity(in, [&](Graph&, const std::vector<Expr>& x) {
-      return attention(x[0], x[1], x[2], pad, causal, scale, x.size() > 3 ? x[3] : Expr(), c.dropout);
-    }, dt, grads);
+    auto r = test::parity(
+        in,
+        [&](Graph&, const std::vector<Expr>& x) {
+          return attention(x[0], x[1], x[2], pad, causal, scale, x.size() > 3 ? x[3] : Expr(), c.dropout);
+        },
+        dt, grads);
     CHECK(r.forward < test::bar(dt, 1e-5, 2e-2));
     CHECK(r.backward < test::bar(dt, 1e-4, 3e-2));
   }

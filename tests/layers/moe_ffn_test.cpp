@@ -381,10 +381,9 @@ TEST_CASE("moe: recipe options and the Transformer FFN site", "[layers][moe][con
 
 TEST_CASE("moe: every MoE recipe's options parse and validate", "[layers][moe][config]") {
   int checked = 0;
-  for (const char* name :
-       {"1b-word-moe-4", "1b-word-moe-32", "1b-word-moe-256", "1b-word-moe-256-h", "1b-word-moe-1024-h",
-        "1b-word-moe-4096-h", "1b-word-moe-1-wide", "1b-word-moe-1-deep", "1b-word-moe-34m", "1b-word-moe-143m",
-        "multi30k-en-de-moe"}) {
+  for (const char* name : {"1b-word-moe-4", "1b-word-moe-32", "1b-word-moe-256", "1b-word-moe-256-h",
+                           "1b-word-moe-1024-h", "1b-word-moe-4096-h", "1b-word-moe-1-wide", "1b-word-moe-1-deep",
+                           "1b-word-moe-34m", "1b-word-moe-143m", "multi30k-en-de-moe"}) {
     INFO(name);
     const YAML::Node model = YAML::LoadFile(std::string(MOE_SOURCE_DIR) + "/recipes/" + name + ".yml")["model"];
     REQUIRE(model);

@@ -2,9 +2,9 @@
 // changing token t of one row of a 3-row batch leaves the outputs (log-probabilities, or decoder
 // logits) and the per-position training-loss terms before t unchanged, and every other row too, in
 // training mode (dropout 0; MoE gate noise on, same seed) and in inference mode. Families: Transformer
-// LM (plain, adaptive input/softmax, attention dropout on in training: its masks stay causal), MAE (every gate norm that is causal; G, F and joint steps),
-// MoA, MoE FFN (flat and hierarchical noisy top-k), LSTM LM (plain and with the 1B-word MoE layer,
-// flat and hierarchical), and the decoder of the translation Transformer with each of them.
+// LM (plain, adaptive input/softmax, attention dropout on in training: its masks stay causal), MAE (every gate norm
+// that is causal; G, F and joint steps), MoA, MoE FFN (flat and hierarchical noisy top-k), LSTM LM (plain and with the
+// 1B-word MoE layer, flat and hierarchical), and the decoder of the translation Transformer with each of them.
 // Controls, which show the probe can fail: MAE gates with gate_norm batch (the paper's BatchNorm)
 // leak in training, and the strictly balanced batchwise MoE gate couples the batch in training
 // (by design, docs/MODELS.md §3.10: it ranks rows per expert over the batch); both are causal in inference.

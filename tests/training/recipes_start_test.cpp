@@ -47,7 +47,8 @@ const std::map<std::string, Overrides>& reduced_sizes() {
   static const Overrides wikitext = {{"model.layers", "2"}};  // 16 layers of d 1024: 200M parameters
   static const Overrides experts = {{"model.moe.experts", "16"}, {"model.moe.groups", "4"}};  // 4 groups of 4
   // The expert-parallel recipes in one process: 16 experts of a 512-wide hidden layer, all on this rank.
-  static const Overrides parallel = experts + Overrides{{"model.moe.experts_per_rank", "16"}, {"model.moe.hidden", "512"}};
+  static const Overrides parallel =
+      experts + Overrides{{"model.moe.experts_per_rank", "16"}, {"model.moe.hidden", "512"}};
   static const std::map<std::string, Overrides> r = {
       {"wikitext103-adaptive-lm.yml", wikitext},
       {"wikitext103-mae-base.yml", wikitext},

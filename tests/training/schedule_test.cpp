@@ -65,7 +65,7 @@ TEST_CASE("schedule: a linear or cosine decay over train.max_epochs takes its le
   const LrSchedule pending(o);
   CHECK(pending.needs_updates_per_epoch());
   CHECK_THROWS_WITH(pending.at(20), Catch::Contains("over_epochs"));
-  CHECK(pending.at(5) == Approx(0.5));  // the warm-up needs no length
+  CHECK(pending.at(5) == Approx(0.5));           // the warm-up needs no length
   const LrSchedule s = pending.over_epochs(40);  // 3 epochs of 40 updates
   CHECK_FALSE(s.needs_updates_per_epoch());
   CHECK(s.options().max_updates == 120);

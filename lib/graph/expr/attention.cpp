@@ -24,8 +24,8 @@ Expr attention(const Expr& q, const Expr& k, const Expr& v, const Tensor& key_pa
         const Tensor& qv = n.in(0);
         *lse = Tensor::empty(Shape{qv.shape()[0], qv.shape()[2], qv.shape()[1]}, attention_lse_dtype(qv.dtype()),
                              qv.device());
-        attention_forward(qv, n.in(1), n.in(2), pad, causal, scale, weighted ? n.in(3) : Tensor(), n.alloc_val(),
-                          *lse, drop);
+        attention_forward(qv, n.in(1), n.in(2), pad, causal, scale, weighted ? n.in(3) : Tensor(), n.alloc_val(), *lse,
+                          drop);
       },
       [pad, causal, scale, weighted, lse, drop](Node& n) {
         Tensor none;
@@ -34,8 +34,8 @@ Expr attention(const Expr& q, const Expr& k, const Expr& v, const Tensor& key_pa
         Tensor& dk = n.wants_grad(1) ? n.grad_of(1) : none_k;
         Tensor& dv = n.wants_grad(2) ? n.grad_of(2) : none_v;
         Tensor& dw = weighted && n.wants_grad(3) ? n.grad_of(3) : none_w;
-        attention_backward(n.in(0), n.in(1), n.in(2), pad, causal, scale, weighted ? n.in(3) : Tensor(), n.val,
-                           *lse, n.grad, dq, dk, dv, dw, drop);
+        attention_backward(n.in(0), n.in(1), n.in(2), pad, causal, scale, weighted ? n.in(3) : Tensor(), n.val, *lse,
+                           n.grad, dq, dk, dv, dw, drop);
       });
 }
 
