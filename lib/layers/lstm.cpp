@@ -61,19 +61,25 @@ Expr lstm_sequence(const Expr& x, const Expr& w_x, const Expr& bias, const Expr&
   return transpose(seq, {1, 0, 2});
 }
 
-Expr lstm_layer(const Builder& b, const Expr& x, const LstmSpec& spec, LstmState* state) {
+LstmWeights lstm_weights(const Builder& b, const LstmSpec& spec) {
   MOE_CHECK(spec.input > 0 && spec.hidden > 0 && spec.projection >= 0, b.name("wx"), ": bad LSTM sizes input ",
             spec.input, ", hidden ", spec.hidden, ", projection ", spec.projection);
-  MOE_CHECK(x.shape().ndim() == 3 && x.shape()[2] == spec.input, b.name("wx"), ": input ", x.shape(), " does not have ",
-            spec.input, " features");
   const int64_t H = spec.hidden;
   std::vector<float> bias(static_cast<size_t>(4 * H), 0.f);
   for (int64_t j = H; j < 2 * H; ++j) bias[static_cast<size_t>(j)] = 1.f;  // forget gate starts open
-  Expr w_x = b.weight("wx", Shape{spec.input, 4 * H}, Init::glorot_uniform());
-  Expr bb = b.weight("b", Shape{4 * H}, Init::from_values(bias));
-  Expr w_h = b.weight("wh", Shape{spec.out(), 4 * H}, Init::glorot_uniform());
-  Expr w_p = spec.projection > 0 ? b.weight("wp", Shape{H, spec.projection}, Init::glorot_uniform()) : Expr();
-  return lstm_sequence(x, w_x, bb, w_h, w_p, state);
+  LstmWeights w;
+  w.w_x = b.weight("wx", Shape{spec.input, 4 * H}, Init::glorot_uniform());
+  w.bias = b.weight("b", Shape{4 * H}, Init::from_values(bias));
+  w.w_h = b.weight("wh", Shape{spec.out(), 4 * H}, Init::glorot_uniform());
+  if (spec.projection > 0) w.w_p = b.weight("wp", Shape{H, spec.projection}, Init::glorot_uniform());
+  return w;
+}
+
+Expr lstm_layer(const Builder& b, const Expr& x, const LstmSpec& spec, LstmState* state) {
+  MOE_CHECK(x.shape().ndim() == 3 && x.shape()[2] == spec.input, b.name("wx"), ": input ", x.shape(), " does not have ",
+            spec.input, " features");
+  const LstmWeights w = lstm_weights(b, spec);
+  return lstm_sequence(x, w.w_x, w.bias, w.w_h, w.w_p, state);
 }
 
 }  // namespace moe

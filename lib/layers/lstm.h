@@ -29,8 +29,14 @@ LstmState lstm_cell(const Expr& gates_x, const LstmState& prev, const Expr& w_h,
 Expr lstm_sequence(const Expr& x, const Expr& w_x, const Expr& bias, const Expr& w_h, const Expr& w_p,
                    LstmState* state = nullptr);
 
-/// The layer with its parameters "wx" [in, 4H], "b" [4H] (forget-gate slice 1, others 0),
-/// "wh" [out, 4H] and "wp" [H, P] (with a projection), Glorot-uniform weights.
+/// A layer's parameters: "wx" [in, 4H], "b" [4H] (forget-gate slice 1, others 0), "wh" [out, 4H] and
+/// "wp" [H, P] (with a projection), Glorot-uniform weights, in the compute dtype.
+struct LstmWeights {
+  Expr w_x, bias, w_h, w_p;
+};
+LstmWeights lstm_weights(const Builder& b, const LstmSpec& spec);
+
+/// The layer with the parameters of lstm_weights.
 Expr lstm_layer(const Builder& b, const Expr& x, const LstmSpec& spec, LstmState* state = nullptr);
 
 }  // namespace moe
