@@ -96,19 +96,24 @@ Expr moe_rows(const Builder& b, const Expr& x, const MoeOptions& opt, const Shap
   const bool hier = opt.groups > 1 && opt.gating == MoeGating::noisy_topk;
   const int64_t d = opt.dim, n = opt.experts, first = hier ? opt.groups : opt.experts;
   MoeWeights w;
+  // Gate parameters are f32 masters that the gates read in f32 (f64 in f64 graphs: gradient checks).
+  const DType gate_dtype = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  auto gate_param = [&](const std::string& leaf, const Shape& shape, const Init& init) {
+    return cast(b.param(leaf, shape, init), gate_dtype);
+  };
   // W_g = W_noise = 0 (§3.5). The batchwise gate ranks rows per expert, so zeros would give every
   // expert the same rows: it starts from Glorot-uniform logits instead.
-  w.w_gate =
-      b.param("gate.w", Shape{d, first}, opt.gating == MoeGating::batchwise ? Init::glorot_uniform() : Init::zeros());
+  w.w_gate = gate_param("gate.w", Shape{d, first},
+                        opt.gating == MoeGating::batchwise ? Init::glorot_uniform() : Init::zeros());
   const bool noise_on = b.training() && opt.noisy && opt.gating == MoeGating::noisy_topk;
   const bool has_noise = opt.noisy && opt.gating == MoeGating::noisy_topk;  // declared in every mode (checkpoints)
-  if (has_noise) w.w_noise = b.param("gate.noise_w", Shape{d, first}, Init::zeros());
+  if (has_noise) w.w_noise = gate_param("gate.noise_w", Shape{d, first}, Init::zeros());
   if (hier) {
     const int64_t per = n / opt.groups;
-    w.w_gate2 = b.param("gate2.w", Shape{opt.groups, d, per}, Init::zeros());
-    if (has_noise) w.w_noise2 = b.param("gate2.noise_w", Shape{opt.groups, d, per}, Init::zeros());
+    w.w_gate2 = gate_param("gate2.w", Shape{opt.groups, d, per}, Init::zeros());
+    if (has_noise) w.w_noise2 = gate_param("gate2.noise_w", Shape{opt.groups, d, per}, Init::zeros());
   }
-  if (opt.gating == MoeGating::batchwise) w.thresholds = b.param("gate.thresholds", Shape{n}, Init::zeros());
+  if (opt.gating == MoeGating::batchwise) w.thresholds = gate_param("gate.thresholds", Shape{n}, Init::zeros());
   const bool local = expert_parallel(opt);
   const int64_t held = local ? opt.experts_per_rank : n;  // this rank's experts
   const std::string group = local ? kLocalExpertGroup : "";
