@@ -16,6 +16,8 @@ LrSchedule::LrSchedule(ScheduleOptions options) : o_(std::move(options)) {
   MOE_CHECK(o_.min_lr >= 0 && o_.min_lr <= o_.lr, "train.min_lr (", o_.min_lr, ") must be in [0, train.lr = ", o_.lr,
             "]");
   MOE_CHECK(o_.warmup_updates >= 0, "train.warmup_updates must be >= 0, got ", o_.warmup_updates);
+  MOE_CHECK(o_.hold_updates >= 0 && (o_.hold_updates == 0 || k == LrScheduleKind::inverse_sqrt), "train.hold_updates (",
+            o_.hold_updates, ") must be >= 0, and 0 unless train.schedule is inverse_sqrt");
   if (k == LrScheduleKind::cosine || k == LrScheduleKind::linear)
     MOE_CHECK(o_.max_updates > o_.warmup_updates || (o_.max_updates == 0 && o_.max_epochs > 0), "train.schedule ",
               enum_name(k), " decays over train.max_updates (", o_.max_updates,
@@ -43,7 +45,8 @@ double LrSchedule::at(int64_t update) const {
   MOE_CHECK(!needs_updates_per_epoch(), "LrSchedule: the decay over train.max_epochs has no length yet (over_epochs)");
   double lr = o_.lr;
   if (o_.kind == LrScheduleKind::inverse_sqrt) {
-    lr = o_.lr * std::sqrt(std::max(w, 1.0) / u);
+    const double decay_from = w + static_cast<double>(o_.hold_updates);
+    lr = u <= decay_from ? o_.lr : o_.lr * std::sqrt(std::max(decay_from, 1.0) / u);
   } else {
     const double t = std::min(1.0, (u - w) / (static_cast<double>(o_.max_updates) - w));
     lr = o_.kind == LrScheduleKind::cosine

@@ -1,6 +1,8 @@
 // Learning-rate schedules, as pure functions of the update number u (1-based: the u-th update).
 //   warm-up (all kinds): lr * u / warmup for u <= warmup (warmup = 0: no warm-up);
 //   inverse_sqrt: lr * sqrt(warmup / u) after the warm-up (fairseq; lr from u = 1 when warmup = 0);
+//     with hold_updates h: lr for warmup < u <= warmup + h, then lr * sqrt((warmup + h) / u) (the
+//     sparsely-gated MoE paper's translation schedule, App. E: 2000 warm-up, 8000 constant);
 //   cosine: min_lr + (lr - min_lr) * (1 + cos(pi * t)) / 2, t = (u - warmup) / (max_updates - warmup);
 //   linear: lr - (lr - min_lr) * t;   fixed: lr.
 // Every kind except fixed is floored at min_lr after the warm-up; past max_updates cosine/linear stay
@@ -23,8 +25,9 @@ struct ScheduleOptions {
   double lr = 5e-4;
   double min_lr = 0;
   int64_t warmup_updates = 4000;
-  int64_t max_updates = 0;  // cosine/linear decay length (> warmup; or 0 with max_epochs)
-  int64_t max_epochs = 0;   // cosine/linear with max_updates 0: decay over these epochs' updates
+  int64_t max_updates = 0;   // cosine/linear decay length (> warmup; or 0 with max_epochs)
+  int64_t max_epochs = 0;    // cosine/linear with max_updates 0: decay over these epochs' updates
+  int64_t hold_updates = 0;  // inverse_sqrt: constant lr for this many updates after the warm-up
 };
 
 class LrSchedule {

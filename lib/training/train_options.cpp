@@ -146,6 +146,8 @@ void declare_train(config::Keys<O>& k) {
       .add("train.lr", &O::schedule, &ScheduleOptions::lr, "peak learning rate")
       .add("train.schedule", &O::schedule, &ScheduleOptions::kind, "learning-rate schedule after a linear warm-up")
       .add("train.warmup_updates", &O::schedule, &ScheduleOptions::warmup_updates, "linear warm-up updates")
+      .add("train.hold_updates", &O::schedule, &ScheduleOptions::hold_updates,
+           "inverse_sqrt: updates at the full lr after the warm-up before the decay starts")
       .add("train.min_lr", &O::schedule, &ScheduleOptions::min_lr, "floor of the learning rate after the warm-up")
       .add("train.log_every", &O::log_every, "log training figures every N updates", above<int64_t>(0))
       .add("train.valid_every", &O::valid_every, "validate every N updates (0 = only at the end)", at_least<int64_t>(0))

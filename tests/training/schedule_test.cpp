@@ -33,6 +33,19 @@ TEST_CASE("schedule: inverse_sqrt warms up linearly, then decays as 1/sqrt(u)", 
   CHECK(floored.at(100) == Approx(0.25));  // 0.1 floored at min_lr
 }
 
+TEST_CASE("schedule: inverse_sqrt with a hold (the MoE paper's translation schedule)", "[training][schedule]") {
+  ScheduleOptions o{LrScheduleKind::inverse_sqrt, 1.0, 0, 2, 0};
+  o.hold_updates = 6;
+  const LrSchedule s(o);
+  CHECK(s.at(1) == Approx(0.5));
+  CHECK(s.at(2) == Approx(1.0));
+  CHECK(s.at(8) == Approx(1.0));   // warm-up 2 + hold 6
+  CHECK(s.at(32) == Approx(0.5));  // sqrt(8 / 32)
+  o.kind = LrScheduleKind::cosine;
+  o.max_updates = 100;
+  CHECK_THROWS_WITH(LrSchedule(o), Catch::Contains("train.hold_updates"));
+}
+
 TEST_CASE("schedule: cosine decays from lr to min_lr between warm-up and max_updates", "[training][schedule]") {
   const LrSchedule s = make("cosine", 1.0, 10, 110, 0.1);
   CHECK(s.at(5) == Approx(0.5));
