@@ -2,9 +2,11 @@
 // changing token t of one row of a 3-row batch leaves the outputs (log-probabilities, or decoder
 // logits) and the per-position training-loss terms before t unchanged, and every other row too, in
 // training mode (dropout 0; MoE gate noise on, same seed) and in inference mode. Families: Transformer
-// LM (plain, adaptive input/softmax, attention dropout on in training: its masks stay causal), MAE (every gate norm
-// that is causal; G, F and joint steps), MoA, MoE FFN (flat and hierarchical noisy top-k), LSTM LM (plain and with the
-// 1B-word MoE layer, flat and hierarchical), and the decoder of the translation Transformer with each of them.
+// LM (plain, adaptive input/softmax, attention dropout on in training: its masks stay causal), MAE (every
+// gate norm that is causal; G, F and joint steps), MoA, MoE FFN (flat and hierarchical noisy top-k), LSTM
+// LM (plain and with the 1B-word MoE layer, flat and hierarchical), the decoder of the translation
+// Transformer with each of them, and the decoder of the LSTM encoder-decoder (lstm_seq2seq with noisy
+// top-k MoE layers; batchwise: see below).
 // Controls, which show the probe can fail: MAE gates with gate_norm batch (the paper's BatchNorm)
 // leak in training, and the strictly balanced batchwise MoE gate couples the batch in training
 // (by design, docs/MODELS.md §3.10: it ranks rows per expert over the batch); both are causal in inference.
@@ -13,8 +15,9 @@
 #include <catch2/catch.hpp>
 
 #include "models/lstm_lm.h"
-#include "models/transformer.h"
+#include "models/lstm_seq2seq.h"
 #include "models/transformer_lm.h"
+#include "models/transformer_model.h"
 
 using namespace moe;
 using test::CausalProbe;
@@ -41,9 +44,9 @@ CausalProbe lm_probe(const Lm& lm, ExpertChoice experts = ExpertChoice::mixture)
                      experts};
 }
 
-/// The decoder of a translation Transformer (encoder on a fixed source): outputs = logits [B * T, V],
-/// loss = the training loss (Transformer::loss) with unselected targets set to the pad id it ignores.
-CausalProbe mt_probe(const Transformer& net, ExpertChoice experts = ExpertChoice::mixture) {
+/// The decoder of a translation model (encoder on a fixed source): outputs = logits [B * T, V], loss =
+/// the model's training loss (Model::loss) with unselected targets set to the pad id it ignores.
+CausalProbe mt_probe(const Model& model, ExpertChoice experts = ExpertChoice::mixture) {
   static const Tensor src =
                           Tensor::from_vector(std::vector<int32_t>{5, 6, 7, 3, 8, 9, 10, 3, 4, 11, 3, 0}, Shape{3, 4}),
                       src_mask =
@@ -51,15 +54,22 @@ CausalProbe mt_probe(const Transformer& net, ExpertChoice experts = ExpertChoice
   auto ones = [](const Tensor& in) {
     return Tensor::from_vector(std::vector<uint8_t>(static_cast<size_t>(in.numel()), 1), in.shape());
   };
+  const EncoderDecoder& net = *model.encoder_decoder();
   return CausalProbe{[&net, ones](const Builder& b, const Tensor& in) {
                        return net.decode(b, net.encode(b, src, src_mask), src_mask, in, ones(in));
                      },
-                     [&net, ones](const Builder& b, const Tensor& in, const Tensor& tg, const Tensor& mask) {
+                     [&model, &net, ones](const Builder& b, const Tensor& in, const Tensor& tg, const Tensor& mask) {
                        auto t = tg.to_vector<int32_t>();
                        const auto m = mask.to_vector<float>();
                        for (size_t i = 0; i < t.size(); ++i)
-                         if (m[i] == 0.f) t[i] = net.config().pad_id;
-                       return net.loss(b, src, src_mask, in, Tensor::from_vector(t, tg.shape()), 0.f, ones(in));
+                         if (m[i] == 0.f) t[i] = net.spec().pad_id;
+                       data::Batch batch;
+                       batch.src = src;
+                       batch.src_mask = src_mask;
+                       batch.tgt_in = in;
+                       batch.tgt_out = Tensor::from_vector(t, tg.shape());
+                       batch.tgt_mask = ones(in);
+                       return model.loss(b, batch, 0.f);
                      },
                      experts};
 }
@@ -90,7 +100,7 @@ void check_lm(const std::string& extra, ExpertChoice experts = ExpertChoice::mix
 
 void check_mt(const std::string& extra, ExpertChoice experts = ExpertChoice::mixture, bool leaks = false) {
   INFO("transformer (decoder) " << extra);
-  const Transformer net(TransformerConfig::from_yaml(
+  const TransformerModel net(TransformerConfig::from_yaml(
       YAML::Load("{src_vocab: 12, tgt_vocab: 12, d_model: 16, ffn_dim: 32, heads: 4, enc_layers: 2, dec_layers: 2, "
                  "dropout: 0, max_positions: 32" +
                  extra + "}")));
@@ -152,4 +162,17 @@ TEST_CASE("causality: translation decoders", "[models][causal][mt]") {
   for (const ExpertChoice experts : {ExpertChoice::mixture, ExpertChoice::sample}) check_mt(kMae + "}", experts);
   check_mt(kMae + ", gate_norm: {decoder_self: none, decoder_cross: none}}");
   check_mt(kMae + ", gate_norm: batch}", ExpertChoice::mixture, true);  // the paper's (and the control)
+}
+
+TEST_CASE("causality: the LSTM encoder-decoder's decoder", "[models][causal][mt][seq2seq]") {
+  for (const std::string extra : {", attention_function: gnmt, moe: {type: moe, experts: 4, k: 2, hidden: 8}",
+                                  ", moe: {type: moe, experts: 4, k: 2, hidden: 8, gating: batchwise}"}) {
+    INFO("lstm_seq2seq " << extra);
+    const LstmSeq2seq net(LstmSeq2seqConfig::from_yaml(
+        YAML::Load("{src_vocab: 12, tgt_vocab: 12, d_model: 8, hidden: 8, enc_layers: 2, dropout: 0" + extra + "}")));
+    ParameterStore store(Device::cpu(), 14);
+    // Batchwise gating ranks the batch's tokens per expert in training (by design); inference is per token.
+    const bool batchwise = extra.find("batchwise") != std::string::npos;
+    check(mt_probe(net), store, !batchwise, batchwise);
+  }
 }

@@ -15,8 +15,10 @@ TEST_CASE("model registry: built-in types, kinds and errors", "[models][registry
   const ModelRegistry& r = ModelRegistry::instance();
   std::vector<std::string> names;
   for (const ModelType& t : r.types()) names.push_back(t.name);
-  CHECK(names == std::vector<std::string>{"transformer", "transformer_lm", "transformer_mlm", "lstm_lm"});
+  CHECK(names ==
+        std::vector<std::string>{"transformer", "transformer_lm", "transformer_mlm", "lstm_lm", "lstm_seq2seq"});
   CHECK(r.at("transformer").kind == ModelKind::translation);
+  CHECK(r.at("lstm_seq2seq").kind == ModelKind::translation);
   CHECK(r.at("lstm_lm").kind == ModelKind::language_model);
   CHECK(r.at("transformer_mlm").kind == ModelKind::masked_lm);
   CHECK_THROWS_WITH(r.at("rnn"), Catch::Contains("unknown model type 'rnn'") && Catch::Contains("lstm_lm"));
