@@ -266,7 +266,6 @@ const char* task_name(TrainTaskKind task) {
 
 YAML::Node model_section(const config::Config& c) {
   const std::string type = c.get_string("model.type");
-  const bool lm = task_of_model_type(type) != TrainTaskKind::translation;
   const std::vector<std::string>& own = model_keys_of(type);
   YAML::Node m(YAML::NodeType::Map);
   for (const auto& [name, entry] : c.entries()) {
@@ -275,7 +274,7 @@ YAML::Node model_section(const config::Config& c) {
     const bool mine = key == "type" || std::find(own.begin(), own.end(), key) != own.end();
     const bool set = entry.source != "default";
     const bool at_default = YAML::Dump(entry.value) == YAML::Dump(c.schema().at(name).default_value);
-    if (mine ? set || !lm || key == "type" : set && !at_default) m[key] = YAML::Clone(entry.value);
+    if (mine ? set || key == "type" : set && !at_default) m[key] = YAML::Clone(entry.value);
   }
   for (const char* k : {"attention", "ffn", "moe"})
     if (m[k] && m[k].IsMap() && m[k].size() == 0) m.remove(k);

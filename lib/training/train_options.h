@@ -135,8 +135,8 @@ void register_train_keys(config::Schema& schema);
 /// Reads the language-model data keys into `o` and checks that no translation key is set
 /// (o.task is a language model) or that no language-model key is set (translation).
 void read_lm_options(const config::Config& config, TrainOptions& o);
-/// The model section for create_model(): a translation model gets every key it knows (the schema's
-/// defaults are TransformerConfig's), a language model the keys it knows that the recipe sets. A
+/// The model section for create_model(): the keys the model type knows that the recipe sets (the
+/// schema's default of a key several types share is the first type's; each type fills in its own). A
 /// key of another model type is passed on (and rejected by the model's from_yaml, naming it) only
 /// when set to a non-default value, so a dumped configuration, which lists every key, loads back.
 YAML::Node model_section(const config::Config& config);

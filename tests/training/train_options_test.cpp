@@ -84,6 +84,7 @@ TEST_CASE("train options: command-line overrides and --dump-config round trip", 
   config::Config c = load(schema, kRecipe);
   c.set_text("train.update_freq", "4");
   c.set_text("model.dropout", "0.3");
+  settle_model_keys(c);  // as moe-train does before --dump-config: the dump lists the type's defaults
   const TrainOptions o = TrainOptions::from_config(c);
   CHECK(o.update_freq == 4);
   CHECK(o.model["dropout"].as<double>() == Approx(0.3));
@@ -93,6 +94,27 @@ TEST_CASE("train options: command-line overrides and --dump-config round trip", 
   CHECK(o2.update_freq == 4);
   CHECK(YAML::Dump(o2.model) == YAML::Dump(o.model));
   CHECK(o2.schedule.kind == LrScheduleKind::cosine);
+}
+
+TEST_CASE("train options: a model type's own defaults for keys it shares with the Transformer",
+          "[training][options][seq2seq]") {
+  // lstm_seq2seq shares enc_layers, dec_layers, dropout, ... with the Transformer, whose defaults the
+  // schema holds; unset, they take lstm_seq2seq's (3 and 2 layers), in the settled dump as in the model.
+  config::Schema schema;
+  register_train_keys(schema);
+  config::Config c = load(schema,
+                          "data: {train: {src: a.en, tgt: a.fr}, vocab: {src: v.spm, tgt: v.spm}}\n"
+                          "model: {type: lstm_seq2seq, d_model: 64}\ntrain: {max_updates: 10}\n");
+  CHECK_FALSE(TrainOptions::from_config(c).model["enc_layers"]);
+  settle_model_keys(c);
+  CHECK(c.get_int("model.enc_layers") == 3);
+  CHECK(c.get_int("model.dec_layers") == 2);
+  config::Config again(schema);
+  again.merge_text(config::dump_config(c), "dump.yml");
+  const YAML::Node m = TrainOptions::from_config(again).model;
+  CHECK(m["enc_layers"].as<int>() == 3);
+  CHECK(m["d_model"].as<int>() == 64);
+  CHECK_FALSE(m["heads"]);  // a Transformer key at its default is not passed on
 }
 
 TEST_CASE("train options: errors name the key", "[training][options]") {
