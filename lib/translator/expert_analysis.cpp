@@ -212,11 +212,18 @@ ExpertRunInfo collect_lm(const Model& model, ParameterStore& params, Device devi
 
 std::string site_types(const Model& model) {
   const YAML::Node c = model.config_yaml();
+  auto layers = [&](const char* key) {
+    std::string out;
+    for (const auto& l : c[key]) out += (out.empty() ? "" : ", ") + l.as<std::string>();
+    return out;
+  };
   if (model.type() == "lstm_lm") {
-    std::string layers;
-    for (const auto& l : c["moe_after"]) layers += (layers.empty() ? "" : ", ") + l.as<std::string>();
-    return layers.empty() ? "no moe layers (model.moe_after is empty)" : "moe layers after lstm " + layers;
+    const std::string after = layers("moe_after");
+    return after.empty() ? "no moe layers (model.moe_after is empty)" : "moe layers after lstm " + after;
   }
+  if (model.type() == "lstm_seq2seq")
+    return "moe layers after encoder lstm [" + layers("encoder_moe_after") + "] and decoder lstm [" +
+           layers("decoder_moe_after") + "]";
   return "attention " + site_type(c["attention"], "mha") + ", ffn " + site_type(c["ffn"], "dense");
 }
 

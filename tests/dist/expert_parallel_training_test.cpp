@@ -1,14 +1,16 @@
 // moe-train's Trainer with experts spread over the ranks: a 1B-word-style LSTM LM with an MoE layer
-// between its LSTMs (4 experts, experts_per_rank 4/N, global balancing, noise off so that gating is
-// a function of the tokens alone), 10 updates with N ranks and batch B/N versus one process with batch
-// B. Both checkpoints are in the single-process layout (every expert, gathered by rank 0) and must
-// agree (max |difference| < 1e-4, mean < 1e-6: summation order only); the run
-// then resumes from its checkpoint for 2 more updates. Run by ctest with 1, 2 and 4 processes.
+// between its LSTMs, and the sparsely-gated MoE paper's LSTM encoder-decoder (lstm_seq2seq) with MoE
+// layers in its encoder and decoder (4 experts, experts_per_rank 4/N, global balancing, noise off so
+// that gating is a function of the tokens alone), 10 updates with N ranks and batch B/N versus one
+// process with batch B. Both checkpoints are in the single-process layout (every expert, gathered by
+// rank 0) and must agree (max |difference| < 1e-4, mean < 1e-6: summation order only); the run then
+// resumes from its checkpoint for 2 more updates. Run by ctest with 1, 2 and 4 processes.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 
 #include "dist_test_util.h"
 #include "tensor/safetensors.h"
@@ -19,11 +21,13 @@ using namespace moe;
 namespace fs = std::filesystem;
 using moe::test::comm;
 
-TEST_CASE("dist: an LSTM-MoE LM trains with its experts spread over the ranks like one process",
-          "[dist][expert_parallel][training]") {
+namespace {
+/// Trains `o` (its data written by rank 0 with write(dir)) with N ranks and batch B/N and with one
+/// process and batch B, compares the checkpoints and curves, and resumes for 2 more updates.
+void check_expert_parallel(const std::string& what, const std::function<TrainOptions(const std::string&)>& options,
+                           const std::function<void(const std::string&)>& write) {
   dist::Communicator& c = comm();
   const int n = c.world();
-  if (4 % n != 0) return;  // 4 experts over N ranks
   Tensor pid = Tensor::from_vector(std::vector<int64_t>{static_cast<int64_t>(::getpid())}, Shape{1});
   c.broadcast(pid, 0);
   const std::string dir =
@@ -31,16 +35,10 @@ TEST_CASE("dist: an LSTM-MoE LM trains with its experts spread over the ranks li
   if (c.rank() == 0) {
     fs::remove_all(dir);
     fs::create_directories(dir);
-    test::write_lm_text(dir, "train", 300, 5);
-    test::write_lm_text(dir, "valid", 30, 6);
+    write(dir);
   }
   c.barrier();
-  TrainOptions o = test::tiny_lm_options(dir);
-  o.model = YAML::Load(
-      "{type: lstm_lm, embed_dim: 16, hidden: 16, layers: 2, dropout: 0.0, moe_after: [0], "
-      "moe: {type: moe, experts: 4, k: 2, hidden: 16, noisy: false, w_importance: 0.1, w_load: 0.1, "
-      "experts_per_rank: " +
-      std::to_string(4 / n) + "}}");
+  TrainOptions o = options(dir);
   o.max_updates = 10;
   o.schedule.max_updates = 10;
   o.save_every = 0;
@@ -84,10 +82,10 @@ TEST_CASE("dist: an LSTM-MoE LM trains with its experts spread over the ranks li
       }
     }
     CHECK(saw_experts);
-    WARN("dist: LSTM-MoE, " << n << " ranks, " << 4 / n
-                            << " experts per rank: |parameter difference| vs one "
-                               "process: max "
-                            << max_diff << ", mean " << sum_diff / double(count));
+    WARN("dist: " << what << ", " << n << " ranks, " << 4 / n
+                  << " experts per rank: |parameter difference| vs one "
+                     "process: max "
+                  << max_diff << ", mean " << sum_diff / double(count));
     CHECK(max_diff < 1e-4);  // measured 1.8e-7 (2 ranks) and 2.4e-7 (4 ranks)
     CHECK(sum_diff / double(count) < 1e-6);
     const auto curve = test::read_metrics(o.run_dir), ref = test::read_metrics(dir + "/one");
@@ -104,4 +102,47 @@ TEST_CASE("dist: an LSTM-MoE LM trains with its experts spread over the ranks li
   }
   c.barrier();
   if (c.rank() == 0) fs::remove_all(dir);
+}
+}  // namespace
+
+TEST_CASE("dist: an LSTM-MoE LM trains with its experts spread over the ranks like one process",
+          "[dist][expert_parallel][training]") {
+  const int n = comm().world();
+  if (4 % n != 0) return;  // 4 experts over N ranks
+  check_expert_parallel(
+      "LSTM-MoE LM",
+      [n](const std::string& dir) {
+        TrainOptions o = test::tiny_lm_options(dir);
+        o.model = YAML::Load(
+            "{type: lstm_lm, embed_dim: 16, hidden: 16, layers: 2, dropout: 0.0, moe_after: [0], "
+            "moe: {type: moe, experts: 4, k: 2, hidden: 16, noisy: false, w_importance: 0.1, w_load: 0.1, "
+            "experts_per_rank: " +
+            std::to_string(4 / n) + "}}");
+        return o;
+      },
+      [](const std::string& dir) {
+        test::write_lm_text(dir, "train", 300, 5);
+        test::write_lm_text(dir, "valid", 30, 6);
+      });
+}
+
+TEST_CASE("dist: an lstm_seq2seq with MoE layers trains expert-parallel like one process",
+          "[dist][expert_parallel][training][seq2seq]") {
+  const int n = comm().world();
+  if (4 % n != 0) return;
+  check_expert_parallel(
+      "lstm_seq2seq",
+      [n](const std::string& dir) {
+        TrainOptions o = test::tiny_options(dir);
+        o.model = YAML::Load(
+            "{type: lstm_seq2seq, d_model: 16, hidden: 16, enc_layers: 2, dec_layers: 2, dropout: 0.0, "
+            "max_positions: 64, moe: {type: moe, experts: 4, k: 2, hidden: 16, noisy: false, w_importance: 0.01, "
+            "w_load: 0.01, experts_per_rank: " +
+            std::to_string(4 / n) + "}}");
+        return o;
+      },
+      [](const std::string& dir) {
+        test::write_corpus(dir, "train", 200, 5);
+        test::write_corpus(dir, "valid", 20, 6);
+      });
 }

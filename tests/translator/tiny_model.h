@@ -1,5 +1,6 @@
-// A tiny randomly initialised Transformer (2+2 layers, d = 16) over a 24-word vocabulary for the
-// translator and scoring tests, and a checkpoint of it (word vocabularies embedded) in a temp folder.
+// A tiny randomly initialised Transformer (2+2 layers, d = 16; or an lstm_seq2seq) over a 24-word
+// vocabulary for the translator and scoring tests, and a checkpoint of it (word vocabularies
+// embedded) in a temp folder.
 #pragma once
 #include <unistd.h>
 
@@ -32,21 +33,29 @@ inline std::vector<std::string> tiny_words() {
 /// max_positions 32 unless given; `seed` changes the random parameters; `eos_scale` multiplies the
 /// </s> row of the (tied) target embedding, which makes </s> decisions sharper (varied lengths).
 /// `attention`: a model.attention YAML map (e.g. "{type: mae, name: MAE-1}"), empty for plain MHA.
+/// `type` lstm_seq2seq: an LSTM encoder-decoder of the same widths with batchwise-gated MoE layers
+/// (4 experts), the output matrix tied to the target embedding; `attention` is not read.
 inline TinyModel tiny_model(uint64_t seed = 5, int64_t max_positions = 32, float eos_scale = 1.f,
-                            const std::string& attention = "") {
+                            const std::string& attention = "", const std::string& type = "transformer") {
   TinyModel m;
   m.vocab = std::make_unique<data::WordVocab>(tiny_words());
   YAML::Node cfg;
-  cfg["type"] = "transformer";
+  cfg["type"] = type;
   cfg["src_vocab"] = m.vocab->size();
   cfg["tgt_vocab"] = m.vocab->size();
   cfg["d_model"] = 16;
-  cfg["ffn_dim"] = 32;
-  cfg["heads"] = 2;
   cfg["enc_layers"] = 2;
   cfg["dec_layers"] = 2;
   cfg["dropout"] = 0.0;
   cfg["max_positions"] = max_positions;
+  if (type == "lstm_seq2seq") {
+    cfg["hidden"] = 16;
+    cfg["tie_embeddings"] = "decoder";
+    cfg["moe"] = YAML::Load("{type: moe, experts: 4, k: 2, hidden: 16, gating: batchwise}");
+  } else {
+    cfg["ffn_dim"] = 32;
+    cfg["heads"] = 2;
+  }
   if (!attention.empty()) cfg["attention"] = YAML::Load(attention);
   m.model = create_model(cfg);
   m.params = std::make_unique<ParameterStore>(Device::cpu(), seed);

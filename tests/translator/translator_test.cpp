@@ -1,5 +1,6 @@
 // Translator with a tiny random Transformer: beam 1 equals greedy argmax decoding recomputed from
-// scratch (teacher-forced decode of each prefix, no caches), a batch equals its sentences alone,
+// scratch (teacher-forced decode of each prefix, no caches), a batch equals its sentences alone (also
+// for an lstm_seq2seq with batchwise MoE layers, beam 5 and the GNMT length penalty),
 // n-best lists are ordered and their log-probs equal forced decoding, token batching, and
 // translate_lines keeps one output line per input line (empty lines, truncation, n-best); an MAE
 // model (default, leak-free gates) decodes consistently with forced scoring, in mixture and argmax
@@ -96,11 +97,11 @@ TEST_CASE("beam 1 with the Transformer equals greedy decoding without caches", "
   }
 }
 
-TEST_CASE("batched beam search equals sentence-by-sentence and forced decoding", "[translator]") {
-  auto m = test::tiny_model(13, 32, 4.f);
-  TranslatorOptions o;
-  o.search.beam = 4;
-  o.search.n_best = 4;
+namespace {
+/// Beam search over a batch gives each sentence the hypotheses and scores it gets alone and in small
+/// batches, n-best lists are ordered, and the log-probs equal forced decoding of the same outputs.
+void check_batched_equals_single(const test::TinyModel& m, TranslatorOptions o) {
+  o.search.n_best = o.search.beam;
   o.search.max_len_b = 8;
   o.max_tokens = 1000;  // everything in one batch
   Translator tr(m.net(), *m.params, Device::cpu(), o);
@@ -117,7 +118,8 @@ TEST_CASE("batched beam search equals sentence-by-sentence and forced decoding",
       CHECK(alone[h].score == Approx(batched[s][h].score).margin(1e-4));
       if (h > 0) CHECK(batched[s][h - 1].score >= batched[s][h].score);
       CHECK(batched[s][h].score ==
-            Approx(batched[s][h].log_prob / static_cast<double>(batched[s][h].tokens.size() + 1)));
+            Approx(normalized_score(batched[s][h].log_prob, static_cast<int64_t>(batched[s][h].tokens.size()) + 1,
+                                    o.search.penalty, o.search.lenpen)));
       hyp_src.push_back(kSources[s]);
       hyp_tgt.push_back(batched[s][h].tokens);
       hyp_lp.push_back(batched[s][h].log_prob);
@@ -137,6 +139,21 @@ TEST_CASE("batched beam search equals sentence-by-sentence and forced decoding",
   Translator small(m.net(), *m.params, Device::cpu(), o);
   const auto split = small.translate(kSources);
   for (size_t s = 0; s < kSources.size(); ++s) CHECK(split[s][0].tokens == batched[s][0].tokens);
+}
+}  // namespace
+
+TEST_CASE("batched beam search equals sentence-by-sentence and forced decoding", "[translator]") {
+  TranslatorOptions o;
+  o.search.beam = 4;
+  check_batched_equals_single(test::tiny_model(13, 32, 4.f), o);
+}
+
+TEST_CASE("an lstm_seq2seq decodes with beam 5 and the GNMT length penalty, batch = single", "[translator][seq2seq]") {
+  TranslatorOptions o;
+  o.search.beam = 5;
+  o.search.penalty = LengthPenalty::gnmt;
+  o.search.lenpen = 0.6;
+  check_batched_equals_single(test::tiny_model(13, 32, 4.f, "", "lstm_seq2seq"), o);
 }
 
 TEST_CASE("an MAE model decodes; argmax inference uses the most-weighted expert", "[translator][mae]") {
