@@ -49,7 +49,7 @@ fetch() {
   rm -f "$dest.part"
   die "download failed: $url
   Offline: fetch that file on a machine with internet access, or run this script with
-  --from DIR pointing at local copies (here: ../shared/data/$SHARED_NAME; see its README.md)."
+  --from DIR pointing at local copies${SHARED_NAME:+ (here: ../shared/data/$SHARED_NAME; see its README.md)} (see --help)."
 }
 
 # normalize < in > out: strips CR, trailing spaces and control characters except tab; NBSP kept
