@@ -1,19 +1,18 @@
 // Every recipe in recipes/ starts as written: two CPU updates each, then the run's final validation
 // and checkpoints. The recipes run from a temporary folder that holds a small data/ layout as the
-// data-prep scripts write it (data/multi30k, data/wmt14-en-de, data/iwslt14-de-en, data/1b-word,
-// data/wikitext-103 and ../shared/data/wikitext-103-sample), cut from ../shared/data, so that every
-// data path, vocabulary, token cache, run folder and train.init_from resolves as the recipe says
-// (the fine-tuning recipes start from the checkpoint the WMT14 MAE-7 recipe wrote a moment before;
-// every other run folder is removed once checked). What the test changes: train.device cpu, the batch
-// sizes (train.max_tokens: 128 tokens a side or one block, train.update_freq 1), train.log_every 1,
-// the data paths of the two CI recipes (given on the command line there) and, in reduced_sizes()
-// below, the sizes of exactly the models whose training memory (moe-train --dry-run's estimate at the
-// test's batch, every expert in one process) exceeds kBudget (a case of its own checks that list), and
-// in reduced_bands() the adaptive bands that exceed the small data's vocabulary. Every schedule (linear
-// over max_epochs included), optimizer, loss and validation key stays as written. No two recipes may
-// share a run folder. A last case checks that every recipe's own dry run, at full size, fits an 80 GiB
-// GPU. The training case is skipped (with a warning) when ../shared/data is missing; it takes minutes,
-// so it is hidden from the `training` ctest entry and runs as its own, `recipes_start` (tests/CMakeLists.txt).
+// data-prep scripts write it (data/multi30k, data/wmt14-en-de, data/wmt14-en-fr (En-De pairs), data/iwslt14-de-en,
+// data/1b-word, data/wikitext-103 and ../shared/data/wikitext-103-sample), cut from ../shared/data, so that every data
+// path, vocabulary, token cache, run folder and train.init_from resolves as the recipe says (the fine-tuning recipes
+// start from the checkpoint the WMT14 MAE-7 recipe wrote a moment before; every other run folder is removed once
+// checked). What the test changes: train.device cpu, the batch sizes (train.max_tokens: 128 tokens a side or one block,
+// train.update_freq 1), train.log_every 1, the data paths of the two CI recipes (given on the command line there) and,
+// in reduced_sizes() below, the sizes of exactly the models whose training memory (moe-train --dry-run's estimate at
+// the test's batch, every expert in one process) exceeds kBudget (a case of its own checks that list), and in
+// reduced_bands() the adaptive bands that exceed the small data's vocabulary. Every schedule (linear over max_epochs
+// included), optimizer, loss and validation key stays as written. No two recipes may share a run folder. A last case
+// checks that every recipe's own dry run, at full size, fits an 80 GiB GPU. The training case is skipped (with a
+// warning) when ../shared/data is missing; it takes minutes, so it is hidden from the `training` ctest entry and runs
+// as its own, `recipes_start` (tests/CMakeLists.txt).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -64,8 +63,14 @@ const std::map<std::string, Overrides>& reduced_sizes() {
       {"1b-word-moe-143m.yml", parallel + Overrides{{"model.hidden", "2048"}}},  // LSTM cells (4096)
       // 8 experts of 512 -> 2048 -> 512 at 12 sites: a hidden layer of 256 (E and k as written).
       {"multi30k-en-de-moe.yml", {{"model.ffn.hidden", "256"}}},
+      // lstm_seq2seq: LSTMs of 2048 cells (1024 here) with 32 to 2048 experts of 2048.
+      {"wmt14-en-fr-moe-32.yml", {{"model.hidden", "1024"}, {"model.moe.hidden", "256"}}},
+      {"wmt14-en-fr-moe-512-h.yml", parallel + Overrides{{"model.hidden", "1024"}}},
+      {"wmt14-en-fr-moe-2048-h.yml", parallel + Overrides{{"model.hidden", "1024"}}},
+      {"wmt14-en-de-moe-2048-h.yml", parallel + Overrides{{"model.hidden", "1024"}}},
       // MoA experts of head size 128 or 256: 64 instead, 32 for the largest (K and E as written).
       {"wmt14-en-de-moa-16K32E256D.yml", {{"model.attention.name", "16K32E32D"}}},
+      {"wmt14-en-fr-moa-16K32E256D.yml", {{"model.attention.name", "16K32E32D"}}},
       {"wmt14-en-de-moa-8K16E256D.yml", {{"model.attention.name", "8K16E64D"}}},
       {"wmt14-en-de-moa-8K32E256D.yml", {{"model.attention.name", "8K32E64D"}}},
       {"wmt14-en-de-moa-8K32E128D.yml", {{"model.attention.name", "8K32E64D"}}},
@@ -132,6 +137,9 @@ void write_layout(const fs::path& shared, const fs::path& root) {
   write_pairs(shared, "multi30k/val", "en", "de", data / "multi30k" / "valid", 4);
   write_pairs(shared, "wmt14-ende/train10k.tok", "en", "de", data / "wmt14-en-de" / "train", 64);
   write_pairs(shared, "wmt14-ende/newstest2013.tok", "en", "de", data / "wmt14-en-de" / "valid", 4);
+  // No WMT14 En-Fr sample in ../shared/data: the En-De pairs stand in (a start test reads no language).
+  write_pairs(shared, "wmt14-ende/train10k.tok", "en", "de", data / "wmt14-en-fr" / "train", 64);
+  write_pairs(shared, "wmt14-ende/newstest2013.tok", "en", "de", data / "wmt14-en-fr" / "valid", 4);
   write_pairs(shared, "iwslt14-deen/valid.de-en", "de", "en", data / "iwslt14-de-en" / "train", 64);
   write_pairs(shared, "iwslt14-deen/test.de-en", "de", "en", data / "iwslt14-de-en" / "valid", 4);
   const fs::path news = shared / "1b-word-sample" / "news.en.heldout-00000-of-00050";

@@ -4,8 +4,10 @@
 // reports: BASE about 61M and MAE-7 / NOBCD about 63M on WMT14 (+ one gate per attention site:
 // BatchNorm(d) -> d x 256 -> 256 x E), UNI-MAE exactly BASE's count, the LM +16 gates of width 1024.
 // The count covers trainable parameters (the gates' running statistics are store state). Every MAE
-// recipe's decoder gates are causal (issue 16: gate_input leak_free by default; paper on request). That
-// every recipe trains is tests/training/recipes_start_test.cpp.
+// recipe's decoder gates are causal (issue 16: gate_input leak_free by default; paper on request). The
+// sparsely-gated MoE paper's LSTM translation recipes have its 8.7B parameters (MoE-2048-h), MoA's En-Fr
+// rows the En-De rows' counts plus the larger dictionary. That every recipe trains is
+// tests/training/recipes_start_test.cpp.
 #include <yaml-cpp/yaml.h>
 
 #include <catch2/catch.hpp>
@@ -109,6 +111,41 @@ TEST_CASE("recipes: MAE parameter counts follow the paper's tables", "[training]
   CHECK(parameters("wikitext103-uni-mae-7.yml", 267744) == lm);
   // Multi30k.
   CHECK(parameters("multi30k-en-de-mae-7.yml", 8000) == parameters("multi30k-en-de.yml", 8000) + 18 * gate(512, 8));
+}
+
+TEST_CASE("recipes: the sparsely-gated MoE paper's translation models and MoA's En-Fr rows",
+          "[training][recipes][moe]") {
+  // Shazeer et al. 2017 Table 2: 8.7B parameters with 2048 experts of 2M parameters in each of two MoE
+  // layers (32k shared wordpieces); the rest (LSTMs, attention, embeddings) is about 110M.
+  const int64_t baseline = parameters("wmt14-en-fr-moe-lstm-baseline.yml", 32000);
+  const int64_t expert = 512 * 2048 * 2;
+  CHECK(baseline > 100'000'000);
+  CHECK(baseline < 120'000'000);
+  const int64_t big = parameters("wmt14-en-fr-moe-2048-h.yml", 32000);
+  CHECK(big - baseline > 2 * 2048 * expert);  // + the gates
+  CHECK(big > 8'650'000'000);
+  CHECK(big < 8'750'000'000);
+  CHECK(parameters("wmt14-en-de-moe-2048-h.yml", 32000) == big);
+  const int64_t h512 = parameters("wmt14-en-fr-moe-512-h.yml", 32000),
+                flat32 = parameters("wmt14-en-fr-moe-32.yml", 32000);
+  CHECK(h512 - baseline > 2 * 512 * expert);
+  CHECK(flat32 - baseline > 2 * 32 * expert);
+  const TrainOptions flat = load("wmt14-en-fr-moe-32.yml");
+  CHECK(flat.model["moe"]["gating"].as<std::string>() == "batchwise");
+  CHECK(flat.schedule.warmup_updates == 2000);
+  CHECK(flat.schedule.hold_updates == 8000);
+  // MoA Table 1, En-Fr: 69M (base) and 204M (big) parameters with a joined 40k dictionary; moe's MoA
+  // counts 2M fewer (67.0M, 201.7M), as for En-De (62.9M vs the paper's 65M at 32k): the 40k
+  // dictionary adds 8k x 512 = 4.1M to the En-De model, as the paper's 65M -> 69M.
+  const int64_t moa_base = parameters("wmt14-en-fr-moa-8K8E128D.yml", 40000);
+  CHECK(moa_base - parameters("wmt14-en-de-moa-8K8E128D.yml", 32000) == 8000 * 512);
+  CHECK(moa_base > 66'000'000);
+  CHECK(moa_base < 69'000'000);
+  const int64_t moa_big = parameters("wmt14-en-fr-moa-16K32E256D.yml", 40000);
+  WARN("parameters: lstm baseline " << baseline << ", MoE-32 " << flat32 << ", MoE-512-h " << h512 << ", MoE-2048-h "
+                                    << big << ", MoA En-Fr base " << moa_base << ", big " << moa_big);
+  CHECK(moa_big > 200'000'000);
+  CHECK(moa_big < 204'000'000);
 }
 
 TEST_CASE("recipes: the MAE variants' training modes", "[training][recipes][mae]") {
