@@ -33,6 +33,15 @@ parse_common() {
 }
 
 # need_file PATH: fails naming the file (for --from folders).
+# parse_vocab_size DEFAULT: VOCAB_SIZE from --vocab-size N, the only option of the script's own
+# (EXTRA_ARGS, left by parse_common); anything else is an error.
+parse_vocab_size() {
+  VOCAB_SIZE="$1"
+  set -- "${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}"
+  while [[ $# -gt 0 ]]; do
+    case "$1" in --vocab-size) VOCAB_SIZE="$2"; shift 2 ;; *) die "unknown option $1 (see --help)" ;; esac
+  done
+}
 need_file() { [[ -f "$1" ]] || die "missing input file $1"; }
 
 # fetch URL DEST: downloads with curl or wget; on failure names the URL and the offline route.

@@ -15,11 +15,7 @@ Sources: statmt.org training-parallel-{europarl-v7,commoncrawl}.tgz (WMT13), tra
   stops where the data does) and the set is for development, not for reproducing BLEU."
 source "$(dirname "$0")/common.sh"
 parse_common "$@"
-VOCAB_SIZE=32000
-set -- "${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}"
-while [[ $# -gt 0 ]]; do
-  case "$1" in --vocab-size) VOCAB_SIZE="$2"; shift 2 ;; *) die "unknown option $1 (see --help)" ;; esac
-done
+parse_vocab_size 32000
 TMP="$OUT/.tmp"; mkdir -p "$TMP"
 if [[ -n "$FROM" ]]; then
   for f in train10k.tok.en train10k.tok.de newstest2013.tok.en newstest2013.tok.de newstest2014.en newstest2014.de; do

@@ -18,11 +18,7 @@ The valid set is newstest2012 followed by newstest2013 (6,003 lines); about 36M 
 after cleaning. MoA's En-Fr recipes build their own 40k BPE vocabulary from train.src/tgt on first use."
 source "$(dirname "$0")/common.sh"
 parse_common "$@"
-VOCAB_SIZE=32000
-set -- "${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}"
-while [[ $# -gt 0 ]]; do
-  case "$1" in --vocab-size) VOCAB_SIZE="$2"; shift 2 ;; *) die "unknown option $1 (see --help)" ;; esac
-done
+parse_vocab_size 32000
 ARCHIVES=(wmt13/training-parallel-europarl-v7.tgz wmt13/training-parallel-commoncrawl.tgz
           wmt13/training-parallel-un.tgz wmt14/training-parallel-nc-v9.tgz wmt10/training-giga-fren.tar
           wmt14/dev.tgz wmt14/test-full.tgz)
