@@ -35,7 +35,11 @@ done
 fail() { echo "gpu-pack: $*" >&2; exit 1; }
 if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
 for tool in nvcc cmake g++ xz strip ldd c++filt; do command -v "$tool" >/dev/null || fail "$tool not found (the pack needs it)"; done
-CUDA_HOME="$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")"
+# The toolkit's root as nvcc itself reports it (TOP= under --dryrun): nvcc on PATH may be a wrapper script
+# outside the toolkit (CI's /usr/local/bin/nvcc execs /usr/local/cuda-13.0/bin/nvcc).
+CUDA_HOME="$(nvcc --dryrun -c -x cu /dev/null -o /dev/null 2>&1 | sed -n 's/^#\$ TOP=//p' | head -n 1)"
+[[ -n "$CUDA_HOME" ]] && CUDA_HOME="$(readlink -f "$CUDA_HOME")" ||
+  CUDA_HOME="$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")"
 [[ -f "$CUDA_HOME/include/cupti.h" ]] || fail "no cupti.h in $CUDA_HOME/include (the kernel trace needs CUPTI)"
 release="$(nvcc --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')"
 (( release >= 13 )) || fail "nvcc $release found; the device image has CUDA 13 and the pack needs nvcc 13 or newer"
