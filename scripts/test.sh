@@ -37,8 +37,11 @@ if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then expor
 gpu_answers() { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }
 # ccache, when installed, also serves the GPU pack's build of lib/ from the emulator build's objects:
 # in its preprocessor mode the CUDA flags of the two builds do not change most files' hash.
+# CCACHE_BASEDIR makes the two builds' paths relative (../layers/common, ../../lib/...), identical
+# between BUILD and BUILD-gpu, so that the second build's host objects are cache hits.
 if command -v ccache >/dev/null; then
   export CMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}" CMAKE_C_COMPILER_LAUNCHER="${CMAKE_C_COMPILER_LAUNCHER:-ccache}"
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
 fi
 JOBS="$(nproc)"
 start=$(date +%s)
