@@ -17,9 +17,9 @@ std::string tick_text(double v, double step) {
 }
 }  // namespace
 
-std::vector<double> nice_ticks(double lo, double hi, int target) {
+std::vector<double> nice_ticks(double lo, double hi, int target, double min_step) {
   if (!(hi > lo)) hi = lo + 1;
-  const double raw = (hi - lo) / std::max(1, target);
+  const double raw = std::max((hi - lo) / std::max(1, target), min_step);
   const double p = std::pow(10.0, std::floor(std::log10(raw)));
   double step = p;
   for (double m : {1.0, 2.0, 5.0, 10.0})
@@ -31,6 +31,24 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   for (double k = std::ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; ++k) t.push_back(k * step);
   return t;
 }
+
+namespace {
+/// [lo, hi] widened to a visible range when it is a single value: 5% of its magnitude on each side.
+void widen_degenerate(double& lo, double& hi, double min_step) {
+  if (hi - lo >= 1e-12 * std::max(1.0, std::fabs(hi))) return;
+  const double pad = std::max({min_step, 0.05 * std::fabs(lo), 1e-9});
+  lo -= pad, hi += pad;
+}
+
+/// The heatmap's colour for t in [0, 1]: white to dark blue.
+std::string heat_colour(double t) {
+  char fill[16];
+  std::snprintf(fill, sizeof fill, "#%02x%02x%02x", int(255 - 225 * t), int(255 - 160 * t), int(255 - 75 * t));
+  return fill;
+}
+
+constexpr size_t kMarkersUpTo = 30;  // series with at most this many points get a marker per point
+}  // namespace
 
 std::string palette(size_t i) {
   static const char* colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
@@ -55,9 +73,13 @@ void line_panel(Svg& svg, double x, double y, double w, double h, const std::str
     svg.text((left + right) / 2, (top + bottom) / 2, "no data", 11, "middle");
     return;
   }
-  if (y1 - y0 < 1e-12 * std::max(1.0, std::fabs(y1))) y0 -= 0.5, y1 += 0.5;
-  if (x1 <= x0) x1 = x0 + 1;
-  const std::vector<double> xt = nice_ticks(x0, x1), yt = nice_ticks(y0, y1);
+  bool whole_x = true;  // updates and epochs: ticks at whole numbers
+  for (const Series& s : series)
+    for (const auto& p : s.xy) whole_x = whole_x && (!std::isfinite(p.first) || p.first == std::floor(p.first));
+  const double x_min_step = whole_x ? 1 : 0;
+  widen_degenerate(x0, x1, x_min_step);
+  widen_degenerate(y0, y1, 0);
+  const std::vector<double> xt = nice_ticks(x0, x1, 5, x_min_step), yt = nice_ticks(y0, y1);
   x0 = std::min(x0, xt.front()), x1 = std::max(x1, xt.back()), y0 = std::min(y0, yt.front()), y1 = std::max(y1, yt.back());
   auto px = [&](double v) { return left + (v - x0) / (x1 - x0) * (right - left); };
   auto py = [&](double v) { return bottom - (v - y0) / (y1 - y0) * (bottom - top); };
@@ -75,7 +97,9 @@ void line_panel(Svg& svg, double x, double y, double w, double h, const std::str
     std::vector<std::pair<double, double>> pts;
     for (const auto& [a, b] : s.xy)
       if (std::isfinite(a) && std::isfinite(b)) pts.emplace_back(px(a), py(b));
-    svg.polyline(pts, s.color, {{"class", "series"}, {"data-run", s.run}, {"data-metric", s.metric}});
+    if (pts.size() > 1) svg.polyline(pts, s.color, {{"class", "series"}, {"data-run", s.run}, {"data-metric", s.metric}});
+    if (pts.size() <= kMarkersUpTo)
+      for (const auto& [a, b] : pts) svg.circle(a, b, 2.5, s.color, {{"class", "marker"}, {"data-run", s.run}, {"data-metric", s.metric}});
   }
 }
 
@@ -92,15 +116,26 @@ void heatmap(Svg& svg, double x, double y, double cell, const std::vector<HeatRo
     svg.text(x + label_w - 6, ry + cell * 0.7, rows[r].label, 9, "end", {{"class", "row-label"}});
     for (size_t c = 0; c < rows[r].values.size(); ++c) {
       const double v = rows[r].values[c], t = scale_max > 0 ? std::clamp(v / scale_max, 0.0, 1.0) : 0;
-      char fill[16];
-      std::snprintf(fill, sizeof fill, "#%02x%02x%02x", int(255 - 225 * t), int(255 - 160 * t), int(255 - 75 * t));
       char value[32];
       std::snprintf(value, sizeof value, "%.4f", v);
-      svg.rect(x + label_w + double(c) * cell, ry, cell - 1, cell - 1, fill,
+      svg.rect(x + label_w + double(c) * cell, ry, cell - 1, cell - 1, heat_colour(t),
                {{"class", "cell"}, {"data-row", std::to_string(r)}, {"data-col", std::to_string(c)}, {"data-value", value}});
     }
     svg.text(x + label_w + double(cols) * cell + 6, ry + cell * 0.7, rows[r].note, 9, "start", {{"class", "row-note"}});
   }
+  // The colour scale: six swatches from 0 to scale_max, each labelled with its value.
+  const double sy = y + double(rows.size()) * cell + 12, sw = 36;
+  svg.text(x + label_w - 6, sy + 10, "scale", 9, "end", {{"class", "row-label"}});
+  for (int k = 0; k <= 5; ++k) {
+    const double t = k / 5.0, v = t * std::max(scale_max, 0.0);
+    char value[32], label[32];
+    std::snprintf(value, sizeof value, "%.4f", v);
+    std::snprintf(label, sizeof label, "%.2f", v);
+    svg.rect(x + label_w + k * sw, sy, sw - 1, 12, heat_colour(t), {{"class", "scale"}, {"data-value", value}});
+    svg.text(x + label_w + (k + 0.5) * sw, sy + 23, label, 8, "middle", {{"class", "tick"}});
+  }
 }
+
+double heatmap_height(size_t rows, double cell) { return double(rows) * cell + 40; }
 
 }  // namespace moe::plot

@@ -139,8 +139,8 @@ std::string experts_svg(const std::vector<SiteUsage>& sites, const std::string& 
     cols = std::max(cols, s.shares.size());
   }
   const double cell = cols > 32 ? 6 : 16;
-  const double width = std::max(190 + double(cols) * cell + 140, 20 + 7.5 * double(title.size()));  // the title fits
-  Svg svg(width, 70 + double(rows.size()) * cell + 20);
+  const double width = std::max({190 + double(cols) * cell + 140, 20 + 7.5 * double(title.size()), 190 + 6 * 36.0 + 20});
+  Svg svg(width, 70 + heatmap_height(rows.size(), cell) + 10);  // the title and the colour scale fit
   svg.text(10, 18, title, 14, "start", {{"class", "title"}});
   heatmap(svg, 10, 60, cell, rows, most, "expert (share of instances; darker = more)");
   return svg.str();

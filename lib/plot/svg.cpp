@@ -57,6 +57,11 @@ void Svg::polyline(const std::vector<std::pair<double, double>>& points, const s
            attrs_text(attrs) + "/>\n";
 }
 
+void Svg::circle(double cx, double cy, double r, const std::string& fill, const Attrs& attrs) {
+  body_ += "<circle cx=\"" + coord(cx) + "\" cy=\"" + coord(cy) + "\" r=\"" + coord(r) + "\" fill=\"" + fill + "\"" +
+           attrs_text(attrs) + "/>\n";
+}
+
 void Svg::text(double x, double y, const std::string& s, double size, const std::string& anchor, const Attrs& attrs,
                double rotate) {
   std::string t = "<text x=\"" + coord(x) + "\" y=\"" + coord(y) + "\" font-size=\"" + coord(size) +

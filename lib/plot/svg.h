@@ -1,5 +1,5 @@
-// A minimal SVG writer for moe-plot: a document of a given size with rectangles, lines, polylines
-// and text (escaped), each element optionally carrying a class and data-* attributes so that tests and
+// A minimal SVG writer for moe-plot: a document of a given size with rectangles, lines, polylines,
+// circles and text (escaped), each element optionally carrying a class and data-* attributes so that tests and
 // scripts can find series in the picture. Self-contained SVG 1.1, viewable in any browser.
 // Covered by tests/plot/plot_test.cpp.
 #pragma once
@@ -22,6 +22,7 @@ class Svg {
   void rect(double x, double y, double w, double h, const std::string& fill, const Attrs& attrs = {});
   void line(double x1, double y1, double x2, double y2, const std::string& stroke, double width = 1);
   void polyline(const std::vector<std::pair<double, double>>& points, const std::string& stroke, const Attrs& attrs);
+  void circle(double cx, double cy, double r, const std::string& fill, const Attrs& attrs = {});
   /// anchor: start | middle | end; rotate: degrees about (x, y).
   void text(double x, double y, const std::string& s, double size = 11, const std::string& anchor = "start",
             const Attrs& attrs = {}, double rotate = 0);

@@ -1,13 +1,16 @@
 // moe-plot: the SVG is well-formed XML; curves draw one line per run and metric, with labelled axes,
 // points inside the plot and in the data's order (a falling loss goes down the picture), on updates or
 // training time; a half-written last line of metrics.jsonl is skipped with a note; the expert heatmap
-// has one cell per site and expert carrying its share; errors name the file and line.
+// has one cell per site and expert carrying its share and a colour scale labelled with its values; a
+// series of one point (the demo's single validation) shows as a marker on whole-update ticks; errors
+// name the file and line.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "moe-plot/plot_cli.h"
@@ -100,6 +103,38 @@ TEST_CASE("nice ticks", "[plot]") {
   REQUIRE(t.size() == 5);
   for (size_t i = 0; i < t.size(); ++i) CHECK(t[i] == Approx(0.2 + 0.1 * double(i)));
   CHECK(nice_ticks(3, 3).size() >= 2);
+  CHECK(nice_ticks(0, 3, 5, 1) == std::vector<double>{0, 1, 2, 3});  // whole updates: no step below 1
+}
+
+TEST_CASE("moe-plot curves marks a single validation on whole-update ticks", "[plot]") {
+  const fs::path dir = fs::temp_directory_path() / ("moe-plot-single-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "demo");
+  {
+    std::ofstream f(dir / "demo" / "metrics.jsonl");
+    f << R"({"type":"train","epoch":1,"update":1270,"loss":3.1,"ppl":1,"lr":1e-4,"gnorm":1,"tokens":5000,"tokens_per_s":900})"
+      << "\n";
+    f << R"({"type":"valid","epoch":1,"update":1275,"loss":2.5,"ppl":12.2,"bleu":31.4,"seconds":2.5})"
+      << "\n";
+  }
+  std::string out, err, why;
+  REQUIRE(run({"curves", (dir / "demo").string()}, out, err) == 0);
+  CHECK(well_formed(out, why));
+  INFO(why);
+  CHECK(polylines(out).empty());  // one point per series: no line to draw
+  static const std::regex marker(R"re(<circle cx="([0-9.]+)" cy="([0-9.]+)"[^>]*class="marker" data-run="demo" data-metric="([^"]*)")re");
+  std::set<std::string> marked;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), marker); it != std::sregex_iterator(); ++it) {
+    marked.insert((*it)[3].str());
+    CHECK(std::stod((*it)[1].str()) > 58);  // inside the panel, not on its axis
+  }
+  CHECK(marked.count("valid BLEU"));
+  CHECK(marked.count("train loss"));
+  static const std::regex x_tick(R"re(text-anchor="middle" class="tick">([^<]*)</text>)re");
+  size_t x_ticks = 0;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), x_tick); it != std::sregex_iterator(); ++it, ++x_ticks)
+    CHECK((*it)[1].str().find('.') == std::string::npos);  // updates are whole numbers
+  CHECK(x_ticks >= 12);  // at least two per panel
+  fs::remove_all(dir);
 }
 
 TEST_CASE("moe-plot curves overlays runs, one line per run and metric", "[plot]") {
@@ -175,6 +210,15 @@ TEST_CASE("moe-plot experts draws a cell per site and expert", "[plot]") {
   CHECK(values[4] == Approx(0.5));  // routed shares for a top-k router
   CHECK(out.find(">decoder.l1.ffn</text>") != std::string::npos);
   CHECK(out.find("H 1.20 / ln E 1.39") != std::string::npos);
+  static const std::regex swatch(R"re(fill="(#[0-9a-f]{6})" class="scale" data-value="([0-9.]+)")re");
+  std::vector<std::pair<std::string, double>> scale;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), swatch); it != std::sregex_iterator(); ++it)
+    scale.emplace_back((*it)[1].str(), std::stod((*it)[2].str()));
+  REQUIRE(scale.size() == 6);
+  CHECK(scale.front().second == 0);
+  CHECK(scale.back().second == Approx(0.5));  // the largest share drawn (routed_share for the top-k site)
+  CHECK(scale.front().first == "#ffffff");
+  CHECK(out.find(">0.30</text>") != std::string::npos);  // swatches are labelled with their values
   {
     std::ofstream f(dir / "bad.jsonl");
     f << R"({"type":"site","site":"x","argmax_share":[1]})"
