@@ -1,13 +1,12 @@
-// CPU reference of the grouped GEMM (one BLAS call per non-empty expert segment; offsets read on
+// CPU reference of the grouped GEMM (one GEMM call, ops/cpu_gemm.h, per non-empty expert segment; offsets read on
 // the host) and the public entry points with their argument checks. See grouped_gemm.h.
 #include "ops/grouped_gemm.h"
-
-#include <cblas.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "common/cpu_threads.h"
+#include "ops/cpu_gemm.h"
 #include "ops/dispatch.h"
 
 namespace moe {
@@ -23,12 +22,10 @@ std::vector<int32_t> host_offsets(const Tensor& offsets, int64_t rows) {
 }
 
 void gemm(const float* a, const float* b, float* c, bool ta, bool tb, int m, int n, int k, float beta) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.f, a,
-              std::max(1, ta ? m : k), b, std::max(1, tb ? k : n), beta, c, std::max(1, n));
+  cpu::sgemm(ta, tb, m, n, k, 1.f, a, std::max(1, ta ? m : k), b, std::max(1, tb ? k : n), beta, c, std::max(1, n));
 }
 void gemm(const double* a, const double* b, double* c, bool ta, bool tb, int m, int n, int k, float beta) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a,
-              std::max(1, ta ? m : k), b, std::max(1, tb ? k : n), beta, c, std::max(1, n));
+  cpu::dgemm(ta, tb, m, n, k, 1.0, a, std::max(1, ta ? m : k), b, std::max(1, tb ? k : n), beta, c, std::max(1, n));
 }
 
 template <class T>

@@ -1,8 +1,6 @@
-// CPU reference of the dense GEMMs (OpenBLAS sgemm/dgemm, a loop over the batch), the shape
+// CPU reference of the dense GEMMs (ops/cpu_gemm.h: oneDNN or OpenBLAS, a loop over the batch), the shape
 // planning shared with CUDA, and the public entry points. See matmul.h for the math.
 #include "ops/matmul.h"
-
-#include <cblas.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +8,7 @@
 #include <vector>
 
 #include "common/cpu_threads.h"
+#include "ops/cpu_gemm.h"
 #include "ops/dispatch.h"
 #include "tensor/cuda_runtime.h"
 
@@ -94,18 +93,17 @@ namespace cpu {
 namespace {
 void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
           int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const double* a, int64_t lda, const double* b,
           int64_t ldb, float beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  dgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 /// c = alpha op(a) op(b) + beta c, split across the CPU threads (common/cpu_threads.h) along the
-/// longer of m and n: each part is one single-threaded BLAS call on a block of rows (or columns)
-/// of c, so every element is computed as by one call on the whole matrix.
+/// longer of m and n: each part is one single-threaded GEMM call on a block of rows (or columns)
+/// of c; with oneDNN every element is computed as by one call on the whole matrix, so results do not depend
+/// on the thread count (tests/ops/cpu_gemm_test.cpp; Debian's OpenBLAS differs in the last bits).
 template <class T>
 void gemm(const T* a, const T* b, T* c, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, float beta,
           bool split) {
