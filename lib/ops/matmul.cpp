@@ -10,6 +10,7 @@
 #include "common/cpu_threads.h"
 #include "ops/cpu_gemm.h"
 #include "ops/dispatch.h"
+#include "ops/int8_gemm.h"
 #include "tensor/cuda_runtime.h"
 
 namespace moe {
@@ -130,6 +131,11 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool tb, flo
   if (p.m == 0 || p.n == 0) return;
   const T *pa = a.data<T>(), *pb = b.data<T>();
   T* pc = out.data<T>();
+  if constexpr (std::is_same_v<T, float>) {  // a quantized weight as b (ops/int8_gemm.h): rows of a times it
+    const Int8Matrix* q = active_int8_weight(b);
+    if (q && q->experts() == 1 && q->per_row == tb && p.batch == 1 && !ta && alpha == 1.f && beta == 0.f)
+      return int8_matmul(pa, p.m, *q, 0, pc, false);
+  }
   auto one = [&](int64_t i, bool split) {
     T* c = pc + i * p.stride_c;
     if (p.k == 0) {  // empty reduction: out = beta * out
