@@ -8,19 +8,11 @@
 #include <vector>
 
 #include "ops/cpu_gemm.h"
+#include "support/gemm_backends.h"
 
 using namespace moe;
 
 namespace {
-std::vector<CpuGemmBackend> backends() {
-  std::vector<CpuGemmBackend> b{CpuGemmBackend::openblas};
-  if (onednn_built()) b.push_back(CpuGemmBackend::onednn);
-  return b;
-}
-struct RestoreBackend {
-  CpuGemmBackend saved = cpu_gemm_backend();
-  ~RestoreBackend() { set_cpu_gemm_backend(saved); }
-};
 template <class T>
 std::vector<T> random_values(size_t n, uint32_t seed, double lo, double hi) {
   std::mt19937 rng(seed);
@@ -32,8 +24,8 @@ std::vector<T> random_values(size_t n, uint32_t seed, double lo, double hi) {
 }  // namespace
 
 TEST_CASE("cpu_gemm: sgemm of every backend against a double loop", "[ops][cpu_gemm]") {
-  RestoreBackend restore;
-  for (CpuGemmBackend backend : backends()) {
+  test::RestoreGemmBackend restore;
+  for (CpuGemmBackend backend : test::gemm_backends()) {
     set_cpu_gemm_backend(backend);
     for (auto [m, n, k] : {std::tuple{1, 1, 1}, {5, 37, 128}, {40, 8, 3}, {130, 515, 67}, {3, 1000, 256}})
       for (bool ta : {false, true})
@@ -61,7 +53,7 @@ TEST_CASE("cpu_gemm: sgemm of every backend against a double loop", "[ops][cpu_g
 // OpenBLAS 0.3.21 does not give this: the last bits of some elements differ, tried in this test's first version.)
 TEST_CASE("cpu_gemm: oneDNN split into blocks of rows or columns equals the whole call", "[ops][cpu_gemm]") {
   if (!onednn_built()) return;
-  RestoreBackend restore;
+  test::RestoreGemmBackend restore;
   set_cpu_gemm_backend(CpuGemmBackend::onednn);
   const int m = 96, n = 200, k = 160;
   const auto a = random_values<float>(m * k, 4, -1, 1), b = random_values<float>(k * n, 5, -1, 1);
@@ -82,8 +74,8 @@ TEST_CASE("cpu_gemm: oneDNN split into blocks of rows or columns equals the whol
 }
 
 TEST_CASE("cpu_gemm: the int8 product is exact", "[ops][cpu_gemm]") {
-  RestoreBackend restore;
-  for (CpuGemmBackend backend : backends()) {
+  test::RestoreGemmBackend restore;
+  for (CpuGemmBackend backend : test::gemm_backends()) {
     set_cpu_gemm_backend(backend);
     for (auto [m, n, k] : {std::tuple{1, 1, 1}, {5, 37, 128}, {33, 300, 515}})
       for (bool tb : {false, true}) {

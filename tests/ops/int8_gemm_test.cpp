@@ -9,6 +9,7 @@
 #include <random>
 
 #include "ops/cpu_gemm.h"
+#include "support/gemm_backends.h"
 #include "ops/grouped_gemm.h"
 #include "ops/int8_gemm.h"
 #include "ops/matmul.h"
@@ -23,15 +24,6 @@ Tensor random_tensor(const Shape& s, uint32_t seed, float spread = 1.f) {
   for (auto& x : v) x = nd(rng);
   return Tensor::from_vector(v, s);
 }
-std::vector<CpuGemmBackend> backends() {
-  std::vector<CpuGemmBackend> b{CpuGemmBackend::openblas};
-  if (onednn_built()) b.push_back(CpuGemmBackend::onednn);
-  return b;
-}
-struct RestoreBackend {
-  CpuGemmBackend saved = cpu_gemm_backend();
-  ~RestoreBackend() { set_cpu_gemm_backend(saved); }
-};
 // f32 weight element (e, kk, j) of the [K, N] view of expert e
 float weight_at(const Tensor& w, const Int8Matrix& q, int64_t e, int64_t kk, int64_t j) {
   const float* p = w.data<float>();
@@ -64,8 +56,8 @@ TEST_CASE("int8: weights quantized per output channel", "[ops][int8]") {
 }
 
 TEST_CASE("int8: the product within its quantization error bound", "[ops][int8]") {
-  RestoreBackend restore;
-  for (CpuGemmBackend backend : backends()) {
+  test::RestoreGemmBackend restore;
+  for (CpuGemmBackend backend : test::gemm_backends()) {
     set_cpu_gemm_backend(backend);
     for (auto [m, k, n, experts, per_row] : {std::tuple{1, 64, 300, 1, false}, {200, 128, 40, 1, false},
                                              {5, 96, 500, 1, true}, {30, 64, 48, 3, false}}) {
