@@ -58,3 +58,14 @@ find_library(OPENBLAS_LIBRARY NAMES openblas PATH_SUFFIXES openblas-pthread x86_
 add_library(moe_blas INTERFACE)
 target_include_directories(moe_blas SYSTEM INTERFACE ${OPENBLAS_INCLUDE_DIR})
 target_link_libraries(moe_blas INTERFACE ${OPENBLAS_LIBRARY})
+
+# oneDNN (optional, third_party/manifest): found by path, not by its CMake package, which requires the OpenCL
+# development files for its GPU runtime that moe does not use. Only lib/ops/cpu_gemm.cpp sees it (lib/CMakeLists.txt),
+# so that the other objects' compile lines, and their ccache entries, do not change. Without it: OpenBLAS.
+find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.h)
+find_library(DNNL_LIBRARY NAMES dnnl)
+if(DNNL_INCLUDE_DIR AND DNNL_LIBRARY)
+  message(STATUS "oneDNN: ${DNNL_LIBRARY} (CPU GEMM backend)")
+else()
+  message(STATUS "oneDNN: not found, the CPU GEMMs use OpenBLAS only")
+endif()

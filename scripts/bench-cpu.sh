@@ -1,21 +1,30 @@
 #!/usr/bin/env bash
-# moe against PyTorch on the CPU, side by side in one run (issue 13; results in docs/PERF.md):
+# moe against PyTorch and CTranslate2 on the CPU, side by side in one run (issues 13, 27; results in docs/PERF.md):
 #   scripts/bench-cpu.sh [--out DIR] [--bin DIR] [--threads "1 2"] [--updates 30] [--only train,decode]
-#       [--models demo,big] [--checkpoint CKPT] [--train-minutes 5] [--repeat 1] [--decode-arg ARG]...
+#       [--models demo,big] [--checkpoint CKPT] [--train-minutes 5] [--repeat 3] [--decode-arg ARG]...
+#       [--ct2 CT2_BUILD_DIR] [--sides "moe-f32 moe-int8 ct2-f32 ct2-int8 torch"] [--lines N]
+# Cores: every run at N threads is pinned to N cores (taskset -c 0..N-1) and told N everywhere: moe
+# --cpu-threads N and OMP_NUM_THREADS=N; PyTorch torch.set_num_threads(N), OMP_NUM_THREADS, OPENBLAS_NUM_THREADS
+# and MKL_NUM_THREADS = N (Debian's PyTorch calls OpenBLAS, whose threads set_num_threads does not limit);
+# CTranslate2 --intra_threads N --inter_threads 1 and OMP_NUM_THREADS=N. Each JSON line records the cores the
+# process used ((user + system) / wall, /usr/bin/time), its peak resident memory and the 1-minute load average
+# before it ran; the summary prints median, min-max over --repeat runs and cores used beside each figure.
 # Training: target tokens/s of moe-train and of scripts/bench_cpu_torch.py (the same model written in
 # PyTorch) on Multi30k (data-prep/multi30k.sh from ../shared/data, SentencePiece 8k, 4000-token
 # batches, f32, dropout 0.1), --updates timed updates after 5 untimed, for the demo model (d 256,
 # FFN 1024, 4 heads, 3+3, pre-norm, tied) and "big" (d 512, FFN 2048, 8 heads, 6+6), at each thread
 # count. Decoding: beam 5 and greedy of test_2016_flickr (1000 lines) with one demo checkpoint
-# (--checkpoint, else the demo model trained here for --train-minutes), moe-translate against the
-# same weights in PyTorch with a key/value cache; wall seconds. Every run (both sides, training and
-# decoding) also records the process's user and system CPU seconds (/usr/bin/time), whole process.
-# Prints one JSON line per measurement (also appended to DIR/results.jsonl) and a ratio table
-# (moe / PyTorch speed: > 1 means moe is faster). PyTorch is /usr/bin/python3's (Debian python3-torch).
+# (--checkpoint, else the demo model trained here for --train-minutes): moe-translate f32 and --quantize
+# int8, the same weights in PyTorch with a key/value cache, and, with --ct2 (a CTranslate2 build,
+# ../shared/peers/ct2/README.md), CTranslate2 float32 and int8 of the converted checkpoint; wall seconds,
+# BLEU of each output, model sizes on disk.
+# Prints one JSON line per measurement (also appended to DIR/results.jsonl) and a summary table
+# (speed relative to moe f32 / PyTorch: > 1 means moe is faster). PyTorch is /usr/bin/python3's (python3-torch).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="$ROOT/runs/bench-cpu"; BIN="$ROOT/build-cpu/bin"; THREADS="1 2"; UPDATES=30; WARMUP=5; ONLY="train,decode"
-MODELS="demo,big"; CKPT=""; TRAIN_MINUTES=5; REPEAT=1; PY=/usr/bin/python3; DECODE_ARGS=()
+MODELS="demo,big"; CKPT=""; TRAIN_MINUTES=5; REPEAT=3; PY=/usr/bin/python3; DECODE_ARGS=(); CT2_BUILD=""; SIDES=""; LINES=0
+PEERS="$ROOT/../shared/peers/ct2"
 while (( $# )); do
   case "$1" in
     --out) OUT="$2"; shift 2 ;;
@@ -28,14 +37,21 @@ while (( $# )); do
     --train-minutes) TRAIN_MINUTES="$2"; shift 2 ;;
     --repeat) REPEAT="$2"; shift 2 ;;
     --decode-arg) DECODE_ARGS+=("$2"); shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --ct2) CT2_BUILD="$(cd "$2" && pwd)"; shift 2 ;;
+    --sides) SIDES="$2"; shift 2 ;;
+    --lines) LINES="$2"; shift 2 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-cpu: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
 done
-for b in moe-train moe-translate moe-vocab; do
+for b in moe-train moe-translate moe-vocab moe-average moe-score; do
   [[ -x "$BIN/$b" ]] || { echo "bench-cpu: $BIN/$b missing (build it, or give --bin)" >&2; exit 2; }
 done
 "$PY" -c "import torch" 2>/dev/null || { echo "bench-cpu: $PY has no torch (scripts/install-deps.sh --with bench)" >&2; exit 2; }
+if [[ -n "$CT2_BUILD" ]]; then
+  [[ -x "$CT2_BUILD/cli/ct2-translator" ]] || { echo "bench-cpu: no $CT2_BUILD/cli/ct2-translator (see $PEERS/README.md)" >&2; exit 2; }
+  "$PY" -c "import numpy, sentencepiece" 2>/dev/null || { echo "bench-cpu: --ct2 needs python3-numpy and python3-sentencepiece" >&2; exit 2; }
+fi
 mkdir -p "$OUT"
 RESULTS="$OUT/results.jsonl"
 DATA="$OUT/data"
@@ -47,16 +63,22 @@ for f in train.src train.tgt test.src; do
   [[ -s "$DATA/$f.ids" ]] || "$BIN/moe-vocab" encode --vocab "$DATA/vocab.spm" -i "$DATA/$f" -o "$DATA/$f.ids"
 done
 emit() { echo "$1" | tee -a "$RESULTS"; }
-timed() { local f="$1"; shift; /usr/bin/time -f '%e %U %S %F %R' -o "$f" "$@"; }  # FILE CMD...: wall user sys faults
+# timed FILE CMD...: wall user sys faults max-RSS of CMD, after the load average (first field)
+timed() { local f="$1"; shift; cut -d' ' -f1 /proc/loadavg > "$f.load"; /usr/bin/time -f '%e %U %S %F %R %M' -o "$f" "$@"; }
 cpu_fields() {  # FILE: the JSON fields of a timed run
-  local wall user sys major minor; read -r wall user sys major minor < <(tail -1 "$1")
-  echo "\"wall\": $wall, \"user\": $user, \"system\": $sys, \"page_faults\": $((major + minor))"
+  local wall user sys major minor rss; read -r wall user sys major minor rss < <(tail -1 "$1")
+  echo "\"wall\": $wall, \"user\": $user, \"system\": $sys, \"cores_used\": $(awk -v w="$wall" -v u="$user" -v s="$sys" \
+    'BEGIN { printf "%.2f", (u + s) / (w > 0 ? w : 1) }'), \"max_rss_mib\": $((rss / 1024)), \"page_faults\": $((major + minor)), \"load1\": $(cat "$1.load")"
 }
+pin() { PIN=(taskset -c "0-$(($1 - 1))"); }  # N: the first N CPUs
 # Builds from before --cpu-threads (a baseline) get the thread count through OpenBLAS instead.
 threads_flag() {
-  if "$BIN/moe-train" --cpu-threads 1 --help >/dev/null 2>&1; then THREAD_ARGS=(--cpu-threads "$1"); ENV_T=(env)
-  else THREAD_ARGS=(); ENV_T=(env "OPENBLAS_NUM_THREADS=$1"); if [[ "$1" == 0 ]]; then ENV_T=(env); fi; fi
+  if [[ "$1" == 0 ]]; then THREAD_ARGS=(); ENV_T=(env); return; fi  # 0: every core, the programs' default
+  pin "$1"
+  if "$BIN/moe-train" --cpu-threads 1 --help >/dev/null 2>&1; then THREAD_ARGS=(--cpu-threads "$1"); ENV_T=(env "OMP_NUM_THREADS=$1" "${PIN[@]}")
+  else THREAD_ARGS=(); ENV_T=(env "OPENBLAS_NUM_THREADS=$1" "OMP_NUM_THREADS=$1" "${PIN[@]}"); fi
 }
+torch_env() { pin "$1"; TORCH_ENV=(env "OMP_NUM_THREADS=$1" "OPENBLAS_NUM_THREADS=$1" "MKL_NUM_THREADS=$1" "${PIN[@]}"); }
 
 model_args() {  # moe-train options and bench_cpu_torch.py options of a model
   case "$1" in
@@ -99,8 +121,8 @@ r.update(json.loads("{" + sys.argv[5] + "}"))
 print(json.dumps(r))
 EOF
 )"
-        model_args "$model"
-        line=$(timed "$run.torch.time" "$PY" "$ROOT/scripts/bench_cpu_torch.py" train --src "$DATA/train.src.ids" --tgt "$DATA/train.tgt.ids" \
+        model_args "$model"; torch_env "$t"
+        line=$(timed "$run.torch.time" "${TORCH_ENV[@]}" "$PY" "$ROOT/scripts/bench_cpu_torch.py" train --src "$DATA/train.src.ids" --tgt "$DATA/train.tgt.ids" \
                "${TORCH_MODEL[@]}" --threads "$t" --updates "$UPDATES" --warmup "$WARMUP")
         emit "${line%\}}, \"model\": \"$model\", $(cpu_fields "$run.torch.time")}"
       done
@@ -126,19 +148,52 @@ with open(sys.argv[1], "rb") as f:
     f.seek(8 + n + lo)
     open(sys.argv[2], "wb").write(f.read(hi - lo))
 EOF
-  "$BIN/moe-vocab" encode --vocab "$OUT/checkpoint-vocab.spm" -i "$DATA/test.src" -o "$OUT/test.src.ckpt.ids"
+  SRC="$DATA/test.src" REF="$DATA/test.tgt"  # --lines N: the first N lines (a smoke run)
+  if (( LINES > 0 )); then head -n "$LINES" "$SRC" > "$OUT/test.src"; head -n "$LINES" "$REF" > "$OUT/test.tgt"; SRC="$OUT/test.src" REF="$OUT/test.tgt"; fi
+  "$BIN/moe-vocab" encode --vocab "$OUT/checkpoint-vocab.spm" -i "$SRC" -o "$OUT/test.src.ckpt.ids"
+  # sizes on disk: the checkpoint, its pre-quantized form (moe-average --quantize int8), CTranslate2's models
+  CKPT8="$OUT/checkpoint.int8.safetensors"
+  "$BIN/moe-average" --quantize int8 -o "$CKPT8" "$CKPT" 2>/dev/null
+  size_mib() { du -sk "$1" | awk '{ printf "%.1f", $1 / 1024 }'; }
+  emit "{\"side\": \"moe\", \"work\": \"size\", \"f32_mib\": $(size_mib "$CKPT"), \"int8_mib\": $(size_mib "$CKPT8")}"
+  if [[ -n "$CT2_BUILD" ]]; then
+    "$PY" "$PEERS/convert_moe.py" "$CKPT" "$OUT/ct2-f32" --quantization float32 --force >/dev/null
+    "$PY" "$PEERS/convert_moe.py" "$CKPT" "$OUT/ct2-int8" --quantization int8 --force >/dev/null
+    "$PY" "$PEERS/spm_pieces.py" encode "$OUT/ct2-f32/source.spm" < "$SRC" > "$OUT/test.src.pieces"
+    MAXPOS="$("$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from convert_moe import load_safetensors, parse_model_yaml; print(parse_model_yaml(load_safetensors(sys.argv[2])[1]["moe.model"])["max_positions"])' "$PEERS" "$CKPT")"
+    emit "{\"side\": \"ct2\", \"work\": \"size\", \"f32_mib\": $(size_mib "$OUT/ct2-f32"), \"int8_mib\": $(size_mib "$OUT/ct2-int8")}"
+  fi
+  bleu() { "$BIN/moe-score" bleu -r "$REF" -i "$1" | grep -o 'BLEU[^0-9]*[0-9.]*' | grep -o '[0-9.]*$'; }
+  decode_run() {  # SIDE BEAM THREADS HYP: one timed decoding run and its JSON line
+    local side="$1" beam="$2" t="$3" hyp="$4" line=""
+    case "$side" in
+      moe-f32|moe-int8)
+        threads_flag "$t"
+        local q=(); [[ "$side" == moe-int8 ]] && q=(--quantize int8)
+        timed "$hyp.time" "${ENV_T[@]}" "$BIN/moe-translate" "${THREAD_ARGS[@]}" -q -m "$CKPT" --device cpu "${q[@]}" \
+          --beam "$beam" -i "$SRC" -o "$hyp" "${DECODE_ARGS[@]}" ;;
+      ct2-f32|ct2-int8)
+        pin "$t"
+        timed "$hyp.time" env "LD_LIBRARY_PATH=$CT2_BUILD" "OMP_NUM_THREADS=$t" "${PIN[@]}" "$CT2_BUILD/cli/ct2-translator" \
+          --model "$OUT/ct2-${side#ct2-}" --compute_type "$([[ $side == ct2-f32 ]] && echo float32 || echo int8)" \
+          --device cpu --intra_threads "$t" --inter_threads 1 --beam_size "$beam" --batch_type tokens --batch_size 4096 \
+          --max_decoding_length 200 --max_input_length "$MAXPOS" --src "$OUT/test.src.pieces" --out "$hyp.pieces"
+        "$PY" "$PEERS/spm_pieces.py" decode "$OUT/ct2-f32/source.spm" < "$hyp.pieces" > "$hyp" ;;
+      torch)
+        torch_env "$t"
+        line=$(timed "$hyp.time" "${TORCH_ENV[@]}" "$PY" "$ROOT/scripts/bench_cpu_torch.py" decode --checkpoint "$CKPT" \
+               --src "$OUT/test.src.ckpt.ids" --beam "$beam" --threads "$t" --max-tokens 4096 --out "$hyp.ids")
+        emit "${line%\}}, $(cpu_fields "$hyp.time")}"
+        return ;;
+    esac
+    local wall; read -r wall _ <"$hyp.time"
+    emit "{\"side\": \"$side\", \"work\": \"decode\", \"beam\": $beam, \"threads\": $t, \"seconds\": $wall, \"bleu\": $(bleu "$hyp"), $(cpu_fields "$hyp.time")}"
+  }
+  if [[ -z "$SIDES" ]]; then SIDES="moe-f32 moe-int8 torch"; [[ -n "$CT2_BUILD" ]] && SIDES="moe-f32 moe-int8 ct2-f32 ct2-int8 torch"; fi
   for beam in 5 1; do
     for t in $THREADS; do
-      for r in $(seq "$REPEAT"); do
-        hyp="$OUT/test.b$beam.t$t"
-        threads_flag "$t"
-        timed "$hyp.time" "${ENV_T[@]}" "$BIN/moe-translate" "${THREAD_ARGS[@]}" -q -m "$CKPT" \
-          --beam "$beam" -i "$DATA/test.src" -o "$hyp.moe" "${DECODE_ARGS[@]}"
-        read -r wall _ <"$hyp.time"
-        emit "{\"side\": \"moe\", \"work\": \"decode\", \"beam\": $beam, \"threads\": $t, \"seconds\": $wall, $(cpu_fields "$hyp.time")}"
-        line=$(timed "$hyp.torch.time" "$PY" "$ROOT/scripts/bench_cpu_torch.py" decode --checkpoint "$CKPT" \
-               --src "$OUT/test.src.ckpt.ids" --beam "$beam" --threads "$t" --max-tokens 4096 --out "$hyp.torch.ids")
-        emit "${line%\}}, $(cpu_fields "$hyp.torch.time")}"
+      for r in $(seq "$REPEAT"); do  # the sides interleaved, so that a change in load touches them alike
+        for side in $SIDES; do decode_run "$side" "$beam" "$t" "$OUT/test.b$beam.t$t.$side"; done
       done
     done
   done

@@ -339,38 +339,57 @@ def decode(a):
 
 
 def summary(a):
-    """Medians per (work, model or beam, threads, side) of a results.jsonl and the moe / PyTorch ratios."""
+    """Per (work, model or beam, threads): each side's median, min-max over the runs, cores used ((user + sys) /
+    wall), peak RSS, BLEU and load; then speed ratios (> 1: moe faster) at equal cores and best against best."""
     import statistics
     rows = [json.loads(l) for l in open(a.src) if l.strip()]
+    for r in rows:
+        if r["work"] == "size":
+            print("size on disk, %s: f32 %.1f MiB, int8 %.1f MiB" % (r["side"], r["f32_mib"], r["int8_mib"]))
     groups = {}
     for r in rows:
-        key = (r["work"], r.get("model", r.get("beam")), r["threads"])
-        groups.setdefault(key, {}).setdefault(r["side"], []).append(r)
-    print("%-7s %-6s %-7s %14s %14s %7s  %s" % ("work", "case", "threads", "moe", "pytorch", "ratio", "runs (moe values)"))
-    best = {}
-    for (work, case, t), sides in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        if "moe" not in sides or "torch" not in sides:
+        if r["work"] == "size":
             continue
+        side = "moe-f32" if (r["side"] == "moe" and r["work"] == "decode") else r["side"]
+        groups.setdefault((r["work"], str(r.get("model", r.get("beam"))), r["threads"]), {}).setdefault(side, []).append(r)
+    print("%-6s %-5s %-3s %-9s %9s %17s %6s %7s %8s %6s %5s" % ("work", "case", "thr", "side", "median", "min-max", "cores",
+                                                                 "CPU s", "RSS MiB", "BLEU", "load"))
+    cpu = {}
+    med = {}
+    for (work, case, t), sides in sorted(groups.items()):
         field = "tokens_per_s" if work == "train" else "seconds"
-        m = statistics.median(x[field] for x in sides["moe"])
-        p = statistics.median(x[field] for x in sides["torch"])
-        ratio = m / p if work == "train" else p / m
-        unit = "tok/s" if work == "train" else "s"
-        extra = ""
-        for side in ("moe", "torch"):  # system CPU time as a share of the process's CPU time
-            if all("user" in x for x in sides[side]):
-                u = statistics.median(x["user"] for x in sides[side])
-                s_ = statistics.median(x["system"] for x in sides[side])
-                extra += " %s system %.1f%% of CPU" % (side, 100 * s_ / max(u + s_, 1e-9))
-        print("%-7s %-6s %-7s %8.1f %-5s %8.1f %-5s %6.2fx  %s%s" % (
-            work, case, t, m, unit, p, unit, ratio, [x[field] for x in sides["moe"]], extra))
-        b = best.setdefault((work, case), {"moe": None, "torch": None})
-        for side, v in (("moe", m), ("torch", p)):
-            if b[side] is None or (v > b[side] if work == "train" else v < b[side]):
-                b[side] = v
-    for (work, case), b in sorted(best.items(), key=lambda kv: str(kv[0])):
-        ratio = b["moe"] / b["torch"] if work == "train" else b["torch"] / b["moe"]
-        print("best thread setting of each: %s %s: moe / PyTorch speed %.2fx" % (work, case, ratio))
+        for side, xs in sorted(sides.items()):
+            v = [x[field] for x in xs]
+            m = statistics.median(v)
+            med[(work, case, t, side)] = m
+            cores = statistics.median(x["cores_used"] for x in xs) if all("cores_used" in x for x in xs) else float("nan")
+            rss = statistics.median(x.get("max_rss_mib", float("nan")) for x in xs)
+            bleu = statistics.median(x.get("bleu", float("nan")) for x in xs)
+            load = max(x.get("load1", float("nan")) for x in xs)
+            # CPU seconds (user + system) of the whole process: what a loaded machine changes least
+            c = statistics.median(x.get("user", float("nan")) + x.get("system", float("nan")) for x in xs)
+            cpu[(work, case, t, side)] = c
+            print("%-6s %-5s %-3s %-9s %9.2f %8.2f-%-8.2f %6.2f %7.2f %8.0f %6.2f %5.2f" % (
+                work, case, t, side, m, min(v), max(v), cores, c, rss, bleu, load))
+    pairs = [("moe", "torch"), ("moe-f32", "torch"), ("moe-f32", "ct2-f32"), ("moe-int8", "ct2-int8"), ("moe-int8", "moe-f32")]
+    print("speed ratios at equal cores (> 1: the first is faster):")
+    keys = sorted({k[:3] for k in med})
+    for work, case, t in keys:
+        for x, y in pairs:
+            if (work, case, t, x) in med and (work, case, t, y) in med:
+                mx, my = med[(work, case, t, x)], med[(work, case, t, y)]
+                cx, cy = cpu[(work, case, t, x)], cpu[(work, case, t, y)]
+                print("  %s %s threads %s: %s / %s %.2fx (CPU seconds %.2fx)" % (
+                    work, case, t, x, y, mx / my if work == "train" else my / mx, cy / cx))
+    print("best thread setting of each side:")
+    for work, case in sorted({k[:2] for k in med}):
+        best = {}
+        for (w, c, t, side), m in med.items():
+            if (w, c) == (work, case) and (side not in best or (m > best[side] if work == "train" else m < best[side])):
+                best[side] = m
+        for x, y in pairs:
+            if x in best and y in best:
+                print("  %s %s: %s / %s %.2fx" % (work, case, x, y, best[x] / best[y] if work == "train" else best[y] / best[x]))
 
 
 def main():

@@ -1,10 +1,13 @@
-// moe-average: averages the parameters of checkpoints (`-o OUT ckpt1 ckpt2 ...` or `--last N --run-dir DIR`).
-// Logic in lib/training/average.cpp; covered by tests/training/checkpoint_test.cpp.
+// moe-average: averages the parameters of checkpoints (`-o OUT ckpt1 ckpt2 ...` or `--last N --run-dir DIR`);
+// --quantize int8 writes the result pre-quantized (models/int8_model.h). Logic in lib/training/average.cpp;
+// covered by tests/training/checkpoint_test.cpp and tests/scripts/e2e_translation.sh (int8).
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 
+#include "cli/enum_option.h"
 #include "cli/program.h"
+#include "models/checkpoint.h"
 #include "training/average.h"
 
 namespace {
@@ -17,6 +20,9 @@ int run(int argc, char** argv) {
   app.add_option("checkpoints", inputs, "checkpoints to average");
   app.add_option("--last", last, "average the last N numbered checkpoints of --run-dir");
   app.add_option("--run-dir", run_dir, "the run folder for --last");
+  moe::Quantize quantize = moe::Quantize::none;
+  moe::cli::add_enum_option(app, "--quantize", quantize,
+                            "int8: write the weights int8 with per-column f32 scales, for moe-translate --quantize int8");
   moe::cli::add_cpu_threads_option(app);
   CLI11_PARSE(app, argc, argv);
   try {
@@ -29,7 +35,12 @@ int run(int argc, char** argv) {
     }
     if (inputs.empty()) throw std::runtime_error("moe-average: give checkpoints or --last N --run-dir DIR");
     moe::average_checkpoints(inputs, output);
-    spdlog::info("moe-average: wrote {} (the mean of {} checkpoints)", output, inputs.size());
+    if (quantize != moe::Quantize::none) {
+      const moe::LoadedCheckpoint ck = moe::load_checkpoint(output, moe::Device::cpu());
+      moe::save_checkpoint(output, *ck.model, *ck.params, ck.vocab_files, ck.metadata, quantize);
+    }
+    spdlog::info("moe-average: wrote {} (the mean of {} checkpoints{})", output, inputs.size(),
+                 quantize == moe::Quantize::none ? "" : ", " + moe::enum_name(quantize));
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return 1;

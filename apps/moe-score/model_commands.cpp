@@ -33,6 +33,7 @@ namespace moe {
 namespace {
 struct ModelOptions {
   std::string model, device = "auto", dtype = "f32";
+  Quantize quantize = Quantize::none;
 };
 
 void add_model_options(CLI::App& sub, ModelOptions& m) {
@@ -41,6 +42,8 @@ void add_model_options(CLI::App& sub, ModelOptions& m) {
   sub.add_option("--dtype", m.dtype, "compute dtype on the GPU")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "bf16"}));
+  cli::add_enum_option(sub, "--quantize", m.quantize,
+                       "int8: weights and activations in int8 on the CPU (models/int8_model.h)");
 }
 
 /// Resolved device and dtype; bf16 needs a GPU.
@@ -122,6 +125,7 @@ cli::SubcommandRunner setup_ppl(CLI::App& sub) {
     const auto [device, dtype] = placement(a->m, "ppl");
     a->opt.dtype = dtype;
     LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
+    const Int8Inference int8(ck, a->m.quantize, device);
     stored_windows(ck, *context, *stride, a->opt.context, a->opt.stride);
     MOE_CHECK(ck.model->is_language_model(), "'", a->m.model, "' holds a ", ck.model->type(),
               " (translation) model; use moe-score pairs for translation models");
@@ -182,6 +186,7 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
     a->opt.dtype = dtype;
     a->opt.after_batch = stop_points("pairs");
     LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
+    const Int8Inference int8(ck, a->m.quantize, device);
     MOE_CHECK(!ck.model->is_language_model(), "'", a->m.model, "' holds a ", ck.model->type(),
               " language model; use moe-score ppl for language models");
     warn_future_gates(ck, "pairs", "these log-probabilities", err);
@@ -257,6 +262,7 @@ cli::SubcommandRunner setup_experts(CLI::App& sub) {
     a->opt.model_name = a->m.model;
     a->opt.after_batch = stop_points("experts");
     LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
+    const Int8Inference int8(ck, a->m.quantize, device);
     warn_future_gates(ck, "experts", "the gates and states analysed here", err);
     ExpertReport report;
     report.model = a->m.model;

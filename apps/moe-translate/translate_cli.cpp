@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli/enum_option.h"
 #include "cli/mae_inference_option.h"
 #include "cli/program.h"
 #include "common/progress_meter.h"
@@ -67,6 +68,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
             " model, not a translation model (use moe-score ppl for language models)");
   const data::Vocab& src_vocab = vocab_or(ck, "src", "tgt");
   const data::Vocab& tgt_vocab = vocab_or(ck, "tgt", "src");
+  const Int8Inference int8(ck, o.quantize, device);
   Translator translator(*net, *ck.params, device, to);
 
   std::ifstream in_file;
@@ -130,7 +132,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
     const double rate = secs > 0 ? 1.0 / secs : 0.0;
     err << "moe-translate: " << stats.lines << " lines (" << stats.empty_lines << " empty), " << stats.src_words
         << " source words, " << stats.src_tokens << " source tokens, " << stats.tgt_tokens << " target tokens in "
-        << secs << " s on " << device << " (" << o.dtype << ", beam " << o.beam
+        << secs << " s on " << device << " (" << (int8.on() ? int8.describe() : o.dtype) << ", beam " << o.beam
         << "): " << static_cast<int64_t>(stats.src_words * rate) << " words/s, "
         << static_cast<int64_t>(stats.tgt_tokens * rate) << " tokens/s; loading took " << load << " s\n";
     const AllocatorStats mem = allocator_for(device).stats();
@@ -165,6 +167,8 @@ int translate_main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--device", o.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   cli::add_mae_inference_option(app, o.mae_inference);
+  cli::add_enum_option(app, "--quantize", o.quantize,
+                       "int8: dense and expert weights int8 per output channel, activations per row, on the CPU");
   cli::add_cpu_threads_option(app);
   app.add_option("--dtype", o.dtype, "compute dtype on the GPU")
       ->capture_default_str()

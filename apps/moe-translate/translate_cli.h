@@ -10,6 +10,7 @@
 #include <string>
 
 #include "layers/build_context.h"
+#include "models/int8_model.h"
 
 namespace moe {
 
@@ -23,6 +24,7 @@ struct TranslateCliOptions {
   int64_t max_tokens = 4096;
   int64_t chunk_lines = 10000;  // input lines read, sorted and translated at a time
   std::string device = "auto", dtype = "f32";
+  Quantize quantize = Quantize::none;                  // int8: CPU int8 inference (models/int8_model.h)
   ExpertChoice mae_inference = ExpertChoice::mixture;  // MAE models: mixture | argmax (the most-weighted expert)
   bool quiet = false;                                  // no summary or progress on stderr
   double log_every = 30;                               // seconds between progress lines off a terminal (0 = none)

@@ -20,10 +20,18 @@ VocabFile VocabFile::read(const std::string& role, const std::string& path) {
 }
 
 void save_checkpoint(const std::string& path, const Model& model, const ParameterStore& params,
-                     const std::vector<VocabFile>& vocabs, const std::map<std::string, std::string>& metadata) {
+                     const std::vector<VocabFile>& vocabs, const std::map<std::string, std::string>& metadata,
+                     Quantize quantize) {
   std::vector<std::pair<std::string, Tensor>> tensors;
-  for (const ParamEntry& e : params.entries()) tensors.emplace_back(e.name, params.value(params.find(e.name)));
+  for (const ParamEntry& e : params.entries()) {
+    const Tensor value = params.value(params.find(e.name));
+    if (quantize == Quantize::int8 && int8_role(e) == Int8Role::per_column)
+      append_int8_weight(tensors, e.name, quantize_int8(value, false));
+    else
+      tensors.emplace_back(e.name, value);
+  }
   std::map<std::string, std::string> meta = metadata;
+  if (quantize != Quantize::none) meta["moe.quantize"] = enum_name(quantize);
   meta.insert_or_assign("moe.format", std::string("1"));  // not operator= "1": a GCC 12 -Wrestrict false positive
   meta["moe.model"] = YAML::Dump(model.config_yaml());
   for (const VocabFile& v : vocabs) {
@@ -61,6 +69,18 @@ LoadedCheckpoint load_checkpoint(const std::string& path, Device device) {
       out.vocabs[role] = data::load_vocab(vpath);
       std::filesystem::remove(vpath);
       out.vocab_files.push_back(std::move(v));
+      continue;
+    }
+    const auto ends_with = [&](const std::string& suffix) {
+      return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if (ends_with(kInt8ScaleSuffix)) continue;  // read with its weight
+    if (ends_with(kInt8Suffix)) {               // a pre-quantized weight
+      const std::string stem = name.substr(0, name.size() - kInt8Suffix.size());
+      MOE_CHECK(file.has(stem + kInt8ScaleSuffix), path, ": '", name, "' has no scales '", stem, kInt8ScaleSuffix, "'");
+      auto [param, m] = read_int8_weight(path, name, t, file.get(stem + kInt8ScaleSuffix));
+      out.params->declare(param, m.shape, Init::from_values(dequantize_int8(m).to_vector<float>()));
+      out.int8.emplace(param, std::move(m));
       continue;
     }
     MOE_CHECK(t.dtype() == DType::f32, path, ": parameter '", name, "' is ", dtype_name(t.dtype()), ", expected f32");

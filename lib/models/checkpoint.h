@@ -12,6 +12,7 @@
 
 #include "data/vocab.h"
 #include "graph/parameters.h"
+#include "models/int8_model.h"
 #include "models/model_registry.h"
 
 namespace moe {
@@ -25,8 +26,10 @@ struct VocabFile {
   static VocabFile read(const std::string& role, const std::string& path);
 };
 
+/// With quantize = int8, a pre-quantized checkpoint (models/int8_model.h; parameters on the CPU).
 void save_checkpoint(const std::string& path, const Model& model, const ParameterStore& params,
-                     const std::vector<VocabFile>& vocabs, const std::map<std::string, std::string>& metadata = {});
+                     const std::vector<VocabFile>& vocabs, const std::map<std::string, std::string>& metadata = {},
+                     Quantize quantize = Quantize::none);
 
 struct LoadedCheckpoint {
   std::unique_ptr<Model> model;
@@ -34,10 +37,12 @@ struct LoadedCheckpoint {
   std::map<std::string, std::unique_ptr<data::Vocab>> vocabs;  // by role
   std::vector<VocabFile> vocab_files;
   std::map<std::string, std::string> metadata;
+  std::map<std::string, Int8Matrix> int8;  // a pre-quantized checkpoint's int8 weights, by parameter name
   const data::Vocab& vocab(const std::string& role) const;
 };
 
-/// Loads a checkpoint onto `device`; errors name the file and what is missing or inconsistent.
+/// Loads a checkpoint onto `device` (a pre-quantized one: its int8 weights, and their values q * scale as the
+/// parameters); errors name the file and what is missing or inconsistent.
 LoadedCheckpoint load_checkpoint(const std::string& path, Device device);
 
 /// Copies the parameters of a checkpoint file into an existing store (names and shapes must match).

@@ -1,14 +1,14 @@
-// CPU reference of the grouped GEMM (one BLAS call per non-empty expert segment; offsets read on
+// CPU reference of the grouped GEMM (one GEMM call, ops/cpu_gemm.h, per non-empty expert segment; offsets read on
 // the host) and the public entry points with their argument checks. See grouped_gemm.h.
 #include "ops/grouped_gemm.h"
-
-#include <cblas.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "common/cpu_threads.h"
+#include "ops/cpu_gemm.h"
 #include "ops/dispatch.h"
+#include "ops/int8_gemm.h"
 
 namespace moe {
 
@@ -23,12 +23,10 @@ std::vector<int32_t> host_offsets(const Tensor& offsets, int64_t rows) {
 }
 
 void gemm(const float* a, const float* b, float* c, bool ta, bool tb, int m, int n, int k, float beta) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.f, a,
-              std::max(1, ta ? m : k), b, std::max(1, tb ? k : n), beta, c, std::max(1, n));
+  cpu::sgemm(ta, tb, m, n, k, 1.f, a, std::max(1, ta ? m : k), b, std::max(1, tb ? k : n), beta, c, std::max(1, n));
 }
 void gemm(const double* a, const double* b, double* c, bool ta, bool tb, int m, int n, int k, float beta) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a,
-              std::max(1, ta ? m : k), b, std::max(1, tb ? k : n), beta, c, std::max(1, n));
+  cpu::dgemm(ta, tb, m, n, k, 1.0, a, std::max(1, ta ? m : k), b, std::max(1, tb ? k : n), beta, c, std::max(1, n));
 }
 
 template <class T>
@@ -38,6 +36,7 @@ void forward(const Tensor& x, const Tensor& w, const Tensor& offsets, Tensor& ou
   const T* px = x.data<T>();
   const T* pw = w.data<T>();
   T* po = out.data<T>();
+  const Int8Matrix* q = std::is_same_v<T, float> && !trans_w ? active_int8_weight(w) : nullptr;
   // experts in parallel (common/cpu_threads.h), each GEMM single-threaded: the blocks of out are disjoint
   parallel_for(int64_t(off.size()) - 1, 1, [&](int64_t e0, int64_t e1) {
     for (int64_t e = e0; e < e1; ++e) {
@@ -47,8 +46,12 @@ void forward(const Tensor& x, const Tensor& w, const Tensor& offsets, Tensor& ou
         if (!accumulate) std::fill(po + r0 * m, po + (r0 + rows) * m, T(0));
         continue;
       }
-      gemm(px + r0 * k, pw + int64_t(e) * k * m, po + r0 * m, false, trans_w, int(rows), int(m), int(k),
-           accumulate ? 1.f : 0.f);
+      if (q)  // a quantized expert weight (ops/int8_gemm.h)
+        cpu::int8_matmul(reinterpret_cast<const float*>(px + r0 * k), rows, *q, e,
+                         reinterpret_cast<float*>(po + r0 * m), accumulate);
+      else
+        gemm(px + r0 * k, pw + int64_t(e) * k * m, po + r0 * m, false, trans_w, int(rows), int(m), int(k),
+             accumulate ? 1.f : 0.f);
     }
   });
 }

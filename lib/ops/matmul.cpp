@@ -1,8 +1,6 @@
-// CPU reference of the dense GEMMs (OpenBLAS sgemm/dgemm, a loop over the batch), the shape
+// CPU reference of the dense GEMMs (ops/cpu_gemm.h: oneDNN or OpenBLAS, a loop over the batch), the shape
 // planning shared with CUDA, and the public entry points. See matmul.h for the math.
 #include "ops/matmul.h"
-
-#include <cblas.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,7 +8,9 @@
 #include <vector>
 
 #include "common/cpu_threads.h"
+#include "ops/cpu_gemm.h"
 #include "ops/dispatch.h"
+#include "ops/int8_gemm.h"
 #include "tensor/cuda_runtime.h"
 
 namespace moe {
@@ -94,18 +94,17 @@ namespace cpu {
 namespace {
 void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
           int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const double* a, int64_t lda, const double* b,
           int64_t ldb, float beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  dgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 /// c = alpha op(a) op(b) + beta c, split across the CPU threads (common/cpu_threads.h) along the
-/// longer of m and n: each part is one single-threaded BLAS call on a block of rows (or columns)
-/// of c, so every element is computed as by one call on the whole matrix.
+/// longer of m and n: each part is one single-threaded GEMM call on a block of rows (or columns)
+/// of c; with oneDNN every element is computed as by one call on the whole matrix, so results do not depend
+/// on the thread count (tests/ops/cpu_gemm_test.cpp; Debian's OpenBLAS differs in the last bits).
 template <class T>
 void gemm(const T* a, const T* b, T* c, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, float beta,
           bool split) {
@@ -132,6 +131,11 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool tb, flo
   if (p.m == 0 || p.n == 0) return;
   const T *pa = a.data<T>(), *pb = b.data<T>();
   T* pc = out.data<T>();
+  if constexpr (std::is_same_v<T, float>) {  // a quantized weight as b (ops/int8_gemm.h): rows of a times it
+    const Int8Matrix* q = active_int8_weight(b);
+    if (q && q->experts() == 1 && q->per_row == tb && p.batch == 1 && !ta && alpha == 1.f && beta == 0.f)
+      return int8_matmul(pa, p.m, *q, 0, pc, false);
+  }
   auto one = [&](int64_t i, bool split) {
     T* c = pc + i * p.stride_c;
     if (p.k == 0) {  // empty reduction: out = beta * out

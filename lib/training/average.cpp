@@ -16,6 +16,11 @@ void average_checkpoints(const std::vector<std::string>& inputs, const std::stri
   MOE_CHECK(!inputs.empty(), "moe-average: no input checkpoints");
   SafetensorsFile first = load_safetensors(inputs[0]);
   MOE_CHECK(first.metadata.count("moe.model"), inputs[0], ": not a moe checkpoint (no 'moe.model' metadata)");
+  auto check_f32 = [](const SafetensorsFile& f, const std::string& path) {
+    MOE_CHECK(f.metadata.count("moe.quantize") == 0, "moe-average: ", path,
+              " is pre-quantized (moe-average --quantize); average the f32 checkpoints it came from");
+  };
+  check_f32(first, inputs[0]);
   std::vector<std::vector<double>> sums(first.tensors.size());
   for (size_t i = 0; i < first.tensors.size(); ++i)
     if (first.tensors[i].second.dtype() == DType::f32) {
@@ -24,6 +29,7 @@ void average_checkpoints(const std::vector<std::string>& inputs, const std::stri
     }
   for (size_t k = 1; k < inputs.size(); ++k) {
     const SafetensorsFile f = load_safetensors(inputs[k]);
+    check_f32(f, inputs[k]);
     auto model = f.metadata.find("moe.model");
     MOE_CHECK(model != f.metadata.end() && model->second == first.metadata.at("moe.model"), "moe-average: ", inputs[k],
               " holds a different model than ", inputs[0]);

@@ -194,3 +194,79 @@ TEST_CASE("average: the element-wise mean of checkpoints", "[training][average]"
                     Catch::Contains("different model"));
   fs::remove_all(dir);
 }
+
+namespace {
+double loss_of(const LoadedCheckpoint& c, const data::Batch& batch) {
+  Graph g(Device::cpu(), c.params.get());
+  Builder b(g);
+  Expr loss = c.model->loss(b, batch, 0.f);
+  g.forward();
+  return loss.val().to_vector<double>()[0];
+}
+}  // namespace
+
+TEST_CASE("int8: a pre-quantized checkpoint equals quantizing on load", "[training][checkpoint][int8]") {
+  const std::string dir = test::temp_dir("int8");
+  std::ofstream(dir + "/vocab.txt") << "a 1\nb 1\nc 1\nd 1\ne 1\nf 1\n";
+  const std::vector<VocabFile> vocabs = {VocabFile::read("src", dir + "/vocab.txt"),
+                                         VocabFile::read("tgt", dir + "/vocab.txt")};
+  TinyModel t = tiny_model(3);
+  auto opt = Optimizer::create("sgd");
+  train_step(t, *opt);
+  save_checkpoint(dir + "/f32.safetensors", *t.model, *t.store, vocabs);
+  save_checkpoint(dir + "/int8.safetensors", *t.model, *t.store, vocabs, {}, Quantize::int8);
+  const LoadedCheckpoint f32 = load_checkpoint(dir + "/f32.safetensors", Device::cpu());
+  const LoadedCheckpoint pre = load_checkpoint(dir + "/int8.safetensors", Device::cpu());
+  CHECK(pre.metadata.at("moe.quantize") == "int8");
+  CHECK(f32.int8.empty());
+  CHECK(pre.int8.count("encoder.l0.ffn.fc1.w") == 1);
+  CHECK(pre.int8.count("embed.src") == 0);  // tables stay f32 in the file (the lookups read them)
+  CHECK(fs::file_size(dir + "/int8.safetensors") < fs::file_size(dir + "/f32.safetensors"));
+  // the same int8 weights either way, hence the same products and output
+  const auto on_load = quantize_model(*f32.params, f32.int8), from_file = quantize_model(*pre.params, pre.int8);
+  REQUIRE(on_load->size() == from_file->size());
+  for (const auto& e : f32.params->entries()) {
+    const Int8Matrix* a = on_load->find(f32.params->value(e.name));
+    const Int8Matrix* b = from_file->find(pre.params->value(e.name));
+    REQUIRE((a == nullptr) == (b == nullptr));
+    if (a) CHECK((a->q == b->q && a->scale == b->scale && a->per_row == b->per_row));
+    CHECK((a != nullptr) == (int8_role(e) != Int8Role::keep_f32));
+  }
+  const double f32_loss = loss_of(f32, t.batch);
+  double int8_loss = 0;
+  {
+    const Int8Inference on(f32, Quantize::int8, Device::cpu());
+    REQUIRE(on.on());
+    int8_loss = loss_of(f32, t.batch);
+  }
+  {
+    const Int8Inference on(pre, Quantize::none, Device::cpu());  // pre-quantized: int8 whatever the option
+    REQUIRE(on.on());
+    CHECK(loss_of(pre, t.batch) == int8_loss);
+  }
+  CHECK(int8_loss != f32_loss);  // the int8 path ran
+  CHECK(int8_loss == Approx(f32_loss).epsilon(0.02));
+  CHECK_THROWS_WITH(Int8Inference(f32, Quantize::int8, Device::cuda(0)), Catch::Contains("CPU only"));
+  CHECK_THROWS_WITH(average_checkpoints({dir + "/int8.safetensors"}, dir + "/x.safetensors"),
+                    Catch::Contains("pre-quantized"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("int8: which parameters are quantized, and how", "[training][checkpoint][int8]") {
+  auto role = [](const std::string& name, const Shape& s, bool state = false) {
+    ParamEntry e;
+    e.name = name;
+    e.shape = s;
+    e.state = state;
+    return int8_role(e);
+  };
+  CHECK(role("encoder.l0.self_attn.q.w", Shape{8, 8}) == Int8Role::per_column);
+  CHECK(role("decoder.l1.ffn.moe.expert.w0", Shape{4, 8, 16}) == Int8Role::per_column);
+  CHECK(role("embed.tgt", Shape{10, 8}) == Int8Role::per_row);
+  CHECK(role("out.w", Shape{10, 8}) == Int8Role::per_row);
+  CHECK(role("decoder.l1.ffn.moe.gate.w", Shape{8, 4}) == Int8Role::keep_f32);
+  CHECK(role("encoder.l0.self_attn.gate.l1.w", Shape{8, 256}) == Int8Role::keep_f32);
+  CHECK(role("encoder.l0.attn.router.w", Shape{8, 4}) == Int8Role::keep_f32);
+  CHECK(role("encoder.l0.ffn.fc1.b", Shape{16}) == Int8Role::keep_f32);
+  CHECK(role("encoder.l0.bn.mean", Shape{8, 8}, true) == Int8Role::keep_f32);
+}

@@ -1,0 +1,84 @@
+// int8_model.h: the quantization rules per parameter and the pre-quantized tensors of a checkpoint.
+#include "models/int8_model.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <sstream>
+
+#include "models/checkpoint.h"
+
+namespace moe {
+
+Int8Role int8_role(const ParamEntry& e) {
+  if (e.state || (e.shape.ndim() != 2 && e.shape.ndim() != 3)) return Int8Role::keep_f32;
+  std::istringstream parts(e.name);
+  for (std::string part; std::getline(parts, part, '.');)
+    if (part.rfind("gate", 0) == 0 || part.rfind("router", 0) == 0) return Int8Role::keep_f32;
+  if (e.name.rfind("embed.", 0) == 0 || e.name == "out.w") return e.shape.ndim() == 2 ? Int8Role::per_row : Int8Role::keep_f32;
+  return Int8Role::per_column;
+}
+
+std::pair<std::string, Int8Matrix> read_int8_weight(const std::string& path, const std::string& name,
+                                                    const Tensor& bytes, const Tensor& scale) {
+  const std::string param = name.substr(0, name.size() - kInt8Suffix.size());
+  const Shape& s = bytes.shape();
+  MOE_CHECK(bytes.dtype() == DType::u8 && (s.ndim() == 2 || s.ndim() == 3), path, ": '", name,
+            "' must be a u8 tensor [K, N] or [E, K, N] (int8 bytes), got ", dtype_name(bytes.dtype()), " ", s);
+  const int64_t want = (s.ndim() == 3 ? s[0] : 1) * s[-1];
+  MOE_CHECK(scale.dtype() == DType::f32 && scale.numel() == want, path, ": '", param, kInt8ScaleSuffix,
+            "' must hold ", want, " f32 scales (one per output column of ", s, "), got ", dtype_name(scale.dtype()), " ",
+            scale.shape());
+  Int8Matrix m;
+  m.shape = s;
+  m.q.resize(static_cast<size_t>(s.numel()));
+  std::memcpy(m.q.data(), bytes.raw(), m.q.size());
+  m.scale = scale.to_vector<float>();
+  return {param, std::move(m)};
+}
+
+void append_int8_weight(std::vector<std::pair<std::string, Tensor>>& tensors, const std::string& name,
+                        const Int8Matrix& m) {
+  std::vector<uint8_t> bytes(m.q.size());
+  std::memcpy(bytes.data(), m.q.data(), bytes.size());
+  tensors.emplace_back(name + kInt8Suffix, Tensor::from_vector(bytes, m.shape));
+  const Shape scale_shape = m.shape.ndim() == 3 ? Shape{m.shape[0], m.shape[2]} : Shape{m.shape[1]};
+  tensors.emplace_back(name + kInt8ScaleSuffix, Tensor::from_vector(m.scale, scale_shape));
+}
+
+std::unique_ptr<Int8Weights> quantize_model(const ParameterStore& params,
+                                            const std::map<std::string, Int8Matrix>& prequantized) {
+  auto out = std::make_unique<Int8Weights>();
+  for (size_t i = 0; i < params.entries().size(); ++i) {
+    const ParamEntry& e = params.entries()[i];
+    const Tensor value = params.value(static_cast<int>(i));
+    if (auto it = prequantized.find(e.name); it != prequantized.end()) {
+      out->add(value, it->second);
+      continue;
+    }
+    const Int8Role role = int8_role(e);
+    if (role != Int8Role::keep_f32) out->add(value, quantize_int8(value, role == Int8Role::per_row));
+  }
+  return out;
+}
+
+Int8Inference::Int8Inference(const LoadedCheckpoint& ck, Quantize quantize, Device device) {
+  if (quantize == Quantize::none && ck.int8.empty()) return;
+  if (device.is_cuda()) {
+    MOE_CHECK(quantize == Quantize::none, "--quantize ", enum_name(quantize),
+              " runs on the CPU only (use --device cpu; on a GPU moe computes in f32, bf16 or f16)");
+    spdlog::info("a pre-quantized checkpoint on {}: its weights run as f32 values q * scale", device.str());
+    return;
+  }
+  weights_ = quantize_model(*ck.params, ck.int8);
+  active_ = std::make_unique<ActiveInt8Weights>(weights_.get());
+}
+
+std::string Int8Inference::describe() const {
+  if (!on()) return "f32";
+  std::ostringstream os;
+  os << "int8 (" << weights_->size() << " weights, " << (weights_->bytes() >> 20) << " MiB)";
+  return os.str();
+}
+
+}  // namespace moe

@@ -1,0 +1,119 @@
+// cpu_gemm.h: the backend choice and the calls into OpenBLAS, oneDNN and the portable int8 loop.
+#include "ops/cpu_gemm.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <atomic>
+#include <cstdlib>
+
+#include "common/error.h"
+
+#ifdef MOE_WITH_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+namespace moe {
+
+bool onednn_built() {
+#ifdef MOE_WITH_DNNL
+  return true;
+#else
+  return false;
+#endif
+}
+
+namespace {
+CpuGemmBackend default_backend() {
+  if (const char* v = std::getenv("MOE_CPU_GEMM"); v && *v) {
+    const CpuGemmBackend b = parse_enum<CpuGemmBackend>(v, "MOE_CPU_GEMM");
+    MOE_CHECK(b != CpuGemmBackend::onednn || onednn_built(),
+              "MOE_CPU_GEMM=onednn: this build of moe has no oneDNN (install libdnnl-dev and rebuild)");
+    return b;
+  }
+  return onednn_built() && __builtin_cpu_supports("avx512f") ? CpuGemmBackend::onednn : CpuGemmBackend::openblas;
+}
+std::atomic<CpuGemmBackend>& backend_slot() {
+  static std::atomic<CpuGemmBackend> b{default_backend()};
+  return b;
+}
+CBLAS_TRANSPOSE blas_trans(bool t) { return t ? CblasTrans : CblasNoTrans; }
+
+/// While alive, oneDNN (an OpenMP library) called on this thread uses one thread: inside a parallel_for
+/// (common/cpu_threads.h) it sees an active region and runs serially anyway; outside one, this thread's
+/// OpenMP thread count is 1 until the scope ends. GEMMs are split by the ops, never by the library.
+class OneOpenmpThread {
+ public:
+  OneOpenmpThread() : saved_(omp_in_parallel() ? 0 : omp_get_max_threads()) {
+    if (saved_ > 1) omp_set_num_threads(1);
+  }
+  ~OneOpenmpThread() {
+    if (saved_ > 1) omp_set_num_threads(saved_);
+  }
+  OneOpenmpThread(const OneOpenmpThread&) = delete;
+  OneOpenmpThread& operator=(const OneOpenmpThread&) = delete;
+
+ private:
+  int saved_;
+};
+}  // namespace
+
+CpuGemmBackend cpu_gemm_backend() { return backend_slot().load(std::memory_order_relaxed); }
+
+void set_cpu_gemm_backend(CpuGemmBackend backend) {
+  MOE_CHECK(backend != CpuGemmBackend::onednn || onednn_built(), "CPU GEMM backend onednn: moe was built without oneDNN");
+  backend_slot().store(backend);
+}
+
+namespace cpu {
+void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+#ifdef MOE_WITH_DNNL
+  if (cpu_gemm_backend() == CpuGemmBackend::onednn) {
+    OneOpenmpThread one;
+    const dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    MOE_CHECK(s == dnnl_success, "oneDNN sgemm failed (status ", int(s), ") on m ", m, ", n ", n, ", k ", k);
+    return;
+  }
+#endif
+  cblas_sgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb),
+              beta, c, int(ldc));
+}
+
+void dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+           const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb),
+              beta, c, int(ldc));
+}
+
+void gemm_s8s8s32(bool tb, int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b,
+                  int64_t ldb, int32_t* c, int64_t ldc) {
+#ifdef MOE_WITH_DNNL
+  if (cpu_gemm_backend() == CpuGemmBackend::onednn) {
+    OneOpenmpThread one;
+    const int32_t no_offset = 0;
+    const dnnl_status_t s = dnnl_gemm_s8s8s32('N', tb ? 'T' : 'N', 'F', m, n, k, 1.f, a, lda, 0, b, ldb, 0, 0.f, c,
+                                              ldc, &no_offset);
+    MOE_CHECK(s == dnnl_success, "oneDNN gemm_s8s8s32 failed (status ", int(s), ") on m ", m, ", n ", n, ", k ", k);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < m; ++i) {  // the portable loop: one row of c at a time
+    const int8_t* ai = a + i * lda;
+    int32_t* ci = c + i * ldc;
+    if (tb) {  // c_ij = a_i . b_j (rows of b contiguous)
+      for (int64_t j = 0; j < n; ++j) {
+        int32_t s = 0;
+        for (int64_t p = 0; p < k; ++p) s += int32_t(ai[p]) * b[j * ldb + p];
+        ci[j] = s;
+      }
+      continue;
+    }
+    for (int64_t j = 0; j < n; ++j) ci[j] = 0;
+    for (int64_t p = 0; p < k; ++p)  // c_i += a_ip b_p (rows of b streamed)
+      for (int64_t j = 0; j < n; ++j) ci[j] += int32_t(ai[p]) * b[p * ldb + j];
+  }
+}
+}  // namespace cpu
+
+}  // namespace moe

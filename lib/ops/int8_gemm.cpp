@@ -1,0 +1,139 @@
+// int8_gemm.h: weight quantization, the active set of quantized weights and the int8 product.
+#include "ops/int8_gemm.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/cpu_threads.h"
+#include "ops/cpu_gemm.h"
+
+namespace moe {
+
+namespace {
+int8_t round_to_int8(float v) { return static_cast<int8_t>(std::clamp(std::nearbyint(v), -127.f, 127.f)); }
+float scale_of(float amax) { return amax / 127.f; }
+}  // namespace
+
+Int8Matrix quantize_int8(const Tensor& weight, bool per_row) {
+  const Shape& s = weight.shape();
+  MOE_CHECK(weight.dtype() == DType::f32 && weight.device().is_cpu(), "quantize_int8: the weight must be f32 on the CPU");
+  MOE_CHECK(s.ndim() == 3 ? !per_row : s.ndim() == 2, "quantize_int8: a weight [K, N], [E, K, N] or [N, K] per row, got ",
+            s, per_row ? " per row" : "");
+  Int8Matrix m;
+  m.shape = s;
+  m.per_row = per_row;
+  const int64_t experts = m.experts(), k = m.k(), n = m.n();
+  const float* w = weight.data<float>();
+  m.q.resize(static_cast<size_t>(s.numel()));
+  m.scale.resize(static_cast<size_t>(experts * n));
+  // element (e, kk, j) of the [K, N] view of expert e
+  auto at = [&](int64_t e, int64_t kk, int64_t j) { return per_row ? j * k + kk : (e * k + kk) * n + j; };
+  for (int64_t e = 0; e < experts; ++e)
+    for (int64_t j = 0; j < n; ++j) {
+      float amax = 0;
+      for (int64_t kk = 0; kk < k; ++kk) amax = std::max(amax, std::abs(w[at(e, kk, j)]));
+      const float sc = scale_of(amax);
+      m.scale[static_cast<size_t>(e * n + j)] = sc;
+      for (int64_t kk = 0; kk < k; ++kk) m.q[static_cast<size_t>(at(e, kk, j))] = sc > 0 ? round_to_int8(w[at(e, kk, j)] / sc) : 0;
+    }
+  return m;
+}
+
+Tensor dequantize_int8(const Int8Matrix& m) {
+  std::vector<float> v(m.q.size());
+  const int64_t k = m.k(), n = m.n();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const int64_t idx = static_cast<int64_t>(i);
+    const int64_t j = m.per_row ? idx / k : idx % n, e = m.per_row ? 0 : idx / (k * n);
+    v[i] = float(m.q[i]) * m.scale[static_cast<size_t>(e * n + j)];
+  }
+  return Tensor::from_vector(v, m.shape);
+}
+
+void Int8Weights::add(const Tensor& f32_weight, Int8Matrix m) {
+  MOE_CHECK(f32_weight.shape() == m.shape, "Int8Weights: weight ", f32_weight.shape(), " and its int8 form ", m.shape,
+            " differ");
+  by_data_[f32_weight.raw()] = std::move(m);
+}
+
+const Int8Matrix* Int8Weights::find(const Tensor& w) const {
+  if (w.numel() == 0 || w.dtype() != DType::f32) return nullptr;
+  auto it = by_data_.find(w.raw());
+  return it != by_data_.end() && it->second.shape == w.shape() ? &it->second : nullptr;
+}
+
+size_t Int8Weights::bytes() const {
+  size_t b = 0;
+  for (const auto& [p, m] : by_data_) b += m.q.size() + m.scale.size() * sizeof(float);
+  return b;
+}
+
+namespace {
+const Int8Weights* g_active = nullptr;
+}
+ActiveInt8Weights::ActiveInt8Weights(const Int8Weights* weights) {
+  MOE_CHECK(!g_active, "int8: another set of quantized weights is active");
+  g_active = weights;
+}
+ActiveInt8Weights::~ActiveInt8Weights() { g_active = nullptr; }
+const Int8Matrix* active_int8_weight(const Tensor& w) { return g_active ? g_active->find(w) : nullptr; }
+
+namespace cpu {
+void int8_matmul(const float* x, int64_t m, const Int8Matrix& w, int64_t e, float* out, bool accumulate) {
+  const int64_t k = w.k(), n = w.n();
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!accumulate) std::fill(out, out + m * n, 0.f);
+    return;
+  }
+  std::vector<int8_t> qa(static_cast<size_t>(m * k));
+  std::vector<float> sa(static_cast<size_t>(m));
+  parallel_for(m, std::max<int64_t>(1, kElementsPerThread / k), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const float* xi = x + i * k;
+      float amax = 0;
+      for (int64_t p = 0; p < k; ++p) amax = std::max(amax, std::abs(xi[p]));
+      sa[static_cast<size_t>(i)] = scale_of(amax);
+      const float inv = amax > 0 ? 127.f / amax : 0.f;
+      for (int64_t p = 0; p < k; ++p) qa[static_cast<size_t>(i * k + p)] = round_to_int8(xi[p] * inv);
+    }
+  });
+  const int8_t* qb = w.q.data() + e * k * n;
+  const float* sw = w.scale.data() + e * n;
+  auto block = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    thread_local std::vector<int32_t> acc;
+    const int64_t rows = r1 - r0, cols = c1 - c0;
+    acc.resize(static_cast<size_t>(rows * cols));
+    gemm_s8s8s32(w.per_row, rows, cols, k, qa.data() + r0 * k, k, w.per_row ? qb + c0 * k : qb + c0, w.per_row ? k : n,
+                 acc.data(), cols);
+    for (int64_t i = 0; i < rows; ++i) {
+      const float si = sa[static_cast<size_t>(r0 + i)];
+      float* oi = out + (r0 + i) * n + c0;
+      const int32_t* ai = acc.data() + i * cols;
+      for (int64_t j = 0; j < cols; ++j) {
+        const float v = float(ai[j]) * (si * sw[c0 + j]);
+        oi[j] = accumulate ? oi[j] + v : v;
+      }
+    }
+  };
+  constexpr int64_t kMinOpsPerThread = int64_t(1) << 22;  // int8 runs ~4x the f32 rate: matmul.cpp's 2^20, scaled
+  if (m >= n)
+    parallel_for(m, std::max<int64_t>(4, kMinOpsPerThread / (2 * n * k)), [&](int64_t lo, int64_t hi) { block(lo, hi, 0, n); });
+  else
+    parallel_for(n, std::max<int64_t>(64, kMinOpsPerThread / (2 * m * k)), [&](int64_t lo, int64_t hi) { block(0, m, lo, hi); });
+}
+}  // namespace cpu
+
+double int8_error_bound(const float* x_row, int64_t k, const Int8Matrix& w, int64_t e, int64_t j) {
+  float amax = 0;
+  for (int64_t p = 0; p < k; ++p) amax = std::max(amax, std::abs(x_row[p]));
+  const double sa = scale_of(amax), sw = w.scale[static_cast<size_t>(e * w.n() + j)];
+  double bound = 0;
+  for (int64_t p = 0; p < k; ++p) {
+    const int64_t idx = w.per_row ? j * k + p : (e * k + p) * w.n() + j;
+    bound += std::abs(x_row[p]) * sw / 2 + std::abs(double(w.q[static_cast<size_t>(idx)]) * sw) * sa / 2;
+  }
+  return bound;
+}
+
+}  // namespace moe

@@ -1,0 +1,125 @@
+// int8 inference GEMMs (ops/int8_gemm.h): weight quantization per output channel (scales, range, rounding
+// error), the int8 product of every backend against the f64 product of the f32 operands within the derived
+// bound (and the bound far below the product's size, so that it can catch a wrong scale), per-row
+// (transposed) weights and experts, and the ops (matmul, linear, grouped GEMM) taking the path exactly when a
+// set of quantized weights holding their weight is active.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+
+#include "ops/cpu_gemm.h"
+#include "support/gemm_backends.h"
+#include "ops/grouped_gemm.h"
+#include "ops/int8_gemm.h"
+#include "ops/matmul.h"
+
+using namespace moe;
+
+namespace {
+Tensor random_tensor(const Shape& s, uint32_t seed, float spread = 1.f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, spread);
+  std::vector<float> v(static_cast<size_t>(s.numel()));
+  for (auto& x : v) x = nd(rng);
+  return Tensor::from_vector(v, s);
+}
+// f32 weight element (e, kk, j) of the [K, N] view of expert e
+float weight_at(const Tensor& w, const Int8Matrix& q, int64_t e, int64_t kk, int64_t j) {
+  const float* p = w.data<float>();
+  return q.per_row ? p[j * q.k() + kk] : p[(e * q.k() + kk) * q.n() + j];
+}
+}  // namespace
+
+TEST_CASE("int8: weights quantized per output channel", "[ops][int8]") {
+  for (bool per_row : {false, true}) {
+    const Tensor w = random_tensor(Shape{37, 21}, 1);
+    const Int8Matrix q = quantize_int8(w, per_row);
+    REQUIRE(q.scale.size() == size_t(per_row ? 37 : 21));
+    for (int64_t j = 0; j < q.n(); ++j) {
+      float amax = 0;
+      int qmax = 0;
+      for (int64_t kk = 0; kk < q.k(); ++kk) {
+        const float v = weight_at(w, q, 0, kk, j);
+        amax = std::max(amax, std::abs(v));
+        const int64_t idx = per_row ? j * q.k() + kk : kk * q.n() + j;
+        qmax = std::max(qmax, std::abs(int(q.q[size_t(idx)])));
+        CHECK(std::abs(v - q.q[size_t(idx)] * q.scale[size_t(j)]) <= q.scale[size_t(j)] * 0.5f * (1 + 1e-5f));
+      }
+      CHECK(q.scale[size_t(j)] == Approx(amax / 127.f));
+      CHECK(qmax == 127);  // the largest entry takes the full range
+    }
+    const Tensor back = dequantize_int8(q);
+    CHECK(quantize_int8(back, per_row).q == q.q);
+  }
+  CHECK_THROWS_WITH(quantize_int8(random_tensor(Shape{2, 3, 4}, 1), true), Catch::Contains("[K, N], [E, K, N]"));
+}
+
+TEST_CASE("int8: the product within its quantization error bound", "[ops][int8]") {
+  test::RestoreGemmBackend restore;
+  for (CpuGemmBackend backend : test::gemm_backends()) {
+    set_cpu_gemm_backend(backend);
+    for (auto [m, k, n, experts, per_row] : {std::tuple{1, 64, 300, 1, false}, {200, 128, 40, 1, false},
+                                             {5, 96, 500, 1, true}, {30, 64, 48, 3, false}}) {
+      INFO(enum_name(backend) << " m " << m << " k " << k << " n " << n << " experts " << experts << " per_row " << per_row);
+      const Tensor w = random_tensor(experts > 1 ? Shape{experts, k, n} : per_row ? Shape{n, k} : Shape{k, n}, 2, 0.1f);
+      const Tensor x = random_tensor(Shape{m, k}, 3);
+      const Int8Matrix q = quantize_int8(w, per_row);
+      for (int64_t e = 0; e < experts; ++e) {
+        std::vector<float> out(size_t(m * n), 1.f);
+        cpu::int8_matmul(x.data<float>(), m, q, e, out.data(), e % 2 == 1);  // odd experts accumulate onto 1
+        int within = 0, total = 0;
+        double worst_ratio = 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double exact = 0, size = 0;
+            for (int64_t p = 0; p < k; ++p) {
+              const double a = x.data<float>()[i * k + p], b = weight_at(w, q, e, p, j);
+              exact += a * b;
+              size += std::abs(a * b);
+            }
+            const double got = out[size_t(i * n + j)] - (e % 2 == 1 ? 1.0 : 0.0);
+            const double bound = int8_error_bound(x.data<float>() + i * k, k, q, e, j);
+            within += std::abs(got - exact) <= bound + 1e-5 * size + 1e-6;
+            ++total;
+            worst_ratio = std::max(worst_ratio, bound / size);
+          }
+        CHECK(within == total);
+        CHECK(worst_ratio < 0.05);  // the bound is a few percent of sum |a w|: a wrong scale would break it
+      }
+    }
+  }
+}
+
+TEST_CASE("int8: matmul, linear and the grouped GEMM use an active quantized weight", "[ops][int8]") {
+  const Tensor x = random_tensor(Shape{6, 32}, 4), w = random_tensor(Shape{32, 24}, 5, 0.2f);
+  const Tensor table = random_tensor(Shape{24, 32}, 6, 0.2f), experts = random_tensor(Shape{2, 32, 24}, 7, 0.2f);
+  Int8Weights set;
+  set.add(w, quantize_int8(w, false));
+  set.add(table, quantize_int8(table, true));
+  set.add(experts, quantize_int8(experts, false));
+  auto product = [](const Tensor& x, const Int8Matrix* q, int64_t e, int64_t rows, int64_t r0) {
+    std::vector<float> y(size_t(rows * q->n()));
+    cpu::int8_matmul(x.data<float>() + r0 * x.shape()[1], rows, *q, e, y.data(), false);
+    return y;
+  };
+  Tensor y = Tensor::empty(Shape{6, 24}, DType::f32, Device::cpu());
+  matmul_forward(x, w, y);
+  const std::vector<float> f32 = y.to_vector<float>();
+  {
+    ActiveInt8Weights active(&set);
+    matmul_forward(x, w, y);
+    CHECK(y.to_vector<float>() == product(x, set.find(w), 0, 6, 0));
+    CHECK(y.to_vector<float>() != f32);
+    matmul_forward(x, table, y, false, true);  // the output layer: the table used transposed
+    CHECK(y.to_vector<float>() == product(x, set.find(table), 0, 6, 0));
+    const Tensor offsets = Tensor::from_vector(std::vector<int32_t>{0, 2, 6}, Shape{3});
+    grouped_gemm_forward(x, experts, offsets, y, false, false);
+    std::vector<float> want = product(x, set.find(experts), 0, 2, 0), second = product(x, set.find(experts), 1, 4, 2);
+    want.insert(want.end(), second.begin(), second.end());
+    CHECK(y.to_vector<float>() == want);
+    CHECK_THROWS_WITH(ActiveInt8Weights(&set), Catch::Contains("another set"));
+  }
+  matmul_forward(x, w, y);  // inactive again: f32
+  CHECK(y.to_vector<float>() == f32);
+}
