@@ -13,8 +13,8 @@ namespace moe {
 struct ServeOptions {
   std::vector<std::string> models, names;
   std::string host = "127.0.0.1";
-  int port = 8080;           // 0: any free port (logged, and written to --port-file)
-  std::string port_file;     // where the bound port is written once listening
+  int port = 8080;        // 0: any free port (logged, and written to --port-file)
+  std::string port_file;  // where the bound port is written once listening
   std::string device = "auto", dtype = "f32";
   int64_t max_tokens = 4096;  // source tokens decoded together (moe-translate's --max-tokens)
   int64_t max_wait_ms = 5;    // the longest a request waits for others to batch with

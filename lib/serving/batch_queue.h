@@ -15,9 +15,9 @@
 namespace moe::serving {
 
 struct BatchLimits {
-  int64_t max_tokens = 4096;                    // source tokens (with </s>) taken together
-  std::chrono::milliseconds max_wait{5};        // the longest the oldest job waits for company
-  int64_t max_lines = 4096;                     // sentences queued at once
+  int64_t max_tokens = 4096;              // source tokens (with </s>) taken together
+  std::chrono::milliseconds max_wait{5};  // the longest the oldest job waits for company
+  int64_t max_lines = 4096;               // sentences queued at once
 };
 
 enum class PushResult { accepted, full, closed };

@@ -20,8 +20,10 @@ std::string Histogram::text(const std::string& name, const std::string& help) co
   for (size_t i = 0; i <= bounds_.size(); ++i) {
     cumulative += counts_[i];
     os << name << "_bucket{le=\"";
-    if (i < bounds_.size()) os << bounds_[i];
-    else os << "+Inf";
+    if (i < bounds_.size())
+      os << bounds_[i];
+    else
+      os << "+Inf";
     os << "\"} " << cumulative << '\n';
   }
   os << name << "_sum " << sum_ << '\n' << name << "_count " << count_ << '\n';

@@ -3,6 +3,7 @@
 // error listing the known ones. Covered by tests/serving/request_test.cpp and tests/fuzz/serve_request.cpp.
 #include "serving/request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -83,16 +84,20 @@ std::vector<std::string> lines(const json& v, const std::string& field, const Re
   if (!v.is_array()) throw RequestError(field, std::string("must be an array of strings, got ") + v.type_name());
   if (v.empty()) throw RequestError(field, "is empty: give at least one line");
   if (static_cast<int64_t>(v.size()) > limits.max_lines)
-    throw RequestError(field, "has " + std::to_string(v.size()) + " lines; at most " +
-                                  std::to_string(limits.max_lines) + " per request (--max-lines)", 413);
+    throw RequestError(field,
+                       "has " + std::to_string(v.size()) + " lines; at most " + std::to_string(limits.max_lines) +
+                           " per request (--max-lines)",
+                       413);
   std::vector<std::string> out;
   out.reserve(v.size());
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string f = field + "[" + std::to_string(i) + "]";
     out.push_back(string(v[i], f));
     if (static_cast<int64_t>(out.back().size()) > limits.max_line_bytes)
-      throw RequestError(f, "has " + std::to_string(out.back().size()) + " bytes; at most " +
-                                std::to_string(limits.max_line_bytes) + " (--max-line-bytes)", 413);
+      throw RequestError(f,
+                         "has " + std::to_string(out.back().size()) + " bytes; at most " +
+                             std::to_string(limits.max_line_bytes) + " (--max-line-bytes)",
+                         413);
     if (out.back().find('\n') != std::string::npos)
       throw RequestError(f, "holds a line break: give one sentence per array element");
   }
@@ -141,22 +146,22 @@ TranslateRequest parse_translate_request(std::string_view body, const RequestLim
          if (s != "fairseq" && s != "gnmt") throw RequestError(f, "'" + s + "' is not one of fairseq, gnmt");
          r.search.penalty = length_penalty_from_name(s);
        }},
-      {"max_len_a", [](R& r, const json& v, const std::string& f,
-                       const RequestLimits&) { r.search.max_len_a = number(v, f, 0.0); }},
+      {"max_len_a",
+       [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.search.max_len_a = number(v, f, 0.0); }},
       {"max_len_b", [](R& r, const json& v, const std::string& f,
                        const RequestLimits&) { r.search.max_len_b = integer(v, f, 0, 1 << 20); }},
       {"min_len", [](R& r, const json& v, const std::string& f,
                      const RequestLimits&) { r.search.min_len = integer(v, f, 0, 1 << 20); }},
-      {"mae_inference", [](R& r, const json& v, const std::string& f,
-                           const RequestLimits&) { r.experts = mae_choice(v, f); }},
+      {"mae_inference",
+       [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.experts = mae_choice(v, f); }},
       {"prefix", [](R&, const json&, const std::string& f, const RequestLimits&) {
          throw RequestError(f, "prefix-constrained decoding is not supported (moe-translate has none)");
        }}};
   R r = parse_fields(body, limits, table);
   if (r.text.empty()) throw RequestError("text", "is required: an array of source sentences");
   if (r.search.n_best > r.search.beam)
-    throw RequestError("n_best", "is " + std::to_string(r.search.n_best) + " but must be at most beam = " +
-                                     std::to_string(r.search.beam));
+    throw RequestError("n_best", "is " + std::to_string(r.search.n_best) +
+                                     " but must be at most beam = " + std::to_string(r.search.beam));
   return r;
 }
 
@@ -167,22 +172,21 @@ ScoreRequest parse_score_request(std::string_view body, const RequestLimits& lim
       {"tgt", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.tgt = lines(v, f, l); }},
       {"text", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.text = lines(v, f, l); }},
       {"model", [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.model = string(v, f); }},
-      {"mae_inference", [](R& r, const json& v, const std::string& f,
-                           const RequestLimits&) { r.experts = mae_choice(v, f); }}};
+      {"mae_inference",
+       [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.experts = mae_choice(v, f); }}};
   R r = parse_fields(body, limits, table);
   if (!r.text.empty() && (!r.src.empty() || !r.tgt.empty()))
     throw RequestError("text", "give either text (a language model) or src and tgt (a translation model), not both");
   if (r.text.empty() && r.src.empty() && r.tgt.empty())
     throw RequestError("body", "needs src and tgt (a translation model) or text (a language model)");
   if (r.text.empty() && r.src.size() != r.tgt.size())
-    throw RequestError("tgt", "has " + std::to_string(r.tgt.size()) + " lines but src has " +
-                                  std::to_string(r.src.size()));
+    throw RequestError("tgt",
+                       "has " + std::to_string(r.tgt.size()) + " lines but src has " + std::to_string(r.src.size()));
   return r;
 }
 
 std::string error_body(const std::string& field, const std::string& message) {
-  return json{{"error", {{"field", field}, {"message", message}}}}.dump(-1, ' ', false,
-                                                                          json::error_handler_t::replace);
+  return json{{"error", {{"field", field}, {"message", message}}}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace moe::serving

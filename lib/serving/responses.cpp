@@ -68,9 +68,9 @@ std::string score_body(ServedModel& model, const ScoreRequest& request, Device d
     o.dtype = dtype;
     if (model.ck.metadata.count("moe.valid.context")) o.context = std::stoll(model.ck.metadata.at("moe.valid.context"));
     if (model.ck.metadata.count("moe.valid.stride")) o.stride = std::stoll(model.ck.metadata.at("moe.valid.stride"));
-    const PerplexityResult r = lm_perplexity(*model.ck.model, *model.ck.params, device,
-                                             lm_stream_of(request.text, *model.lm), o, model.lm->eos_id(),
-                                             model.lm->pad_id());
+    const PerplexityResult r =
+        lm_perplexity(*model.ck.model, *model.ck.params, device, lm_stream_of(request.text, *model.lm), o,
+                      model.lm->eos_id(), model.lm->pad_id());
     return dump({{"model", model.name}, {"tokens", r.tokens}, {"nll", r.nll}, {"perplexity", r.ppl()}});
   }
   const int64_t limit = translation_spec(*model.ck.model).max_positions - 1;
@@ -88,15 +88,21 @@ std::string score_body(ServedModel& model, const ScoreRequest& request, Device d
     log_prob += s.log_prob;
     tokens += s.tokens;
   }
-  return dump({{"model", model.name}, {"scores", std::move(list)}, {"log_prob", log_prob}, {"tokens", tokens},
+  return dump({{"model", model.name},
+               {"scores", std::move(list)},
+               {"log_prob", log_prob},
+               {"tokens", tokens},
                {"perplexity", corpus_perplexity(scores)}});
 }
 
 std::string models_body(const std::vector<ServedModel>& models, Device device) {
   json list = json::array();
   for (const ServedModel& m : models)
-    list.push_back({{"name", m.name}, {"path", m.path}, {"type", m.ck.model->type()},
-                    {"kind", m.translates() ? "translation" : "language_model"}, {"device", device.str()}});
+    list.push_back({{"name", m.name},
+                    {"path", m.path},
+                    {"type", m.ck.model->type()},
+                    {"kind", m.translates() ? "translation" : "language_model"},
+                    {"device", device.str()}});
   return dump({{"models", std::move(list)}});
 }
 

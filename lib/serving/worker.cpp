@@ -63,8 +63,14 @@ Submitted Worker::submit(Job job) {
 Submitted Worker::translate(size_t model, const TranslateRequest& request, std::vector<std::vector<int32_t>> sources) {
   Job job;
   const BeamOptions& s = request.search;
-  job.key = {.model = model, .beam = s.beam, .lenpen = s.lenpen, .max_len_a = s.max_len_a, .penalty = s.penalty,
-             .max_len_b = s.max_len_b, .min_len = s.min_len, .experts = request.experts};
+  job.key = {.model = model,
+             .beam = s.beam,
+             .lenpen = s.lenpen,
+             .max_len_a = s.max_len_a,
+             .penalty = s.penalty,
+             .max_len_b = s.max_len_b,
+             .min_len = s.min_len,
+             .experts = request.experts};
   job.lines = static_cast<int64_t>(sources.size());
   for (const auto& ids : sources) job.tokens += static_cast<int64_t>(ids.size()) + 1;
   job.state = std::make_shared<JobState>();

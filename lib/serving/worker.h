@@ -27,10 +27,10 @@ namespace moe::serving {
 struct ServedModel {
   std::string name, path;
   LoadedCheckpoint ck;
-  const data::Vocab* src = nullptr;        // translation models: source and target vocabularies
+  const data::Vocab* src = nullptr;  // translation models: source and target vocabularies
   const data::Vocab* tgt = nullptr;
-  const data::Vocab* lm = nullptr;         // language models
-  std::unique_ptr<Translator> encoder;     // translation models: encode_source_line's position limit
+  const data::Vocab* lm = nullptr;      // language models
+  std::unique_ptr<Translator> encoder;  // translation models: encode_source_line's position limit
   bool translates() const { return encoder != nullptr; }
 };
 
@@ -66,7 +66,7 @@ struct BatchKey {
 struct JobState {
   std::vector<std::vector<int32_t>> sources;  // translation
   int n_best = 1;
-  std::function<std::string()> run;           // scoring: computes the JSON on the worker's thread
+  std::function<std::string()> run;  // scoring: computes the JSON on the worker's thread
   std::promise<JobResult> result;
   std::atomic<bool> abandoned{false};
 };

@@ -1,10 +1,9 @@
 // The dynamic batching queue (lib/serving/batch_queue.h): batches of one key up to max_tokens, the
 // wait for company, the queue's capacity, and draining after close().
-#include <catch2/catch.hpp>
-
-#include <thread>
-
 #include "serving/batch_queue.h"
+
+#include <catch2/catch.hpp>
+#include <thread>
 
 using namespace moe::serving;
 

@@ -1,8 +1,8 @@
 // moe-serve's Prometheus exposition (lib/serving/metrics.h): counters by endpoint and status,
 // cumulative histogram buckets, the gauges.
-#include <catch2/catch.hpp>
-
 #include "serving/metrics.h"
+
+#include <catch2/catch.hpp>
 
 using namespace moe::serving;
 

@@ -1,8 +1,8 @@
 // Parsing moe-serve's requests (lib/serving/request.h): defaults equal moe-translate's, every option
 // read, and each kind of bad input refused with the field named and the right status.
-#include <catch2/catch.hpp>
-
 #include "serving/request.h"
+
+#include <catch2/catch.hpp>
 
 using namespace moe;
 using namespace moe::serving;
@@ -14,8 +14,10 @@ std::pair<std::string, int> refusal(const std::string& body, bool score = false)
   limits.max_lines = 3;
   limits.max_line_bytes = 10;
   try {
-    if (score) parse_score_request(body, limits);
-    else parse_translate_request(body, limits);
+    if (score)
+      parse_score_request(body, limits);
+    else
+      parse_translate_request(body, limits);
   } catch (const RequestError& e) {
     return {e.field(), e.status()};
   }
@@ -51,13 +53,13 @@ TEST_CASE("a translate request takes moe-translate's defaults and every option",
 
 TEST_CASE("bad translate requests name their field", "[serving]") {
   using P = std::pair<std::string, int>;
-  CHECK(refusal(R"({"text": ["a"])") == P{"body", 400});                 // truncated
-  CHECK(refusal("[1]") == P{"body", 400});                               // not an object
+  CHECK(refusal(R"({"text": ["a"])") == P{"body", 400});                  // truncated
+  CHECK(refusal("[1]") == P{"body", 400});                                // not an object
   CHECK(refusal("{\"text\": [\"a\xff\"]}") == P{"text", 400});            // invalid UTF-8
   CHECK(refusal(R"({"text": ["\ud800"]})") == P{"text", 400});            // a lone surrogate
   CHECK(refusal(R"({"text": ["a"], "colour": 1})") == P{"colour", 400});  // unknown field
   CHECK(refusal(R"({"text": []})") == P{"text", 400});
-  CHECK(refusal(R"({"beam": 2})") == P{"text", 400});                     // no text
+  CHECK(refusal(R"({"beam": 2})") == P{"text", 400});  // no text
   CHECK(refusal(R"({"text": "a"})") == P{"text", 400});
   CHECK(refusal(R"({"text": ["a", 3]})") == P{"text[1]", 400});
   CHECK(refusal(R"({"text": ["a\nb"]})") == P{"text[0]", 400});

@@ -2,11 +2,12 @@
 // are decoded together and each gets what moe-translate's path (translate_lines) gives for its lines
 // (n-best scores to 1e-5);
 // other options form their own batch; an abandoned job is skipped; the JSON bodies hold the texts.
+#include "serving/worker.h"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "serving/responses.h"
-#include "serving/worker.h"
 #include "translator/tiny_model.h"
 #include "translator/translate_text.h"
 
@@ -38,7 +39,8 @@ std::vector<std::string> lines_of(const std::string& body, int n_best) {
   std::vector<std::string> out;
   int index = 0;
   for (const auto& t : j["translations"]) {
-    if (n_best == 1) out.push_back(t["text"]);
+    if (n_best == 1)
+      out.push_back(t["text"]);
     else
       for (const auto& h : t["hypotheses"])
         out.push_back(std::to_string(index) + "\t" + format_score(h["score"]) + "\t" + h["text"].get<std::string>());
