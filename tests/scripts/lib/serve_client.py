@@ -11,6 +11,8 @@
                                                                    (batched, one at a time) in alternating slices
   serve_client.py bad PORT SRC REF                                 the bad-input list: each a 4xx with a JSON
                                                                    error naming its field, then a valid request
+  serve_client.py overload PORT SRC REF                            a full queue gives 503 + Retry-After, a
+                                                                   timeout 504, then /health answers
   serve_client.py disconnect PORT SRC REF                          clients that hang up mid-request beside
                                                                    clients that must be answered correctly
   serve_client.py until-stopped PORT SRC REF CLIENTS OUT           load until the server goes away (SIGTERM);
@@ -33,10 +35,9 @@ def read_lines(path):
         return f.read().split("\n")[:-1]
 
 
-def post(port, path, body, conn=None):
-    """POST a JSON body (dict or raw bytes); returns (status, parsed JSON or text, headers)."""
-    own = conn is None
-    conn = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+def post(port, path, body):
+    """POST a JSON body (dict or raw bytes) on a new connection; returns (status, parsed JSON or text, headers)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     try:
         conn.request("POST", path, body=data, headers={"Content-Type": "application/json"})
@@ -48,8 +49,7 @@ def post(port, path, body, conn=None):
             payload = raw.decode("utf-8", "replace")
         return r.status, payload, dict(r.getheaders())
     finally:
-        if own:
-            conn.close()
+        conn.close()
 
 
 def fail(msg):
@@ -57,8 +57,8 @@ def fail(msg):
     sys.exit(1)
 
 
-def translate(port, lines, conn=None, **options):
-    status, body, _ = post(port, "/v1/translate", dict(text=lines, **options), conn)
+def translate(port, lines, **options):
+    status, body, _ = post(port, "/v1/translate", dict(text=lines, **options))
     if status != 200:
         fail(f"translate answered {status}: {body}")
     return body["translations"]
@@ -113,7 +113,8 @@ def cmd_equal(port, src, ref1, refn, n_lines):
 
 
 def load(port, lines, ref, clients, seconds, stop_on_error=False):
-    """Each client sends one-line requests back to back on its own keep-alive connection until `seconds`
+    """Each client sends one-line requests back to back, each on a new connection (a kept-alive one can be
+    closed by the server's keep-alive limits just as the next request goes out), until `seconds`
     have passed, then finishes the request it is in; returns (answers, latencies, errors, seconds from the
     start to the last answer)."""
     start = time.monotonic()
@@ -122,14 +123,13 @@ def load(port, lines, ref, clients, seconds, stop_on_error=False):
     lock = threading.Lock()
 
     def client(c):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
         j = 0
         while time.monotonic() < deadline:
             i = (c * 37 + j * 11) % len(lines)
             j += 1
             t0 = time.monotonic()
             try:
-                status, body, _ = post(port, "/v1/translate", {"text": [lines[i]]}, conn)
+                status, body, _ = post(port, "/v1/translate", {"text": [lines[i]]})
             except (OSError, http.client.HTTPException) as e:
                 if stop_on_error:
                     return
@@ -146,7 +146,6 @@ def load(port, lines, ref, clients, seconds, stop_on_error=False):
                 else:
                     answered[0] += 1
                     latencies.append(dt)
-        conn.close()
 
     threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
     for t in threads:
@@ -320,6 +319,30 @@ def cmd_disconnect(port, src, ref):
     print("serve_client: disconnect: 8 clients hung up (4 mid-body, 4 after sending); 8 others got correct answers")
 
 
+def cmd_overload(port, src, ref):
+    """16 concurrent one-line requests to a server with a 2-sentence queue and a 50 ms timeout: some must be
+    refused with 503 and Retry-After, some time out with 504, any 200 must be right; then /health answers."""
+    lines, ref = read_lines(src), read_lines(ref)
+
+    def one(k):
+        status, body, headers = post(port, "/v1/translate", {"text": [lines[k]]})
+        if status == 200 and body["translations"][0]["text"] != ref[k]:
+            fail(f"overload: line {k + 1} answered {body['translations'][0]['text']!r}, expected {ref[k]!r}")
+        if status == 503 and headers.get("Retry-After") != "1":
+            fail(f"overload: a 503 without Retry-After: {headers}")
+        return status
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        statuses = list(pool.map(one, range(16)))
+    counts = {s: statuses.count(s) for s in sorted(set(statuses))}
+    if not set(counts) <= {200, 503, 504} or 503 not in counts or 504 not in counts:
+        fail(f"overload: statuses {counts}; expected 503s (queue full) and 504s (timeout), nothing else but 200")
+    if get(port, "/health")[0] != 200:
+        fail("overload: /health does not answer afterwards")
+    print(f"serve_client: overload: statuses {counts}: 503 with Retry-After when the queue is full, 504 past "
+          f"the timeout")
+
+
 def get(port, path):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
     try:
@@ -340,7 +363,8 @@ def cmd_until_stopped(port, src, ref, clients, out):
 
 
 if __name__ == "__main__":
-    commands = {"equal": cmd_equal, "load": cmd_load, "compare": cmd_compare, "bad": cmd_bad, "disconnect": cmd_disconnect,
+    commands = {"equal": cmd_equal, "load": cmd_load, "compare": cmd_compare, "bad": cmd_bad, "overload": cmd_overload,
+                "disconnect": cmd_disconnect,
                 "until-stopped": cmd_until_stopped}
     if len(sys.argv) < 3 or sys.argv[1] not in commands:
         print(__doc__)
