@@ -112,14 +112,15 @@ R parse_fields(std::string_view body, const RequestLimits& limits,
                const std::vector<std::pair<std::string, Setter<R>>>& table) {
   const json j = parse_object(body);
   R r;
-  for (const auto& [key, value] : j.items()) {
+  for (auto field = j.begin(); field != j.end(); ++field) {
+    const std::string& key = field.key();  // not a structured binding: clang 14 cannot capture one
     auto it = std::find_if(table.begin(), table.end(), [&](const auto& e) { return e.first == key; });
     if (it == table.end()) {
       std::string known;
       for (const auto& e : table) known += (known.empty() ? "" : ", ") + e.first;
       throw RequestError(key, "unknown field (known: " + known + ")");
     }
-    it->second(r, value, key, limits);
+    it->second(r, field.value(), key, limits);
   }
   return r;
 }
