@@ -42,6 +42,9 @@ json parse_object(std::string_view body) {
     // Inside a string (invalid UTF-8, a control character, a bad escape): name the field holding it.
     const std::string key = what.find("invalid string") != std::string::npos ? key_before(body, e.byte) : "";
     throw RequestError(key.empty() ? "body" : key, "not valid JSON (byte " + std::to_string(e.byte) + "): " + what);
+  } catch (const json::exception& e) {  // a number past a double's range (out_of_range 406) carries no position
+    const std::string what = e.what();
+    throw RequestError("body", "not valid JSON: " + what.substr(what.find(']') + 2));
   }
   if (!j.is_object()) throw RequestError("body", std::string("must be a JSON object, got ") + j.type_name());
   return j;

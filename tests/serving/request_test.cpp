@@ -53,11 +53,12 @@ TEST_CASE("a translate request takes moe-translate's defaults and every option",
 
 TEST_CASE("bad translate requests name their field", "[serving]") {
   using P = std::pair<std::string, int>;
-  CHECK(refusal(R"({"text": ["a"])") == P{"body", 400});                  // truncated
-  CHECK(refusal("[1]") == P{"body", 400});                                // not an object
-  CHECK(refusal("{\"text\": [\"a\xff\"]}") == P{"text", 400});            // invalid UTF-8
-  CHECK(refusal(R"({"text": ["\ud800"]})") == P{"text", 400});            // a lone surrogate
-  CHECK(refusal(R"({"text": ["a"], "colour": 1})") == P{"colour", 400});  // unknown field
+  CHECK(refusal(R"({"text": ["a"])") == P{"body", 400});                    // truncated
+  CHECK(refusal(R"({"text": ["a"], "lenpen": 1e309})") == P{"body", 400});  // past a double (found by fuzzing)
+  CHECK(refusal("[1]") == P{"body", 400});                                  // not an object
+  CHECK(refusal("{\"text\": [\"a\xff\"]}") == P{"text", 400});              // invalid UTF-8
+  CHECK(refusal(R"({"text": ["\ud800"]})") == P{"text", 400});              // a lone surrogate
+  CHECK(refusal(R"({"text": ["a"], "colour": 1})") == P{"colour", 400});    // unknown field
   CHECK(refusal(R"({"text": []})") == P{"text", 400});
   CHECK(refusal(R"({"beam": 2})") == P{"text", 400});  // no text
   CHECK(refusal(R"({"text": "a"})") == P{"text", 400});
