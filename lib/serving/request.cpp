@@ -121,6 +121,7 @@ R parse_fields(std::string_view body, const RequestLimits& limits,
     if (it == table.end()) {
       std::string known;
       for (const auto& e : table) known += (known.empty() ? "" : ", ") + e.first;
+      if (key.empty()) throw RequestError("body", "a field with an empty name (known: " + known + ")");
       throw RequestError(key, "unknown field (known: " + known + ")");
     }
     it->second(r, field.value(), key, limits);

@@ -59,6 +59,7 @@ TEST_CASE("bad translate requests name their field", "[serving]") {
   CHECK(refusal("{\"text\": [\"a\xff\"]}") == P{"text", 400});              // invalid UTF-8
   CHECK(refusal(R"({"text": ["\ud800"]})") == P{"text", 400});              // a lone surrogate
   CHECK(refusal(R"({"text": ["a"], "colour": 1})") == P{"colour", 400});    // unknown field
+  CHECK(refusal(R"({"text": ["a"], "": 1})") == P{"body", 400});            // an empty key (found by fuzzing)
   CHECK(refusal(R"({"text": []})") == P{"text", 400});
   CHECK(refusal(R"({"beam": 2})") == P{"text", 400});  // no text
   CHECK(refusal(R"({"text": "a"})") == P{"text", 400});
