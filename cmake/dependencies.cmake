@@ -2,7 +2,8 @@
 # moe_find_manifest(SCOPE) calls find_package with the CMake line of every stanza of that scope, REQUIRED
 # unless the stanza says "Optional: yes". A macro, not a function: find_package's result variables
 # (MPI_C_FOUND, CUDAToolkit_LIBRARY_DIR, ...) must reach the caller's scope. SentencePiece and OpenBLAS have
-# no CMake package in Debian, so their stanzas carry no CMake line and are found by path below.
+# no CMake package in Debian, and cpp-httplib only a pkg-config file, so their stanzas carry no CMake line
+# and are found by path below.
 # Covered by every build, and by tests/scripts/third_party.sh (manifest against the installed packages).
 macro(moe_find_manifest_flush_ scope)
   if(_moe_scope STREQUAL "${scope}" AND _moe_cmake)
@@ -51,6 +52,15 @@ find_library(SENTENCEPIECE_TRAIN_LIBRARY NAMES sentencepiece_train REQUIRED)
 add_library(moe_sentencepiece INTERFACE)
 target_include_directories(moe_sentencepiece SYSTEM INTERFACE ${SENTENCEPIECE_INCLUDE_DIR})
 target_link_libraries(moe_sentencepiece INTERFACE ${SENTENCEPIECE_TRAIN_LIBRARY} ${SENTENCEPIECE_LIBRARY})
+
+# cpp-httplib: Debian builds it as a shared library (with OpenSSL, zlib and Brotli) and ships a pkg-config
+# file but no CMake package; its header must see the same feature macros as the library was built with.
+find_path(HTTPLIB_INCLUDE_DIR httplib.h REQUIRED)
+find_library(HTTPLIB_LIBRARY NAMES cpp-httplib REQUIRED)
+add_library(moe_httplib INTERFACE)
+target_include_directories(moe_httplib SYSTEM INTERFACE ${HTTPLIB_INCLUDE_DIR})
+target_compile_definitions(moe_httplib INTERFACE CPPHTTPLIB_OPENSSL_SUPPORT CPPHTTPLIB_ZLIB_SUPPORT CPPHTTPLIB_BROTLI_SUPPORT)
+target_link_libraries(moe_httplib INTERFACE ${HTTPLIB_LIBRARY} Threads::Threads)
 
 # OpenBLAS (Debian keeps cblas.h under openblas-pthread/).
 find_path(OPENBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas-pthread x86_64-linux-gnu/openblas-pthread openblas REQUIRED)

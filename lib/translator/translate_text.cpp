@@ -24,6 +24,7 @@ std::string one_line(std::string s) {
     if (ch == '\n' || ch == '\r') ch = ' ';
   return s;
 }
+}  // namespace
 
 std::string format_score(double score) {
   if (std::isinf(score)) return score < 0 ? "-inf" : "inf";
@@ -32,22 +33,31 @@ std::string format_score(double score) {
   os << std::fixed << score;
   return os.str();
 }
-}  // namespace
+
+std::vector<int32_t> encode_source_line(const Translator& translator, const data::Vocab& src_vocab,
+                                        const std::string& line, bool& truncated) {
+  std::vector<int32_t> ids = src_vocab.encode(line);
+  const int64_t limit = translator.max_source_tokens();
+  truncated = static_cast<int64_t>(ids.size()) > limit;
+  if (truncated) ids.resize(static_cast<size_t>(limit));
+  return ids;
+}
+
+std::string hypothesis_text(const data::Vocab& tgt_vocab, const Hypothesis& hyp) {
+  return one_line(tgt_vocab.decode(hyp.tokens));
+}
 
 std::vector<std::string> translate_lines(
     const Translator& translator, const data::Vocab& src_vocab, const data::Vocab& tgt_vocab,
     const std::vector<std::string>& lines, int n_best, int64_t first_index, TranslateStats& stats,
     const std::function<void(int64_t sentences, int64_t target_tokens)>& on_batch) {
   MOE_CHECK(n_best >= 1, "translate: n-best must be at least 1, got ", n_best);
-  const int64_t limit = translator.max_source_tokens();
   std::vector<std::vector<int32_t>> sources(lines.size());
   for (size_t i = 0; i < lines.size(); ++i) {
     stats.src_words += count_words(lines[i]);
-    sources[i] = src_vocab.encode(lines[i]);
-    if (static_cast<int64_t>(sources[i].size()) > limit) {
-      sources[i].resize(static_cast<size_t>(limit));
-      ++stats.truncated;
-    }
+    bool truncated = false;
+    sources[i] = encode_source_line(translator, src_vocab, lines[i], truncated);
+    stats.truncated += truncated;
     stats.src_tokens += static_cast<int64_t>(sources[i].size());
     if (sources[i].empty()) ++stats.empty_lines;
   }
@@ -59,13 +69,13 @@ std::vector<std::string> translate_lines(
     const auto& hyps = results[i];
     if (!hyps.empty()) stats.tgt_tokens += static_cast<int64_t>(hyps[0].tokens.size());
     if (n_best == 1) {
-      out.push_back(hyps.empty() ? std::string() : one_line(tgt_vocab.decode(hyps[0].tokens)));
+      out.push_back(hyps.empty() ? std::string() : hypothesis_text(tgt_vocab, hyps[0]));
       continue;
     }
     const std::string index = std::to_string(first_index + static_cast<int64_t>(i));
     for (int h = 0; h < n_best; ++h) {
       if (h < static_cast<int>(hyps.size())) {
-        out.push_back(index + "\t" + format_score(hyps[h].score) + "\t" + one_line(tgt_vocab.decode(hyps[h].tokens)));
+        out.push_back(index + "\t" + format_score(hyps[h].score) + "\t" + hypothesis_text(tgt_vocab, hyps[h]));
       } else {  // an empty input (its empty output is certain) or fewer hypotheses than asked for
         out.push_back(index + "\t" + format_score(sources[i].empty() && h == 0 ? 0.0 : -INFINITY) + "\t");
       }

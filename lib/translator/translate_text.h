@@ -29,6 +29,15 @@ std::vector<std::string> translate_lines(
     const std::vector<std::string>& lines, int n_best, int64_t first_index, TranslateStats& stats,
     const std::function<void(int64_t sentences, int64_t target_tokens)>& on_batch = {});
 
+/// The source ids of `line` as translate_lines makes them: encoded, cut to the model's positions (then
+/// `truncated` is set). moe-serve encodes its requests with it.
+std::vector<int32_t> encode_source_line(const Translator& translator, const data::Vocab& src_vocab,
+                                        const std::string& line, bool& truncated);
+/// The output text of a hypothesis: decoded, on one line.
+std::string hypothesis_text(const data::Vocab& tgt_vocab, const Hypothesis& hyp);
+/// A score as the n-best lines write it (6 decimals; "-inf" / "inf").
+std::string format_score(double score);
+
 /// Number of whitespace-separated words in `line`.
 int64_t count_words(const std::string& line);
 

@@ -55,5 +55,7 @@ expect fail training/trainer.cpp  translator/translator.h   # BLEU validation de
 expect fail translator/translator.cpp training/trainer.h    # nor does the translator reach into training
 expect ok   training/trainer.cpp  models/checkpoint.h
 expect fail data/vocab.cpp        graph/graph.h             # data links only tensor
+expect ok   serving/worker.cpp    translator/translator.h   # moe-serve's machinery sits on the translator
+expect fail translator/translator.cpp serving/request.h     # which knows nothing of serving
 (( fail == 0 )) && echo "layering: lower-layer includes compile, upward ones fail to build"
 exit $fail

@@ -1,0 +1,60 @@
+// The requests of moe-serve's JSON API (docs/SERVING.md), parsed once into typed structs at the edge:
+// POST /v1/translate {"text": [...], "beam", "n_best", "lenpen", "length_penalty", "max_len_a",
+// "max_len_b", "min_len", "mae_inference", "model"} and POST /v1/score {"src": [...], "tgt": [...]} (a
+// translation model) or {"text": [...]} (a language model). Defaults are moe-translate's (BeamOptions).
+// Anything a client may get wrong is a RequestError naming the field ("text[3]", "beam", "body"): bad
+// JSON (with its byte offset), invalid UTF-8, a wrong type, an unknown field, a value out of range, too
+// many lines or too long a line. Covered by tests/serving/request_test.cpp and tests/fuzz/serve_request.cpp.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "layers/build_context.h"
+#include "translator/beam_search.h"
+
+namespace moe::serving {
+
+struct RequestLimits {
+  int64_t max_lines = 256;        // lines (or pairs) per request
+  int64_t max_line_bytes = 4096;  // bytes of one line
+  int max_beam = 64;              // beam sizes above it are refused (memory)
+};
+
+/// A request the server refuses: the HTTP status (400 unless said), the field at fault and why.
+class RequestError : public Error {
+ public:
+  RequestError(std::string field, const std::string& message, int status = 400)
+      : Error(field + ": " + message), field_(std::move(field)), message_(message), status_(status) {}
+  const std::string& field() const { return field_; }
+  const std::string& message() const { return message_; }
+  int status() const { return status_; }
+
+ private:
+  std::string field_, message_;
+  int status_;
+};
+
+struct TranslateRequest {
+  std::string model;  // a served model's name; empty: the first
+  std::vector<std::string> text;
+  BeamOptions search;  // beam, n_best, lenpen, penalty, max_len_a / b, min_len (special ids: the model's)
+  ExpertChoice experts = ExpertChoice::mixture;  // MAE models (moe-translate --mae-inference)
+};
+
+struct ScoreRequest {
+  std::string model;
+  std::vector<std::string> src, tgt;  // a translation model: log P(tgt[i] | src[i]) (forced decoding)
+  std::vector<std::string> text;      // a language model: the perplexity of running text
+  ExpertChoice experts = ExpertChoice::mixture;
+};
+
+TranslateRequest parse_translate_request(std::string_view body, const RequestLimits& limits);
+ScoreRequest parse_score_request(std::string_view body, const RequestLimits& limits);
+
+/// The JSON body of an error response: {"error": {"field": ..., "message": ...}}.
+std::string error_body(const std::string& field, const std::string& message);
+
+}  // namespace moe::serving

@@ -1,0 +1,109 @@
+// responses.h implementation. Covered by tests/serving/worker_test.cpp and tests/scripts/serve.sh.
+#include "serving/responses.h"
+
+#include <nlohmann/json.hpp>
+
+#include "translator/lm_perplexity.h"
+#include "translator/translate_text.h"
+
+namespace moe::serving {
+
+namespace {
+using nlohmann::json;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::vector<std::vector<int32_t>> encode_lines(const data::Vocab& vocab, const std::vector<std::string>& lines,
+                                               int64_t max_tokens, const char* field) {
+  std::vector<std::vector<int32_t>> ids;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    ids.push_back(vocab.encode(lines[i]));
+    if (static_cast<int64_t>(ids.back().size()) > max_tokens)
+      throw RequestError(std::string(field) + "[" + std::to_string(i) + "]",
+                         "has " + std::to_string(ids.back().size()) + " tokens; the model takes at most " +
+                             std::to_string(max_tokens) + " (model.max_positions - 1)");
+  }
+  return ids;
+}
+}  // namespace
+
+std::vector<std::vector<int32_t>> encode_request(const ServedModel& model, const TranslateRequest& request,
+                                                 int64_t& truncated) {
+  std::vector<std::vector<int32_t>> ids;
+  truncated = 0;
+  for (const std::string& line : request.text) {
+    bool cut = false;
+    ids.push_back(encode_source_line(*model.encoder, *model.src, line, cut));
+    truncated += cut;
+  }
+  return ids;
+}
+
+std::string translate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,
+                           int64_t truncated) {
+  json out = json::array();
+  for (const auto& list : hyps) {
+    json t = {{"text", list.empty() ? std::string() : hypothesis_text(*model.tgt, list[0])},
+              {"score", list.empty() ? 0.0 : list[0].score}};
+    if (n_best > 1) {
+      json all = json::array();
+      for (const Hypothesis& h : list) all.push_back({{"text", hypothesis_text(*model.tgt, h)}, {"score", h.score}});
+      t["hypotheses"] = std::move(all);
+    }
+    out.push_back(std::move(t));
+  }
+  return dump({{"model", model.name}, {"translations", std::move(out)}, {"truncated", truncated}});
+}
+
+void check_score_request(const ServedModel& model, const ScoreRequest& request) {
+  if (model.translates() && request.src.empty())
+    throw RequestError("text", "model '" + model.name + "' translates: give src and tgt, not text");
+  if (!model.translates() && request.text.empty())
+    throw RequestError("src", "model '" + model.name + "' is a language model: give text, not src and tgt");
+}
+
+std::string score_body(ServedModel& model, const ScoreRequest& request, Device device, DType dtype) {
+  if (!model.translates()) {
+    PerplexityOptions o;
+    o.dtype = dtype;
+    if (model.ck.metadata.count("moe.valid.context")) o.context = std::stoll(model.ck.metadata.at("moe.valid.context"));
+    if (model.ck.metadata.count("moe.valid.stride")) o.stride = std::stoll(model.ck.metadata.at("moe.valid.stride"));
+    const PerplexityResult r =
+        lm_perplexity(*model.ck.model, *model.ck.params, device, lm_stream_of(request.text, *model.lm), o,
+                      model.lm->eos_id(), model.lm->pad_id());
+    return dump({{"model", model.name}, {"tokens", r.tokens}, {"nll", r.nll}, {"perplexity", r.ppl()}});
+  }
+  const int64_t limit = translation_spec(*model.ck.model).max_positions - 1;
+  const auto src = encode_lines(*model.src, request.src, limit, "src");
+  const auto tgt = encode_lines(*model.tgt, request.tgt, limit, "tgt");
+  PairScoreOptions o;
+  o.dtype = dtype;
+  o.experts = request.experts;
+  const auto scores = score_pairs(*model.ck.model, *model.ck.params, device, src, tgt, o);
+  json list = json::array();
+  double log_prob = 0;
+  int64_t tokens = 0;
+  for (const PairScore& s : scores) {
+    list.push_back({{"log_prob", s.log_prob}, {"tokens", s.tokens}});
+    log_prob += s.log_prob;
+    tokens += s.tokens;
+  }
+  return dump({{"model", model.name},
+               {"scores", std::move(list)},
+               {"log_prob", log_prob},
+               {"tokens", tokens},
+               {"perplexity", corpus_perplexity(scores)}});
+}
+
+std::string models_body(const std::vector<ServedModel>& models, Device device) {
+  json list = json::array();
+  for (const ServedModel& m : models)
+    list.push_back({{"name", m.name},
+                    {"path", m.path},
+                    {"type", m.ck.model->type()},
+                    {"kind", m.translates() ? "translation" : "language_model"},
+                    {"device", device.str()}});
+  return dump({{"models", std::move(list)}});
+}
+
+}  // namespace moe::serving

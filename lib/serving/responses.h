@@ -1,0 +1,36 @@
+// The JSON bodies moe-serve answers with (docs/SERVING.md): translations with their scores and n-best
+// lists (texts decoded exactly as moe-translate decodes them, translate_text.h), forced-decoding scores
+// of pairs and the perplexity of LM text (computed here, on the worker's thread), and the model list.
+// Scores are natural-log, length-normalised as moe-translate's n-best lines; JSON has no -inf, so a
+// hypothesis the search could not find is absent rather than given a score. Covered by
+// tests/serving/worker_test.cpp and tests/scripts/serve.sh.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "serving/request.h"
+#include "serving/worker.h"
+
+namespace moe::serving {
+
+/// The source ids of a request's lines (encoded and cut to the model's positions as moe-translate does);
+/// `truncated` counts the lines that were cut.
+std::vector<std::vector<int32_t>> encode_request(const ServedModel& model, const TranslateRequest& request,
+                                                 int64_t& truncated);
+
+/// {"model", "translations": [{"text", "score", "hypotheses" (n_best > 1): [{"text", "score"}]}], "truncated"}.
+std::string translate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,
+                           int64_t truncated);
+
+/// Scores `request` with `model` on `device` (pairs or LM text, as the model is) and returns the body:
+/// pairs: {"model", "scores": [{"log_prob", "tokens"}], "log_prob", "tokens", "perplexity"};
+/// text: {"model", "tokens", "nll", "perplexity"}. Errors name the field (RequestError).
+std::string score_body(ServedModel& model, const ScoreRequest& request, Device device, DType dtype);
+
+/// Checks a score request against the model before it is queued (kind of model, lengths).
+void check_score_request(const ServedModel& model, const ScoreRequest& request);
+
+/// {"models": [{"name", "path", "type", "kind", "device"}]}.
+std::string models_body(const std::vector<ServedModel>& models, Device device);
+
+}  // namespace moe::serving

@@ -1,0 +1,146 @@
+// worker.h implementation. Covered by tests/serving/worker_test.cpp and tests/scripts/serve.sh.
+#include "serving/worker.h"
+
+#include <chrono>
+
+#include "common/error.h"
+
+namespace moe::serving {
+
+namespace {
+const data::Vocab* vocab_of(const LoadedCheckpoint& ck, std::initializer_list<const char*> roles) {
+  for (const char* r : roles)
+    if (ck.vocabs.count(r)) return ck.vocabs.at(r).get();
+  return nullptr;
+}
+void fail(std::vector<Job>& jobs, int status, const std::string& field, const std::string& message) {
+  for (Job& j : jobs) {
+    JobResult r;
+    r.status = status;
+    r.error_field = field;
+    r.error = message;
+    j.state->result.set_value(std::move(r));
+  }
+}
+}  // namespace
+
+ServedModel load_served_model(const std::string& name, const std::string& path, Device device) {
+  ServedModel m{.name = name, .path = path, .ck = load_checkpoint(path, device)};
+  if (const EncoderDecoder* net = m.ck.model->encoder_decoder()) {
+    m.src = vocab_of(m.ck, {"src", "tgt"});
+    m.tgt = vocab_of(m.ck, {"tgt", "src"});
+    MOE_CHECK(m.src && m.tgt, "'", path, "' holds no vocabulary");
+    m.encoder = std::make_unique<Translator>(*net, *m.ck.params, device, TranslatorOptions{});
+  } else {
+    MOE_CHECK(m.ck.model->is_language_model(), "'", path, "' holds a ", m.ck.model->type(),
+              " model, which neither translates nor is a language model");
+    m.lm = vocab_of(m.ck, {"lm", "tgt", "src"});
+    MOE_CHECK(m.lm, "'", path, "' holds no vocabulary");
+  }
+  return m;
+}
+
+Worker::Worker(std::vector<ServedModel>& models, Device device, WorkerOptions options, ServerMetrics& metrics)
+    : models_(models), device_(device), options_(options), metrics_(metrics), queue_(options.batching) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+Worker::~Worker() { close(); }
+
+void Worker::close() {
+  queue_.close();
+  if (thread_.joinable()) thread_.join();
+}
+
+Submitted Worker::submit(Job job) {
+  Submitted s;
+  s.state = job.state;
+  s.result = job.state->result.get_future();
+  s.pushed = queue_.push(std::move(job));
+  return s;
+}
+
+Submitted Worker::translate(size_t model, const TranslateRequest& request, std::vector<std::vector<int32_t>> sources) {
+  Job job;
+  const BeamOptions& s = request.search;
+  job.key = {.model = model,
+             .beam = s.beam,
+             .lenpen = s.lenpen,
+             .max_len_a = s.max_len_a,
+             .penalty = s.penalty,
+             .max_len_b = s.max_len_b,
+             .min_len = s.min_len,
+             .experts = request.experts};
+  job.lines = static_cast<int64_t>(sources.size());
+  for (const auto& ids : sources) job.tokens += static_cast<int64_t>(ids.size()) + 1;
+  job.state = std::make_shared<JobState>();
+  job.state->sources = std::move(sources);
+  job.state->n_best = s.n_best;
+  return submit(std::move(job));
+}
+
+Submitted Worker::run_alone(size_t model, int64_t lines, std::function<std::string()> work) {
+  Job job;
+  job.key = {.model = model, .alone = next_alone_++};
+  job.lines = lines;
+  job.state = std::make_shared<JobState>();
+  job.state->run = std::move(work);
+  return submit(std::move(job));
+}
+
+void Worker::loop() {
+  for (std::vector<Job> jobs = queue_.take(); !jobs.empty(); jobs = queue_.take()) {
+    std::erase_if(jobs, [](const Job& j) { return j.state->abandoned.load(); });
+    if (jobs.empty()) continue;
+    try {
+      if (jobs[0].key.alone) {
+        JobResult r;
+        r.json = jobs[0].state->run();
+        jobs[0].state->result.set_value(std::move(r));
+      } else {
+        decode(jobs);
+      }
+    } catch (const RequestError& e) {  // found while scoring (a line too long for the model)
+      fail(jobs, e.status(), e.field(), e.message());
+    } catch (const std::exception& e) {  // a model error fails the jobs of this batch, not the server
+      fail(jobs, 500, "model", e.what());
+    }
+  }
+}
+
+void Worker::decode(std::vector<Job>& jobs) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const BatchKey& k = jobs[0].key;
+  const ServedModel& m = models_[k.model];
+  TranslatorOptions o;
+  o.search.beam = k.beam;
+  o.search.n_best = k.beam;  // each job keeps its own first n_best (beam search only truncates its sorted list)
+  o.search.lenpen = k.lenpen;
+  o.search.penalty = k.penalty;
+  o.search.max_len_a = k.max_len_a;
+  o.search.max_len_b = k.max_len_b;
+  o.search.min_len = k.min_len;
+  o.max_tokens = options_.batching.max_tokens;
+  o.dtype = options_.dtype;
+  o.experts = k.experts;
+  std::vector<std::vector<int32_t>> all;
+  for (const Job& j : jobs) all.insert(all.end(), j.state->sources.begin(), j.state->sources.end());
+  const Translator translator(*m.ck.model->encoder_decoder(), *m.ck.params, device_, o);
+  auto results = translator.translate(all);
+  int64_t tokens = 0;
+  size_t next = 0;
+  for (Job& j : jobs) {
+    JobResult r;
+    for (size_t i = 0; i < j.state->sources.size(); ++i, ++next) {
+      auto& hyps = results[next];
+      if (!hyps.empty()) tokens += static_cast<int64_t>(hyps[0].tokens.size());
+      if (static_cast<int>(hyps.size()) > j.state->n_best) hyps.resize(static_cast<size_t>(j.state->n_best));
+      r.hypotheses.push_back(std::move(hyps));
+    }
+    j.state->result.set_value(std::move(r));
+  }
+  metrics_.batch_done(static_cast<int64_t>(all.size()), tokens,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+}  // namespace moe::serving

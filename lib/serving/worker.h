@@ -1,0 +1,115 @@
+// The models a server holds and the one worker thread that runs them on their device. Translation
+// requests become jobs (their source ids, encoded by the caller's thread as moe-translate encodes them)
+// in a BatchQueue; the worker takes batches of jobs with the same model and search options, decodes all
+// their sentences with one Translator::translate call (sorted by length and cut into --max-tokens
+// batches, exactly as moe-translate does, and the same beam search), and hands each job its n-best
+// lists in its own order. Scoring jobs run alone on the same thread. A job whose client gave up
+// (timeout) is skipped if still queued. close() drains: everything queued is still done.
+// Covered by tests/serving/worker_test.cpp and tests/scripts/serve.sh.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "models/checkpoint.h"
+#include "serving/batch_queue.h"
+#include "serving/metrics.h"
+#include "serving/request.h"
+#include "translator/pair_scores.h"
+#include "translator/translator.h"
+
+namespace moe::serving {
+
+struct ServedModel {
+  std::string name, path;
+  LoadedCheckpoint ck;
+  const data::Vocab* src = nullptr;  // translation models: source and target vocabularies
+  const data::Vocab* tgt = nullptr;
+  const data::Vocab* lm = nullptr;      // language models
+  std::unique_ptr<Translator> encoder;  // translation models: encode_source_line's position limit
+  bool translates() const { return encoder != nullptr; }
+};
+
+/// Loads `path` onto `device` as the model called `name`.
+ServedModel load_served_model(const std::string& name, const std::string& path, Device device);
+
+struct WorkerOptions {
+  BatchLimits batching;
+  DType dtype = DType::f32;
+};
+
+/// What a job produces: n-best lists (translation) or a JSON text (scoring); when it failed, the HTTP
+/// status (400 for a RequestError found on the worker, 500 for a model error), the field and the message.
+struct JobResult {
+  std::vector<std::vector<Hypothesis>> hypotheses;
+  std::string json;
+  int status = 200;
+  std::string error_field, error;
+};
+
+/// The equality that decides which jobs may be decoded together.
+struct BatchKey {
+  size_t model = 0;
+  uint64_t alone = 0;  // non-zero: a job that runs by itself (scoring)
+  int beam = 5;
+  double lenpen = 1.0, max_len_a = 0.0;
+  LengthPenalty penalty = LengthPenalty::fairseq;
+  int64_t max_len_b = 200, min_len = 1;
+  ExpertChoice experts = ExpertChoice::mixture;
+  bool operator==(const BatchKey&) const = default;
+};
+
+struct JobState {
+  std::vector<std::vector<int32_t>> sources;  // translation
+  int n_best = 1;
+  std::function<std::string()> run;  // scoring: computes the JSON on the worker's thread
+  std::promise<JobResult> result;
+  std::atomic<bool> abandoned{false};
+};
+
+struct Job {
+  BatchKey key;
+  int64_t tokens = 0, lines = 0;
+  std::shared_ptr<JobState> state;
+};
+
+/// A job handed to the worker: whether the queue took it, and then its state and result.
+struct Submitted {
+  PushResult pushed = PushResult::closed;
+  std::shared_ptr<JobState> state;
+  std::future<JobResult> result;
+};
+
+class Worker {
+ public:
+  Worker(std::vector<ServedModel>& models, Device device, WorkerOptions options, ServerMetrics& metrics);
+  ~Worker();  // closes and joins
+
+  /// Queues the translation of `sources` (ids of the request's lines, in order) with `request`'s options.
+  Submitted translate(size_t model, const TranslateRequest& request, std::vector<std::vector<int32_t>> sources);
+  /// Queues `work` (scoring on model `model`), run alone on the worker's thread.
+  Submitted run_alone(size_t model, int64_t lines, std::function<std::string()> work);
+  /// Stops taking jobs; the worker finishes those queued, then ends. Joins it.
+  void close();
+  int64_t queued_lines() const { return queue_.lines(); }
+  Device device() const { return device_; }
+
+ private:
+  void loop();
+  void decode(std::vector<Job>& jobs);
+  Submitted submit(Job job);
+
+  std::vector<ServedModel>& models_;
+  Device device_;
+  WorkerOptions options_;
+  ServerMetrics& metrics_;
+  BatchQueue<Job> queue_;
+  std::atomic<uint64_t> next_alone_{1};
+  std::thread thread_;
+};
+
+}  // namespace moe::serving

@@ -1,0 +1,49 @@
+// Fuzzes moe-serve's request parser (lib/serving/request.cpp): arbitrary bytes as the body of POST
+// /v1/translate and /v1/score. Bad input must be a RequestError (a moe::Error) naming a field, with a 4xx
+// status and a JSON error body; an accepted request must hold what the server relies on: 1..max_lines
+// lines, each valid UTF-8 of at most max_line_bytes without '\n', 1 <= n_best <= beam <= max_beam.
+// Seeds: tests/fuzz/seeds/serve_request.
+#include <nlohmann/json.hpp>
+
+#include "data/utf8.h"
+#include "fuzz_support.h"
+#include "serving/request.h"
+
+namespace {
+const moe::serving::RequestLimits kLimits{.max_lines = 8, .max_line_bytes = 64, .max_beam = 16};
+
+void check_lines(const std::vector<std::string>& lines, bool may_be_empty) {
+  FUZZ_REQUIRE(may_be_empty || !lines.empty(), "an accepted request without lines");
+  FUZZ_REQUIRE(static_cast<int64_t>(lines.size()) <= kLimits.max_lines, "more lines than --max-lines");
+  for (const auto& l : lines) {
+    FUZZ_REQUIRE(static_cast<int64_t>(l.size()) <= kLimits.max_line_bytes, "a line past --max-line-bytes");
+    FUZZ_REQUIRE(moe::data::is_valid_utf8(l) && l.find('\n') == std::string::npos, "a line with '\\n' or bad UTF-8");
+  }
+}
+
+template <class Parse, class Check>
+void run(std::string_view body, Parse parse, Check check) {
+  try {
+    check(parse(body, kLimits));
+  } catch (const moe::serving::RequestError& e) {
+    FUZZ_REQUIRE(e.status() >= 400 && e.status() < 500 && !e.field().empty(), "an error without a 4xx or a field");
+    const auto j = nlohmann::json::parse(moe::serving::error_body(e.field(), e.message()));
+    FUZZ_REQUIRE(j["error"]["field"].is_string(), "an error body without its field");
+  }
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  run(body, moe::serving::parse_translate_request, [](const moe::serving::TranslateRequest& r) {
+    check_lines(r.text, false);
+    FUZZ_REQUIRE(r.search.n_best >= 1 && r.search.n_best <= r.search.beam && r.search.beam <= kLimits.max_beam,
+                 "n_best or beam out of range");
+  });
+  run(body, moe::serving::parse_score_request, [](const moe::serving::ScoreRequest& r) {
+    check_lines(r.text, true);
+    check_lines(r.src, true);
+    FUZZ_REQUIRE(r.src.size() == r.tgt.size() && (r.text.empty() != r.src.empty()), "pairs unaligned or mixed");
+  });
+  return 0;
+}

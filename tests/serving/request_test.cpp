@@ -1,0 +1,98 @@
+// Parsing moe-serve's requests (lib/serving/request.h): defaults equal moe-translate's, every option
+// read, and each kind of bad input refused with the field named and the right status.
+#include "serving/request.h"
+
+#include <catch2/catch.hpp>
+
+using namespace moe;
+using namespace moe::serving;
+
+namespace {
+/// The field and status of the RequestError that parsing `body` throws (fails when none is thrown).
+std::pair<std::string, int> refusal(const std::string& body, bool score = false) {
+  RequestLimits limits;
+  limits.max_lines = 3;
+  limits.max_line_bytes = 10;
+  try {
+    if (score)
+      parse_score_request(body, limits);
+    else
+      parse_translate_request(body, limits);
+  } catch (const RequestError& e) {
+    return {e.field(), e.status()};
+  }
+  FAIL("accepted: " << body);
+  return {};
+}
+}  // namespace
+
+TEST_CASE("a translate request takes moe-translate's defaults and every option", "[serving]") {
+  const TranslateRequest d = parse_translate_request(R"({"text": ["ein Haus", ""]})", {});
+  CHECK(d.text == std::vector<std::string>{"ein Haus", ""});
+  const BeamOptions defaults;
+  CHECK(d.search.beam == defaults.beam);
+  CHECK(d.search.n_best == defaults.n_best);
+  CHECK(d.search.lenpen == defaults.lenpen);
+  CHECK(d.search.max_len_b == defaults.max_len_b);
+  CHECK(d.experts == ExpertChoice::mixture);
+  CHECK(d.model.empty());
+  const TranslateRequest r = parse_translate_request(
+      R"({"text": ["a"], "beam": 4, "n_best": 4, "lenpen": 0.6, "length_penalty": "gnmt", "max_len_a": 1.5,
+          "max_len_b": 7, "min_len": 0, "mae_inference": "argmax", "model": "de"})",
+      {});
+  CHECK(r.search.beam == 4);
+  CHECK(r.search.n_best == 4);
+  CHECK(r.search.lenpen == 0.6);
+  CHECK(r.search.penalty == LengthPenalty::gnmt);
+  CHECK(r.search.max_len_a == 1.5);
+  CHECK(r.search.max_len_b == 7);
+  CHECK(r.search.min_len == 0);
+  CHECK(r.experts == ExpertChoice::argmax);
+  CHECK(r.model == "de");
+}
+
+TEST_CASE("bad translate requests name their field", "[serving]") {
+  using P = std::pair<std::string, int>;
+  CHECK(refusal(R"({"text": ["a"])") == P{"body", 400});                    // truncated
+  CHECK(refusal(R"({"text": ["a"], "lenpen": 1e309})") == P{"body", 400});  // past a double (found by fuzzing)
+  CHECK(refusal("[1]") == P{"body", 400});                                  // not an object
+  CHECK(refusal("{\"text\": [\"a\xff\"]}") == P{"text", 400});              // invalid UTF-8
+  CHECK(refusal(R"({"text": ["\ud800"]})") == P{"text", 400});              // a lone surrogate
+  CHECK(refusal(R"({"text": ["a"], "colour": 1})") == P{"colour", 400});    // unknown field
+  CHECK(refusal(R"({"text": ["a"], "": 1})") == P{"body", 400});            // an empty key (found by fuzzing)
+  CHECK(refusal(R"({"text": []})") == P{"text", 400});
+  CHECK(refusal(R"({"beam": 2})") == P{"text", 400});  // no text
+  CHECK(refusal(R"({"text": "a"})") == P{"text", 400});
+  CHECK(refusal(R"({"text": ["a", 3]})") == P{"text[1]", 400});
+  CHECK(refusal(R"({"text": ["a\nb"]})") == P{"text[0]", 400});
+  CHECK(refusal(R"({"text": ["a", "b", "c", "d"]})") == P{"text", 413});  // --max-lines 3
+  CHECK(refusal(R"({"text": ["a", "0123456789x"]})") == P{"text[1]", 413});
+  CHECK(refusal(R"({"text": ["a"], "beam": 2, "n_best": 3})") == P{"n_best", 400});
+  CHECK(refusal(R"({"text": ["a"], "beam": 0})") == P{"beam", 400});
+  CHECK(refusal(R"({"text": ["a"], "beam": 65})") == P{"beam", 400});
+  CHECK(refusal(R"({"text": ["a"], "beam": 18446744073709551615})") == P{"beam", 400});
+  CHECK(refusal(R"({"text": ["a"], "beam": 2.5})") == P{"beam", 400});
+  CHECK(refusal(R"({"text": ["a"], "lenpen": "x"})") == P{"lenpen", 400});
+  CHECK(refusal(R"({"text": ["a"], "max_len_a": -1})") == P{"max_len_a", 400});
+  CHECK(refusal(R"({"text": ["a"], "length_penalty": "x"})") == P{"length_penalty", 400});
+  CHECK(refusal(R"({"text": ["a"], "mae_inference": "sample"})") == P{"mae_inference", 400});
+  CHECK(refusal(R"({"text": ["a"], "prefix": ["b"]})") == P{"prefix", 400});
+}
+
+TEST_CASE("a score request holds pairs or LM text", "[serving]") {
+  const ScoreRequest p = parse_score_request(R"({"src": ["a", "b"], "tgt": ["x", "y"]})", {});
+  CHECK(p.src.size() == 2);
+  CHECK(p.tgt.size() == 2);
+  CHECK(parse_score_request(R"({"text": ["a b c"]})", {}).text.size() == 1);
+  using P = std::pair<std::string, int>;
+  CHECK(refusal(R"({"src": ["a"]})", true) == P{"tgt", 400});
+  CHECK(refusal(R"({"src": ["a"], "tgt": ["x", "y"]})", true) == P{"tgt", 400});
+  CHECK(refusal(R"({"text": ["a"], "src": ["a"], "tgt": ["b"]})", true) == P{"text", 400});
+  CHECK(refusal(R"({})", true) == P{"body", 400});
+  CHECK(refusal(R"({"beam": 3, "text": ["a"]})", true) == P{"beam", 400});
+}
+
+TEST_CASE("error bodies are JSON even for invalid UTF-8", "[serving]") {
+  CHECK(error_body("text", "bad \xff byte") ==
+        "{\"error\":{\"field\":\"text\",\"message\":\"bad \xEF\xBF\xBD byte\"}}");
+}

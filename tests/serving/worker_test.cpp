@@ -1,0 +1,134 @@
+// The serving worker (lib/serving/worker.h, responses.h) on a tiny checkpoint: jobs with the same options
+// are decoded together and each gets what moe-translate's path (translate_lines) gives for its lines
+// (n-best scores to 1e-5);
+// other options form their own batch; an abandoned job is skipped; the JSON bodies hold the texts.
+#include "serving/worker.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "serving/responses.h"
+#include "translator/tiny_model.h"
+#include "translator/translate_text.h"
+
+using namespace moe;
+using namespace moe::serving;
+
+namespace {
+TranslateRequest request(std::vector<std::string> text, int beam, int n_best) {
+  TranslateRequest r;
+  r.text = std::move(text);
+  r.search.beam = beam;
+  r.search.n_best = n_best;
+  r.search.max_len_b = 8;
+  return r;
+}
+
+/// moe-translate's output lines for `r` (translate_lines with the same options).
+std::vector<std::string> reference(const ServedModel& m, const TranslateRequest& r) {
+  TranslatorOptions o;
+  o.search = r.search;
+  const Translator tr(*m.ck.model->encoder_decoder(), *m.ck.params, Device::cpu(), o);
+  TranslateStats stats;
+  return translate_lines(tr, *m.src, *m.tgt, r.text, r.search.n_best, 0, stats);
+}
+
+/// The same lines from a translate body (n-best lines as moe-translate writes them).
+std::vector<std::string> lines_of(const std::string& body, int n_best) {
+  const auto j = nlohmann::json::parse(body);
+  std::vector<std::string> out;
+  int index = 0;
+  for (const auto& t : j["translations"]) {
+    if (n_best == 1)
+      out.push_back(t["text"]);
+    else
+      for (const auto& h : t["hypotheses"])
+        out.push_back(std::to_string(index) + "\t" + format_score(h["score"]) + "\t" + h["text"].get<std::string>());
+    ++index;
+  }
+  return out;
+}
+/// Equal lines, except that n-best scores may differ by 1e-5: a sentence's float log-probs move in the
+/// 6th decimal with the batch it is decoded in (moe-translate's own do with --max-tokens).
+void check_same_line(const std::string& got, const std::string& want) {
+  const size_t g1 = got.find('\t'), g2 = got.rfind('\t'), w1 = want.find('\t'), w2 = want.rfind('\t');
+  if (g1 == std::string::npos || w1 == std::string::npos) {
+    CHECK(got == want);
+    return;
+  }
+  CHECK(got.substr(0, g1) == want.substr(0, w1));
+  CHECK(got.substr(g2) == want.substr(w2));
+  CHECK(std::stod(got.substr(g1 + 1, g2 - g1 - 1)) == Approx(std::stod(want.substr(w1 + 1, w2 - w1 - 1))).margin(1e-5));
+}
+}  // namespace
+
+TEST_CASE("the worker batches jobs of the same options and routes each its results", "[serving]") {
+  const auto dir = test::temp_dir("serving-worker");
+  std::vector<ServedModel> models;
+  models.push_back(load_served_model("tiny", test::save_tiny(test::tiny_model(13, 32, 4.f), dir), Device::cpu()));
+  REQUIRE(models[0].translates());
+  ServerMetrics metrics;
+  Worker worker(models, Device::cpu(), {.batching = {.max_tokens = 1000, .max_wait = std::chrono::milliseconds(300)}},
+                metrics);
+  const std::vector<TranslateRequest> requests = {request({"w1 w2 w3", "w4"}, 4, 1), request({"w5 w6"}, 4, 3),
+                                                  request({"w7 w8 w9 w10", "w2 w2"}, 4, 2),
+                                                  request({"w1 w2 w3"}, 2, 1)};
+  std::vector<Submitted> jobs;
+  for (const auto& r : requests) {
+    int64_t truncated = 0;
+    jobs.push_back(worker.translate(0, r, encode_request(models[0], r, truncated)));
+    CHECK(jobs.back().pushed == PushResult::accepted);
+  }
+  TranslateRequest dropped = request({"w3"}, 3, 1);
+  int64_t truncated = 0;
+  Submitted abandoned = worker.translate(0, dropped, encode_request(models[0], dropped, truncated));
+  abandoned.state->abandoned = true;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    INFO("request " << i);
+    const JobResult r = jobs[i].result.get();
+    REQUIRE(r.status == 200);
+    const std::string body = translate_body(models[0], requests[i].search.n_best, r.hypotheses, 0);
+    const auto got = lines_of(body, requests[i].search.n_best), want = reference(models[0], requests[i]);
+    REQUIRE(got.size() == want.size());
+    for (size_t l = 0; l < got.size(); ++l) check_same_line(got[l], want[l]);
+  }
+  worker.close();
+  CHECK(abandoned.result.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
+  // Beam 4 (three requests, five sentences) in one batch, beam 2 in another; the abandoned job in none.
+  const std::string text = metrics.prometheus(0, 0);
+  CHECK_THAT(text, Catch::Contains("moe_serve_batch_sentences_count 2\n"));
+  CHECK_THAT(text, Catch::Contains("moe_serve_batch_sentences_sum 6\n"));
+  CHECK(worker.translate(0, requests[0], {{4}}).pushed == PushResult::closed);
+}
+
+TEST_CASE("score bodies equal forced decoding; the model list names each model", "[serving]") {
+  const auto dir = test::temp_dir("serving-score");
+  std::vector<ServedModel> models;
+  models.push_back(load_served_model("tiny", test::save_tiny(test::tiny_model(13, 32, 4.f), dir), Device::cpu()));
+  ScoreRequest s;
+  s.src = {"w1 w2", "w3"};
+  s.tgt = {"w4", "w5 w6 w7"};
+  check_score_request(models[0], s);
+  const auto j = nlohmann::json::parse(score_body(models[0], s, Device::cpu(), DType::f32));
+  const auto& m = models[0];
+  const auto want = score_pairs(*m.ck.model, *m.ck.params, Device::cpu(), {m.src->encode("w1 w2"), m.src->encode("w3")},
+                                {m.tgt->encode("w4"), m.tgt->encode("w5 w6 w7")}, {});
+  REQUIRE(j["scores"].size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(j["scores"][i]["log_prob"].get<double>() == want[i].log_prob);
+    CHECK(j["scores"][i]["tokens"].get<int64_t>() == want[i].tokens);
+  }
+  s.tgt = {"w4", "w5 w6 w7 w1 w2 w3 w4 w5 w6 w7 w1 w2 w3 w4 w5 w6 w7 w1 w2 w3 w4 w5 w6 w7 w1 w2 w3 w4 w5 w6 w7 w8 w9"};
+  try {
+    score_body(models[0], s, Device::cpu(), DType::f32);
+    FAIL("a target past max_positions was scored");
+  } catch (const RequestError& e) {
+    CHECK(e.field() == "tgt[1]");
+  }
+  ScoreRequest lm;
+  lm.text = {"w1"};
+  CHECK_THROWS_AS(check_score_request(models[0], lm), RequestError);
+  const auto list = nlohmann::json::parse(models_body(models, Device::cpu()));
+  CHECK(list["models"][0]["name"] == "tiny");
+  CHECK(list["models"][0]["kind"] == "translation");
+}
