@@ -7,6 +7,7 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "cli/mae_inference_option.h"
 #include "cli/program.h"
@@ -38,6 +39,42 @@ int64_t count_lines(const std::string& path) {
   }
   return n + (last != '\n');
 }
+
+/// --prefix FILE read in step with the input: one line per input line, and no line more or less.
+class PrefixLines {
+ public:
+  PrefixLines(const std::string& path, const std::string& input) : path_(path) {
+    if (path.empty()) return;
+    file_.open(path, std::ios::binary);
+    MOE_CHECK(file_.is_open(), "cannot open --prefix '", path, "'");
+    lines_.emplace(file_, path);
+    if (input != "-") {  // a file: a mismatch fails before anything is translated
+      const int64_t p = count_lines(path), n = count_lines(input);
+      MOE_CHECK(p == n, "--prefix '", path, "' has ", p, " lines but the input '", input, "' has ", n,
+                " (one prefix per input line; an empty line forces nothing)");
+    }
+  }
+  /// The prefixes of the next `n` input lines (none without --prefix).
+  std::vector<std::string> next(size_t n, int64_t lines_before) {
+    std::vector<std::string> out;
+    if (!lines_) return out;
+    lines_->next_chunk(static_cast<int64_t>(n), out);
+    MOE_CHECK(out.size() == n, "--prefix '", path_, "' has ", lines_->lines(), " lines but the input has at least ",
+              lines_before + static_cast<int64_t>(n), " (one prefix per input line)");
+    return out;
+  }
+  /// After the last input line: the prefix file must be at its end too.
+  void finish(int64_t input_lines) {
+    std::vector<std::string> rest;
+    MOE_CHECK(!lines_ || !lines_->next_chunk(1, rest), "--prefix '", path_, "' has more lines than the input's ",
+              input_lines, " (one prefix per input line)");
+  }
+
+ private:
+  std::string path_;
+  std::ifstream file_;
+  std::optional<InputLines> lines_;
+};
 }  // namespace
 
 void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream& out, std::ostream& err) {
@@ -106,18 +143,21 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
     stop_point();
   };
   InputLines input(*is, o.input);
+  PrefixLines prefixes(o.prefix, o.input);
   std::vector<std::string> chunk;
   while (input.next_chunk(o.chunk_lines, chunk)) {
     stop_point();
     const int64_t first = stats.lines;
+    const std::vector<std::string> chunk_prefixes = prefixes.next(chunk.size(), first);
     for (const std::string& r :
-         translate_lines(translator, src_vocab, tgt_vocab, chunk, o.n_best, first, stats, on_batch))
+         translate_lines(translator, src_vocab, tgt_vocab, chunk, o.n_best, first, stats, on_batch, chunk_prefixes))
       *os << r << '\n';
     done_lines = stats.lines;  // empty lines too (they are not decoded)
     os->flush();
     MOE_CHECK(os->good(), "error writing '", o.output, "'");
     written_lines = stats.lines;
   }
+  prefixes.finish(stats.lines);
   const auto t2 = std::chrono::steady_clock::now();
   progress.finish();
   if (!input.warning().empty()) err << "moe-translate: warning: " << input.warning() << '\n';
@@ -145,6 +185,9 @@ int translate_main(int argc, char** argv) {
   app.add_option("-m,--model", o.model, "checkpoint (.safetensors) of a translation model")->required();
   app.add_option("-i,--input", o.input, "raw source text, one sentence per line ('-' = stdin)");
   app.add_option("-o,--output", o.output, "detokenised translations, one line per input line ('-' = stdout)");
+  app.add_option("--prefix", o.prefix,
+                 "target prefixes, one per input line (tokenized like the target; empty = none): each output "
+                 "begins with its prefix, the search continues after it");
   app.add_option("--beam", o.beam, "beam size (1 = greedy)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--n-best", o.n_best, "hypotheses per input; > 1 writes 'index<TAB>score<TAB>text' lines")
       ->capture_default_str()

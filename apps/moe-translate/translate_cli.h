@@ -2,7 +2,8 @@
 // batching and device options. Reads raw text (stdin by default), writes detokenised text (stdout by
 // default) one line per input line, in input order, in chunks so that long inputs stream; shows
 // progress on stderr while it runs (common/progress_meter.h) and reports lines, words/s and tokens/s
-// (and truncated lines) there at the end.
+// (and truncated lines) there at the end. --prefix FILE forces the beginning of each output
+// (translator/target_prefix.h), read line by line beside the input.
 // Covered by tests/translator/translate_cli_test.cpp.
 #pragma once
 #include <cstdint>
@@ -15,6 +16,7 @@ namespace moe {
 
 struct TranslateCliOptions {
   std::string model, input = "-", output = "-";
+  std::string prefix;  // --prefix FILE: one target prefix per input line ("" = none)
   int beam = 5, n_best = 1;
   double lenpen = 1.0;
   std::string length_penalty = "fairseq";  // fairseq | gnmt

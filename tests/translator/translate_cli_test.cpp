@@ -185,7 +185,7 @@ TEST_CASE("the moe-translate binary", "[translator][cli]") {
   std::stringstream hb;
   hb << h.rdbuf();
   for (const char* opt : {"--beam", "--n-best", "--lenpen", "--max-len-a", "--max-len-b", "--device", "--dtype",
-                          "--max-tokens", "--mae-inference"})
+                          "--max-tokens", "--mae-inference", "--prefix"})
     CHECK(hb.str().find(opt) != std::string::npos);
   CHECK(std::system((bin + " --device cpu 2> /dev/null").c_str()) != 0);  // -m is required
   std::filesystem::remove_all(dir);
