@@ -9,24 +9,19 @@
 #include <iostream>
 #include <optional>
 
+#include "cli/ensemble_options.h"
 #include "cli/mae_inference_option.h"
 #include "cli/program.h"
 #include "common/progress_meter.h"
 #include "common/stop_signal.h"
-#include "models/checkpoint.h"
 #include "tensor/allocator.h"
 #include "translator/input_lines.h"
 #include "translator/translate_text.h"
+#include "translator/translation_models.h"
 
 namespace moe {
 
 namespace {
-/// The vocabulary of `role`, or the other translation role's (a joint vocabulary stored once).
-const data::Vocab& vocab_or(const LoadedCheckpoint& ck, const std::string& role, const std::string& fallback) {
-  if (ck.vocabs.count(role)) return *ck.vocabs.at(role);
-  return ck.vocab(fallback);
-}
-
 /// Lines of a file (for the progress total); -1 for standard input, which is read once.
 int64_t count_lines(const std::string& path) {
   if (path == "-") return -1;
@@ -79,7 +74,6 @@ class PrefixLines {
 
 void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream& out, std::ostream& err) {
   const auto t0 = std::chrono::steady_clock::now();
-  MOE_CHECK(!o.model.empty(), "no checkpoint given (-m CHECKPOINT)");
   MOE_CHECK(o.chunk_lines >= 1, "--chunk-lines must be positive, got ", o.chunk_lines);
   const Device device = Device::parse(o.device);
   const DType dtype = dtype_from_name(o.dtype);
@@ -98,13 +92,10 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   to.experts = o.mae_inference;
   MOE_CHECK(o.n_best >= 1 && o.n_best <= o.beam, "--n-best ", o.n_best, " must be in [1, --beam = ", o.beam, "]");
 
-  LoadedCheckpoint ck = load_checkpoint(o.model, device);
-  const EncoderDecoder* net = ck.model->encoder_decoder();
-  MOE_CHECK(net, "'", o.model, "' holds a ", ck.model->type(),
-            " model, not a translation model (use moe-score ppl for language models)");
-  const data::Vocab& src_vocab = vocab_or(ck, "src", "tgt");
-  const data::Vocab& tgt_vocab = vocab_or(ck, "tgt", "src");
-  Translator translator(*net, *ck.params, device, to);
+  const TranslationModels models = load_translation_models(o.models, o.weights, device);
+  const data::Vocab& src_vocab = models.src_vocab();
+  const data::Vocab& tgt_vocab = models.tgt_vocab();
+  Translator translator(models.decoder(), models.params(), device, to);
 
   std::ifstream in_file;
   std::istream* is = &in;
@@ -182,7 +173,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
 int translate_main(int argc, char** argv) {
   TranslateCliOptions o;
   CLI::App app("moe-translate: translate raw text with a trained checkpoint (beam search)", "moe-translate");
-  app.add_option("-m,--model", o.model, "checkpoint (.safetensors) of a translation model")->required();
+  cli::add_ensemble_options(app, o.models, o.weights, " of a translation model");
   app.add_option("-i,--input", o.input, "raw source text, one sentence per line ('-' = stdin)");
   app.add_option("-o,--output", o.output, "detokenised translations, one line per input line ('-' = stdout)");
   app.add_option("--prefix", o.prefix,

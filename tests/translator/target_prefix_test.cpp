@@ -85,7 +85,7 @@ TEST_CASE("moe-translate --prefix", "[translator][prefix][cli]") {
   const auto m = test::tiny_model(13, 16, 4.f);
   const auto dir = test::temp_dir("prefix");
   TranslateCliOptions o;
-  o.model = test::save_tiny(m, dir);
+  o.models = {test::save_tiny(m, dir)};
   o.device = "cpu";
   o.quiet = true;
   o.n_best = 3;
