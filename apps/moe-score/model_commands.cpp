@@ -1,7 +1,8 @@
 // moe-score ppl / pairs / experts (see model_commands.h). ppl prints "PPL = x (...)" (or the number
 // alone with --score-only, or JSON), with the validation windows a moe-train checkpoint stores unless
 // --context / --stride say otherwise; pairs prints one "log_prob<TAB>tokens" line per pair and the
-// corpus summary on stderr (--summary prints only the summary, on stdout); experts prints the gate
+// corpus summary on stderr (--summary prints only the summary, on stdout), and with several -m scores
+// their ensemble step by step (translator/stepwise_scores.h, --weights); experts prints the gate
 // statistics of translator/expert_report.h: translation models are run teacher-forced on --src/--tgt,
 // or, given only -i SRC, on their own translations (beam search, --beam 1 = greedy, by default);
 // language models over the windows of ppl. pairs and experts take --mae-inference like moe-translate
@@ -17,6 +18,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "cli/ensemble_options.h"
 #include "cli/enum_option.h"
 #include "cli/mae_inference_option.h"
 #include "common/progress_meter.h"
@@ -26,18 +28,28 @@
 #include "translator/expert_report.h"
 #include "translator/lm_perplexity.h"
 #include "translator/pair_scores.h"
+#include "translator/stepwise_scores.h"
 #include "translator/translate_text.h"
+#include "translator/translation_models.h"
 
 namespace moe {
 
 namespace {
 struct ModelOptions {
-  std::string model, device = "auto", dtype = "f32";
+  std::vector<std::string> models;  // one, or (pairs) several scored as an ensemble
+  std::vector<double> weights;      // pairs' --weights
+  std::string device = "auto", dtype = "f32";
   Quantize quantize = Quantize::none;
+  const std::string& model() const { return models.front(); }
 };
 
-void add_model_options(CLI::App& sub, ModelOptions& m) {
-  sub.add_option("-m,--model", m.model, "checkpoint (.safetensors)")->required();
+/// -m once, or with `ensemble` (pairs) once per model, with --weights.
+void add_model_options(CLI::App& sub, ModelOptions& m, bool ensemble = false) {
+  if (ensemble) {
+    cli::add_ensemble_options(sub, m.models, m.weights, " (an ensemble is scored step by step)");
+  } else {
+    sub.add_option("-m,--model", m.models, "checkpoint (.safetensors)")->required()->expected(1);
+  }
   sub.add_option("--device", m.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   sub.add_option("--dtype", m.dtype, "compute dtype on the GPU")
       ->capture_default_str()
@@ -124,10 +136,10 @@ cli::SubcommandRunner setup_ppl(CLI::App& sub) {
   return [a, context, stride](std::ostream& out, std::ostream& err) {
     const auto [device, dtype] = placement(a->m, "ppl");
     a->opt.dtype = dtype;
-    LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
+    LoadedCheckpoint ck = load_checkpoint(a->m.model(), device);
     const Int8Inference int8(ck, a->m.quantize, device);
     stored_windows(ck, *context, *stride, a->opt.context, a->opt.stride);
-    MOE_CHECK(ck.model->is_language_model(), "'", a->m.model, "' holds a ", ck.model->type(),
+    MOE_CHECK(ck.model->is_language_model(), "'", a->m.model(), "' holds a ", ck.model->type(),
               " (translation) model; use moe-score pairs for translation models");
     warn_future_gates(ck, "ppl", "this perplexity", err);
     const data::Vocab& vocab = first_vocab(ck, {"lm", "tgt", "src"});
@@ -166,6 +178,13 @@ cli::SubcommandRunner setup_ppl(CLI::App& sub) {
   };
 }
 
+/// Token ids of `lines` under `vocab`.
+std::vector<std::vector<int32_t>> encode_lines(const std::vector<std::string>& lines, const data::Vocab& vocab) {
+  std::vector<std::vector<int32_t>> ids;
+  for (const auto& l : lines) ids.push_back(vocab.encode(l));
+  return ids;
+}
+
 struct PairsArgs {
   ModelOptions m;
   std::string src, tgt;
@@ -175,7 +194,7 @@ struct PairsArgs {
 
 cli::SubcommandRunner setup_pairs(CLI::App& sub) {
   auto a = std::make_shared<PairsArgs>();
-  add_model_options(sub, a->m);
+  add_model_options(sub, a->m, true);
   sub.add_option("--src", a->src, "source sentences, one per line")->required();
   sub.add_option("--tgt", a->tgt, "their translations, line-aligned")->required();
   sub.add_option("--max-tokens", a->opt.max_tokens, "padded tokens per batch")->capture_default_str();
@@ -185,22 +204,27 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
     const auto [device, dtype] = placement(a->m, "pairs");
     a->opt.dtype = dtype;
     a->opt.after_batch = stop_points("pairs");
-    LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
-    const Int8Inference int8(ck, a->m.quantize, device);
-    MOE_CHECK(!ck.model->is_language_model(), "'", a->m.model, "' holds a ", ck.model->type(),
-              " language model; use moe-score ppl for language models");
-    warn_future_gates(ck, "pairs", "these log-probabilities", err);
-    const data::Vocab& sv = first_vocab(ck, {"src", "tgt"});
-    const data::Vocab& tv = first_vocab(ck, {"tgt", "src"});
     const auto src_lines = metrics::read_lines(a->src), tgt_lines = metrics::read_lines(a->tgt);
     MOE_CHECK(src_lines.size() == tgt_lines.size(), "'", a->src, "' has ", src_lines.size(), " lines but '", a->tgt,
               "' has ", tgt_lines.size());
-    std::vector<std::vector<int32_t>> s, t;
-    for (size_t i = 0; i < src_lines.size(); ++i) {
-      s.push_back(sv.encode(src_lines[i]));
-      t.push_back(tv.encode(tgt_lines[i]));
+    std::vector<PairScore> scores;
+    if (a->m.models.size() > 1) {  // an ensemble: step by step through its decoder
+      const TranslationModels models = load_translation_models(a->m.models, a->m.weights, device, a->m.quantize);
+      for (const LoadedCheckpoint& ck : models.checkpoints)
+        warn_future_gates(ck, "pairs", "these log-probabilities", err);
+      scores =
+          score_pairs_stepwise(models.decoder(), models.params(), device, encode_lines(src_lines, models.src_vocab()),
+                               encode_lines(tgt_lines, models.tgt_vocab()), a->opt);
+    } else {  // one model: its teacher-forced pass
+      check_ensemble_weights(a->m.models, a->m.weights);
+      LoadedCheckpoint ck = load_checkpoint(a->m.model(), device);
+      const Int8Inference int8(ck, a->m.quantize, device);
+      MOE_CHECK(!ck.model->is_language_model(), "'", a->m.model(), "' holds a ", ck.model->type(),
+                " language model; use moe-score ppl for language models");
+      warn_future_gates(ck, "pairs", "these log-probabilities", err);
+      scores = score_pairs(*ck.model, *ck.params, device, encode_lines(src_lines, first_vocab(ck, {"src", "tgt"})),
+                           encode_lines(tgt_lines, first_vocab(ck, {"tgt", "src"})), a->opt);
     }
-    const auto scores = score_pairs(*ck.model, *ck.params, device, s, t, a->opt);
     double lp = 0;
     int64_t tokens = 0;
     for (const PairScore& p : scores) {
@@ -222,13 +246,6 @@ struct ExpertsArgs {
   int64_t min_count = 5;
   int top = 10, beam = 1;
 };
-
-/// Token ids of `lines` under `vocab`.
-std::vector<std::vector<int32_t>> encode_lines(const std::vector<std::string>& lines, const data::Vocab& vocab) {
-  std::vector<std::vector<int32_t>> ids;
-  for (const auto& l : lines) ids.push_back(vocab.encode(l));
-  return ids;
-}
 
 cli::SubcommandRunner setup_experts(CLI::App& sub) {
   auto a = std::make_shared<ExpertsArgs>();
@@ -259,19 +276,19 @@ cli::SubcommandRunner setup_experts(CLI::App& sub) {
               a->top, " and --beam ", a->beam, " must be >= 1, >= 0 and >= 1");
     const auto [device, dtype] = placement(a->m, "experts");
     a->opt.dtype = dtype;
-    a->opt.model_name = a->m.model;
+    a->opt.model_name = a->m.model();
     a->opt.after_batch = stop_points("experts");
-    LoadedCheckpoint ck = load_checkpoint(a->m.model, device);
+    LoadedCheckpoint ck = load_checkpoint(a->m.model(), device);
     const Int8Inference int8(ck, a->m.quantize, device);
     warn_future_gates(ck, "experts", "the gates and states analysed here", err);
     ExpertReport report;
-    report.model = a->m.model;
+    report.model = a->m.model();
     report.model_type = ck.model->type();
     report.site_types = site_types(*ck.model);
     report.min_count = a->min_count;
     report.top = a->top;
     if (ck.model->is_language_model()) {
-      MOE_CHECK(!a->input.empty() && a->src.empty() && a->tgt.empty(), "experts: '", a->m.model, "' holds a ",
+      MOE_CHECK(!a->input.empty() && a->src.empty() && a->tgt.empty(), "experts: '", a->m.model(), "' holds a ",
                 ck.model->type(), " language model: give its text with -i (not --src/--tgt)");
       stored_windows(ck, *context, *stride, a->opt.context, a->opt.stride);
       const data::Vocab& vocab = first_vocab(ck, {"lm", "tgt", "src"});
@@ -283,7 +300,7 @@ cli::SubcommandRunner setup_experts(CLI::App& sub) {
       report.sites = c.summaries(a->min_count, a->top);
     } else {
       const std::string src_path = a->src.empty() ? a->input : a->src;
-      MOE_CHECK(!src_path.empty() && (a->src.empty() || a->input.empty()), "experts: '", a->m.model,
+      MOE_CHECK(!src_path.empty() && (a->src.empty() || a->input.empty()), "experts: '", a->m.model(),
                 "' holds a translation model: give --src S --tgt T, or -i SRC (translated first)");
       const data::Vocab& sv = first_vocab(ck, {"src", "tgt"});
       const data::Vocab& tv = first_vocab(ck, {"tgt", "src"});

@@ -7,26 +7,22 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
+#include "cli/ensemble_options.h"
 #include "cli/enum_option.h"
 #include "cli/mae_inference_option.h"
 #include "cli/program.h"
 #include "common/progress_meter.h"
 #include "common/stop_signal.h"
-#include "models/checkpoint.h"
 #include "tensor/allocator.h"
 #include "translator/input_lines.h"
 #include "translator/translate_text.h"
+#include "translator/translation_models.h"
 
 namespace moe {
 
 namespace {
-/// The vocabulary of `role`, or the other translation role's (a joint vocabulary stored once).
-const data::Vocab& vocab_or(const LoadedCheckpoint& ck, const std::string& role, const std::string& fallback) {
-  if (ck.vocabs.count(role)) return *ck.vocabs.at(role);
-  return ck.vocab(fallback);
-}
-
 /// Lines of a file (for the progress total); -1 for standard input, which is read once.
 int64_t count_lines(const std::string& path) {
   if (path == "-") return -1;
@@ -39,11 +35,46 @@ int64_t count_lines(const std::string& path) {
   }
   return n + (last != '\n');
 }
+
+/// --prefix FILE read in step with the input: one line per input line, and no line more or less.
+class PrefixLines {
+ public:
+  PrefixLines(const std::string& path, const std::string& input) : path_(path) {
+    if (path.empty()) return;
+    file_.open(path, std::ios::binary);
+    MOE_CHECK(file_.is_open(), "cannot open --prefix '", path, "'");
+    lines_.emplace(file_, path);
+    if (input != "-") {  // a file: a mismatch fails before anything is translated
+      const int64_t p = count_lines(path), n = count_lines(input);
+      MOE_CHECK(p == n, "--prefix '", path, "' has ", p, " lines but the input '", input, "' has ", n,
+                " (one prefix per input line; an empty line forces nothing)");
+    }
+  }
+  /// The prefixes of the next `n` input lines (none without --prefix).
+  std::vector<std::string> next(size_t n, int64_t lines_before) {
+    std::vector<std::string> out;
+    if (!lines_) return out;
+    lines_->next_chunk(static_cast<int64_t>(n), out);
+    MOE_CHECK(out.size() == n, "--prefix '", path_, "' has ", lines_->lines(), " lines but the input has at least ",
+              lines_before + static_cast<int64_t>(n), " (one prefix per input line)");
+    return out;
+  }
+  /// After the last input line: the prefix file must be at its end too.
+  void finish(int64_t input_lines) {
+    std::vector<std::string> rest;
+    MOE_CHECK(!lines_ || !lines_->next_chunk(1, rest), "--prefix '", path_, "' has more lines than the input's ",
+              input_lines, " (one prefix per input line)");
+  }
+
+ private:
+  std::string path_;
+  std::ifstream file_;
+  std::optional<InputLines> lines_;
+};
 }  // namespace
 
 void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream& out, std::ostream& err) {
   const auto t0 = std::chrono::steady_clock::now();
-  MOE_CHECK(!o.model.empty(), "no checkpoint given (-m CHECKPOINT)");
   MOE_CHECK(o.chunk_lines >= 1, "--chunk-lines must be positive, got ", o.chunk_lines);
   const Device device = Device::parse(o.device);
   const DType dtype = dtype_from_name(o.dtype);
@@ -62,14 +93,10 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   to.experts = o.mae_inference;
   MOE_CHECK(o.n_best >= 1 && o.n_best <= o.beam, "--n-best ", o.n_best, " must be in [1, --beam = ", o.beam, "]");
 
-  LoadedCheckpoint ck = load_checkpoint(o.model, device);
-  const EncoderDecoder* net = ck.model->encoder_decoder();
-  MOE_CHECK(net, "'", o.model, "' holds a ", ck.model->type(),
-            " model, not a translation model (use moe-score ppl for language models)");
-  const data::Vocab& src_vocab = vocab_or(ck, "src", "tgt");
-  const data::Vocab& tgt_vocab = vocab_or(ck, "tgt", "src");
-  const Int8Inference int8(ck, o.quantize, device);
-  Translator translator(*net, *ck.params, device, to);
+  const TranslationModels models = load_translation_models(o.models, o.weights, device, o.quantize);
+  const data::Vocab& src_vocab = models.src_vocab();
+  const data::Vocab& tgt_vocab = models.tgt_vocab();
+  Translator translator(models.decoder(), models.params(), device, to);
 
   std::ifstream in_file;
   std::istream* is = &in;
@@ -108,18 +135,21 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
     stop_point();
   };
   InputLines input(*is, o.input);
+  PrefixLines prefixes(o.prefix, o.input);
   std::vector<std::string> chunk;
   while (input.next_chunk(o.chunk_lines, chunk)) {
     stop_point();
     const int64_t first = stats.lines;
+    const std::vector<std::string> chunk_prefixes = prefixes.next(chunk.size(), first);
     for (const std::string& r :
-         translate_lines(translator, src_vocab, tgt_vocab, chunk, o.n_best, first, stats, on_batch))
+         translate_lines(translator, src_vocab, tgt_vocab, chunk, o.n_best, first, stats, on_batch, chunk_prefixes))
       *os << r << '\n';
     done_lines = stats.lines;  // empty lines too (they are not decoded)
     os->flush();
     MOE_CHECK(os->good(), "error writing '", o.output, "'");
     written_lines = stats.lines;
   }
+  prefixes.finish(stats.lines);
   const auto t2 = std::chrono::steady_clock::now();
   progress.finish();
   if (!input.warning().empty()) err << "moe-translate: warning: " << input.warning() << '\n';
@@ -132,7 +162,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
     const double rate = secs > 0 ? 1.0 / secs : 0.0;
     err << "moe-translate: " << stats.lines << " lines (" << stats.empty_lines << " empty), " << stats.src_words
         << " source words, " << stats.src_tokens << " source tokens, " << stats.tgt_tokens << " target tokens in "
-        << secs << " s on " << device << " (" << (int8.on() ? int8.describe() : o.dtype) << ", beam " << o.beam
+        << secs << " s on " << device << " (" << models.compute_type(o.dtype) << ", beam " << o.beam
         << "): " << static_cast<int64_t>(stats.src_words * rate) << " words/s, "
         << static_cast<int64_t>(stats.tgt_tokens * rate) << " tokens/s; loading took " << load << " s\n";
     const AllocatorStats mem = allocator_for(device).stats();
@@ -144,9 +174,12 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
 int translate_main(int argc, char** argv) {
   TranslateCliOptions o;
   CLI::App app("moe-translate: translate raw text with a trained checkpoint (beam search)", "moe-translate");
-  app.add_option("-m,--model", o.model, "checkpoint (.safetensors) of a translation model")->required();
+  cli::add_ensemble_options(app, o.models, o.weights, " of a translation model");
   app.add_option("-i,--input", o.input, "raw source text, one sentence per line ('-' = stdin)");
   app.add_option("-o,--output", o.output, "detokenised translations, one line per input line ('-' = stdout)");
+  app.add_option("--prefix", o.prefix,
+                 "target prefixes, one per input line (tokenized like the target; empty = none): each output "
+                 "begins with its prefix, the search continues after it");
   app.add_option("--beam", o.beam, "beam size (1 = greedy)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--n-best", o.n_best, "hypotheses per input; > 1 writes 'index<TAB>score<TAB>text' lines")
       ->capture_default_str()

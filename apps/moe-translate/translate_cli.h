@@ -1,13 +1,16 @@
 // The moe-translate command line: `moe-translate -m CHECKPOINT [-i IN] [-o OUT]` plus the search,
-// batching and device options. Reads raw text (stdin by default), writes detokenised text (stdout by
+// batching and device options; `-m A -m B [--weights 0.5,0.5]` decodes an ensemble
+// (translator/translation_models.h). Reads raw text (stdin by default), writes detokenised text (stdout by
 // default) one line per input line, in input order, in chunks so that long inputs stream; shows
 // progress on stderr while it runs (common/progress_meter.h) and reports lines, words/s and tokens/s
-// (and truncated lines) there at the end.
+// (and truncated lines) there at the end. --prefix FILE forces the beginning of each output
+// (translator/target_prefix.h), read line by line beside the input.
 // Covered by tests/translator/translate_cli_test.cpp.
 #pragma once
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "layers/build_context.h"
 #include "models/int8_model.h"
@@ -15,7 +18,10 @@
 namespace moe {
 
 struct TranslateCliOptions {
-  std::string model, input = "-", output = "-";
+  std::vector<std::string> models;  // -m, once per model: two or more decode as an ensemble
+  std::vector<double> weights;      // --weights, one per model (empty = equal)
+  std::string input = "-", output = "-";
+  std::string prefix;  // --prefix FILE: one target prefix per input line ("" = none)
   int beam = 5, n_best = 1;
   double lenpen = 1.0;
   std::string length_penalty = "fairseq";  // fairseq | gnmt

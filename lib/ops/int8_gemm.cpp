@@ -69,14 +69,15 @@ size_t Int8Weights::bytes() const {
 }
 
 namespace {
-const Int8Weights* g_active = nullptr;
+std::vector<const Int8Weights*> g_active;  // set and cleared by the inference programs' main thread
 }
-ActiveInt8Weights::ActiveInt8Weights(const Int8Weights* weights) {
-  MOE_CHECK(!g_active, "int8: another set of quantized weights is active");
-  g_active = weights;
+ActiveInt8Weights::ActiveInt8Weights(const Int8Weights* weights) : weights_(weights) { g_active.push_back(weights); }
+ActiveInt8Weights::~ActiveInt8Weights() { g_active.erase(std::find(g_active.begin(), g_active.end(), weights_)); }
+const Int8Matrix* active_int8_weight(const Tensor& w) {
+  for (const Int8Weights* set : g_active)
+    if (const Int8Matrix* m = set->find(w)) return m;
+  return nullptr;
 }
-ActiveInt8Weights::~ActiveInt8Weights() { g_active = nullptr; }
-const Int8Matrix* active_int8_weight(const Tensor& w) { return g_active ? g_active->find(w) : nullptr; }
 
 namespace cpu {
 void int8_matmul(const float* x, int64_t m, const Int8Matrix& w, int64_t e, float* out, bool accumulate) {

@@ -48,13 +48,17 @@ class Int8Weights {
   std::map<const void*, Int8Matrix> by_data_;
 };
 
-/// While alive, the CPU GEMMs use `weights` (one set at a time, set by the inference programs).
+/// While alive, the CPU GEMMs use `weights` (set by the inference programs; several sets at once for an
+/// ensemble, each weight found by its own data pointer).
 class ActiveInt8Weights {
  public:
   explicit ActiveInt8Weights(const Int8Weights* weights);
   ~ActiveInt8Weights();
   ActiveInt8Weights(const ActiveInt8Weights&) = delete;
   ActiveInt8Weights& operator=(const ActiveInt8Weights&) = delete;
+
+ private:
+  const Int8Weights* weights_;
 };
 /// The quantized form of `w` in the active set, or nullptr.
 const Int8Matrix* active_int8_weight(const Tensor& w);

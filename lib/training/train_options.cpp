@@ -160,6 +160,12 @@ void declare_train(config::Keys<O>& k) {
       .add("train.early_stopping", &O::early_stopping, "stop after N validations without improvement (0 = off)",
            at_least<int64_t>(0))
       .add("train.skip_nan_batches", &O::skip_nan_batches, "skip batches with a NaN/Inf loss instead of stopping")
+      .add("train.ema_decay", &O::ema_decay,
+           "exponential moving average of the parameters, ema = d ema + (1 - d) params after every update (e.g. "
+           "0.9999; 0 = off): validation and checkpoint.best use it, checkpoint.ema.safetensors holds it",
+           [](const double& v, const std::string& key) {
+             MOE_CHECK(v >= 0 && v < 1, key, " must be in [0, 1), got ", v);
+           })
       .add("train.bcd.g_every", &O::bcd, &BcdSchedule::g_every,
            "MAE block coordinate descent: gate (G) updates in epochs e (counted from 1) with e mod g_every == "
            "g_offset; expert (F) updates always")

@@ -116,6 +116,7 @@ struct TrainOptions {
   int64_t log_every = 100, valid_every = 1000, save_every = 1000, keep_last = 0, early_stopping = 0;
   NumberedCheckpoints numbered_checkpoints = NumberedCheckpoints::updates;
   bool skip_nan_batches = false;
+  double ema_decay = 0;              // > 0: smoothed parameters (training/parameter_ema.h)
   BcdSchedule bcd;                   // MAE: which epochs run gate (G) updates
   double gate_lr = 1.0;              // MAE: plain SGD learning rate of the gates
   double loss_scale = 32768;         // f16 only: initial dynamic loss scale

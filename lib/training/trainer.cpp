@@ -114,6 +114,14 @@ void Trainer::setup_model() {
     spdlog::info("moe-train: {}", dp_->describe(o_.max_tokens));
   }
   update_schedule_ = make_update_schedule(*model_, *store_, o_);
+  if (o_.ema_decay > 0) {
+    MOE_CHECK(!dp_ || !dp_->experts(), "train.ema_decay: not available with expert parallelism (experts_per_rank) yet");
+    ema_ = std::make_unique<ParameterEma>(*store_, o_.ema_decay);
+    spdlog::info(
+        "moe-train: smoothing the parameters (train.ema_decay {}): validation scores the smoothed ones, "
+        "saved as checkpoint.ema.safetensors",
+        o_.ema_decay);
+  }
   spdlog::info("moe-train: {} ({}) model, {} parameters, {} optimizer, {} on {}", model_->type(), task_name(o_.task),
                store_->count(), opt_->name(), dtype_name(o_.dtype), device_.str());
   spdlog::info("moe-train: updates: {}", update_schedule_->describe());
@@ -316,6 +324,7 @@ bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
   }
   update_schedule_->after_main_step(*store_, step, pass.grad_scale);
   if (dp_) dp_->after_step();  // sharded optimizer: every rank's updated shard to everyone
+  if (ema_) ema_->update(*store_);
   if (step_hook_) step_hook_(*store_, step.kind);
   scaler_.update(false);
   st_.loss_scale = scaler_.scale();

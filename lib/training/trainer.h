@@ -32,6 +32,7 @@
 #include "training/data_parallel.h"
 #include "training/loss_scaler.h"
 #include "training/optimizer.h"
+#include "training/parameter_ema.h"
 #include "training/progress.h"
 #include "training/schedule.h"
 #include "training/stop_request.h"
@@ -106,7 +107,10 @@ class Trainer {
   void after_update();
   void log_window();
   void validate();
-  void save(const std::string& path);
+  /// Saves `params` (default: the training parameters) at `path` with the training state.
+  void save(const std::string& path, const ParameterStore* params = nullptr);
+  /// What every checkpoint's metadata holds: the task's entries, the update and the epoch.
+  std::map<std::string, std::string> checkpoint_metadata() const;
   /// checkpoint.last, and a numbered one where `at` asks for it: an epoch's end, or the update schedule
   /// when train.numbered_checkpoints is updates; a stop signal saves checkpoint.last only.
   enum class SaveAt { schedule, epoch_end, last_only };
@@ -128,6 +132,7 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::unique_ptr<ParameterStore> store_;
   std::unique_ptr<Optimizer> opt_;
+  std::unique_ptr<ParameterEma> ema_;                // train.ema_decay > 0: the smoothed parameters
   std::unique_ptr<UpdateSchedule> update_schedule_;  // which passes make an update (update_schedule.h)
   LrSchedule schedule_;
   LossScaler scaler_;

@@ -1,5 +1,7 @@
 // trainer.h implementation, part 2: log lines, validation with early stopping, checkpoints
-// (last / best / numbered, each with its training state) and resuming from checkpoint.last.
+// (last / best / numbered, each with its training state; with train.ema_decay checkpoint.best holds the
+// smoothed parameters that validation scored and checkpoint.ema.safetensors the latest smoothed ones)
+// and resuming from checkpoint.last.
 // A pair is replaced in three steps: the old state moves to <stem>.state.previous.safetensors, the new state
 // is written, then the new checkpoint (each write atomic), and the previous state is removed. A run killed
 // anywhere in between leaves a checkpoint beside a state of the same update (the current or the previous one),
@@ -51,7 +53,8 @@ void Trainer::log_window() {
 
 void Trainer::validate() {
   last_valid_ = st_.update;
-  ValidFigures f = task_->validate(*model_, *store_, o_.dtype);
+  ParameterStore& validated = ema_ ? ema_->params() : *store_;  // train.ema_decay: the smoothed parameters
+  ValidFigures f = task_->validate(*model_, validated, o_.dtype);
   f.epoch = st_.epoch + 1;
   f.update = st_.update;
   // loss and ppl rank the same way (ppl = exp(loss)), lower is better; BLEU: higher is better.
@@ -68,7 +71,7 @@ void Trainer::validate() {
   bar_->clear();
   spdlog::info("{}", format_valid_line(f));
   if (metrics_) metrics_->valid(f);
-  if (f.improved) save(path_in_run("checkpoint.best.safetensors"));
+  if (f.improved) save(path_in_run("checkpoint.best.safetensors"), &validated);
   if (o_.early_stopping > 0 && st_.bad_validations >= o_.early_stopping) {
     spdlog::info("moe-train: early stopping: {} validations without improvement (best {} at update {})",
                  st_.bad_validations, st_.best_metric, st_.best_update);
@@ -76,11 +79,19 @@ void Trainer::validate() {
   }
 }
 
-void Trainer::save(const std::string& path) {
+std::map<std::string, std::string> Trainer::checkpoint_metadata() const {
+  std::map<std::string, std::string> meta = task_->checkpoint_metadata();
+  meta["moe.update"] = std::to_string(st_.update);
+  meta["moe.epoch"] = std::to_string(st_.epoch);
+  return meta;
+}
+
+void Trainer::save(const std::string& path, const ParameterStore* chosen) {
   TrainingState s = st_;
   s.optimizer = dp_ ? dp_->full_state(*opt_) : opt_->state();  // a collective when sharded or experts are placed
-  const ParameterStore& params = dp_ ? dp_->whole_parameters() : *store_;  // every expert (a collective)
+  const ParameterStore& params = chosen ? *chosen : dp_ ? dp_->whole_parameters() : *store_;  // every expert
   if (!lead()) return;  // rank 0 alone writes (every rank holds the same parameters)
+  if (ema_) s.ema = ema_->values().to(Device::cpu());
   s.loss_scale = scaler_.scale();
   s.loss_scale_clean = scaler_.clean_updates();
   const std::string state = state_path_for(path), previous = previous_state_path_for(path);
@@ -90,10 +101,7 @@ void Trainer::save(const std::string& path) {
   try {
     save_training_state(state, s);
     state_written = true;
-    std::map<std::string, std::string> meta = task_->checkpoint_metadata();
-    meta["moe.update"] = std::to_string(st_.update);
-    meta["moe.epoch"] = std::to_string(st_.epoch);
-    save_checkpoint(path, *model_, params, task_->vocab_files(), meta);
+    save_checkpoint(path, *model_, params, task_->vocab_files(), checkpoint_metadata());
   } catch (const std::exception& e) {  // a full disk, an I/O error: put the previous pair back as it was
     std::error_code ec;
     if (had_pair)
@@ -111,6 +119,9 @@ void Trainer::save(const std::string& path) {
 void Trainer::save_all(SaveAt at) {
   last_save_ = st_.update;
   save(path_in_run("checkpoint.last.safetensors"));
+  if (ema_ && lead())  // atomic; --resume reads the smoothed parameters from checkpoint.last's state
+    save_checkpoint(path_in_run("checkpoint.ema.safetensors"), *model_, ema_->params(), task_->vocab_files(),
+                    checkpoint_metadata());
   const bool numbered = at == SaveAt::epoch_end ||
                         (at == SaveAt::schedule && o_.numbered_checkpoints == NumberedCheckpoints::updates);
   if (o_.keep_last > 0 && numbered) {
@@ -205,6 +216,13 @@ void Trainer::restore(const std::string& checkpoint) {
   }
   opt_->load_state(s.optimizer);
   s.optimizer.clear();
+  if (ema_ && !s.ema.defined())
+    spdlog::warn(
+        "moe-train: {} holds no smoothed parameters (saved without train.ema_decay): they start from the "
+        "resumed ones",
+        state_path);
+  if (ema_) ema_->restore(s.ema.defined() ? s.ema : store_->values(), state_path);
+  s.ema = Tensor();
   scaler_.restore(s.loss_scale, s.loss_scale_clean);
   task_->restore(s.data_state);
   st_ = std::move(s);

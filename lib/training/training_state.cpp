@@ -66,6 +66,7 @@ std::string previous_state_path_for(const std::string& checkpoint_path) {
 void save_training_state(const std::string& path, const TrainingState& s) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [name, t] : s.optimizer) tensors.emplace_back(kPrefix + name, t);
+  if (s.ema.defined()) tensors.emplace_back("ema", s.ema);
   std::map<std::string, std::string> meta = {
       {"moe.training_state", "1"},
       {"update", std::to_string(s.update)},
@@ -105,8 +106,10 @@ TrainingState load_training_state(const std::string& path) {
   s.window_gnorm = r.f64("window_gnorm");
   s.window_tokens = r.i64("window_tokens");
   s.window_updates = r.i64("window_updates");
-  for (const auto& [name, t] : file.tensors)
+  for (const auto& [name, t] : file.tensors) {
     if (name.rfind(kPrefix, 0) == 0) s.optimizer[name.substr(kPrefix.size())] = t;
+    if (name == "ema") s.ema = t;
+  }
   return s;
 }
 

@@ -1,5 +1,6 @@
 // The training state saved next to each checkpoint, in "<checkpoint stem>.state.safetensors":
-// optimizer buffers (tensors "optimizer.<name>" from Optimizer::state()) and, as metadata strings,
+// optimizer buffers (tensors "optimizer.<name>" from Optimizer::state()), the smoothed parameters of
+// train.ema_decay (tensor "ema", when on) and, as metadata strings,
 // the update / epoch / batch counters, the batch generator's State (data position and shuffling
 // seed), the loss scaler, early-stopping figures and the unlogged part of the current log window.
 // Written atomically (safetensors' temp file + rename). Covered by tests/training/checkpoint_test.cpp.
@@ -28,6 +29,7 @@ struct TrainingState {
   double window_loss = 0, window_gnorm = 0;
   int64_t window_tokens = 0, window_updates = 0;
   std::map<std::string, Tensor> optimizer;
+  Tensor ema;  // train.ema_decay's smoothed parameters, flat (training/parameter_ema.h); undefined when off
 };
 
 /// "dir/checkpoint.last.safetensors" -> "dir/checkpoint.last.state.safetensors".

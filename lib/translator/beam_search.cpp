@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "ops/beam_scores.h"
 #include "ops/topk.h"
+#include "translator/target_prefix.h"
 
 namespace moe {
 
@@ -50,13 +51,15 @@ void check_options(const BeamOptions& o) {
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> beam_search(const std::vector<int64_t>& src_lengths, const StepFn& step,
-                                                 const ReorderFn& reorder, const BeamOptions& o) {
+                                                 const ReorderFn& reorder, const BeamOptions& o,
+                                                 const TargetPrefixes& prefixes) {
   check_options(o);
   const int64_t sentences = static_cast<int64_t>(src_lengths.size());
   std::vector<std::vector<Hypothesis>> finished(static_cast<size_t>(sentences));
   if (sentences == 0) return finished;
   std::vector<int64_t> max_len(static_cast<size_t>(sentences));
   for (int64_t s = 0; s < sentences; ++s) max_len[s] = max_output_length(src_lengths[s], o);
+  check_prefixes(prefixes, sentences, o, max_len);
 
   std::vector<Row> rows;  // active rows, sentence-major: `beams` rows per active sentence
   for (int64_t s = 0; s < sentences; ++s) rows.push_back({s, {}, 0.0});
@@ -88,8 +91,13 @@ std::vector<std::vector<Hypothesis>> beam_search(const std::vector<int64_t>& src
     Tensor top_v = Tensor::empty(Shape{active, k}, DType::f32, dev);
     Tensor top_i = Tensor::empty(Shape{active, k}, DType::i32, dev);
     topk_forward(scores.view(Shape{active, beams * v}), top_v, top_i);
-    const std::vector<float> cand_score = top_v.to_vector<float>();
-    const std::vector<int32_t> cand_index = top_i.to_vector<int32_t>();
+    std::vector<float> cand_score = top_v.to_vector<float>();
+    std::vector<int32_t> cand_index = top_i.to_vector<int32_t>();
+    if (!prefixes.empty()) {
+      std::vector<int64_t> sentence_of(static_cast<size_t>(active));
+      for (int64_t a = 0; a < active; ++a) sentence_of[a] = rows[a * beams].sentence;
+      force_prefix_candidates(prefixes, t, sentence_of, beams, v, k, scores, cand_score, cand_index);
+    }
 
     std::vector<Row> next;
     std::vector<int32_t> origin, next_prev;

@@ -5,8 +5,8 @@
 // the first `beam`, keeps the best `beam` others, and drops a sentence once it holds `beam` finished
 // hypotheses or reached its maximum length (the scorer's state is reordered with fewer rows).
 // Length normalisation: fairseq score / len^lenpen, or GNMT score / ((5 + len) / 6)^lenpen, where
-// len counts the output tokens and </s>. Beam 1 is greedy decoding. Covered by
-// tests/translator/beam_search_test.cpp.
+// len counts the output tokens and </s>. Beam 1 is greedy decoding. Forced target prefixes:
+// target_prefix.h. Covered by tests/translator/beam_search_test.cpp.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -51,10 +51,15 @@ using StepFn = std::function<Tensor(const Tensor& prev)>;
 /// Reorders the scorer's state: new row i = old row origin[i] (i32 [N'], on the scorer's device).
 using ReorderFn = std::function<void(const Tensor& origin)>;
 
+/// Per sentence, the target tokens its output must begin with (without <s>; empty = free;
+/// translator/target_prefix.h). An empty list: no prefixes.
+using TargetPrefixes = std::vector<std::vector<int32_t>>;
+
 /// Searches all sentences at once; `src_lengths` (with </s>) give each sentence's maximum length.
 /// Returns per sentence up to n_best hypotheses, best normalised score first (empty only when the
-/// scorer gave -inf to every continuation).
+/// scorer gave -inf to every continuation). `prefixes` (one per sentence, or none) are forced.
 std::vector<std::vector<Hypothesis>> beam_search(const std::vector<int64_t>& src_lengths, const StepFn& step,
-                                                 const ReorderFn& reorder, const BeamOptions& options);
+                                                 const ReorderFn& reorder, const BeamOptions& options,
+                                                 const TargetPrefixes& prefixes = {});
 
 }  // namespace moe

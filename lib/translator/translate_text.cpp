@@ -50,8 +50,13 @@ std::string hypothesis_text(const data::Vocab& tgt_vocab, const Hypothesis& hyp)
 std::vector<std::string> translate_lines(
     const Translator& translator, const data::Vocab& src_vocab, const data::Vocab& tgt_vocab,
     const std::vector<std::string>& lines, int n_best, int64_t first_index, TranslateStats& stats,
-    const std::function<void(int64_t sentences, int64_t target_tokens)>& on_batch) {
+    const std::function<void(int64_t sentences, int64_t target_tokens)>& on_batch,
+    const std::vector<std::string>& prefixes) {
   MOE_CHECK(n_best >= 1, "translate: n-best must be at least 1, got ", n_best);
+  MOE_CHECK(prefixes.empty() || prefixes.size() == lines.size(), "translate: ", prefixes.size(), " prefix lines for ",
+            lines.size(), " input lines");
+  TargetPrefixes forced;
+  for (const std::string& p : prefixes) forced.push_back(tgt_vocab.encode(p));
   std::vector<std::vector<int32_t>> sources(lines.size());
   for (size_t i = 0; i < lines.size(); ++i) {
     stats.src_words += count_words(lines[i]);
@@ -62,7 +67,7 @@ std::vector<std::string> translate_lines(
     if (sources[i].empty()) ++stats.empty_lines;
   }
   stats.lines += static_cast<int64_t>(lines.size());
-  const auto results = translator.translate(sources, on_batch);
+  const auto results = translator.translate(sources, on_batch, forced);
   std::vector<std::string> out;
   out.reserve(lines.size() * static_cast<size_t>(n_best));
   for (size_t i = 0; i < lines.size(); ++i) {

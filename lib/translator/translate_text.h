@@ -23,11 +23,13 @@ struct TranslateStats {
 };
 
 /// Translates `lines`; `first_index` numbers the lines in n-best output. Adds to `stats`; `on_batch`
-/// as Translator::translate (progress).
+/// as Translator::translate (progress). `prefixes` (none, or one line per input line, encoded with the
+/// target vocabulary; an empty line forces nothing) begin the outputs (moe-translate --prefix).
 std::vector<std::string> translate_lines(
     const Translator& translator, const data::Vocab& src_vocab, const data::Vocab& tgt_vocab,
     const std::vector<std::string>& lines, int n_best, int64_t first_index, TranslateStats& stats,
-    const std::function<void(int64_t sentences, int64_t target_tokens)>& on_batch = {});
+    const std::function<void(int64_t sentences, int64_t target_tokens)>& on_batch = {},
+    const std::vector<std::string>& prefixes = {});
 
 /// The source ids of `line` as translate_lines makes them: encoded, cut to the model's positions (then
 /// `truncated` is set). moe-serve encodes its requests with it.

@@ -41,7 +41,7 @@ Translator::Translator(const Decoder& decoder, ParameterStore& params, Device de
 }
 
 std::vector<std::vector<Hypothesis>> Translator::translate_batch(
-    const std::vector<const std::vector<int32_t>*>& sources) const {
+    const std::vector<const std::vector<int32_t>*>& sources, const TargetPrefixes& prefixes) const {
   const int64_t B = static_cast<int64_t>(sources.size());
   if (B == 0) return {};
   const DecoderSpec c = decoder_.spec();
@@ -74,12 +74,15 @@ std::vector<std::vector<Hypothesis>> Translator::translate_batch(
                                                              Tensor::from_vector(mask, Shape{B, S}, device_));
   auto step = [&](const Tensor& prev) { return decoder_.step(builder, *state, prev).val(); };
   auto reorder = [&](const Tensor& origin) { state->reorder(builder, origin); };
-  return beam_search(lengths, step, reorder, o_.search);
+  return beam_search(lengths, step, reorder, o_.search, prefixes);
 }
 
 std::vector<std::vector<Hypothesis>> Translator::translate(
     const std::vector<std::vector<int32_t>>& sources,
-    const std::function<void(int64_t sentences, int64_t target_tokens)>& on_batch) const {
+    const std::function<void(int64_t sentences, int64_t target_tokens)>& on_batch,
+    const TargetPrefixes& prefixes) const {
+  MOE_CHECK(prefixes.empty() || prefixes.size() == sources.size(), "translate: ", prefixes.size(),
+            " target prefixes for ", sources.size(), " sources");
   std::vector<std::vector<Hypothesis>> out(sources.size());
   std::vector<size_t> nonempty;
   std::vector<int64_t> lengths;
@@ -90,8 +93,12 @@ std::vector<std::vector<Hypothesis>> Translator::translate(
   }
   for (const auto& batch : token_batches(lengths, o_.max_tokens)) {
     std::vector<const std::vector<int32_t>*> srcs;
-    for (size_t j : batch) srcs.push_back(&sources[nonempty[j]]);
-    auto res = translate_batch(srcs);
+    TargetPrefixes batch_prefixes;
+    for (size_t j : batch) {
+      srcs.push_back(&sources[nonempty[j]]);
+      if (!prefixes.empty()) batch_prefixes.push_back(prefixes[nonempty[j]]);
+    }
+    auto res = translate_batch(srcs, batch_prefixes);
     int64_t tokens = 0;
     for (size_t j = 0; j < batch.size(); ++j) {
       if (!res[j].empty()) tokens += static_cast<int64_t>(res[j][0].tokens.size());

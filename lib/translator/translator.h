@@ -36,11 +36,15 @@ class Translator {
   /// n-best lists for source token sequences (without </s>), in input order. An empty source gives
   /// an empty list (nothing is decoded); a source longer than max_positions - 1 tokens is an error.
   /// `on_batch(sentences, target_tokens)` (optional) runs after each decoded batch (progress reports).
+  /// `prefixes` (none, or one per source) force the beginning of each output (target_prefix.h).
   std::vector<std::vector<Hypothesis>> translate(
       const std::vector<std::vector<int32_t>>& sources,
-      const std::function<void(int64_t sentences, int64_t target_tokens)>& on_batch = {}) const;
-  /// Decodes `sources` as one batch (no sorting, no splitting; none may be empty).
-  std::vector<std::vector<Hypothesis>> translate_batch(const std::vector<const std::vector<int32_t>*>& sources) const;
+      const std::function<void(int64_t sentences, int64_t target_tokens)>& on_batch = {},
+      const TargetPrefixes& prefixes = {}) const;
+  /// Decodes `sources` as one batch (no sorting, no splitting; none may be empty), with `prefixes`
+  /// (none, or one per source).
+  std::vector<std::vector<Hypothesis>> translate_batch(const std::vector<const std::vector<int32_t>*>& sources,
+                                                       const TargetPrefixes& prefixes = {}) const;
 
   const BeamOptions& search_options() const { return o_.search; }
   /// The longest source (without </s>) the model's positions allow.

@@ -25,7 +25,7 @@ std::vector<std::string> split_lines(const std::string& s) {
 /// moe-translate options for a saved tiny model on the CPU: at most 6 output tokens, 12-token batches.
 TranslateCliOptions tiny_cli(const test::TinyModel& m, const std::filesystem::path& dir) {
   TranslateCliOptions o;
-  o.model = test::save_tiny(m, dir);
+  o.models = {test::save_tiny(m, dir)};
   o.device = "cpu";
   o.max_len_b = 6;
   o.max_tokens = 12;
@@ -120,7 +120,7 @@ TEST_CASE("moe-translate translates lines that are not UTF-8 and names them", "[
   auto m = test::tiny_model();
   const auto dir = test::temp_dir("cli-utf8");
   TranslateCliOptions o;
-  o.model = test::save_tiny(m, dir);
+  o.models = {test::save_tiny(m, dir)};
   o.device = "cpu";
   o.max_len_b = 5;
   o.chunk_lines = 2;  // line numbers run on across chunks
@@ -140,7 +140,7 @@ TEST_CASE("moe-translate option errors", "[translator][cli]") {
   auto m = test::tiny_model();
   const auto dir = test::temp_dir("cli-errors");
   TranslateCliOptions o;
-  o.model = test::save_tiny(m, dir);
+  o.models = {test::save_tiny(m, dir)};
   o.device = "cpu";
   std::istringstream in("w1\n");
   std::ostringstream out, err;
@@ -156,7 +156,7 @@ TEST_CASE("moe-translate option errors", "[translator][cli]") {
   o.input = (dir / "missing.txt").string();
   CHECK_THROWS_WITH(run_translate(o, in, out, err),
                     Catch::Contains("cannot open input") && Catch::Contains("missing.txt"));
-  o.model = (dir / "nope.safetensors").string();
+  o.models = {(dir / "nope.safetensors").string()};
   CHECK_THROWS_WITH(run_translate(o, in, out, err), Catch::Contains("nope.safetensors"));
   std::filesystem::remove_all(dir);
 }
@@ -185,7 +185,7 @@ TEST_CASE("the moe-translate binary", "[translator][cli]") {
   std::stringstream hb;
   hb << h.rdbuf();
   for (const char* opt : {"--beam", "--n-best", "--lenpen", "--max-len-a", "--max-len-b", "--device", "--dtype",
-                          "--max-tokens", "--mae-inference"})
+                          "--max-tokens", "--mae-inference", "--prefix", "--weights"})
     CHECK(hb.str().find(opt) != std::string::npos);
   CHECK(std::system((bin + " --device cpu 2> /dev/null").c_str()) != 0);  // -m is required
   std::filesystem::remove_all(dir);

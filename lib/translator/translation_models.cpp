@@ -1,0 +1,77 @@
+// translation_models.h implementation. Covered by tests/translator/ensemble_test.cpp.
+#include "translator/translation_models.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+
+namespace moe {
+
+namespace {
+/// The first id at which two vocabularies differ (their sizes compared first), -1 when none.
+int64_t first_difference(const data::Vocab& a, const data::Vocab& b) {
+  if (a.size() != b.size()) return std::min(a.size(), b.size());
+  for (int32_t i = 0; i < a.size(); ++i)
+    if (a.piece(i) != b.piece(i)) return i;
+  return -1;
+}
+
+void check_same_vocab(const TranslationModels& m, size_t i, const char* side, const data::Vocab& a,
+                      const data::Vocab& b) {
+  const int64_t at = first_difference(a, b);
+  MOE_CHECK(at < 0, "ensemble: '", m.paths[i], "' and '", m.paths[0], "' have different ", side, " vocabularies (",
+            b.size(), " and ", a.size(), " tokens, first difference at id ", at,
+            "); ensembled models need the same vocabularies");
+}
+}  // namespace
+
+const data::Vocab& TranslationModels::vocab_or(const LoadedCheckpoint& ck, const std::string& role,
+                                               const std::string& other) {
+  if (ck.vocabs.count(role)) return *ck.vocabs.at(role);
+  return ck.vocab(other);
+}
+
+const Decoder& TranslationModels::decoder() const {
+  if (ensemble) return *ensemble;
+  return *checkpoints.front().model->encoder_decoder();
+}
+
+void check_ensemble_weights(const std::vector<std::string>& paths, const std::vector<double>& weights) {
+  MOE_CHECK(!paths.empty(), "no checkpoint given (-m CHECKPOINT)");
+  if (weights.empty()) return;
+  MOE_CHECK(weights.size() == paths.size(), "--weights has ", weights.size(), " value(s) for ", paths.size(),
+            " model(s) (-m); give one weight per model");
+  for (size_t i = 0; i < paths.size(); ++i)
+    MOE_CHECK(std::isfinite(weights[i]) && weights[i] > 0, "--weights: the weight of '", paths[i],
+              "' must be a positive number, got ", weights[i]);
+}
+
+std::string TranslationModels::compute_type(const std::string& dtype) const {
+  return !int8.empty() && int8.front()->on() ? int8.front()->describe() : dtype;
+}
+
+TranslationModels load_translation_models(const std::vector<std::string>& paths, const std::vector<double>& weights,
+                                          Device device, Quantize quantize) {
+  check_ensemble_weights(paths, weights);
+  TranslationModels m;
+  m.paths = paths;
+  std::vector<EnsembleMember> members;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    m.checkpoints.push_back(load_checkpoint(paths[i], device));
+    const LoadedCheckpoint& ck = m.checkpoints.back();
+    const EncoderDecoder* net = ck.model->encoder_decoder();
+    MOE_CHECK(net, "'", paths[i], "' holds a ", ck.model->type(),
+              " model, not a translation model (use moe-score ppl for language models)");
+    if (i > 0) {
+      check_same_vocab(m, i, "source", m.src_vocab(), TranslationModels::vocab_or(ck, "src", "tgt"));
+      check_same_vocab(m, i, "target", m.tgt_vocab(), TranslationModels::vocab_or(ck, "tgt", "src"));
+    }
+    m.int8.push_back(std::make_unique<Int8Inference>(ck, quantize, device));
+    members.push_back({net, ck.params.get(), weights.empty() ? 1.0 : weights[i], paths[i]});
+  }
+  if (paths.size() > 1) m.ensemble = std::make_unique<EnsembleDecoder>(std::move(members));
+  return m;
+}
+
+}  // namespace moe

@@ -1,0 +1,45 @@
+// The translation models of one moe-translate or moe-score pairs run: a checkpoint, or several
+// (-m A -m B [--weights 0.5,0.5]) decoded as one EnsembleDecoder (models/ensemble_decoder.h). Every
+// checkpoint must hold a translation model; ensembled ones must have the same source and target
+// vocabularies (the input is encoded once, the outputs decoded once), checked piece by piece with an
+// error naming both files. With --quantize int8 (or pre-quantized checkpoints) each model runs in int8
+// on the CPU (models/int8_model.h). Covered by tests/translator/ensemble_test.cpp.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/checkpoint.h"
+#include "models/ensemble_decoder.h"
+#include "models/int8_model.h"
+
+namespace moe {
+
+struct TranslationModels {
+  std::vector<std::string> paths;
+  std::vector<LoadedCheckpoint> checkpoints;
+  std::vector<std::unique_ptr<Int8Inference>> int8;  // one per checkpoint, released before them
+  std::unique_ptr<EnsembleDecoder> ensemble;          // with two or more checkpoints
+
+  /// The ensemble, or the one checkpoint's encoder-decoder.
+  const Decoder& decoder() const;
+  /// The parameters the calling graph runs on: the first checkpoint's.
+  ParameterStore& params() const { return *checkpoints.front().params; }
+  const data::Vocab& src_vocab() const { return vocab_or(checkpoints.front(), "src", "tgt"); }
+  const data::Vocab& tgt_vocab() const { return vocab_or(checkpoints.front(), "tgt", "src"); }
+  /// What the models compute in: the first model's int8 description when it runs in int8, else `dtype`.
+  std::string compute_type(const std::string& dtype) const;
+
+  /// The vocabulary of `role`, or of the other translation role (a joint vocabulary stored once).
+  static const data::Vocab& vocab_or(const LoadedCheckpoint& ck, const std::string& role, const std::string& other);
+};
+
+/// One positive, finite weight per path, or none; errors name the count or the path.
+void check_ensemble_weights(const std::vector<std::string>& paths, const std::vector<double>& weights);
+
+/// Loads `paths` onto `device`, each quantized as `quantize` says; `weights` (empty = equal) must have one
+/// positive value per path.
+TranslationModels load_translation_models(const std::vector<std::string>& paths, const std::vector<double>& weights,
+                                          Device device, Quantize quantize = Quantize::none);
+
+}  // namespace moe
