@@ -3,7 +3,8 @@
 // decodes and scores exactly as the model (beam 4, n-best, greedy, forced scoring), two different
 // models give each step's weighted average of their log-probs (checked against the members' own
 // steps) and a translation that differs from both, step-by-step forced scoring equals the
-// teacher-forced pass, and the errors (vocabularies, weights, specials) name the files.
+// teacher-forced pass, int8 ensembles (each member's weights quantized and active at once) behave
+// the same way, and the errors (vocabularies, weights, specials) name the files.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <iomanip>
@@ -121,10 +122,12 @@ TEST_CASE("moe-translate and moe-score pairs with several -m", "[translator][ens
   std::filesystem::create_directories(dir / "b");
   const std::string pa = test::save_tiny(a, dir / "a"), pb = test::save_tiny(b, dir / "b");
   const std::string input = "w1 w2 w3\nw4\n\nw9 w8 w7 w6\n";
-  auto translate = [&](std::vector<std::string> models, std::vector<double> weights) {
+  auto translate = [&](std::vector<std::string> models, std::vector<double> weights,
+                       Quantize quantize = Quantize::none) {
     TranslateCliOptions o;
     o.models = std::move(models);
     o.weights = std::move(weights);
+    o.quantize = quantize;
     o.device = "cpu";
     o.quiet = true;
     o.n_best = 2;
@@ -139,6 +142,9 @@ TEST_CASE("moe-translate and moe-score pairs with several -m", "[translator][ens
   CHECK(ab != translate({pa}, {}));
   CHECK(ab != translate({pb}, {}));
   CHECK(ab == translate({pa, pb}, {2, 2}));  // normalised
+  // int8: both members' quantized weights are active at once, each found by its own tensor.
+  CHECK(translate({pa, pa}, {}, Quantize::int8) == translate({pa}, {}, Quantize::int8));
+  CHECK(translate({pa, pb}, {}, Quantize::int8) == translate({pa, pb}, {2, 2}, Quantize::int8));
 
   // Errors: weights, vocabularies.
   CHECK_THROWS_WITH(translate({pa, pb}, {0.5}), Catch::Contains("--weights has 1 value(s) for 2 model(s)"));
