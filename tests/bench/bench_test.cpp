@@ -160,7 +160,11 @@ TEST_CASE("bench: every case runs on the CPU at tiny shapes", "[bench]") {
     return Row{};
   };
   CHECK(find("gemm.ffn_up/matmul").flops == 2.0 * 64 * 32 * 128);
-  CHECK(find("gemm.ffn_up/matmul").note.find("max rel diff vs blas 0.0e+00") != std::string::npos);
+  {  // matmul against a direct BLAS call: equal up to the summation order of the CPU GEMM backend (oneDNN here)
+    const std::string note = find("gemm.ffn_up/matmul").note, prefix = "max rel diff vs blas ";
+    REQUIRE(note.rfind(prefix, 0) == 0);
+    CHECK(std::stod(note.substr(prefix.size())) < 1e-5);
+  }
   CHECK(find("attention.base_causal/fwd").flops == attention_flops(2, 2, 16, 16, 8, true, false));
   CHECK(find("attention.base/fwd+bwd").flops == 7 * 2.0 * 2 * 2 * 16 * 16 * 8);
   CHECK(find("layer_norm/fwd").bytes == 2.0 * 64 * 32 * 4 + 2 * 32 * 4 + 2 * 64 * 4);

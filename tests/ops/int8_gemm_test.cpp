@@ -2,7 +2,7 @@
 // error), the int8 product of every backend against the f64 product of the f32 operands within the derived
 // bound (and the bound far below the product's size, so that it can catch a wrong scale), per-row
 // (transposed) weights and experts, and the ops (matmul, linear, grouped GEMM) taking the path exactly when a
-// set of quantized weights holding their weight is active.
+// set of quantized weights holding their weight is active (two sets may be active at once: an ensemble).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -118,7 +118,15 @@ TEST_CASE("int8: matmul, linear and the grouped GEMM use an active quantized wei
     std::vector<float> want = product(x, set.find(experts), 0, 2, 0), second = product(x, set.find(experts), 1, 4, 2);
     want.insert(want.end(), second.begin(), second.end());
     CHECK(y.to_vector<float>() == want);
-    CHECK_THROWS_WITH(ActiveInt8Weights(&set), Catch::Contains("another set"));
+    {  // a second set (an ensemble's other model) is active beside it; each weight is found in its own set
+      Int8Weights other;
+      const Tensor w2 = Tensor::from_vector(w.to_vector<float>(), w.shape());
+      other.add(w2, quantize_int8(w2, false));
+      ActiveInt8Weights both(&other);
+      CHECK(active_int8_weight(w) == set.find(w));
+      CHECK(active_int8_weight(w2) == other.find(w2));
+    }
+    CHECK(active_int8_weight(w) == set.find(w));
   }
   matmul_forward(x, w, y);  // inactive again: f32
   CHECK(y.to_vector<float>() == f32);
