@@ -71,11 +71,11 @@ LoadedCheckpoint load_checkpoint(const std::string& path, Device device) {
       out.vocab_files.push_back(std::move(v));
       continue;
     }
-    const auto ends_with = [&](const std::string& suffix) {
-      return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    const auto ends_with = [](const std::string& s, const std::string& suffix) {
+      return s.size() > suffix.size() && s.ends_with(suffix);
     };
-    if (ends_with(kInt8ScaleSuffix)) continue;  // read with its weight
-    if (ends_with(kInt8Suffix)) {               // a pre-quantized weight
+    if (ends_with(name, kInt8ScaleSuffix)) continue;  // read with its weight
+    if (ends_with(name, kInt8Suffix)) {               // a pre-quantized weight
       const std::string stem = name.substr(0, name.size() - kInt8Suffix.size());
       MOE_CHECK(file.has(stem + kInt8ScaleSuffix), path, ": '", name, "' has no scales '", stem, kInt8ScaleSuffix, "'");
       auto [param, m] = read_int8_weight(path, name, t, file.get(stem + kInt8ScaleSuffix));
