@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "common/error.h"
+#include "tensor/out_of_memory.h"
 
 #ifdef MOE_WITH_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -58,6 +59,20 @@ class OneOpenmpThread {
 };
 }  // namespace
 
+#ifdef MOE_WITH_DNNL
+namespace {
+/// A failed oneDNN call: out of memory for its packing buffers (an address-space limit) is the allocator's
+/// out-of-memory error, so that training names the op and the keys to lower; anything else an error.
+void check_dnnl(dnnl_status_t s, const char* call, int64_t m, int64_t n, int64_t k) {
+  if (s == dnnl_out_of_memory)
+    throw_out_of_memory(Device::cpu(), "a request for oneDNN " + std::string(call) + "'s packing buffers (an m " +
+                                           std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k) +
+                                           " GEMM)");
+  MOE_CHECK(s == dnnl_success, "oneDNN ", call, " failed (status ", int(s), ") on m ", m, ", n ", n, ", k ", k);
+}
+}  // namespace
+#endif
+
 CpuGemmBackend cpu_gemm_backend() { return backend_slot().load(std::memory_order_relaxed); }
 
 void set_cpu_gemm_backend(CpuGemmBackend backend) {
@@ -72,7 +87,7 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const
   if (cpu_gemm_backend() == CpuGemmBackend::onednn) {
     OneOpenmpThread one;
     const dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    MOE_CHECK(s == dnnl_success, "oneDNN sgemm failed (status ", int(s), ") on m ", m, ", n ", n, ", k ", k);
+    check_dnnl(s, "sgemm", m, n, k);
     return;
   }
 #endif
@@ -94,7 +109,7 @@ void gemm_s8s8s32(bool tb, int64_t m, int64_t n, int64_t k, const int8_t* a, int
     const int32_t no_offset = 0;
     const dnnl_status_t s = dnnl_gemm_s8s8s32('N', tb ? 'T' : 'N', 'F', m, n, k, 1.f, a, lda, 0, b, ldb, 0, 0.f, c,
                                               ldc, &no_offset);
-    MOE_CHECK(s == dnnl_success, "oneDNN gemm_s8s8s32 failed (status ", int(s), ") on m ", m, ", n ", n, ", k ", k);
+    check_dnnl(s, "gemm_s8s8s32", m, n, k);
     return;
   }
 #endif

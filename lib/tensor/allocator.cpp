@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "tensor/cuda_runtime.h"
 #include "tensor/host_limits.h"
+#include "tensor/out_of_memory.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define MOE_ALLOCATOR_SANITIZED 1
@@ -116,13 +117,9 @@ void* Allocator::allocate(size_t bytes) {
       p = raw_alloc(size);
     }
     if (!p) {
-      throw OutOfMemory("out of memory on " + device_.str() + ": a request for " + format_bytes(bytes) +
-                        " failed with " + format_bytes(stats_.in_use) + " in use by tensors and " +
-                        format_bytes(reserved_locked()) + " reserved (peak " + format_bytes(stats_.peak_in_use) +
-                        (device_.is_cpu()
-                             ? "; " + HostLimits::current().describe()
-                             : "; " + format_bytes(cuda::free_memory(device_.index)) + " free on the device") +
-                        ")");
+      AllocatorStats now = stats_;
+      now.reserved = reserved_locked();
+      throw OutOfMemory(out_of_memory_text(device_, "a request for " + format_bytes(bytes), now));
     }
     block_sizes_[p] = size;
   }
@@ -174,6 +171,19 @@ AllocatorStats Allocator::stats() const {
 void Allocator::reset_peak() {
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.peak_in_use = stats_.in_use;
+}
+
+std::string out_of_memory_text(Device device, const std::string& request, const AllocatorStats& stats) {
+  return "out of memory on " + device.str() + ": " + request + " failed with " + format_bytes(stats.in_use) +
+         " in use by tensors and " + format_bytes(stats.reserved) + " reserved (peak " +
+         format_bytes(stats.peak_in_use) +
+         (device.is_cpu() ? "; " + HostLimits::current().describe()
+                          : "; " + format_bytes(cuda::free_memory(device.index)) + " free on the device") +
+         ")";
+}
+
+void throw_out_of_memory(Device device, const std::string& request) {
+  throw OutOfMemory(out_of_memory_text(device, request, allocator_for(device).stats()));
 }
 
 Allocator& allocator_for(Device device) {
