@@ -5,7 +5,6 @@
 // rank's experts must agree, with the balancing losses of the global batch. Flat top-k and the
 // hierarchical gate, with and without expert biases; ctest runs it with 1, 2 and 4 processes.
 #include <catch2/catch.hpp>
-#include <random>
 
 #include "dist/collective_exprs.h"
 #include "dist_test_util.h"
@@ -14,19 +13,13 @@
 #include "graph/expr/unary.h"
 #include "layers/moe_ffn.h"
 #include "layers/moe_ffn_expert_parallel.h"
+#include "support/random_normal.h"
 
 using namespace moe;
 using moe::test::comm;
 
 namespace {
 
-Tensor random_tensor(const Shape& s, uint32_t seed, float scale = 1.f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.f, scale);
-  std::vector<float> v(static_cast<size_t>(s.numel()));
-  for (auto& x : v) x = nd(rng);
-  return Tensor::from_vector(v, s);
-}
 
 int64_t tokens_of(int rank) { return 5 + 3 * rank; }
 
@@ -55,16 +48,16 @@ Result run(const MoeOptions& opt, int64_t first, int64_t rows, int64_t all_rows,
     return full.rows(c.rank() * e, e).clone();
   };
   MoeWeights w;
-  w.w_gate = leaf(random_tensor(Shape{d, first_gate}, 11, 0.5f));
-  if (hier) w.w_gate2 = leaf(random_tensor(Shape{opt.groups, d, n / opt.groups}, 12, 0.5f));
+  w.w_gate = leaf(test::random_normal(Shape{d, first_gate}, 11, 0.5f));
+  if (hier) w.w_gate2 = leaf(test::random_normal(Shape{opt.groups, d, n / opt.groups}, 12, 0.5f));
   for (int l = 0; l <= opt.hidden_layers; ++l) {
     const int64_t in = l == 0 ? d : h, out = l == opt.hidden_layers ? d : h;
-    w.experts.layers.push_back(leaf(experts_of(random_tensor(Shape{n, in, out}, 20 + l, 0.3f))));
+    w.experts.layers.push_back(leaf(experts_of(test::random_normal(Shape{n, in, out}, 20 + l, 0.3f))));
   }
   for (int l = 0; opt.expert_bias && l <= opt.hidden_layers; ++l)
-    w.experts.biases.push_back(leaf(experts_of(random_tensor(Shape{n, l == opt.hidden_layers ? d : h}, 40 + l))));
-  const Tensor x_all = random_tensor(Shape{all_rows, d}, 7);
-  const Tensor c_all = random_tensor(Shape{all_rows, d}, 8);
+    w.experts.biases.push_back(leaf(experts_of(test::random_normal(Shape{n, l == opt.hidden_layers ? d : h}, 40 + l))));
+  const Tensor x_all = test::random_normal(Shape{all_rows, d}, 7);
+  const Tensor c_all = test::random_normal(Shape{all_rows, d}, 8);
   const Expr x = g.input(x_all.rows(first, rows).clone(), true);
   set_moe_communicator(local ? &c : nullptr);
   const MoeOutput out = moe_forward(x, w, opt, GateNoise{}, GateNoise{}, true);

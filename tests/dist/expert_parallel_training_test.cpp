@@ -103,6 +103,12 @@ void check_expert_parallel(const std::string& what, const std::function<TrainOpt
   c.barrier();
   if (c.rank() == 0) fs::remove_all(dir);
 }
+
+/// The MoE layer of both models: 4 experts, top-2, no noise, balancing weight `w`, 4/N experts per rank.
+std::string moe_map(int ranks, double w) {
+  return "{type: moe, experts: 4, k: 2, hidden: 16, noisy: false, w_importance: " + std::to_string(w) +
+         ", w_load: " + std::to_string(w) + ", experts_per_rank: " + std::to_string(4 / ranks) + "}";
+}
 }  // namespace
 
 TEST_CASE("dist: an LSTM-MoE LM trains with its experts spread over the ranks like one process",
@@ -114,16 +120,11 @@ TEST_CASE("dist: an LSTM-MoE LM trains with its experts spread over the ranks li
       [n](const std::string& dir) {
         TrainOptions o = test::tiny_lm_options(dir);
         o.model = YAML::Load(
-            "{type: lstm_lm, embed_dim: 16, hidden: 16, layers: 2, dropout: 0.0, moe_after: [0], "
-            "moe: {type: moe, experts: 4, k: 2, hidden: 16, noisy: false, w_importance: 0.1, w_load: 0.1, "
-            "experts_per_rank: " +
-            std::to_string(4 / n) + "}}");
+            "{type: lstm_lm, embed_dim: 16, hidden: 16, layers: 2, dropout: 0.0, moe_after: [0], moe: " +
+            moe_map(n, 0.1) + "}");
         return o;
       },
-      [](const std::string& dir) {
-        test::write_lm_text(dir, "train", 300, 5);
-        test::write_lm_text(dir, "valid", 30, 6);
-      });
+      [](const std::string& dir) { test::write_lm_texts(dir, 300, 30, 5); });
 }
 
 TEST_CASE("dist: an lstm_seq2seq with MoE layers trains expert-parallel like one process",
@@ -136,13 +137,9 @@ TEST_CASE("dist: an lstm_seq2seq with MoE layers trains expert-parallel like one
         TrainOptions o = test::tiny_options(dir);
         o.model = YAML::Load(
             "{type: lstm_seq2seq, d_model: 16, hidden: 16, enc_layers: 2, dec_layers: 2, dropout: 0.0, "
-            "max_positions: 64, moe: {type: moe, experts: 4, k: 2, hidden: 16, noisy: false, w_importance: 0.01, "
-            "w_load: 0.01, experts_per_rank: " +
-            std::to_string(4 / n) + "}}");
+            "max_positions: 64, moe: " +
+            moe_map(n, 0.01) + "}");
         return o;
       },
-      [](const std::string& dir) {
-        test::write_corpus(dir, "train", 200, 5);
-        test::write_corpus(dir, "valid", 20, 6);
-      });
+      [](const std::string& dir) { test::write_corpora(dir, 200, 20, 5); });
 }

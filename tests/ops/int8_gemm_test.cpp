@@ -6,24 +6,17 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <random>
 
 #include "ops/cpu_gemm.h"
-#include "support/gemm_backends.h"
 #include "ops/grouped_gemm.h"
 #include "ops/int8_gemm.h"
 #include "ops/matmul.h"
+#include "support/gemm_backends.h"
+#include "support/random_normal.h"
 
 using namespace moe;
 
 namespace {
-Tensor random_tensor(const Shape& s, uint32_t seed, float spread = 1.f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.f, spread);
-  std::vector<float> v(static_cast<size_t>(s.numel()));
-  for (auto& x : v) x = nd(rng);
-  return Tensor::from_vector(v, s);
-}
 // f32 weight element (e, kk, j) of the [K, N] view of expert e
 float weight_at(const Tensor& w, const Int8Matrix& q, int64_t e, int64_t kk, int64_t j) {
   const float* p = w.data<float>();
@@ -33,7 +26,7 @@ float weight_at(const Tensor& w, const Int8Matrix& q, int64_t e, int64_t kk, int
 
 TEST_CASE("int8: weights quantized per output channel", "[ops][int8]") {
   for (bool per_row : {false, true}) {
-    const Tensor w = random_tensor(Shape{37, 21}, 1);
+    const Tensor w = test::random_normal(Shape{37, 21}, 1);
     const Int8Matrix q = quantize_int8(w, per_row);
     REQUIRE(q.scale.size() == size_t(per_row ? 37 : 21));
     for (int64_t j = 0; j < q.n(); ++j) {
@@ -52,7 +45,7 @@ TEST_CASE("int8: weights quantized per output channel", "[ops][int8]") {
     const Tensor back = dequantize_int8(q);
     CHECK(quantize_int8(back, per_row).q == q.q);
   }
-  CHECK_THROWS_WITH(quantize_int8(random_tensor(Shape{2, 3, 4}, 1), true), Catch::Contains("[K, N], [E, K, N]"));
+  CHECK_THROWS_WITH(quantize_int8(test::random_normal(Shape{2, 3, 4}, 1), true), Catch::Contains("[K, N], [E, K, N]"));
 }
 
 TEST_CASE("int8: the product within its quantization error bound", "[ops][int8]") {
@@ -62,8 +55,8 @@ TEST_CASE("int8: the product within its quantization error bound", "[ops][int8]"
     for (auto [m, k, n, experts, per_row] : {std::tuple{1, 64, 300, 1, false}, {200, 128, 40, 1, false},
                                              {5, 96, 500, 1, true}, {30, 64, 48, 3, false}}) {
       INFO(enum_name(backend) << " m " << m << " k " << k << " n " << n << " experts " << experts << " per_row " << per_row);
-      const Tensor w = random_tensor(experts > 1 ? Shape{experts, k, n} : per_row ? Shape{n, k} : Shape{k, n}, 2, 0.1f);
-      const Tensor x = random_tensor(Shape{m, k}, 3);
+      const Tensor w = test::random_normal(experts > 1 ? Shape{experts, k, n} : per_row ? Shape{n, k} : Shape{k, n}, 2, 0.1f);
+      const Tensor x = test::random_normal(Shape{m, k}, 3);
       const Int8Matrix q = quantize_int8(w, per_row);
       for (int64_t e = 0; e < experts; ++e) {
         std::vector<float> out(size_t(m * n), 1.f);
@@ -92,8 +85,8 @@ TEST_CASE("int8: the product within its quantization error bound", "[ops][int8]"
 }
 
 TEST_CASE("int8: matmul, linear and the grouped GEMM use an active quantized weight", "[ops][int8]") {
-  const Tensor x = random_tensor(Shape{6, 32}, 4), w = random_tensor(Shape{32, 24}, 5, 0.2f);
-  const Tensor table = random_tensor(Shape{24, 32}, 6, 0.2f), experts = random_tensor(Shape{2, 32, 24}, 7, 0.2f);
+  const Tensor x = test::random_normal(Shape{6, 32}, 4), w = test::random_normal(Shape{32, 24}, 5, 0.2f);
+  const Tensor table = test::random_normal(Shape{24, 32}, 6, 0.2f), experts = test::random_normal(Shape{2, 32, 24}, 7, 0.2f);
   Int8Weights set;
   set.add(w, quantize_int8(w, false));
   set.add(table, quantize_int8(table, true));

@@ -74,8 +74,7 @@ TrainOptions mae_options(const std::string& dir, const std::string& attention) {
 
 TEST_CASE("bcd trainer: G steps change only the gates, F steps never touch them", "[training][bcd]") {
   const std::string dir = test::temp_dir("bcd_gf");
-  test::write_corpus(dir, "train", 60, 11);  // a few updates per epoch
-  test::write_corpus(dir, "valid", 10, 12);
+  test::write_corpora(dir, 60, 10, 11);  // a few updates per epoch
   TrainOptions o = mae_options(dir, "{type: mae, name: MAE-1}");
   o.bcd.g_every = 1;  // every epoch is a G epoch
   const auto steps = observe(o);
@@ -100,8 +99,7 @@ TEST_CASE("bcd trainer: G steps change only the gates, F steps never touch them"
 
 TEST_CASE("bcd trainer: NOBCD, UNI-MAE and gate-only fine-tuning", "[training][bcd]") {
   const std::string dir = test::temp_dir("bcd_variants");
-  test::write_corpus(dir, "train", 60, 13);
-  test::write_corpus(dir, "valid", 10, 14);
+  test::write_corpora(dir, 60, 10, 13);
   for (const Change& c : observe(mae_options(dir, "{type: mae, name: NOBCD-1}"))) {
     CHECK(c.step == "joint");
     CHECK(c.gates > 0);
@@ -128,8 +126,7 @@ TEST_CASE("bcd trainer: NOBCD, UNI-MAE and gate-only fine-tuning", "[training][b
 TEST_CASE("bcd trainer: an interrupted and resumed MAE run logs the losses of an uninterrupted one",
           "[training][bcd][resume]") {
   const std::string dir = test::temp_dir("bcd_resume");
-  test::write_corpus(dir, "train", 60, 15);
-  test::write_corpus(dir, "valid", 10, 16);
+  test::write_corpora(dir, 60, 10, 15);
   TrainOptions o = mae_options(dir, "{type: mae, name: MAE-1}");
   o.bcd.g_every = 2;  // G epochs 2, 4, ...: the interruption falls inside the schedule
   o.max_updates = 10;
@@ -141,8 +138,7 @@ TEST_CASE("bcd trainer: an interrupted and resumed MAE run logs the losses of an
 TEST_CASE("bcd trainer: whole-target decoder gates (gate_input paper) are trained with a warning",
           "[training][bcd][mae]") {
   const std::string dir = test::temp_dir("bcd_warning");
-  test::write_corpus(dir, "train", 20, 17);
-  test::write_corpus(dir, "valid", 5, 18);
+  test::write_corpora(dir, 20, 5, 17);
   std::ostringstream log;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_st>(log);
   spdlog::default_logger()->sinks().push_back(sink);

@@ -20,8 +20,7 @@ namespace fs = std::filesystem;
 
 TEST_CASE("bleu validation: decodes the valid set and scores it", "[training][bleu]") {
   const std::string dir = test::temp_dir("bleu");
-  test::write_corpus(dir, "train", 200, 11);
-  test::write_corpus(dir, "valid", 20, 12);
+  test::write_corpora(dir, 200, 20, 11);
   TrainOptions o = test::tiny_options(dir);
   o.valid.metric = ValidMetric::bleu;
   o.valid.bleu = true;

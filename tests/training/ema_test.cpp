@@ -40,8 +40,7 @@ TrainOptions ema_options(const std::string& dir) {
 
 TEST_CASE("train.ema_decay: the smoothed parameters follow the closed form", "[training][ema]") {
   const std::string dir = test::temp_dir("ema");
-  test::write_corpus(dir, "train", 200, 3);
-  test::write_corpus(dir, "valid", 30, 4);
+  test::write_corpora(dir, 200, 30, 3);
   TrainOptions o = ema_options(dir);
   o.run_dir = dir + "/ema";
   std::vector<std::map<std::string, std::vector<float>>> seen;  // p_0, p_1, ..., p_N by name
@@ -105,8 +104,7 @@ TEST_CASE("train.ema_decay: the smoothed parameters follow the closed form", "[t
 TEST_CASE("train.ema_decay: interrupted and killed runs resume the smoothed parameters exactly",
           "[training][ema][resume]") {
   const std::string dir = test::temp_dir("ema-resume");
-  test::write_corpus(dir, "train", 200, 3);
-  test::write_corpus(dir, "valid", 30, 4);
+  test::write_corpora(dir, 200, 30, 3);
   TrainOptions full = ema_options(dir);
   test::check_resume_reproduces(full, dir, 6);  // full in dir/full, stopped at 6 and resumed in dir/part
   const auto want = tensors_of(dir + "/full/checkpoint.ema.safetensors");

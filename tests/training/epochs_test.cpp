@@ -41,8 +41,7 @@ std::set<int64_t> numbered(const std::string& run_dir) {
 
 TEST_CASE("trainer: a linear schedule over max_epochs and numbered checkpoints per epoch", "[training][trainer]") {
   const std::string dir = test::temp_dir("epochs");
-  test::write_lm_text(dir, "train", 60, 1);
-  test::write_lm_text(dir, "valid", 10, 2);
+  test::write_lm_texts(dir, 60, 10, 1);
   TrainOptions o = test::tiny_lm_options(dir);
   o.max_updates = 0;
   o.max_epochs = 3;
@@ -70,8 +69,7 @@ TEST_CASE("trainer: a linear schedule over max_epochs and numbered checkpoints p
 
 TEST_CASE("trainer: a translation task counts the batches of its epoch", "[training][trainer]") {
   const std::string dir = test::temp_dir("epochs-mt");
-  test::write_corpus(dir, "train", 120, 1);
-  test::write_corpus(dir, "valid", 10, 2);
+  test::write_corpora(dir, 120, 10, 1);
   TrainOptions o = test::tiny_options(dir);
   o.max_updates = 0;
   o.max_epochs = 2;

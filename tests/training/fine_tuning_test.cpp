@@ -89,8 +89,7 @@ TEST_CASE("fine-tuning: trainable selects groups and name patterns", "[training]
 
 TEST_CASE("fine-tuning: a run from a checkpoint trains only the selected parameters", "[training][finetune]") {
   const std::string dir = test::temp_dir("finetune");
-  test::write_corpus(dir, "train", 200, 5);
-  test::write_corpus(dir, "valid", 20, 6);
+  test::write_corpora(dir, 200, 20, 5);
   TrainOptions pre = test::tiny_options(dir);
   pre.max_updates = 6;
   pre.run_dir = dir + "/pre";

@@ -99,8 +99,7 @@ TEST_CASE("lm trainer: a Transformer LM on the WikiText-103 sample lowers its lo
 TEST_CASE("lm trainer: an interrupted and resumed LM run logs the losses of an uninterrupted one",
           "[training][lm][resume]") {
   const std::string dir = test::temp_dir("lm-resume");
-  test::write_lm_text(dir, "train", 200, 3);
-  test::write_lm_text(dir, "valid", 30, 4);
+  test::write_lm_texts(dir, 200, 30, 3);
   TrainOptions full = test::tiny_lm_options(dir);
   full.max_updates = 12;
   full.update_freq = 2;  // accumulation and the data position inside an update
@@ -112,8 +111,7 @@ TEST_CASE("lm trainer: an interrupted and resumed LM run logs the losses of an u
 
 TEST_CASE("lm trainer: an LSTM LM with a mixture-of-experts layer trains", "[training][lm][lstm]") {
   const std::string dir = test::temp_dir("lm-lstm");
-  test::write_lm_text(dir, "train", 300, 5);
-  test::write_lm_text(dir, "valid", 30, 6);
+  test::write_lm_texts(dir, 300, 30, 5);
   TrainOptions o = test::tiny_lm_options(dir);
   o.model = YAML::Load(
       "{type: lstm_lm, embed_dim: 16, hidden: 16, layers: 2, dropout: 0.0, moe_after: [0], "
@@ -133,8 +131,7 @@ TEST_CASE("lm trainer: an LSTM LM with a mixture-of-experts layer trains", "[tra
 
 TEST_CASE("lm trainer: a masked LM trains with <mask> appended to the vocabulary", "[training][lm][mlm]") {
   const std::string dir = test::temp_dir("lm-mlm");
-  test::write_lm_text(dir, "train", 4000, 7);
-  test::write_lm_text(dir, "valid", 40, 8);
+  test::write_lm_texts(dir, 4000, 40, 7);
   TrainOptions o = test::tiny_lm_options(dir);
   o.task = TrainTaskKind::masked_lm;
   o.model = YAML::Load(

@@ -26,8 +26,7 @@ std::vector<float> fill_nan(ParameterStore& store) {
 
 TEST_CASE("trainer: a NaN loss stops with the update named and no later checkpoint", "[training][trainer][nan]") {
   const std::string dir = test::temp_dir("nan");
-  test::write_corpus(dir, "train", 60, 7);
-  test::write_corpus(dir, "valid", 10, 8);
+  test::write_corpora(dir, 60, 10, 7);
   TrainOptions o = test::tiny_options(dir);
   o.max_updates = 6;
   o.save_every = 1;
@@ -48,8 +47,7 @@ TEST_CASE("trainer: a NaN loss stops with the update named and no later checkpoi
 
 TEST_CASE("trainer: skip_nan_batches skips the batch and goes on", "[training][trainer][nan]") {
   const std::string dir = test::temp_dir("skipnan");
-  test::write_corpus(dir, "train", 60, 9);
-  test::write_corpus(dir, "valid", 10, 10);
+  test::write_corpora(dir, 60, 10, 9);
   TrainOptions o = test::tiny_options(dir);
   o.max_updates = 6;
   o.skip_nan_batches = true;

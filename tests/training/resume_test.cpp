@@ -21,8 +21,7 @@ using Line = test::MetricsLine;
 
 TEST_CASE("trainer: trains, logs, validates and saves", "[training][trainer]") {
   const std::string dir = test::temp_dir("train");
-  test::write_corpus(dir, "train", 300, 1);
-  test::write_corpus(dir, "valid", 40, 2);
+  test::write_corpora(dir, 300, 40, 1);
   TrainOptions o = test::tiny_options(dir);
   o.max_updates = 40;
   o.valid_every = 20;
@@ -52,8 +51,7 @@ TEST_CASE("trainer: trains, logs, validates and saves", "[training][trainer]") {
 TEST_CASE("trainer: an interrupted and resumed run logs the losses of an uninterrupted one",
           "[training][trainer][resume]") {
   const std::string dir = test::temp_dir("resume");
-  test::write_corpus(dir, "train", 200, 3);
-  test::write_corpus(dir, "valid", 30, 4);
+  test::write_corpora(dir, 200, 30, 3);
   TrainOptions full = test::tiny_options(dir);
   full.max_updates = 12;
   full.update_freq = 2;  // accumulation and the data position inside an update
@@ -68,8 +66,7 @@ TEST_CASE("trainer: a run killed while it replaces checkpoint.last resumes exact
   // save() moves the old state to checkpoint.last.state.previous.safetensors, writes the new state, then the new
   // checkpoint. Rebuild what a kill leaves in each window and check that --resume reproduces the whole run.
   const std::string dir = test::temp_dir("killed");
-  test::write_corpus(dir, "train", 200, 3);
-  test::write_corpus(dir, "valid", 30, 4);
+  test::write_corpora(dir, 200, 30, 3);
   TrainOptions full = test::tiny_options(dir);
   full.max_updates = 12;
   full.log_every = 1;
@@ -109,8 +106,7 @@ TEST_CASE("trainer: a run killed while it replaces checkpoint.last resumes exact
 
 TEST_CASE("trainer: resume errors and option errors", "[training][trainer]") {
   const std::string dir = test::temp_dir("errors");
-  test::write_corpus(dir, "train", 20, 5);
-  test::write_corpus(dir, "valid", 5, 6);
+  test::write_corpora(dir, 20, 5, 5);
   TrainOptions o = test::tiny_options(dir);
   CHECK_THROWS_WITH(Trainer(o).run(true), Catch::Contains("--resume") && Catch::Contains("checkpoint.last"));
   TrainOptions bad = o;
@@ -124,8 +120,7 @@ TEST_CASE("trainer: resume errors and option errors", "[training][trainer]") {
 
 TEST_CASE("trainer: early stopping after validations without improvement", "[training][trainer]") {
   const std::string dir = test::temp_dir("early");
-  test::write_corpus(dir, "train", 60, 13);
-  test::write_corpus(dir, "valid", 10, 14);
+  test::write_corpora(dir, 60, 10, 13);
   TrainOptions o = test::tiny_options(dir);
   o.schedule = ScheduleOptions{LrScheduleKind::fixed, 1e-30, 0, 0, 0};  // updates below the parameters' precision
   o.max_updates = 20;

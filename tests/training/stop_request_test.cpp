@@ -57,8 +57,7 @@ TEST_CASE("stop request: a signal is agreed on, in exit mode ignored", "[trainin
 TEST_CASE("trainer: SIGTERM in an update stops after it with checkpoint.last saved; --resume ends identically",
           "[training][trainer][signals]") {
   const std::string dir = test::temp_dir("signal");
-  test::write_corpus(dir, "train", 200, 5);
-  test::write_corpus(dir, "valid", 30, 6);
+  test::write_corpora(dir, 200, 30, 5);
   TrainOptions full = test::tiny_options(dir);
   full.run_dir = dir + "/full";
   CHECK(Trainer(full).run(false) == TrainEnd::completed);

@@ -84,6 +84,12 @@ inline void write_corpus(const std::string& dir, const std::string& name, int li
   }
 }
 
+/// The train and valid corpora of a test: dir/train.{src,tgt} from `seed`, dir/valid.{src,tgt} from seed + 1.
+inline void write_corpora(const std::string& dir, int train_lines, int valid_lines, uint32_t seed) {
+  write_corpus(dir, "train", train_lines, seed);
+  write_corpus(dir, "valid", valid_lines, seed + 1);
+}
+
 /// A tiny pre-norm Transformer on the corpus of write_corpus(dir, "train"/"valid"), joint word vocabulary.
 inline TrainOptions tiny_options(const std::string& dir) {
   TrainOptions o;
@@ -122,6 +128,12 @@ inline void write_lm_text(const std::string& dir, const std::string& name, int l
     }
     out << '\n';
   }
+}
+
+/// The train and valid texts of an LM test: dir/train.txt from `seed`, dir/valid.txt from seed + 1.
+inline void write_lm_texts(const std::string& dir, int train_lines, int valid_lines, uint32_t seed) {
+  write_lm_text(dir, "train", train_lines, seed);
+  write_lm_text(dir, "valid", valid_lines, seed + 1);
 }
 
 /// A tiny pre-norm Transformer LM on write_lm_text(dir, "train"/"valid"), word vocabulary built by the trainer.
