@@ -1,5 +1,5 @@
 // The keys the model configs share (the Transformer, the Transformer LMs, the LSTM LM), declared once
-// for every config struct that has the members: the special ids the trainer fills in, the Transformer
+// for every config struct that has the members: the fixed `type` of a single-type config, the special ids the trainer fills in, the Transformer
 // widths, the Transformer's regularisation and output knobs, and the attention / feed-forward sites.
 // Each adds its keys in the order the configs have always written them (checkpoints store the
 // architecture as YAML text, which --resume compares). Covered by tests/models/model_registry_test.cpp.
@@ -7,6 +7,14 @@
 #include "config/keys.h"
 
 namespace moe::model_keys {
+
+/// `type`, for a config struct that serves one model type only: read and written as `name`.
+template <class C>
+void add_fixed_type(config::Keys<C>& k, const char* name) {
+  k.add_custom(
+      "type", config::ValueType::String, name, [](const YAML::Node&, C&, const std::string&) {},
+      [name](const C&) { return YAML::Node(name); });
+}
 
 template <class C>
 void add_special_ids(config::Keys<C>& k) {

@@ -10,9 +10,7 @@ const config::Keys<LstmLmConfig>& LstmLmConfig::keys() {
   using config::at_least;
   static const config::Keys<C> k = [] {
     config::Keys<C> k("an lstm_lm");
-    k.add_custom(
-        "type", config::ValueType::String, "lstm_lm", [](const YAML::Node&, C&, const std::string&) {},
-        [](const C&) { return YAML::Node("lstm_lm"); });
+    model_keys::add_fixed_type(k, "lstm_lm");
     k.add("vocab", &C::vocab, "vocabulary size (filled in from the vocabulary)").internal();
     model_keys::add_special_ids(k);
     k.add("embed_dim", &C::embed_dim, "lstm_lm: embedding width", at_least<int64_t>(1))

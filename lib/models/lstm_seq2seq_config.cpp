@@ -10,9 +10,7 @@ const config::Keys<LstmSeq2seqConfig>& LstmSeq2seqConfig::keys() {
   using config::at_least;
   static const config::Keys<C> k = [] {
     config::Keys<C> k("an lstm_seq2seq");
-    k.add_custom(
-        "type", config::ValueType::String, "lstm_seq2seq", [](const YAML::Node&, C&, const std::string&) {},
-        [](const C&) { return YAML::Node("lstm_seq2seq"); });
+    model_keys::add_fixed_type(k, "lstm_seq2seq");
     k.add("src_vocab", &C::src_vocab, "source vocabulary size (filled in from the vocabulary)").internal();
     k.add("tgt_vocab", &C::tgt_vocab, "target vocabulary size (filled in from the vocabulary)").internal();
     model_keys::add_special_ids(k);
