@@ -131,18 +131,9 @@ int serve_main(int argc, char** argv) {
   ServeOptions o;
   CLI::App app("moe-serve: translate and score over HTTP/1.1 + JSON, batching concurrent requests", "moe-serve");
   add_options(app, o);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  CLI11_PARSE(app, argc, argv);
   install_stop_handlers("moe-serve");
-  try {
-    return run_serve(o);
-  } catch (const Error& e) {
-    spdlog::error("{}", e.what());
-    return 1;
-  }
+  return run_serve(o);  // cli::run_program reports an error as "moe-serve: <what>" with status 1
 }
 
 }  // namespace moe

@@ -49,11 +49,7 @@ int train_main(int argc, char** argv) {
       "Recipe arguments: --config FILE (-c; repeatable, merged in order), then any key as --section.key "
       "value (or --section.key=value; a bool key alone means true):\n\n" +
       schema.help_text());
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  CLI11_PARSE(app, argc, argv);
   try {
     const config::CommandLine cmd = config::parse_command_line(schema, app.remaining());
     MOE_CHECK(cmd.positional.empty(), "moe-train: unexpected argument '",

@@ -212,11 +212,7 @@ int translate_main(int argc, char** argv) {
                  "line is redrawn in place)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  CLI11_PARSE(app, argc, argv);
   install_stop_handlers("moe-translate");
   try {
     run_translate(o, std::cin, std::cout, std::cerr);
