@@ -71,7 +71,8 @@ void Trainer::validate() {
   bar_->clear();
   spdlog::info("{}", format_valid_line(f));
   if (metrics_) metrics_->valid(f);
-  if (f.improved) save(path_in_run("checkpoint.best.safetensors"), &validated);
+  // With EMA the smoothed parameters; else the trained ones, gathered from every rank (expert parallelism).
+  if (f.improved) save(path_in_run("checkpoint.best.safetensors"), ema_ ? &validated : nullptr);
   if (o_.early_stopping > 0 && st_.bad_validations >= o_.early_stopping) {
     spdlog::info("moe-train: early stopping: {} validations without improvement (best {} at update {})",
                  st_.bad_validations, st_.best_metric, st_.best_update);

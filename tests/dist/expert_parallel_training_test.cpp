@@ -2,8 +2,8 @@
 // between its LSTMs, and the sparsely-gated MoE paper's LSTM encoder-decoder (lstm_seq2seq) with MoE
 // layers in its encoder and decoder (4 experts, experts_per_rank 4/N, global balancing, noise off so
 // that gating is a function of the tokens alone), 10 updates with N ranks and batch B/N versus one
-// process with batch B. Both checkpoints are in the single-process layout (every expert, gathered by
-// rank 0) and must agree (max |difference| < 1e-4, mean < 1e-6: summation order only); the run then
+// process with batch B. Both runs' last and best checkpoints are in the single-process layout (every
+// expert, gathered by rank 0) and must agree (max |difference| < 1e-4, mean < 1e-6: summation order only); the run then
 // resumes from its checkpoint for 2 more updates. Run by ctest with 1, 2 and 4 processes.
 #include <unistd.h>
 
@@ -61,9 +61,12 @@ void check_expert_parallel(const std::string& what, const std::function<TrainOpt
     t.set_communicator(&c);
     t.run(false);
   }
-  if (c.rank() == 0) {
-    const SafetensorsFile ours = load_safetensors(o.run_dir + "/checkpoint.last.safetensors");
-    const SafetensorsFile theirs = load_safetensors(dir + "/one/checkpoint.last.safetensors");
+  // checkpoint.last and checkpoint.best (validation every 5 updates) each hold every expert.
+  for (const std::string file : {"/checkpoint.last.safetensors", "/checkpoint.best.safetensors"}) {
+    if (c.rank() != 0) break;
+    INFO(file);
+    const SafetensorsFile ours = load_safetensors(o.run_dir + file);
+    const SafetensorsFile theirs = load_safetensors(dir + "/one" + file);
     double max_diff = 0, sum_diff = 0;
     int64_t count = 0;
     bool saw_experts = false;
@@ -88,6 +91,8 @@ void check_expert_parallel(const std::string& what, const std::function<TrainOpt
                   << max_diff << ", mean " << sum_diff / double(count));
     CHECK(max_diff < 1e-4);  // measured 1.8e-7 (2 ranks) and 2.4e-7 (4 ranks)
     CHECK(sum_diff / double(count) < 1e-6);
+  }
+  if (c.rank() == 0) {
     const auto curve = test::read_metrics(o.run_dir), ref = test::read_metrics(dir + "/one");
     REQUIRE(curve.size() == ref.size());
     for (size_t i = 0; i < curve.size(); ++i) CHECK(curve[i].loss == Approx(ref[i].loss).epsilon(1e-4));
