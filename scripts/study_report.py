@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""docs/RESULTS.md from the cells of scripts/study.sh.
+
+Per task a table of its models for each arm (equal updates, equal time): updates trained, validation
+perplexity (the last validation of metrics.jsonl), test BLEU and chrF (translation), training tokens/s
+(the train lines' tokens over their seconds), moe-train's wall seconds less validation, parameters total and active per
+token (moe-train --dry-run); each figure the mean +- the sample standard deviation over the seeds that
+ran (n given). Then the experts of each mixture model (seed 1, equal updates): mean gate entropy over
+its sites against its maximum (ln k for top-k gates, else ln E), the load CV (routed pairs for top-k routers, else argmax choices) and the
+tokens of highest PMI for the first experts of the first site; and the figures, copied beside the file.
+Readings written by hand live in docs/results/readings.md under '## mt', '## lm', '## lstm' and are
+inserted below their task's tables. Covered by tests/scripts/study_smoke.sh.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+from pathlib import Path
+
+TASKS = {
+    "mt": "Translation: Multi30k En-De (test_2016_flickr, beam 5)",
+    "lm": "Language model: WikiText-103 sample (10k-word vocabulary)",
+    "lstm": "LSTM language models: One Billion Word sample (held-out shard, 5,500 / 575 sentences)",
+}
+ARMS = {"updates": "equal updates", "time": "equal training time"}
+
+
+def read_cell(cell: Path) -> dict:
+    r = dict(line.rstrip("\n").split("\t", 1) for line in (cell / "result.tsv").open() if "\t" in line)
+    metrics = cell / r["model"] / "metrics.jsonl"
+    tokens = seconds = 0.0
+    ppl = None
+    for line in metrics.open():
+        m = json.loads(line)
+        if m["type"] == "train" and m.get("tokens_per_s"):
+            tokens += m["tokens"]
+            seconds += m["tokens"] / m["tokens_per_s"]
+        elif m["type"] == "valid" and "ppl" in m:
+            ppl = m["ppl"]
+    r["valid_ppl"] = ppl
+    r["tokens_per_s"] = tokens / seconds if seconds else None
+    return r
+
+
+def mean_sd(values):
+    v = [float(x) for x in values if x not in (None, "")]
+    if not v:
+        return "-"
+    mean = sum(v) / len(v)
+    if len(v) == 1:
+        return f"{mean:.2f} (n 1)"
+    sd = math.sqrt(sum((x - mean) ** 2 for x in v) / (len(v) - 1))
+    return f"{mean:.2f} ± {sd:.2f} (n {len(v)})"
+
+
+def table(rows, task, arm, order):
+    cols = ["model", "updates", "valid ppl"] + (["BLEU", "chrF"] if task == "mt" else [])
+    cols += ["tokens/s", "train s", "parameters"]  # train s: moe-train's wall time less its validation
+    out = [f"| {' | '.join(cols)} |", "|" + "---|" * len(cols)]
+    for model in order:
+        cells = rows.get((task, model, arm)) or (rows.get((task, model, "updates")) if model == order[0] else None)
+        if not cells:
+            continue
+        line = [model, " / ".join(sorted({c["updates"] for c in cells})), mean_sd(c["valid_ppl"] for c in cells)]
+        if task == "mt":
+            line += [mean_sd(c.get("bleu") for c in cells), mean_sd(c.get("chrf") for c in cells)]
+        line += [mean_sd(c["tokens_per_s"] for c in cells), mean_sd(c["train_seconds"] for c in cells),
+                 cells[0].get("parameters", "-") or "-"]
+        out.append(f"| {' | '.join(line)} |")
+    return "\n".join(out)
+
+
+def expert_rows(cells_dir: Path, order):
+    out = ["| model | sites | gate entropy (mean) | its maximum | load CV | tokens of highest PMI, first site, experts 0-2 |",
+           "|---|---|---|---|---|---|"]
+    for model in order:
+        path = cells_dir / f"{model}-updates-s1" / "experts.jsonl"
+        if not path.exists():
+            continue
+        sites = [json.loads(l) for l in path.open() if '"type":"site"' in l.replace(" ", "")]
+        if not sites:
+            continue
+        ent = sum(s["entropy"] for s in sites) / len(sites)
+        top = sum(s.get("max_entropy_k", s["max_entropy"]) for s in sites) / len(sites)  # ln k for top-k gates
+        cv = sum(s.get("routed_cv", s["argmax_cv"]) for s in sites) / len(sites)
+        pmi = "; ".join(
+            f"{e}: " + ", ".join(t["token"] for t in toks[:4]) for e, toks in enumerate(sites[0]["top_tokens"][:3]))
+        out.append(f"| {model} | {len(sites)} | {ent:.3f} | {top:.3f} | {cv:.3f} | {pmi} |")
+    return "\n".join(out) if len(out) > 2 else ""
+
+
+def readings(path: Path):
+    if not path.exists():
+        return {}
+    parts, key = {}, None
+    for line in path.open():
+        if line.startswith("## "):
+            key = line[3:].strip()
+            parts[key] = ""
+        elif key:
+            parts[key] += line
+    return {k: v.strip() for k, v in parts.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cells", required=True, type=Path)
+    ap.add_argument("--grid", required=True, type=Path, help="lines 'task<TAB>models, baseline first'")
+    ap.add_argument("--figures", required=True, type=Path)
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--test-lines", type=int, default=0)
+    ap.add_argument("--updates", default="")
+    ap.add_argument("--command", default="scripts/study.sh")
+    a = ap.parse_args()
+
+    grid = {t: m.split() for t, m in (line.rstrip("\n").split("\t", 1) for line in a.grid.open())}
+    rows = {}
+    for cell in sorted(a.cells.iterdir()):
+        if (cell / "result.tsv").exists():
+            r = read_cell(cell)
+            rows.setdefault((r["task"], r["model"], r["arm"]), []).append(r)
+    root = Path(__file__).resolve().parent.parent
+    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    fig_dir = a.out.parent / "results"
+    notes = readings(fig_dir / "readings.md")
+    load = os.getloadavg()
+    doc = ["# Results: the papers' claims at small scale", "",
+           f"Generated by `scripts/study_report.py` from `{a.command}` on {datetime.date.today()}, commit {commit}, "
+           f"{platform.node()} ({os.cpu_count()} CPUs, load {load[0]:.1f} when written); seeds {a.seeds}; "
+           f"updates of the equal-updates arm: {a.updates}."
+           + (f" **Smoke run: only the first {a.test_lines} test lines scored; not comparable.**" if a.test_lines else ""),
+           "", "Each figure: mean ± sample standard deviation over the seeds (n). Equal time: each model trains "
+           "the updates that take it the baseline's mean time (from the equal-updates arm), so its linear "
+           "decay ends with the budget; the baseline's cells serve both arms.", ""]
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    for task, title in TASKS.items():
+        if not any(k[0] == task for k in rows):
+            continue
+        doc += [f"## {title}", ""]
+        for arm, arm_title in ARMS.items():
+            if any(k[0] == task and k[2] == arm for k in rows):
+                doc += [f"### {arm_title}", "", table(rows, task, arm, grid[task]), ""]
+        experts = expert_rows(a.cells, grid[task])
+        if experts:
+            doc += ["### experts (seed 1, equal updates)", "", experts, ""]
+        for svg in [a.figures / f"curves-{task}.svg"] + [a.figures / f"experts-{m}.svg" for m in grid[task]]:
+            if not svg.exists():
+                continue
+            shutil.copy(svg, fig_dir / svg.name)
+            doc += [f"![{svg.stem}](results/{svg.name})", ""]
+        doc += ["### reading", "", notes.get(task, "_Not written yet._"), ""]
+    a.out.write_text("\n".join(doc))
+    print(f"study_report: wrote {a.out} ({sum(len(v) for v in rows.values())} cells)")
+
+
+if __name__ == "__main__":
+    main()
