@@ -5,8 +5,6 @@
 #include <memory>
 
 #include "common/error.h"
-#include "graph/expr/binary.h"
-#include "graph/expr/unary.h"
 #include "graph/graph.h"
 #include "models/model_registry.h"
 #include "ops/attention.h"
@@ -66,8 +64,7 @@ UpdateTiming time_update(BenchContext& ctx, const UpdateSpec& spec, const BatchL
     }
     const Builder b(g);
     const Expr l = loss(*model, b, uploader);
-    Expr objective = l;
-    for (const AuxLoss& aux : b.aux_losses()) objective = add(objective, scale(aux.value, float(tokens)));
+    const Expr objective = b.objective(l, tokens);
     g.forward();
     const double value = l.val().item();
     MOE_CHECK(std::isfinite(value), "time_update: the training loss of ", model->type(), " is ", value, " at call ",

@@ -1,7 +1,9 @@
 // builder.h implementation.
 #include "layers/builder.h"
 
+#include "graph/expr/binary.h"
 #include "graph/expr/cast.h"
+#include "graph/expr/unary.h"
 
 namespace moe {
 
@@ -30,5 +32,11 @@ Expr Builder::state(const std::string& leaf, const Shape& shape, const Init& ini
 }
 
 void Builder::add_aux_loss(const std::string& leaf, const Expr& value) const { aux_->push_back({name(leaf), value}); }
+
+Expr Builder::objective(const Expr& loss, int64_t tokens) const {
+  Expr total = loss;
+  for (const AuxLoss& aux : *aux_) total = add(total, scale(aux.value, static_cast<float>(tokens)));
+  return total;
+}
 
 }  // namespace moe

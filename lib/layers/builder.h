@@ -44,6 +44,9 @@ class Builder {
 
   void add_aux_loss(const std::string& leaf, const Expr& value) const;
   std::vector<AuxLoss>& aux_losses() const { return *aux_; }
+  /// The training objective of a batch: its summed `loss` plus every auxiliary loss weighted by the
+  /// batch's `tokens` (the update later divides the whole by its tokens, making them per-batch terms).
+  Expr objective(const Expr& loss, int64_t tokens) const;
   /// The graph's run-time settings, shared by sub-builders (set them before building).
   BuildContext& context() const { return *context_; }
 

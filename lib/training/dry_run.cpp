@@ -12,8 +12,6 @@
 
 #include "common/error.h"
 #include "data/vocab.h"
-#include "graph/expr/binary.h"
-#include "graph/expr/unary.h"
 #include "graph/graph.h"
 #include "layers/moa.h"
 #include "layers/sites.h"
@@ -188,7 +186,7 @@ DryRunReport dry_run(const TrainOptions& o, const DryRunOptions& dry) {
   Expr loss = o.task == TrainTaskKind::translation
                   ? model->loss(b, std::get<data::Batch>(batch.data), o.label_smoothing)
                   : model->lm_loss(b, std::get<data::LmBatch>(batch.data), o.label_smoothing);
-  for (const AuxLoss& aux : b.aux_losses()) loss = add(loss, scale(aux.value, static_cast<float>(batch.tokens())));
+  loss = b.objective(loss, batch.tokens());
   r.batch_rows = batch.size();
   r.batch_targets = batch.tokens();
   r.batch_length = o.task == TrainTaskKind::translation ? std::get<data::Batch>(batch.data).tgt_out.shape()[1]

@@ -255,9 +255,7 @@ Trainer::PassResult Trainer::accumulate(const std::vector<TrainBatch>& batches, 
     Builder b(g);
     b.context().experts = kind.experts;
     const Expr loss = task_->loss(*model_, b, batch, o_.label_smoothing);
-    Expr objective = loss;
-    for (const AuxLoss& aux : b.aux_losses())  // per-batch terms, weighted by the batch's share of tokens
-      objective = add(objective, scale(aux.value, static_cast<float>(batch.tokens())));
+    const Expr objective = b.objective(loss, batch.tokens());
     g.forward();
     const double l = loss.val().item();
     if (!std::isfinite(l)) {

@@ -65,7 +65,7 @@ int64_t measured_peak(const TrainOptions& o, const DryRunOptions& d, int64_t* pa
       Expr loss = o.task == TrainTaskKind::translation
                       ? model->loss(b, std::get<data::Batch>(batch.data), o.label_smoothing)
                       : model->lm_loss(b, std::get<data::LmBatch>(batch.data), o.label_smoothing);
-      for (const AuxLoss& aux : b.aux_losses()) loss = add(loss, scale(aux.value, static_cast<float>(batch.tokens())));
+      loss = b.objective(loss, batch.tokens());
       g.forward();
       g.backward(loss, 1.0 / static_cast<double>(batch.tokens()));
       if (step == 0) store.zero_grads();
