@@ -14,6 +14,7 @@
 #include "data/vocab.h"
 #include "graph/graph.h"
 #include "layers/moa.h"
+#include "layers/moe_ffn.h"
 #include "layers/sites.h"
 #include "models/model_registry.h"
 #include "training/dry_run_count.h"
@@ -40,16 +41,24 @@ struct ExpertLayout {
   std::regex names;
 };
 
+/// Whether an LSTM model places MoE layers (its `moe` map, of type moe unless it says otherwise).
+bool has_moe_layers(const YAML::Node& config) {
+  for (const char* key : {"moe_after", "encoder_moe_after", "decoder_moe_after"})
+    if (config[key] && config[key].size() > 0) return true;
+  return false;
+}
+
 ExpertLayout expert_layout(const YAML::Node& config) {
   ExpertLayout l;
-  for (const char* key : {"ffn", "moe"}) {
-    const YAML::Node n = config[key];
-    if (!n || !n.IsMap() || site_type(n, "dense") != "moe") continue;
-    const int experts = n["experts"] ? n["experts"].as<int>() : 4, k = n["k"] ? n["k"].as<int>() : 2;
-    const int groups = n["groups"] ? n["groups"].as<int>() : 0;
-    const int k2 = n["k_secondary"] ? n["k_secondary"].as<int>() : 2;
-    l.experts = experts;
-    l.active = groups > 1 ? static_cast<double>(k) * k2 : k;
+  const YAML::Node ffn = config["ffn"], lstm_moe = config["moe"];
+  const YAML::Node n = ffn && ffn.IsMap() && site_type(ffn, "dense") == "moe" ? ffn
+                       : has_moe_layers(config) && lstm_moe.IsMap() && site_type(lstm_moe, "moe") == "moe"
+                           ? lstm_moe
+                           : YAML::Node();
+  if (n.IsMap()) {
+    const MoeOptions m = moe_options_from_yaml(n, 1, 1);
+    l.experts = m.experts;
+    l.active = m.gating == MoeGating::noisy_topk && m.groups > 1 ? m.k * m.k_secondary : m.k;  // as moe_ffn.cpp
     l.names = std::regex(R"(.*\.expert\.[wb]\d+$|^expert\.[wb]\d+$)");
     return l;
   }
@@ -174,6 +183,8 @@ DryRunReport dry_run(const TrainOptions& o, const DryRunOptions& dry) {
   r.experts = experts.experts;
   r.active = experts.active;
   r.ranks = dry.ranks > 0 ? dry.ranks : per_rank > 0 ? experts.experts / per_rank : 1;
+  MOE_CHECK(per_rank == 0 || experts.experts > 0, "moe-train --dry-run: experts_per_rank ", per_rank,
+            " is set but the model has no MoE layer");
   MOE_CHECK(per_rank == 0 || r.ranks * per_rank == experts.experts, "moe-train --dry-run: experts_per_rank ", per_rank,
             " with ", experts.experts, " experts needs ", experts.experts / std::max(1, per_rank), " ranks, not ",
             r.ranks);
@@ -199,9 +210,9 @@ DryRunReport dry_run(const TrainOptions& o, const DryRunOptions& dry) {
       r.expert_parameters += e.shape.numel();
   }
   if (r.experts > 0 && r.expert_parameters > 0) {
+    const std::regex router(R"((.*\.)?(gate\.w|router\.w)$)");
     int sites = 0;
-    for (const ParamEntry& e : store.entries())
-      sites += std::regex_match(e.name, std::regex(R"((.*\.)?(gate\.w|router\.w)$)"));
+    for (const ParamEntry& e : store.entries()) sites += std::regex_match(e.name, router);
     r.per_expert = r.expert_parameters / (static_cast<int64_t>(r.experts) * std::max(1, sites));
   }
   r.active_per_token = r.parameters - static_cast<int64_t>(std::llround(static_cast<double>(r.expert_parameters) *

@@ -125,6 +125,25 @@ TEST_CASE("dry run: experts, FLOPs and the fit verdict", "[training][dry_run]") 
   CHECK_THAT(small.render(), Catch::Contains("does not fit") && Catch::Contains(small.largest().name));
 }
 
+TEST_CASE("dry run: an LSTM's MoE layer counts as experts without a type; none without MoE layers",
+          "[training][dry_run]") {
+  // The LSTM models' `moe` map is an MoE layer unless it says otherwise (lstm_lm.cpp), so no `type` here.
+  const std::string moe = "{experts: 8, k: 2, hidden: 32, groups: 2, k_secondary: 2}";
+  const DryRunReport r = dry_run(options("1b-word-moe-4.yml", {{"model.moe", moe}, {"model.embed_dim", "16"},
+                                                              {"model.hidden", "16"}, {"model.sampled_softmax", "0"}}),
+                                 on_cpu());
+  CHECK(r.experts == 8);
+  CHECK(r.active == 4);  // hierarchical: 2 groups x 2 experts
+  CHECK(r.expert_parameters == 8 * 2 * 16 * 32);
+  // The same map with no layer placed (moe_after: []) is no expert at all, and experts_per_rank says so.
+  const TrainOptions none = options("1b-word-moe-4.yml", {{"model.moe", moe}, {"model.moe_after", "[]"},
+                                                          {"model.embed_dim", "16"}, {"model.hidden", "16"}});
+  CHECK(dry_run(none, on_cpu()).experts == 0);
+  const TrainOptions placed = options(
+      "1b-word-moe-4.yml", {{"model.moe", "{experts: 8, experts_per_rank: 4}"}, {"model.moe_after", "[]"}});
+  CHECK_THROWS_WITH(dry_run(placed, on_cpu()), Catch::Contains("has no MoE layer"));
+}
+
 TEST_CASE("dry run: vocabulary sizes and memory sizes", "[training][dry_run]") {
   DryRunOptions d = on_cpu();
   d.vocab = 0;
