@@ -100,7 +100,10 @@ size_t Allocator::rounded(Device device, size_t bytes) {
   return device.is_cpu() ? round_size_host(bytes) : round_size(bytes);
 }
 
-size_t Allocator::block_size(size_t bytes) const { return rounded(device_, bytes); }
+size_t Allocator::block_size(size_t bytes) const {
+  // After an arena fallback, large CPU blocks are system allocations again: size classes, not pages.
+  return arena_fallback_ ? round_size_host(bytes) : rounded(device_, bytes);
+}
 
 void* Allocator::allocate(size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);

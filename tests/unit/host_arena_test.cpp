@@ -98,7 +98,8 @@ TEST_CASE("CPU allocator: under an address-space limit too tight for the arena, 
           "[tensor][allocator]") {
   if (!Allocator::host_arena_enabled()) return;  // sanitizer builds have no arena (and reserve shadow memory)
   // In a child: RLIMIT_AS leaves 64 MiB. A 63 MiB block needs 66 MiB of arena (2 MiB steps and alignment),
-  // so the arena cannot reserve it and the allocator falls back to malloc, which fits; 200 MiB fits nowhere.
+  // so the arena cannot reserve it and the allocator falls back to malloc, which fits (and rounds later
+  // large blocks to its size classes); 200 MiB fits nowhere.
   const pid_t pid = ::fork();
   if (pid == 0) {
     constexpr size_t kMiB = size_t(1) << 20;
@@ -112,6 +113,11 @@ TEST_CASE("CPU allocator: under an address-space limit too tight for the arena, 
     if (!p) ::_exit(3);
     std::memset(p, 1, 63 * kMiB);
     alloc.deallocate(p);
+    alloc.release_cache();
+    // After the fallback a large block is a malloc of its own: the size classes, not page multiples.
+    void* q = alloc.allocate(kMiB + 1000);
+    if (alloc.stats().in_use != Allocator::round_size_host(kMiB + 1000)) ::_exit(6);
+    alloc.deallocate(q);
     alloc.release_cache();
     try {
       alloc.allocate(200 * kMiB);
