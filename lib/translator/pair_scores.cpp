@@ -56,26 +56,29 @@ double corpus_perplexity(const std::vector<PairScore>& scores) {
   return n > 0 ? std::exp(-lp / static_cast<double>(n)) : NAN;
 }
 
+std::vector<int64_t> pair_costs(const std::vector<std::vector<int32_t>>& src,
+                                const std::vector<std::vector<int32_t>>& tgt, const DecoderSpec& spec) {
+  MOE_CHECK(src.size() == tgt.size(), "pairs: ", src.size(), " source lines but ", tgt.size(), " target lines");
+  std::vector<int64_t> cost(src.size());
+  for (size_t i = 0; i < src.size(); ++i) {
+    const int64_t s = static_cast<int64_t>(src[i].size()) + 1, t = static_cast<int64_t>(tgt[i].size()) + 1;
+    MOE_CHECK(s <= spec.max_positions && t <= spec.max_positions, "pairs: line ", i + 1, " has ", s, " source and ",
+              t, " target tokens (with </s>), more than model.max_positions = ", spec.max_positions);
+    cost[i] = std::max(s, t);
+  }
+  return cost;
+}
+
 std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, Device device,
                                    const std::vector<std::vector<int32_t>>& src,
                                    const std::vector<std::vector<int32_t>>& tgt, const PairScoreOptions& o) {
   MOE_CHECK(!model.is_language_model(), "pairs: the model is a ", model.type(),
             " language model; use moe-score ppl for language models");
-  MOE_CHECK(src.size() == tgt.size(), "pairs: ", src.size(), " source lines but ", tgt.size(), " target lines");
   MOE_CHECK(params.device() == device, "pairs: the parameters are on ", params.device(), ", scoring on ", device);
   const DecoderSpec spec = translation_spec(model);
   const int32_t pad = spec.pad_id, bos = spec.bos_id, eos = spec.eos_id;
-  const int64_t max_pos = spec.max_positions;
-  std::vector<int64_t> cost(src.size());
-  for (size_t i = 0; i < src.size(); ++i) {
-    const int64_t s = static_cast<int64_t>(src[i].size()) + 1, t = static_cast<int64_t>(tgt[i].size()) + 1;
-    MOE_CHECK(s <= max_pos && t <= max_pos, "pairs: line ", i + 1, " has ", s, " source and ", t,
-              " target tokens (with </s>), more than model.max_positions = ", max_pos);
-    cost[i] = std::max(s, t);
-  }
-  GraphOptions go;
-  go.training = false;
-  go.compute_dtype = o.dtype;
+  const std::vector<int64_t> cost = pair_costs(src, tgt, spec);
+  const GraphOptions go{.training = false, .compute_dtype = o.dtype};
   std::vector<PairScore> out(src.size());
   const EncoderDecoder* net = o.per_pair ? nullptr : model.encoder_decoder();
   const auto batches = net ? token_batches(cost, o.max_tokens) : std::vector<std::vector<size_t>>{};

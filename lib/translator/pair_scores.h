@@ -37,6 +37,11 @@ std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, D
                                    const std::vector<std::vector<int32_t>>& src,
                                    const std::vector<std::vector<int32_t>>& tgt, const PairScoreOptions& options);
 
+/// Each pair's batching cost, the longer side with </s>; every side must fit `spec.max_positions`
+/// (an error naming the line otherwise). Also the pairs' counts must agree.
+std::vector<int64_t> pair_costs(const std::vector<std::vector<int32_t>>& src,
+                                const std::vector<std::vector<int32_t>>& tgt, const DecoderSpec& spec);
+
 /// The padded CPU batch of pairs src[i], tgt[i] for i in `idx` (ids = i; specials added as data::make_batch does).
 data::Batch pair_batch(const std::vector<std::vector<int32_t>>& src, const std::vector<std::vector<int32_t>>& tgt,
                        const std::vector<size_t>& idx, int32_t pad_id, int32_t bos_id, int32_t eos_id);

@@ -1,8 +1,6 @@
 // stepwise_scores.h implementation. Covered by tests/translator/ensemble_test.cpp.
 #include "translator/stepwise_scores.h"
 
-#include <algorithm>
-
 #include "translator/translator.h"
 
 namespace moe {
@@ -10,18 +8,10 @@ namespace moe {
 std::vector<PairScore> score_pairs_stepwise(const Decoder& decoder, ParameterStore& params, Device device,
                                             const std::vector<std::vector<int32_t>>& src,
                                             const std::vector<std::vector<int32_t>>& tgt, const PairScoreOptions& o) {
-  MOE_CHECK(src.size() == tgt.size(), "pairs: ", src.size(), " source lines but ", tgt.size(), " target lines");
+  MOE_CHECK(params.device() == device, "pairs: the parameters are on ", params.device(), ", scoring on ", device);
   const DecoderSpec spec = decoder.spec();
-  std::vector<int64_t> cost(src.size());
-  for (size_t i = 0; i < src.size(); ++i) {
-    const int64_t s = static_cast<int64_t>(src[i].size()) + 1, t = static_cast<int64_t>(tgt[i].size()) + 1;
-    MOE_CHECK(s <= spec.max_positions && t <= spec.max_positions, "pairs: line ", i + 1, " has ", s, " source and ", t,
-              " target tokens (with </s>), more than model.max_positions = ", spec.max_positions);
-    cost[i] = std::max(s, t);
-  }
-  GraphOptions go;
-  go.training = false;
-  go.compute_dtype = o.dtype;
+  const std::vector<int64_t> cost = pair_costs(src, tgt, spec);  // o.per_pair: no Model::loss here to force
+  const GraphOptions go{.training = false, .compute_dtype = o.dtype};
   std::vector<PairScore> out(src.size());
   for (const auto& idx : token_batches(cost, o.max_tokens)) {
     const data::Batch b = pair_batch(src, tgt, idx, spec.pad_id, spec.bos_id, spec.eos_id);
