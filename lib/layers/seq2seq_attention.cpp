@@ -38,16 +38,17 @@ AttentionMemory attention_memory(const Expr& memory, const Tensor& mask, const A
   MOE_CHECK(!mask.defined() || mask.shape() == Shape({B, S}), "attention: mask ", mask.shape(), " for memory ",
             memory.shape());
   Expr keys = matmul(memory, w.u);  // [B, S, n]
-  return AttentionMemory{memory, f == AttentionFunction::shazeer ? tanh(keys) : keys, mask};
+  return AttentionMemory{memory, f == AttentionFunction::shazeer ? tanh(keys) : keys, mask, w, f};
 }
 
-Expr attention_probs(const AttentionMemory& m, const Expr& query, const AttentionWeights& w, AttentionFunction f) {
+Expr attention_probs(const AttentionMemory& m, const Expr& query) {
+  const AttentionWeights& w = m.weights;
   const int64_t B = m.keys.shape()[0], S = m.keys.shape()[1], n = m.keys.shape()[2];
   MOE_CHECK(query.shape().ndim() == 2 && query.shape()[0] == B && query.shape()[1] == w.w.shape()[0],
             "attention: query ", query.shape(), " does not fit ", B, " sentences and W ", w.w.shape());
   Expr q = matmul(query, w.w);  // [B, n]
   Expr scores;                  // [B, 1, S]
-  if (f == AttentionFunction::shazeer) {
+  if (m.function == AttentionFunction::shazeer) {
     scores = matmul(reshape(mul(tanh(q), w.v), Shape{B, 1, n}), m.keys, false, true);
   } else {
     Expr hidden = tanh(add(m.keys, reshape(q, Shape{B, 1, n})));  // [B, S, n]
@@ -58,9 +59,9 @@ Expr attention_probs(const AttentionMemory& m, const Expr& query, const Attentio
   return reshape(softmax(cast(scores, acc), mask), Shape{B, S});
 }
 
-Expr attention_context(const AttentionMemory& m, const Expr& query, const AttentionWeights& w, AttentionFunction f) {
+Expr attention_context(const AttentionMemory& m, const Expr& query) {
   const int64_t B = m.values.shape()[0], S = m.values.shape()[1], d = m.values.shape()[2];
-  Expr p = cast(attention_probs(m, query, w, f), m.values.dtype());
+  Expr p = cast(attention_probs(m, query), m.values.dtype());
   return reshape(matmul(reshape(p, Shape{B, 1, S}), m.values), Shape{B, d});
 }
 

@@ -22,10 +22,13 @@ struct AttentionWeights {
 /// Parameters "u", "w" (Glorot-uniform) and "v" (normal, std n^-1/2) under b, in the compute dtype.
 AttentionWeights attention_weights(const Builder& b, int64_t memory_dim, int64_t query_dim, int64_t n);
 
-/// The source side of an attention: values [B, S, d_mem], keys [B, S, n] and the padding mask.
+/// The source side of an attention: values [B, S, d_mem], keys [B, S, n] and the padding mask, with the
+/// weights and function that made the keys (the queries use them too).
 struct AttentionMemory {
   Expr values, keys;
   Tensor mask;  // u8 [B, S], 1 = token; undefined: every position is real
+  AttentionWeights weights;
+  AttentionFunction function = AttentionFunction::shazeer;
   /// Decoding: row i becomes row origin[i] (i32 [N'], on the graph's device).
   void reorder(const Tensor& origin);
 };
@@ -33,8 +36,8 @@ AttentionMemory attention_memory(const Expr& memory, const Tensor& mask, const A
                                  AttentionFunction f);
 
 /// Attention probabilities [B, S] (f32, or f64 for f64 inputs) for queries [B, d_query].
-Expr attention_probs(const AttentionMemory& m, const Expr& query, const AttentionWeights& w, AttentionFunction f);
+Expr attention_probs(const AttentionMemory& m, const Expr& query);
 /// The context sum_i p_i x_i, [B, d_mem] in the values' dtype.
-Expr attention_context(const AttentionMemory& m, const Expr& query, const AttentionWeights& w, AttentionFunction f);
+Expr attention_context(const AttentionMemory& m, const Expr& query);
 
 }  // namespace moe

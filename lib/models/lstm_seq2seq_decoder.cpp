@@ -2,8 +2,6 @@
 // and incremental decoding (one step, the recurrence carried in the State). Layer 0's input weights
 // W_x [2d, 4H] split into the rows of the embedding y_t (applied to all steps in one GEMM) and of the
 // previous context a_t-1 (applied per step). Covered by tests/models/lstm_seq2seq_test.cpp.
-#include <algorithm>
-
 #include "graph/expr/binary.h"
 #include "graph/expr/cast.h"
 #include "graph/expr/dropout.h"
@@ -27,7 +25,6 @@ Expr LstmSeq2seq::decoder_stack(const Builder& b, const Expr& y, const Attention
   const Shape s = y.shape();
   const int64_t B = s[0], T = s[1], d = c_.d_model;
   const Builder dec = b.sub("decoder");
-  const AttentionWeights aw = attention_weights(dec.sub("attention"), d, d, c_.attention_units());
   r.layers.resize(static_cast<size_t>(c_.dec_layers));
   // Layer 0 with input feeding, and the attention it queries, step by step.
   const LstmWeights w = lstm_weights(dec.layer(0).sub("lstm"), c_.lstm(2 * d));
@@ -43,7 +40,7 @@ Expr LstmSeq2seq::decoder_stack(const Builder& b, const Expr& y, const Attention
     if (r.context.defined()) gates = add(gates, matmul(r.context, w_context));
     r.layers[0] = lstm_cell(gates, r.layers[0], w.w_h, w.w_p);
     Expr z = add(dropout(r.layers[0].h, c_.dropout), at(y, 1, d));
-    r.context = attention_context(memory, z, aw, c_.attention_function);
+    r.context = attention_context(memory, z);
     states.push_back(reshape(z, Shape{B, 1, d}));
     contexts.push_back(reshape(r.context, Shape{B, 1, d}));
   }

@@ -26,7 +26,6 @@
 // models) and tests/training/recipes_start_test.cpp (every recipe fits 80 GiB).
 #pragma once
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 

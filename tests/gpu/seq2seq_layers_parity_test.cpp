@@ -34,7 +34,7 @@ TEST_CASE("seq2seq attention parity", "[gpu][seq2seq]") {
           in,
           [&](Graph& g, const std::vector<Expr>& v) {
             const AttentionWeights w{v[2], v[3], v[4]};
-            return attention_context(attention_memory(v[0], mask.to(g.device()), w, f), v[1], w, f);
+            return attention_context(attention_memory(v[0], mask.to(g.device()), w, f), v[1]);
           },
           dt);
       CHECK(r.forward < test::bar(dt, 1e-4, 2e-2));

@@ -38,11 +38,11 @@ TEST_CASE("seq2seq attention: both functions by hand, padding ignored", "[models
       a1 = std::tanh(0.5) + 2 * std::tanh(0.5);
     }
     const double p0 = 1 / (1 + std::exp(a1 - a0)), p1 = 1 - p0;
-    const auto p = attention_probs(m, query, w, f).val().to_vector<double>();
+    const auto p = attention_probs(m, query).val().to_vector<double>();
     CHECK(p[0] == Approx(p0).epsilon(1e-12));
     CHECK(p[1] == Approx(p1).epsilon(1e-12));
     CHECK(p[2] == 0.0);
-    const auto ctx = attention_context(m, query, w, f).val().to_vector<double>();
+    const auto ctx = attention_context(m, query).val().to_vector<double>();
     CHECK(ctx[0] == Approx(p0).epsilon(1e-12));
     CHECK(ctx[1] == Approx(p1).epsilon(1e-12));
   }
@@ -58,7 +58,7 @@ TEST_CASE("seq2seq attention: gradients match finite differences", "[models][seq
                               test::random_tensor({5}, 5)};
     CHECK(test::gradcheck(in, [&](Graph&, const std::vector<Expr>& v) {
             const AttentionWeights w{v[2], v[3], v[4]};
-            return attention_context(attention_memory(v[0], mask, w, f), v[1], w, f);
+            return attention_context(attention_memory(v[0], mask, w, f), v[1]);
           }) < 1e-6);
   }
 }
