@@ -84,8 +84,6 @@ int take_experts_per_rank(YAML::Node& section) {
   return 0;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 /// Updates per epoch from the data (-1 when the data or a vocabulary is missing).
 int64_t count_updates(const TrainOptions& o, const YAML::Node& section, int ranks) {
   const DataOptions& d = o.data;
@@ -105,7 +103,7 @@ int64_t count_updates(const TrainOptions& o, const YAML::Node& section, int rank
   const std::unique_ptr<Model> model = create_model(task->prepare(section));
   task->attach(*model);
   task->load_data();
-  return ceil_div(task->batches_per_epoch(), o.update_freq);
+  return task->updates_per_epoch(o.update_freq);
 }
 
 std::string describe_schedule(const TrainOptions& o, int64_t updates_per_epoch) {

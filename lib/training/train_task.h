@@ -59,6 +59,8 @@ class TrainTask {
   virtual void load_data() = 0;
   /// Training batches in the first epoch (after load_data; later translation epochs differ by a few).
   virtual int64_t batches_per_epoch() const = 0;
+  /// Updates in the first epoch: its batches in groups of `update_freq` (a last partial group counts).
+  int64_t updates_per_epoch(int update_freq) const { return (batches_per_epoch() + update_freq - 1) / update_freq; }
   /// Moves the training data to a saved position (after load_data, before start).
   virtual void restore(const std::string& data_state) = 0;
   /// Starts producing batches on a background thread.

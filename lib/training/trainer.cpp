@@ -130,7 +130,7 @@ void Trainer::setup_model() {
 }
 
 void Trainer::settle_schedule_length() {
-  const int64_t batches = task_->batches_per_epoch(), per_epoch = (batches + o_.update_freq - 1) / o_.update_freq;
+  const int64_t per_epoch = task_->updates_per_epoch(o_.update_freq);
   schedule_ = schedule_.over_epochs(per_epoch);
   const ScheduleOptions& s = schedule_.options();
   spdlog::info("moe-train: train.schedule {} decays over {} epochs x {} updates = {} updates", enum_name(s.kind),
