@@ -309,6 +309,9 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
             "set train.max_updates, train.max_epochs or train.max_minutes (all are 0)");
   o.schedule.max_updates = o.max_updates;
   o.schedule.max_epochs = o.max_epochs;
+  const YAML::Node sampled = o.model["sampled_softmax"];  // the LSTM LM's key, checked by its model later
+  MOE_CHECK(!sampled || sampled.Scalar() == "0" || o.label_smoothing == 0,
+            "model.sampled_softmax: train with train.label_smoothing 0, not ", o.label_smoothing);
   MOE_CHECK(o.bcd.g_every >= 1 && o.bcd.g_offset >= 0 && o.bcd.g_offset < o.bcd.g_every, "train.bcd.g_every (",
             o.bcd.g_every, ") must be >= 1 and train.bcd.g_offset (", o.bcd.g_offset, ") in [0, g_every)");
   const data::MlmOptions& m = d.mlm;

@@ -116,6 +116,14 @@ TEST_CASE("lm options: errors name the key", "[training][options][lm]") {
   mlm.set_text("model.type", "transformer_mlm");
   mlm.set_text("data.mlm.replace_random", "0.5");  // 0.8 + 0.5 > 1
   CHECK_THROWS_WITH(TrainOptions::from_config(mlm), Catch::Contains("data.mlm.replace_random"));
+  // An importance-sampled softmax has no label smoothing: refused before any data is read.
+  config::Config sampled = load(schema, kLmRecipe);
+  sampled.set_text("model.type", "lstm_lm");
+  sampled.set_text("model.sampled_softmax", "64");
+  sampled.set_text("train.label_smoothing", "0");
+  CHECK_NOTHROW(TrainOptions::from_config(sampled));
+  sampled.set_text("train.label_smoothing", "0.1");
+  CHECK_THROWS_WITH(TrainOptions::from_config(sampled), Catch::Contains("train.label_smoothing 0"));
   // A model key of another model type is rejected by the model, naming it.
   CHECK_THROWS_WITH(build(with(schema, "model.enc_layers", "3").model), Catch::Contains("model.enc_layers"));
   // Unknown keys suggest the nearest known one.
