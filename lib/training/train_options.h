@@ -85,7 +85,9 @@ struct ValidOptions {
   int64_t stride = 0;      // LM windows: targets scored per later window (0 = context / 2)
 };
 
-/// How scripts/evaluate.sh evaluates a finished run as the recipe's paper did (eval.* keys).
+/// How scripts/evaluate.sh evaluates a finished run as the recipe's paper did (eval.* keys). moe-train
+/// itself reads none of them: declaring them checks the keys and their values when the recipe loads, and
+/// keeps them in the run's config.yml, where evaluate.sh reads them.
 struct EvalOptions {
   int64_t average_last = 0;  // average the last N numbered checkpoints (0: checkpoint.best alone)
   int beam = 5;
