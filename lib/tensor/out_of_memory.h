@@ -2,7 +2,8 @@
 // (allocator.cpp) and a library that allocates on its own, such as oneDNN's GEMM packing buffers
 // (ops/cpu_gemm.cpp). It names the request, the bytes in use by tensors, reserved and the peak, and the
 // limit that applies (host_limits.h on the CPU, the free memory of a GPU). Covered by
-// tests/scripts/memory_limits.sh (the model that does not fit under ulimit -v).
+// tests/unit/host_arena_test.cpp (both texts) and tests/scripts/memory_limits.sh (the model that does not
+// fit under ulimit -v, whichever of the two runs out first).
 #pragma once
 #include <cstddef>
 #include <string>

@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "tensor/allocator.h"
 #include "tensor/host_limits.h"
+#include "tensor/out_of_memory.h"
 
 using namespace moe;
 namespace {
@@ -134,4 +135,15 @@ TEST_CASE("CPU allocator: under an address-space limit too tight for the arena, 
   ::waitpid(pid, &status, 0);
   INFO("child exit status " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1));
   CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+}
+
+TEST_CASE("out of memory outside the allocator: the allocator's error text", "[tensor][allocator]") {
+  // What ops/cpu_gemm.cpp throws when oneDNN cannot allocate its packing buffers.
+  try {
+    throw_out_of_memory(Device::cpu(), "a request for oneDNN sgemm's packing buffers");
+    FAIL("throw_out_of_memory returned");
+  } catch (const OutOfMemory& e) {
+    CHECK_THAT(e.what(), Catch::Contains("out of memory on cpu: a request for oneDNN sgemm's packing buffers failed") &&
+                             Catch::Contains("in use by tensors") && Catch::Contains("(peak "));
+  }
 }
