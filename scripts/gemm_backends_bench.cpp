@@ -1,7 +1,8 @@
 // GEMM backends side by side, one thread: OpenBLAS cblas_sgemm against oneDNN dnnl_sgemm (f32) and
 // dnnl_gemm_s8s8s32 / u8s8s32 (int8), in GFLOP/s (best of 5 timings), on the shapes moe gives them: decoding
 // (m = beam x sentences: 5, 40, 200 rows; n = d, FFN, 3d, vocabulary) and training (m = 2048 tokens, weight
-// gradients transposed). The measurement behind ops/cpu_gemm.h's default (docs/PERF.md). Not part of the build:
+// gradients transposed). The measurement behind ops/cpu_gemm.h's default (docs/PERF.md); a measurement, so no
+// test covers it (tests/ops/cpu_gemm_test.cpp checks the backends agree). Not part of the build:
 //   g++ -O2 -std=c++17 scripts/gemm_backends_bench.cpp -I/usr/include/x86_64-linux-gnu/openblas-pthread \
 //       -lopenblas -ldnnl -o /tmp/gemm_backends_bench && OMP_NUM_THREADS=1 /tmp/gemm_backends_bench
 #include <oneapi/dnnl/dnnl.h>
