@@ -25,7 +25,8 @@ class MoaSite : public AttentionSite {
 AttentionFamily moa_family() {
   return {"moa", [](const YAML::Node& options, const AttentionShape& shape) -> std::unique_ptr<AttentionSite> {
             return std::make_unique<MoaSite>(shape, MoaOptions::from_yaml(options, shape.heads));
-          }};
+          },
+          /*pin=*/nullptr};
 }
 
 }  // namespace moe

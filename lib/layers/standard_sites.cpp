@@ -49,7 +49,8 @@ AttentionFamily mha_family() {
   return {"mha", [](const YAML::Node& options, const AttentionShape& shape) -> std::unique_ptr<AttentionSite> {
             check_no_options(options, "model.attention", "attention type mha");
             return std::make_unique<MhaSite>(shape);
-          }};
+          },
+          /*pin=*/nullptr};
 }
 
 FfnFamily dense_ffn_family() {
