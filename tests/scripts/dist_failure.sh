@@ -40,6 +40,14 @@ rank_pid() {  # pid of the moe-train of rank $2 whose command line names run fol
   done
   return 0
 }
+wait_for_update() {  # wait_for_update RUN_DIR N LOG JOB: until RUN_DIR logs update N; fails with LOG if JOB ended or 120 s passed
+  for _ in $(seq 1 2400); do
+    grep -q "\"update\":$2," "$1/metrics.jsonl" 2> /dev/null && return 0
+    kill -0 "$4" 2> /dev/null || { cat "$3"; e2e_fail "the job of $1 ended before update $2"; }
+    sleep 0.05
+  done
+  cat "$3"; e2e_fail "no update $2 in $1 within 120 s"
+}
 
 # The uninterrupted reference.
 start=$SECONDS
@@ -71,9 +79,9 @@ echo "dist_failure: $(grep -o 'resumed from .*' "$WORK/resume.log"); losses and 
 # 2. a hung rank: stop rank 1 once training runs; rank 0's collective times out after 5 s.
 train --run_dir "$WORK/hang" --train.max_updates 300 --dist.timeout 5 > "$WORK/hang.log" 2>&1 &
 job=$!
-for _ in $(seq 1 1200); do grep -q '"update":2,' "$WORK/hang/metrics.jsonl" 2> /dev/null && break; sleep 0.1; done
+wait_for_update "$WORK/hang" 2 "$WORK/hang.log" $job
 victim="$(rank_pid "$WORK/hang" 1)"
-[[ -n "$victim" ]] || e2e_fail "rank 1's process not found (hang)"
+[[ -n "$victim" ]] || { cat "$WORK/hang.log"; ps -ef | grep '[m]oe-train'; e2e_fail "rank 1's process not found (hang)"; }
 kill -STOP "$victim"
 start=$SECONDS
 status=0; wait $job || status=$?
@@ -95,7 +103,7 @@ SEED="${SIGNAL_SEED:-$((RANDOM * 32768 + RANDOM))}"
 RANDOM=$((SEED % 32768))
 train --run_dir "$WORK/sig" --train.max_updates 30 > "$WORK/sig.log" 2>&1 &
 job=$!
-for _ in $(seq 1 1200); do grep -q '"update":1,' "$WORK/sig/metrics.jsonl" 2> /dev/null && break; sleep 0.05; done
+wait_for_update "$WORK/sig" 1 "$WORK/sig.log" $job
 delay=$(awk -v r=$RANDOM -v s="$full_seconds" 'BEGIN {printf "%.2f", r / 32768 * 0.6 * s}')
 sleep "$delay"
 victim="$(rank_pid "$WORK/sig" 1)"
