@@ -284,7 +284,7 @@ cli::SubcommandRunner setup_experts(CLI::App& sub) {
     ExpertReport report;
     report.model = a->m.model();
     report.model_type = ck.model->type();
-    report.site_types = site_types(*ck.model);
+    report.site_types = ck.model->site_types();
     report.min_count = a->min_count;
     report.top = a->top;
     if (ck.model->is_language_model()) {

@@ -1,6 +1,8 @@
 // lstm_lm.h implementation.
 #include "models/lstm_lm.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -33,6 +35,11 @@ LstmLm::LstmLm(LstmLmConfig config) : c_(std::move(config)) {
     const int64_t hidden = options["hidden"] ? options["hidden"].as<int64_t>() : 1024;
     moe_sites_[l] = SiteRegistry::instance().ffn(options, FfnShape{dim, hidden, Activation::relu, 0.f}, "moe");
   }
+}
+
+std::string LstmLm::site_types() const {
+  return c_.moe_after.empty() ? "no moe layers (model.moe_after is empty)"
+                              : fmt::format("moe layers after lstm {}", fmt::join(c_.moe_after, ", "));
 }
 
 Expr LstmLm::hidden(const Builder& b, const Tensor& input, std::vector<LstmState>* states) const {

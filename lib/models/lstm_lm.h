@@ -49,6 +49,7 @@ class LstmLm : public Model, public Decoder {
   explicit LstmLm(LstmLmConfig config);
   const LstmLmConfig& config() const { return c_; }
   std::string type() const override { return "lstm_lm"; }
+  std::string site_types() const override;
   YAML::Node config_yaml() const override { return c_.to_yaml(); }
   bool is_language_model() const override { return true; }
   Expr lm_loss(const Builder& b, const data::LmBatch& batch, float label_smoothing) const override;

@@ -2,6 +2,8 @@
 // loss (the decoder: lstm_seq2seq_decoder.cpp). Covered by tests/models/lstm_seq2seq_test.cpp.
 #include "models/lstm_seq2seq.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -28,6 +30,11 @@ LstmSeq2seq::LstmSeq2seq(LstmSeq2seqConfig config) : c_(std::move(config)) {
     const YAML::Node options = c_.moe && c_.moe.IsMap() ? c_.moe : YAML::Node(YAML::NodeType::Map);
     moe_ = SiteRegistry::instance().ffn(options, FfnShape{c_.d_model, 2048, Activation::relu, 0.f}, "moe");
   }
+}
+
+std::string LstmSeq2seq::site_types() const {
+  return fmt::format("moe layers after encoder lstm [{}] and decoder lstm [{}]", fmt::join(c_.encoder_moe_after, ", "),
+                     fmt::join(c_.decoder_moe_after, ", "));
 }
 
 const FfnSite* LstmSeq2seq::moe_after(const std::vector<int>& layers, int l) const {

@@ -69,6 +69,7 @@ class LstmSeq2seq : public Model, public EncoderDecoder {
   explicit LstmSeq2seq(LstmSeq2seqConfig config);
   const LstmSeq2seqConfig& config() const { return c_; }
   std::string type() const override { return "lstm_seq2seq"; }
+  std::string site_types() const override;
   YAML::Node config_yaml() const override { return c_.to_yaml(); }
   bool is_language_model() const override { return false; }
   Expr loss(const Builder& b, const data::Batch& batch, float label_smoothing) const override;

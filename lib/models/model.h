@@ -35,6 +35,9 @@ class Model {
   /// The sites whose teacher-forced graphs let a position see later target tokens, which incremental
   /// decoding never does (e.g. "decoder_self" of an MAE model with gate_input paper); empty for most.
   virtual std::vector<std::string> future_sites() const { return {}; }
+  /// The gated site types of the architecture, for messages: "attention mha, ffn dense" (the
+  /// Transformers' sites); the LSTM models name their MoE layers instead.
+  virtual std::string site_types() const;
 };
 
 /// "" when model.future_sites() is empty, else a warning (without the program's prefix) naming the

@@ -1,8 +1,10 @@
-// model_registry.h implementation, and the default (error) implementations of Model.
+// model_registry.h implementation, and the default implementations of Model (errors for the loss of the
+// other task; the Transformers' site types).
 // Covered by tests/models/model_registry_test.cpp.
 #include "models/model_registry.h"
 
 #include "common/error.h"
+#include "layers/sites.h"
 
 namespace moe {
 
@@ -12,6 +14,11 @@ Expr Model::loss(const Builder&, const data::Batch&, float) const {
 
 Expr Model::lm_loss(const Builder&, const data::LmBatch&, float) const {
   MOE_FAIL("model type '", type(), "' is a translation model: it has no language-model loss");
+}
+
+std::string Model::site_types() const {
+  const YAML::Node c = config_yaml();
+  return "attention " + site_type(c["attention"], "mha") + ", ffn " + site_type(c["ffn"], "dense");
 }
 
 std::string future_warning(const Model& model, const std::string& what) {

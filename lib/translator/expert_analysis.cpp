@@ -20,7 +20,7 @@ int group_rank(const std::string& g) { return g == "encoder" ? 0 : g == "decoder
 int kind_rank(const std::string& k) { return k == "self_attn" ? 0 : k == "cross_attn" ? 1 : k == "ffn" ? 2 : 3; }
 
 void require_gated_sites(const ExpertCollector& c, const Model& model) {
-  MOE_CHECK(!c.empty(), "'", c.options().model_name, "' holds a ", model.type(), " model with ", site_types(model),
+  MOE_CHECK(!c.empty(), "'", c.options().model_name, "' holds a ", model.type(), " model with ", model.site_types(),
             ": it has no gated site (moe-score experts analyses MAE and MoA attention, MoE ffn sites and the MoE "
             "layers of an lstm_lm)");
 }
@@ -208,23 +208,6 @@ ExpertRunInfo collect_lm(const Model& model, ParameterStore& params, Device devi
     if (o.after_batch) o.after_batch();
   }
   return info;
-}
-
-std::string site_types(const Model& model) {
-  const YAML::Node c = model.config_yaml();
-  auto layers = [&](const char* key) {
-    std::string out;
-    for (const auto& l : c[key]) out += (out.empty() ? "" : ", ") + l.as<std::string>();
-    return out;
-  };
-  if (model.type() == "lstm_lm") {
-    const std::string after = layers("moe_after");
-    return after.empty() ? "no moe layers (model.moe_after is empty)" : "moe layers after lstm " + after;
-  }
-  if (model.type() == "lstm_seq2seq")
-    return "moe layers after encoder lstm [" + layers("encoder_moe_after") + "] and decoder lstm [" +
-           layers("decoder_moe_after") + "]";
-  return "attention " + site_type(c["attention"], "mha") + ", ffn " + site_type(c["ffn"], "dense");
 }
 
 }  // namespace moe

@@ -99,7 +99,4 @@ ExpertRunInfo collect_pairs(const Model& model, ParameterStore& params, Device d
 ExpertRunInfo collect_lm(const Model& model, ParameterStore& params, Device device, const std::vector<int32_t>& stream,
                          const data::Vocab& vocab, ExpertCollector& out);
 
-/// The gated site types of a model's architecture, for messages: "attention mha, ffn dense".
-std::string site_types(const Model& model);
-
 }  // namespace moe

@@ -1,7 +1,7 @@
 // The model registry (models/model_registry.h): the built-in types with their kinds, unknown types
 // listing the known ones, the model.* keys each type declares (first declaration wins, ids filled in by
 // the trainer are not recipe keys), completing a section with a type's defaults, and a new model type
-// plugged in by one registration.
+// plugged in by one registration; each model's site types (Model::site_types).
 #include "models/model_registry.h"
 
 #include <catch2/catch.hpp>
@@ -30,6 +30,17 @@ TEST_CASE("model registry: built-in types, kinds and errors", "[models][registry
   CHECK(lm->decoder());  // causal: it decodes
   CHECK(create_model(YAML::Load("{type: transformer_mlm, vocab: 10, d_model: 16, heads: 2}"))->decoder() == nullptr);
   CHECK(create_model(YAML::Load("{src_vocab: 10, tgt_vocab: 10}"))->encoder_decoder());  // type defaults to transformer
+}
+
+TEST_CASE("models: their gated site types, for messages", "[models][registry]") {
+  CHECK(create_model(YAML::Load("{src_vocab: 10, tgt_vocab: 10, ffn: {type: moe}}"))->site_types() ==
+        "attention mha, ffn moe");
+  CHECK(create_model(YAML::Load("{type: lstm_lm, vocab: 10, embed_dim: 8, hidden: 8, layers: 3, moe_after: [0, 2]}"))
+            ->site_types() == "moe layers after lstm 0, 2");
+  CHECK(create_model(YAML::Load("{type: lstm_lm, vocab: 10, embed_dim: 8, hidden: 8}"))->site_types() ==
+        "no moe layers (model.moe_after is empty)");
+  CHECK(create_model(YAML::Load("{type: lstm_seq2seq, src_vocab: 10, tgt_vocab: 10, d_model: 8, hidden: 8}"))
+            ->site_types() == "moe layers after encoder lstm [1] and decoder lstm [0]");
 }
 
 TEST_CASE("model registry: declared keys and completed sections", "[models][registry]") {
