@@ -106,9 +106,11 @@ void add_routes(httplib::Server& server, ServeContext& c) {
                   throw RequestError("model", "'" + c.models[m].name + "' is a language model: use /v1/score");
                 int64_t truncated = 0;
                 auto ids = serving::encode_request(c.models[m], t, truncated);
-                answer(c, c.worker.translate(m, t, std::move(ids)), res, [&](const serving::JobResult& r) {
-                  return serving::translate_body(c.models[m], t.search.n_best, r.hypotheses, truncated);
-                });
+                auto prefixes = serving::encode_prefixes(c.models[m], t);
+                answer(c, c.worker.translate(m, t, std::move(ids), std::move(prefixes)), res,
+                       [&](const serving::JobResult& r) {
+                         return serving::translate_body(c.models[m], t.search.n_best, r.hypotheses, truncated);
+                       });
               }));
   server.Post("/v1/score", guarded([&c](const httplib::Request& req, httplib::Response& res) {
                 const serving::ScoreRequest s = serving::parse_score_request(req.body, c.limits);

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "translator/lm_perplexity.h"
+#include "translator/target_prefix.h"
 #include "translator/translate_text.h"
 
 namespace moe::serving {
@@ -37,6 +38,20 @@ std::vector<std::vector<int32_t>> encode_request(const ServedModel& model, const
     truncated += cut;
   }
   return ids;
+}
+
+TargetPrefixes encode_prefixes(const ServedModel& model, const TranslateRequest& request) {
+  TargetPrefixes prefixes;
+  for (size_t i = 0; i < request.prefix.size(); ++i) {
+    prefixes.push_back(model.tgt->encode(request.prefix[i]));
+    std::vector<int64_t> max_len(1, 0);
+    try {
+      check_prefixes({prefixes.back()}, 1, model.encoder->search_options(), max_len);
+    } catch (const Error& e) {
+      throw RequestError("prefix[" + std::to_string(i) + "]", e.what());
+    }
+  }
+  return prefixes;
 }
 
 std::string translate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,

@@ -3,6 +3,8 @@
 # trains recipes/ci-tiny.yml briefly on 300 Multi30k pairs, translates 200 test lines with moe-translate
 # (1-best, and 3-best for the first 60), then against moe-serve:
 #  1. equality: the 200 lines as 40 concurrent requests, and the n-best lines, are moe-translate's output;
+#     40 lines with target prefixes (the reference's first two words on every other line, "" between) sent
+#     beside the same lines without any are moe-translate --prefix's output and moe-translate's;
 #  2. bad input: truncated and 10 MB bodies, a slow client, invalid UTF-8, unknown fields, n_best > beam,
 #     empty text, ... each a 4xx with a JSON error naming the field, and a valid request right after each
 #     answers correctly;
@@ -38,6 +40,10 @@ head -n 60 "$DATA/test_2016_flickr.de" > "$WORK/test60.de"
 "$BIN/moe-translate" -m "$CKPT" -i "$WORK/test.en" -o "$WORK/ref.txt" --device cpu -q || e2e_fail "moe-translate"
 "$BIN/moe-translate" -m "$CKPT" -i "$WORK/test60.en" -o "$WORK/ref3.txt" --n-best 3 --device cpu -q ||
   e2e_fail "moe-translate --n-best 3"
+head -n 40 "$WORK/test.en" > "$WORK/test40.en"
+head -n 40 "$DATA/test_2016_flickr.de" | awk 'NR % 2 {print $1, $2; next} {print ""}' > "$WORK/prefix40.txt"
+"$BIN/moe-translate" -m "$CKPT" -i "$WORK/test40.en" -o "$WORK/refp.txt" --prefix "$WORK/prefix40.txt" \
+  --device cpu -q || e2e_fail "moe-translate --prefix"
 
 # start_server LOG ARGS...: starts moe-serve on a free port (sets SERVER and PORT), waits for /health.
 start_server() {
@@ -64,6 +70,8 @@ stop_server() {
 start_server "$WORK/serve1.log" --max-wait-ms 20 --read-timeout-s 3 --max-lines 64 --max-line-bytes 4096
 grep -q "listening on http://127.0.0.1:$PORT" "$WORK/serve1.log" || e2e_fail "no startup line with the address"
 python3 "$CLIENT" equal "$PORT" "$WORK/test.en" "$WORK/ref.txt" "$WORK/ref3.txt" 60 || e2e_fail "equality"
+python3 "$CLIENT" prefix "$PORT" "$WORK/test.en" "$WORK/ref.txt" "$WORK/prefix40.txt" "$WORK/refp.txt" ||
+  e2e_fail "prefixes"
 python3 "$CLIENT" bad "$PORT" "$WORK/test.en" "$WORK/ref.txt" || e2e_fail "bad input"
 python3 "$CLIENT" disconnect "$PORT" "$WORK/test.en" "$WORK/ref.txt" || e2e_fail "disconnecting clients"
 BATCHED="$SERVER" BATCHED_PORT="$PORT"

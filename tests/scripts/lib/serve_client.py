@@ -5,6 +5,9 @@
                                                                    the first NBEST_LINES with n_best 3) must
                                                                    give moe-translate's output exactly (n-best
                                                                    scores to 1e-5: same_nbest_line)
+  serve_client.py prefix PORT SRC REF PREFIXES REF_PREFIXED       8 requests with "prefix" (one per line, some
+                                                                   empty) beside 8 without, all at once: each
+                                                                   answer is moe-translate's (--prefix or not)
   serve_client.py load PORT SRC REF CLIENTS SECONDS [OUT.json]     concurrent one-line requests; every answer
                                                                    checked against REF; prints throughput, p50, p99
   serve_client.py compare PORT_B PORT_S SRC REF CLIENTS SECONDS ROUNDS OUT.json   load on two servers
@@ -110,6 +113,32 @@ def cmd_equal(port, src, ref1, refn, n_lines):
         fail(f"equal: {len(got)} n-best lines for {len(refn)} reference lines")
     print(f"serve_client: equal: {len(ref1)} lines in 40 concurrent requests and {len(refn)} n-best lines "
           f"({len(chunks)} concurrent requests) are moe-translate's output")
+
+
+def cmd_prefix(port, src, ref, prefixes, ref_prefixed):
+    lines, ref = read_lines(src), read_lines(ref)
+    prefixes, ref_prefixed = read_lines(prefixes), read_lines(ref_prefixed)
+    n = len(prefixes)
+    assert n % 5 == 0 and len(ref_prefixed) == n, "prefix: give 5 x k prefixes and as many reference lines"
+    starts = range(0, n, 5)
+    jobs = [(k, True) for k in starts] + [(k, False) for k in starts]
+
+    def one(job):
+        k, prefixed = job
+        options = {"prefix": prefixes[k:k + 5]} if prefixed else {}
+        got = [t["text"] for t in translate(port, lines[k:k + 5], **options)]
+        return [(k + i, prefixed, g) for i, g in enumerate(got) if g != (ref_prefixed if prefixed else ref)[k + i]]
+
+    with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
+        wrong = [w for ws in pool.map(one, jobs) for w in ws]
+    if wrong:
+        i, prefixed, g = wrong[0]
+        want = (ref_prefixed if prefixed else ref)[i]
+        fail(f"prefix: line {i + 1} ({'with' if prefixed else 'without'} its prefix) answered {g!r}, "
+             f"moe-translate {want!r}")
+    forced = sum(1 for p in prefixes if p)
+    print(f"serve_client: prefix: {n} lines ({forced} with a prefix) in {len(starts)} requests beside the same lines "
+          f"in {len(starts)} requests without prefixes, all at once: moe-translate's output (--prefix or not)")
 
 
 def load(port, lines, ref, clients, seconds, stop_on_error=False):
@@ -363,7 +392,7 @@ def cmd_until_stopped(port, src, ref, clients, out):
 
 
 if __name__ == "__main__":
-    commands = {"equal": cmd_equal, "load": cmd_load, "compare": cmd_compare, "bad": cmd_bad, "overload": cmd_overload,
+    commands = {"equal": cmd_equal, "prefix": cmd_prefix, "load": cmd_load, "compare": cmd_compare, "bad": cmd_bad, "overload": cmd_overload,
                 "disconnect": cmd_disconnect,
                 "until-stopped": cmd_until_stopped}
     if len(sys.argv) < 3 or sys.argv[1] not in commands:
