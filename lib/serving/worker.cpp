@@ -95,7 +95,11 @@ Submitted Worker::run_alone(size_t model, int64_t lines, std::function<std::stri
 
 void Worker::loop() {
   for (std::vector<Job> jobs = queue_.take(); !jobs.empty(); jobs = queue_.take()) {
-    std::erase_if(jobs, [](const Job& j) { return j.state->abandoned.load(); });
+    const auto abandoned = [](const Job& j) { return j.state->abandoned.load(); };
+    int64_t dropped = 0;
+    for (const Job& j : jobs) dropped += abandoned(j) ? j.lines : 0;
+    if (dropped) metrics_.sentences_dropped(dropped);
+    std::erase_if(jobs, abandoned);
     if (jobs.empty()) continue;
     try {
       if (jobs[0].key.alone) {

@@ -5,8 +5,8 @@
 // batches, exactly as moe-translate does, and the same beam search), and hands each job its n-best
 // lists in its own order. A job's target prefixes (moe-translate --prefix) travel with its sentences, so
 // one batch may mix sentences with and without them (an empty prefix forces nothing). Scoring jobs run
-// alone on the same thread. A job whose client gave up (timeout) is skipped if still queued.
-// close() drains: everything queued is still done.
+// alone on the same thread. A job whose client gave up (hung up, or timed out) is skipped if still
+// queued, its sentences counted as dropped. close() drains: everything queued is still done.
 // Covered by tests/serving/worker_test.cpp and tests/scripts/serve.sh.
 #pragma once
 #include <atomic>

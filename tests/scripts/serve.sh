@@ -8,7 +8,8 @@
 #  2. bad input: truncated and 10 MB bodies, a slow client, invalid UTF-8, unknown fields, n_best > beam,
 #     empty text, ... each a 4xx with a JSON error naming the field, and a valid request right after each
 #     answers correctly;
-#  3. clients hanging up mid-request do not disturb the others;
+#  3. clients hanging up mid-request do not disturb the others, and the sentences they left queued are
+#     dropped, not decoded (/metrics: 499s, moe_serve_dropped_sentences_total, sentences decoded);
 #  4. load: 16 clients of one-line requests for SERVE_LOAD_SECONDS (8 s here, 30 with --full as the issue
 #     asks) against moe-serve with dynamic batching and as long against a second server with --max-tokens 1
 #     (one request at a time), in alternating slices so that a change in the machine's load (ctest runs

@@ -98,6 +98,7 @@ TEST_CASE("the worker batches jobs of the same options and routes each its resul
   const std::string text = metrics.prometheus(0, 0);
   CHECK_THAT(text, Catch::Contains("moe_serve_batch_sentences_count 2\n"));
   CHECK_THAT(text, Catch::Contains("moe_serve_batch_sentences_sum 6\n"));
+  CHECK_THAT(text, Catch::Contains("moe_serve_dropped_sentences_total 1\n"));
   CHECK(worker.translate(0, requests[0], {{4}}).pushed == PushResult::closed);
 }
 

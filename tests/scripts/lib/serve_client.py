@@ -17,7 +17,8 @@
   serve_client.py overload PORT SRC REF                            a full queue gives 503 + Retry-After, a
                                                                    timeout 504, then /health answers
   serve_client.py disconnect PORT SRC REF                          clients that hang up mid-request beside
-                                                                   clients that must be answered correctly
+                                                                   clients that must be answered correctly; the
+                                                                   hung-up requests' sentences are not decoded
   serve_client.py until-stopped PORT SRC REF CLIENTS OUT           load until the server goes away (SIGTERM);
                                                                    writes the number of answers received
 """
@@ -321,31 +322,59 @@ def cmd_bad(port, src, ref):
     print(f"serve_client: bad: {len(cases)} bad requests answered 4xx, each followed by a correct answer")
 
 
+def metric(port, name):
+    """The value of the sample `name` (with its labels) in /metrics, 0 when absent."""
+    for line in get(port, "/metrics")[1].split("\n"):
+        if line.startswith(name + " "):
+            return float(line.split(" ")[1])
+    return 0.0
+
+
 def cmd_disconnect(port, src, ref):
+    """While a 128-line job occupies the worker, 4 clients send a 40-line request and hang up, 4 others hang
+    up mid-body, and 8 honest clients send 5 lines each: the honest ones get moe-translate's lines; the
+    hung-up requests are counted 499 and their 160 queued sentences dropped, not decoded."""
     lines, ref = read_lines(src), read_lines(ref)
     body = json.dumps({"text": lines[:40]}).encode()
+    names = ['moe_serve_requests_total{endpoint="translate",status="499"}', "moe_serve_dropped_sentences_total",
+             "moe_serve_batch_sentences_sum"]
+    before = [metric(port, n) for n in names]
 
     def hang_up(k):
         s = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
         s.sendall(request_head(b"/v1/translate", len(body)))
         s.sendall(body if k % 2 else body[:len(body) // 3])  # whole request, or mid-body
         s.close()
-        return None
+        return []
 
     def honest(k):
         chunk = [(k * 5 + j) % len(lines) for j in range(5)]
         got = [t["text"] for t in translate(port, [lines[i] for i in chunk])]
         return [(i, g) for i, g in zip(chunk, got) if g != ref[i]]
 
-    with concurrent.futures.ThreadPoolExecutor(16) as pool:
-        jobs = [pool.submit(hang_up, k) for k in range(8)] + [pool.submit(honest, k) for k in range(8)]
-        wrong = [w for j in jobs for w in (j.result() or [])]
+    def blocker(k):
+        chunk = list(range(k * 64, k * 64 + 64))
+        got = [t["text"] for t in translate(port, [lines[i] for i in chunk])]
+        return [(i, g) for i, g in zip(chunk, got) if g != ref[i]]
+
+    with concurrent.futures.ThreadPoolExecutor(18) as pool:
+        jobs = [pool.submit(blocker, k) for k in range(2)]
+        time.sleep(0.3)  # the worker is decoding them (--max-wait-ms 20)
+        jobs += [pool.submit(hang_up, k) for k in range(8)]
+        time.sleep(0.1)
+        jobs += [pool.submit(honest, k) for k in range(8)]
+        wrong = [w for j in jobs for w in j.result()]
     if wrong:
         fail(f"disconnect: line {wrong[0][0] + 1} answered {wrong[0][1]!r}, expected {ref[wrong[0][0]]!r}")
     status, health, _ = get(port, "/health")
     if status != 200:
         fail(f"disconnect: /health answered {status} after the hang-ups")
-    print("serve_client: disconnect: 8 clients hung up (4 mid-body, 4 after sending); 8 others got correct answers")
+    hung_up, dropped, decoded = (metric(port, n) - b for n, b in zip(names, before))
+    if (hung_up, dropped, decoded) != (4, 160, 128 + 40):
+        fail(f"disconnect: {hung_up:.0f} requests counted 499 (want 4), {dropped:.0f} sentences dropped (want 160), "
+             f"{decoded:.0f} decoded (want the 168 of the clients still there)")
+    print("serve_client: disconnect: 8 clients hung up (4 mid-body, 4 after sending: 499, their 160 queued sentences "
+          "dropped, not decoded); 8 others got correct answers")
 
 
 def cmd_overload(port, src, ref):
