@@ -1,8 +1,8 @@
 // moe-serve's counters and their Prometheus text exposition (format 0.0.4): requests by endpoint and
 // status, a request latency histogram, batch sizes (sentences per decoded batch), target tokens and
 // decoding seconds (their ratio is the tokens/s gauge), the queued sentences dropped unread (their client
-// hung up or timed out), with the queue depth and the tensor memory in use
-// read when scraped. Thread-safe. Covered by tests/serving/metrics_test.cpp.
+// hung up or timed out), with the queue depth and the tensor memory in use read when scraped.
+// Thread-safe. Covered by tests/serving/metrics_test.cpp.
 #pragma once
 #include <array>
 #include <cstdint>

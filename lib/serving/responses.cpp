@@ -42,16 +42,22 @@ std::vector<std::vector<int32_t>> encode_request(const ServedModel& model, const
 
 TargetPrefixes encode_prefixes(const ServedModel& model, const TranslateRequest& request) {
   TargetPrefixes prefixes;
-  for (size_t i = 0; i < request.prefix.size(); ++i) {
-    prefixes.push_back(model.tgt->encode(request.prefix[i]));
-    std::vector<int64_t> max_len(1, 0);
+  for (const std::string& p : request.prefix) prefixes.push_back(model.tgt->encode(p));
+  const BeamOptions& o = model.encoder->search_options();
+  const auto refusal_of = [&o](const TargetPrefixes& list) {
+    std::vector<int64_t> max_len(list.size(), 0);
     try {
-      check_prefixes({prefixes.back()}, 1, model.encoder->search_options(), max_len);
+      check_prefixes(list, static_cast<int64_t>(list.size()), o, max_len);
+      return std::string();
     } catch (const Error& e) {
-      throw RequestError("prefix[" + std::to_string(i) + "]", e.what());
+      return std::string(e.what());  // naming "sentence i": line i of the request
     }
-  }
-  return prefixes;
+  };
+  const std::string refusal = refusal_of(prefixes);
+  if (refusal.empty()) return prefixes;
+  size_t i = 0;  // the field: the first prefix refused on its own
+  while (i + 1 < prefixes.size() && refusal_of({prefixes[i]}).empty()) ++i;
+  throw RequestError("prefix[" + std::to_string(i) + "]", refusal);
 }
 
 std::string translate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,

@@ -143,6 +143,7 @@ TEST_CASE("a batch mixes jobs with and without target prefixes, each as moe-tran
     FAIL("a prefix past max_positions was accepted");
   } catch (const RequestError& e) {
     CHECK(e.field() == "prefix[1]");
+    CHECK_THAT(e.message(), Catch::Contains("sentence 1"));  // the request's line, not a batch's
   }
 }
 
