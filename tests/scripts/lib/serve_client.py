@@ -359,7 +359,7 @@ def cmd_disconnect(port, src, ref):
 
     with concurrent.futures.ThreadPoolExecutor(18) as pool:
         jobs = [pool.submit(blocker, k) for k in range(2)]
-        time.sleep(0.3)  # the worker is decoding them (--max-wait-ms 20)
+        time.sleep(0.2)  # the worker is decoding them (--max-wait-ms 20), for a second or more
         jobs += [pool.submit(hang_up, k) for k in range(8)]
         time.sleep(0.1)
         jobs += [pool.submit(honest, k) for k in range(8)]
