@@ -4,6 +4,9 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include "moe-serve/client_connection.h"
 #include "serving/responses.h"
 #include "tensor/allocator.h"
 
@@ -63,10 +66,15 @@ size_t model_index(const ServeContext& c, const std::string& name) {
   throw RequestError("model", "no model called '" + name + "' (served: " + served + ")", 404);
 }
 
+/// How often a handler waiting for its job looks whether its client has hung up.
+constexpr std::chrono::milliseconds kHangUpPoll{25};
+
 /// Waits for a queued job and answers with `body(result)`, or with the queue's refusal, the timeout or
-/// the job's error.
+/// the job's error. A client that hangs up meanwhile abandons its job (dropped if still queued) and is
+/// counted with status 499 (nginx's "client closed request"; nobody reads the answer).
 template <class Body>
-void answer(const ServeContext& c, serving::Submitted job, httplib::Response& res, const Body& body) {
+void answer(const ServeContext& c, const httplib::Request& req, serving::Submitted job, httplib::Response& res,
+            const Body& body) {
   if (job.pushed == serving::PushResult::full) {
     res.set_header("Retry-After", "1");
     return error(
@@ -74,9 +82,16 @@ void answer(const ServeContext& c, serving::Submitted job, httplib::Response& re
         "full: " + std::to_string(c.worker.queued_lines()) + " sentences are waiting (--max-queue-lines); retry later");
   }
   if (job.pushed == serving::PushResult::closed) return error(res, 503, "server", "shutting down");
-  if (job.result.wait_for(c.request_timeout) == std::future_status::timeout) {
-    job.state->abandoned = true;
-    return error(res, 504, "server", "no answer within --request-timeout-s");
+  const ClientConnection client(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+  const auto deadline = std::chrono::steady_clock::now() + c.request_timeout;
+  while (job.result.wait_for(std::min<std::chrono::steady_clock::duration>(
+             kHangUpPoll, deadline - std::chrono::steady_clock::now())) == std::future_status::timeout) {
+    const bool hung_up = client.closed();
+    if (hung_up || std::chrono::steady_clock::now() >= deadline) {
+      job.state->abandoned = true;
+      if (hung_up) return error(res, 499, "client", "closed the connection before the answer");
+      return error(res, 504, "server", "no answer within --request-timeout-s");
+    }
   }
   serving::JobResult r = job.result.get();
   if (r.status != 200) return error(res, r.status, r.error_field, r.error);
@@ -106,9 +121,11 @@ void add_routes(httplib::Server& server, ServeContext& c) {
                   throw RequestError("model", "'" + c.models[m].name + "' is a language model: use /v1/score");
                 int64_t truncated = 0;
                 auto ids = serving::encode_request(c.models[m], t, truncated);
-                answer(c, c.worker.translate(m, t, std::move(ids)), res, [&](const serving::JobResult& r) {
-                  return serving::translate_body(c.models[m], t.search.n_best, r.hypotheses, truncated);
-                });
+                auto prefixes = serving::encode_prefixes(c.models[m], t);
+                answer(c, req, c.worker.translate(m, t, std::move(ids), std::move(prefixes)), res,
+                       [&](const serving::JobResult& r) {
+                         return serving::translate_body(c.models[m], t.search.n_best, r.hypotheses, truncated);
+                       });
               }));
   server.Post("/v1/score", guarded([&c](const httplib::Request& req, httplib::Response& res) {
                 const serving::ScoreRequest s = serving::parse_score_request(req.body, c.limits);
@@ -116,7 +133,8 @@ void add_routes(httplib::Server& server, ServeContext& c) {
                 serving::check_score_request(c.models[m], s);
                 const int64_t lines = static_cast<int64_t>(s.text.size() + s.src.size());
                 auto work = [&c, m, s] { return serving::score_body(c.models[m], s, c.worker.device(), c.dtype); };
-                answer(c, c.worker.run_alone(m, lines, work), res, [](const serving::JobResult& r) { return r.json; });
+                answer(c, req, c.worker.run_alone(m, lines, work), res,
+                       [](const serving::JobResult& r) { return r.json; });
               }));
   server.Get("/health", [&c](const httplib::Request&, httplib::Response& res) {
     res.set_content("{\"status\":\"ok\",\"queue_sentences\":" + std::to_string(c.worker.queued_lines()) + "}", kJson);

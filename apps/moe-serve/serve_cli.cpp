@@ -8,10 +8,12 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <fstream>
 #include <thread>
 
 #include "cli/program.h"
+#include "common/cpu_threads.h"
 #include "common/stop_signal.h"
 #include "moe-serve/http_routes.h"
 
@@ -31,6 +33,8 @@ void add_options(CLI::App& app, ServeOptions& o) {
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "bf16"}));
   cli::add_cpu_threads_option(app);
+  app.get_option("--cpu-threads")
+      ->description("threads of CPU ops (0 = the physical cores; default: one core fewer, left to the HTTP threads)");
   app.add_option("--max-tokens", o.max_tokens, "source tokens decoded together (several requests' sentences)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -61,6 +65,13 @@ void add_options(CLI::App& app, ServeOptions& o) {
       ->check(CLI::Range(1, 1024));
   app.add_flag("-q,--quiet", o.quiet, "no request log on stderr");
 }
+
+/// The CPU threads of the worker's ops unless --cpu-threads is given: one physical core fewer than the
+/// machine has (at least 1), left to the HTTP threads (parsing, JSON, sockets) and whatever else runs
+/// beside the worker. An OpenMP team that takes every core stalls at each of the many small regions of a
+/// decoding step whenever another thread holds one of its cores: on 2 cores at load 4-6, 16 clients got
+/// 23 requests/s from a worker with 2 threads and 80 with 1, one client 7 and 27 (docs/PERF.md).
+int default_cpu_threads() { return std::max(1, physical_cores() - 1); }
 
 std::string stem_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');
@@ -107,8 +118,8 @@ int run_serve(const ServeOptions& o) {
   const int port = o.port == 0 ? server.bind_to_any_port(o.host) : (server.bind_to_port(o.host, o.port) ? o.port : -1);
   MOE_CHECK(port > 0, "cannot listen on ", o.host, ":", o.port, " (in use, or not an address of this machine?)");
   if (!o.port_file.empty()) std::ofstream(o.port_file) << port << '\n';
-  spdlog::info("listening on http://{}:{} ({} model(s), device {}, --max-tokens {}, --max-wait-ms {})", o.host, port,
-               models.size(), device.str(), o.max_tokens, o.max_wait_ms);
+  spdlog::info("listening on http://{}:{} ({} model(s), device {}, {} CPU threads, --max-tokens {}, --max-wait-ms {})",
+               o.host, port, models.size(), device.str(), cpu_threads(), o.max_tokens, o.max_wait_ms);
   if (o.quiet) spdlog::set_level(spdlog::level::warn);  // the request log is at info level
   std::atomic<bool> done{false};
   std::thread watcher([&] {  // SIGTERM / SIGINT: stop accepting; listen_after_bind returns once handlers end
@@ -132,6 +143,7 @@ int serve_main(int argc, char** argv) {
   CLI::App app("moe-serve: translate and score over HTTP/1.1 + JSON, batching concurrent requests", "moe-serve");
   add_options(app, o);
   CLI11_PARSE(app, argc, argv);
+  if (app.count("--cpu-threads") == 0) set_cpu_threads(default_cpu_threads());
   install_stop_handlers("moe-serve");
   return run_serve(o);  // cli::run_program reports an error as "moe-serve: <what>" with status 1
 }

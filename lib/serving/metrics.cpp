@@ -48,6 +48,11 @@ void ServerMetrics::batch_done(int64_t sentences, int64_t target_tokens, double 
   decode_seconds_ += seconds;
 }
 
+void ServerMetrics::sentences_dropped(int64_t sentences) {
+  std::lock_guard lock(mutex_);
+  dropped_sentences_ += sentences;
+}
+
 uint64_t ServerMetrics::answered(Endpoint endpoint, int status) const {
   std::lock_guard lock(mutex_);
   const auto it = requests_.find({endpoint, status});
@@ -68,6 +73,9 @@ std::string ServerMetrics::prometheus(int64_t queue_lines, int64_t memory_bytes)
      << "moe_serve_queue_sentences " << queue_lines << '\n';
   os << "# HELP moe_serve_target_tokens_total Target tokens decoded (best hypotheses).\n"
      << "# TYPE moe_serve_target_tokens_total counter\nmoe_serve_target_tokens_total " << target_tokens_ << '\n';
+  os << "# HELP moe_serve_dropped_sentences_total Queued sentences not decoded: their client hung up or timed out.\n"
+     << "# TYPE moe_serve_dropped_sentences_total counter\nmoe_serve_dropped_sentences_total " << dropped_sentences_
+     << '\n';
   os << "# HELP moe_serve_decode_seconds_total Seconds the worker spent decoding.\n"
      << "# TYPE moe_serve_decode_seconds_total counter\nmoe_serve_decode_seconds_total " << decode_seconds_ << '\n';
   os << "# HELP moe_serve_tokens_per_second Target tokens per second of decoding, since the start.\n"

@@ -1,7 +1,8 @@
 // moe-serve's counters and their Prometheus text exposition (format 0.0.4): requests by endpoint and
 // status, a request latency histogram, batch sizes (sentences per decoded batch), target tokens and
-// decoding seconds (their ratio is the tokens/s gauge), with the queue depth and the tensor memory in use
-// read when scraped. Thread-safe. Covered by tests/serving/metrics_test.cpp.
+// decoding seconds (their ratio is the tokens/s gauge), the queued sentences dropped unread (their client
+// hung up or timed out), with the queue depth and the tensor memory in use read when scraped.
+// Thread-safe. Covered by tests/serving/metrics_test.cpp.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -37,6 +38,7 @@ class ServerMetrics {
   ServerMetrics();
   void request_done(Endpoint endpoint, int status, double seconds);
   void batch_done(int64_t sentences, int64_t target_tokens, double seconds);
+  void sentences_dropped(int64_t sentences);
   /// The exposition, with the gauges sampled now.
   std::string prometheus(int64_t queue_lines, int64_t memory_bytes) const;
   /// Requests to `endpoint` answered so far with `status`.
@@ -47,7 +49,7 @@ class ServerMetrics {
   std::map<std::pair<Endpoint, int>, uint64_t> requests_;
   Histogram latency_, batch_sentences_;
   uint64_t batches_ = 0;
-  int64_t target_tokens_ = 0;
+  int64_t target_tokens_ = 0, dropped_sentences_ = 0;
   double decode_seconds_ = 0;
 };
 

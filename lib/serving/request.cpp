@@ -159,11 +159,12 @@ TranslateRequest parse_translate_request(std::string_view body, const RequestLim
                      const RequestLimits&) { r.search.min_len = integer(v, f, 0, 1 << 20); }},
       {"mae_inference",
        [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.experts = mae_choice(v, f); }},
-      {"prefix", [](R&, const json&, const std::string& f, const RequestLimits&) {
-         throw RequestError(f, "prefix-constrained decoding is not supported (moe-translate has none)");
-       }}};
+      {"prefix", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.prefix = lines(v, f, l); }}};
   R r = parse_fields(body, limits, table);
   if (r.text.empty()) throw RequestError("text", "is required: an array of source sentences");
+  if (!r.prefix.empty() && r.prefix.size() != r.text.size())
+    throw RequestError("prefix", "has " + std::to_string(r.prefix.size()) + " lines but text has " +
+                                     std::to_string(r.text.size()) + " (one prefix per line; \"\" forces nothing)");
   if (r.search.n_best > r.search.beam)
     throw RequestError("n_best", "is " + std::to_string(r.search.n_best) +
                                      " but must be at most beam = " + std::to_string(r.search.beam));

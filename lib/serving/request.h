@@ -1,7 +1,7 @@
 // The requests of moe-serve's JSON API (docs/SERVING.md), parsed once into typed structs at the edge:
 // POST /v1/translate {"text": [...], "beam", "n_best", "lenpen", "length_penalty", "max_len_a",
-// "max_len_b", "min_len", "mae_inference", "model"} and POST /v1/score {"src": [...], "tgt": [...]} (a
-// translation model) or {"text": [...]} (a language model). Defaults are moe-translate's (BeamOptions).
+// "max_len_b", "min_len", "mae_inference", "model", "prefix"} and POST /v1/score {"src": [...], "tgt":
+// [...]} (a translation model) or {"text": [...]} (a language model). Defaults are moe-translate's (BeamOptions).
 // Anything a client may get wrong is a RequestError naming the field ("text[3]", "beam", "body"): bad
 // JSON (with its byte offset), invalid UTF-8, a wrong type, an unknown field, a value out of range, too
 // many lines or too long a line. Covered by tests/serving/request_test.cpp and tests/fuzz/serve_request.cpp.
@@ -40,7 +40,8 @@ class RequestError : public Error {
 struct TranslateRequest {
   std::string model;  // a served model's name; empty: the first
   std::vector<std::string> text;
-  BeamOptions search;  // beam, n_best, lenpen, penalty, max_len_a / b, min_len (special ids: the model's)
+  std::vector<std::string> prefix;  // none, or one target prefix per line, "" none (moe-translate --prefix)
+  BeamOptions search;               // beam, n_best, lenpen, penalty, max_len_a / b, min_len (special ids: the model's)
   ExpertChoice experts = ExpertChoice::mixture;  // MAE models (moe-translate --mae-inference)
 };
 

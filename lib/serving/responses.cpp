@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "translator/lm_perplexity.h"
+#include "translator/target_prefix.h"
 #include "translator/translate_text.h"
 
 namespace moe::serving {
@@ -37,6 +38,26 @@ std::vector<std::vector<int32_t>> encode_request(const ServedModel& model, const
     truncated += cut;
   }
   return ids;
+}
+
+TargetPrefixes encode_prefixes(const ServedModel& model, const TranslateRequest& request) {
+  TargetPrefixes prefixes;
+  for (const std::string& p : request.prefix) prefixes.push_back(model.tgt->encode(p));
+  const BeamOptions& o = model.encoder->search_options();
+  const auto refusal_of = [&o](const TargetPrefixes& list) {
+    std::vector<int64_t> max_len(list.size(), 0);
+    try {
+      check_prefixes(list, static_cast<int64_t>(list.size()), o, max_len);
+      return std::string();
+    } catch (const Error& e) {
+      return std::string(e.what());  // naming "sentence i": line i of the request
+    }
+  };
+  const std::string refusal = refusal_of(prefixes);
+  if (refusal.empty()) return prefixes;
+  size_t i = 0;  // the field: the first prefix refused on its own
+  while (i + 1 < prefixes.size() && refusal_of({prefixes[i]}).empty()) ++i;
+  throw RequestError("prefix[" + std::to_string(i) + "]", refusal);
 }
 
 std::string translate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,

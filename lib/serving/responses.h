@@ -18,6 +18,12 @@ namespace moe::serving {
 std::vector<std::vector<int32_t>> encode_request(const ServedModel& model, const TranslateRequest& request,
                                                  int64_t& truncated);
 
+/// The target prefixes of a request's lines (none without "prefix"), encoded with the target vocabulary as
+/// moe-translate --prefix encodes them and checked as beam search checks them: a prefix it would refuse
+/// (too long for the model, a special token) is a RequestError naming "prefix[i]", found before queueing
+/// so that it cannot fail the other requests of its batch.
+TargetPrefixes encode_prefixes(const ServedModel& model, const TranslateRequest& request);
+
 /// {"model", "translations": [{"text", "score", "hypotheses" (n_best > 1): [{"text", "score"}]}], "truncated"}.
 std::string translate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,
                            int64_t truncated);

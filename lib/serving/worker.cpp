@@ -1,6 +1,7 @@
 // worker.h implementation. Covered by tests/serving/worker_test.cpp and tests/scripts/serve.sh.
 #include "serving/worker.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "common/error.h"
@@ -60,7 +61,10 @@ Submitted Worker::submit(Job job) {
   return s;
 }
 
-Submitted Worker::translate(size_t model, const TranslateRequest& request, std::vector<std::vector<int32_t>> sources) {
+Submitted Worker::translate(size_t model, const TranslateRequest& request, std::vector<std::vector<int32_t>> sources,
+                            TargetPrefixes prefixes) {
+  MOE_CHECK(prefixes.empty() || prefixes.size() == sources.size(), "serving: ", prefixes.size(), " prefixes for ",
+            sources.size(), " sentences");
   Job job;
   const BeamOptions& s = request.search;
   job.key = {.model = model,
@@ -75,6 +79,7 @@ Submitted Worker::translate(size_t model, const TranslateRequest& request, std::
   for (const auto& ids : sources) job.tokens += static_cast<int64_t>(ids.size()) + 1;
   job.state = std::make_shared<JobState>();
   job.state->sources = std::move(sources);
+  job.state->prefixes = std::move(prefixes);
   job.state->n_best = s.n_best;
   return submit(std::move(job));
 }
@@ -90,7 +95,11 @@ Submitted Worker::run_alone(size_t model, int64_t lines, std::function<std::stri
 
 void Worker::loop() {
   for (std::vector<Job> jobs = queue_.take(); !jobs.empty(); jobs = queue_.take()) {
-    std::erase_if(jobs, [](const Job& j) { return j.state->abandoned.load(); });
+    const auto abandoned = [](const Job& j) { return j.state->abandoned.load(); };
+    int64_t dropped = 0;
+    for (const Job& j : jobs) dropped += abandoned(j) ? j.lines : 0;
+    if (dropped) metrics_.sentences_dropped(dropped);
+    std::erase_if(jobs, abandoned);
     if (jobs.empty()) continue;
     try {
       if (jobs[0].key.alone) {
@@ -124,9 +133,16 @@ void Worker::decode(std::vector<Job>& jobs) {
   o.dtype = options_.dtype;
   o.experts = k.experts;
   std::vector<std::vector<int32_t>> all;
-  for (const Job& j : jobs) all.insert(all.end(), j.state->sources.begin(), j.state->sources.end());
+  const bool any_prefix =
+      std::any_of(jobs.begin(), jobs.end(), [](const Job& j) { return !j.state->prefixes.empty(); });
+  TargetPrefixes prefixes;  // when any job has them, one per sentence (empty for the jobs without)
+  for (const Job& j : jobs) {
+    all.insert(all.end(), j.state->sources.begin(), j.state->sources.end());
+    if (any_prefix) prefixes.insert(prefixes.end(), j.state->prefixes.begin(), j.state->prefixes.end());
+    prefixes.resize(any_prefix ? all.size() : 0);
+  }
   const Translator translator(*m.ck.model->encoder_decoder(), *m.ck.params, device_, o);
-  auto results = translator.translate(all);
+  auto results = translator.translate(all, {}, prefixes);
   int64_t tokens = 0;
   size_t next = 0;
   for (Job& j : jobs) {

@@ -3,8 +3,10 @@
 // in a BatchQueue; the worker takes batches of jobs with the same model and search options, decodes all
 // their sentences with one Translator::translate call (sorted by length and cut into --max-tokens
 // batches, exactly as moe-translate does, and the same beam search), and hands each job its n-best
-// lists in its own order. Scoring jobs run alone on the same thread. A job whose client gave up
-// (timeout) is skipped if still queued. close() drains: everything queued is still done.
+// lists in its own order. A job's target prefixes (moe-translate --prefix) travel with its sentences, so
+// one batch may mix sentences with and without them (an empty prefix forces nothing). Scoring jobs run
+// alone on the same thread. A job whose client gave up (hung up, or timed out) is skipped if still
+// queued, its sentences counted as dropped. close() drains: everything queued is still done.
 // Covered by tests/serving/worker_test.cpp and tests/scripts/serve.sh.
 #pragma once
 #include <atomic>
@@ -65,6 +67,7 @@ struct BatchKey {
 
 struct JobState {
   std::vector<std::vector<int32_t>> sources;  // translation
+  TargetPrefixes prefixes;                    // none, or one per source
   int n_best = 1;
   std::function<std::string()> run;  // scoring: computes the JSON on the worker's thread
   std::promise<JobResult> result;
@@ -89,8 +92,10 @@ class Worker {
   Worker(std::vector<ServedModel>& models, Device device, WorkerOptions options, ServerMetrics& metrics);
   ~Worker();  // closes and joins
 
-  /// Queues the translation of `sources` (ids of the request's lines, in order) with `request`'s options.
-  Submitted translate(size_t model, const TranslateRequest& request, std::vector<std::vector<int32_t>> sources);
+  /// Queues the translation of `sources` (ids of the request's lines, in order) with `request`'s options,
+  /// each output beginning with its prefix in `prefixes` (none, or one per source).
+  Submitted translate(size_t model, const TranslateRequest& request, std::vector<std::vector<int32_t>> sources,
+                      TargetPrefixes prefixes = {});
   /// Queues `work` (scoring on model `model`), run alone on the worker's thread.
   Submitted run_alone(size_t model, int64_t lines, std::function<std::string()> work);
   /// Stops taking jobs; the worker finishes those queued, then ends. Joins it.

@@ -3,17 +3,24 @@
 # trains recipes/ci-tiny.yml briefly on 300 Multi30k pairs, translates 200 test lines with moe-translate
 # (1-best, and 3-best for the first 60), then against moe-serve:
 #  1. equality: the 200 lines as 40 concurrent requests, and the n-best lines, are moe-translate's output;
+#     40 lines with target prefixes (the reference's first two words on every other line, "" between) sent
+#     beside the same lines without any are moe-translate --prefix's output and moe-translate's;
 #  2. bad input: truncated and 10 MB bodies, a slow client, invalid UTF-8, unknown fields, n_best > beam,
 #     empty text, ... each a 4xx with a JSON error naming the field, and a valid request right after each
 #     answers correctly;
-#  3. clients hanging up mid-request do not disturb the others;
+#  3. clients hanging up mid-request do not disturb the others, and the sentences they left queued are
+#     dropped, not decoded (/metrics: 499s, moe_serve_dropped_sentences_total, sentences decoded);
 #  4. load: 16 clients of one-line requests for SERVE_LOAD_SECONDS (8 s here, 30 with --full as the issue
 #     asks) against moe-serve with dynamic batching and as long against a second server with --max-tokens 1
 #     (one request at a time), in alternating slices so that a change in the machine's load (ctest runs
 #     tests side by side) falls on both: no error, every answer the right line's, p50/p99 and CPU time per
 #     request printed, batches of 4+ sentences on average, batched throughput at least SERVE_MIN_SPEEDUP
-#     (1.2) times one at a time. The issue asks 3x; on two busy CPU cores with this d-64 model we measured
-#     1.5x to 2.1x (docs/SERVING.md), so the check asks less than that and prints the figure;
+#     (1.2) times one at a time. Both servers run with --cpu-threads 2 (the worker on both cores; on two
+#     cores moe-serve's default is 1): there a decoding step's OpenMP synchronisation is a large fixed cost
+#     that batching shares, and we measured 1.4x to 2.1x. The issue asks 3x, which this decoder cannot
+#     give on a CPU: a step of 16 sentences costs 10 to 11 times a step of one (the per-row work of top-k,
+#     log-softmax and cache reorders dominates), and with one thread, the faster setting in absolute
+#     terms, batching gains next to nothing for this model (docs/PERF.md "moe-serve");
 #  5. /metrics in Prometheus text format; /health and /v1/models; /v1/score against moe-score pairs;
 #  6. a full queue answers 503 with Retry-After, a request past --request-timeout-s 504;
 #  7. SIGTERM during load: the server exits 0 and answered exactly the requests the clients received.
@@ -38,6 +45,10 @@ head -n 60 "$DATA/test_2016_flickr.de" > "$WORK/test60.de"
 "$BIN/moe-translate" -m "$CKPT" -i "$WORK/test.en" -o "$WORK/ref.txt" --device cpu -q || e2e_fail "moe-translate"
 "$BIN/moe-translate" -m "$CKPT" -i "$WORK/test60.en" -o "$WORK/ref3.txt" --n-best 3 --device cpu -q ||
   e2e_fail "moe-translate --n-best 3"
+head -n 40 "$WORK/test.en" > "$WORK/test40.en"
+head -n 40 "$DATA/test_2016_flickr.de" | awk 'NR % 2 {print $1, $2; next} {print ""}' > "$WORK/prefix40.txt"
+"$BIN/moe-translate" -m "$CKPT" -i "$WORK/test40.en" -o "$WORK/refp.txt" --prefix "$WORK/prefix40.txt" \
+  --device cpu -q || e2e_fail "moe-translate --prefix"
 
 # start_server LOG ARGS...: starts moe-serve on a free port (sets SERVER and PORT), waits for /health.
 start_server() {
@@ -61,13 +72,15 @@ stop_server() {
   [[ $status -eq 0 ]] || e2e_fail "moe-serve exited with $status after SIGTERM"
 }
 
-start_server "$WORK/serve1.log" --max-wait-ms 20 --read-timeout-s 3 --max-lines 64 --max-line-bytes 4096
+start_server "$WORK/serve1.log" --cpu-threads 2 --max-wait-ms 20 --read-timeout-s 3 --max-lines 64 --max-line-bytes 4096
 grep -q "listening on http://127.0.0.1:$PORT" "$WORK/serve1.log" || e2e_fail "no startup line with the address"
 python3 "$CLIENT" equal "$PORT" "$WORK/test.en" "$WORK/ref.txt" "$WORK/ref3.txt" 60 || e2e_fail "equality"
+python3 "$CLIENT" prefix "$PORT" "$WORK/test.en" "$WORK/ref.txt" "$WORK/prefix40.txt" "$WORK/refp.txt" ||
+  e2e_fail "prefixes"
 python3 "$CLIENT" bad "$PORT" "$WORK/test.en" "$WORK/ref.txt" || e2e_fail "bad input"
 python3 "$CLIENT" disconnect "$PORT" "$WORK/test.en" "$WORK/ref.txt" || e2e_fail "disconnecting clients"
 BATCHED="$SERVER" BATCHED_PORT="$PORT"
-start_server "$WORK/serve2.log" --max-tokens 1 --quiet  # one request at a time
+start_server "$WORK/serve2.log" --cpu-threads 2 --max-tokens 1 --quiet  # one request at a time
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # user + system CPU time of a process
 cpu0=("$(cpu_ticks "$BATCHED")" "$(cpu_ticks "$SERVER")")
 python3 "$CLIENT" compare "$BATCHED_PORT" "$PORT" "$WORK/test.en" "$WORK/ref.txt" 16 "$LOAD_SECONDS" "$ROUNDS" \

@@ -1,5 +1,5 @@
 // moe-serve's Prometheus exposition (lib/serving/metrics.h): counters by endpoint and status,
-// cumulative histogram buckets, the gauges.
+// cumulative histogram buckets, the gauges, dropped sentences.
 #include "serving/metrics.h"
 
 #include <catch2/catch.hpp>
@@ -13,6 +13,8 @@ TEST_CASE("metrics are Prometheus text with cumulative buckets", "[serving]") {
   m.request_done(Endpoint::translate, 400, 0.001);
   m.batch_done(3, 30, 0.5);
   m.batch_done(1, 10, 0.5);
+  m.sentences_dropped(5);
+  m.sentences_dropped(2);
   CHECK(m.answered(Endpoint::translate, 200) == 2);
   CHECK(m.answered(Endpoint::score, 200) == 0);
   const std::string t = m.prometheus(7, 1024);
@@ -30,4 +32,5 @@ TEST_CASE("metrics are Prometheus text with cumulative buckets", "[serving]") {
   CHECK_THAT(t, Catch::Contains("moe_serve_target_tokens_total 40\n"));
   CHECK_THAT(t, Catch::Contains("moe_serve_tokens_per_second 40\n"));
   CHECK_THAT(t, Catch::Contains("moe_serve_memory_bytes 1024\n"));
+  CHECK_THAT(t, Catch::Contains("moe_serve_dropped_sentences_total 7\n"));
 }

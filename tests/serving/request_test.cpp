@@ -36,9 +36,10 @@ TEST_CASE("a translate request takes moe-translate's defaults and every option",
   CHECK(d.search.max_len_b == defaults.max_len_b);
   CHECK(d.experts == ExpertChoice::mixture);
   CHECK(d.model.empty());
+  CHECK(d.prefix.empty());
   const TranslateRequest r = parse_translate_request(
       R"({"text": ["a"], "beam": 4, "n_best": 4, "lenpen": 0.6, "length_penalty": "gnmt", "max_len_a": 1.5,
-          "max_len_b": 7, "min_len": 0, "mae_inference": "argmax", "model": "de"})",
+          "max_len_b": 7, "min_len": 0, "mae_inference": "argmax", "model": "de", "prefix": ["x y"]})",
       {});
   CHECK(r.search.beam == 4);
   CHECK(r.search.n_best == 4);
@@ -49,6 +50,7 @@ TEST_CASE("a translate request takes moe-translate's defaults and every option",
   CHECK(r.search.min_len == 0);
   CHECK(r.experts == ExpertChoice::argmax);
   CHECK(r.model == "de");
+  CHECK(r.prefix == std::vector<std::string>{"x y"});
 }
 
 TEST_CASE("bad translate requests name their field", "[serving]") {
@@ -76,7 +78,11 @@ TEST_CASE("bad translate requests name their field", "[serving]") {
   CHECK(refusal(R"({"text": ["a"], "max_len_a": -1})") == P{"max_len_a", 400});
   CHECK(refusal(R"({"text": ["a"], "length_penalty": "x"})") == P{"length_penalty", 400});
   CHECK(refusal(R"({"text": ["a"], "mae_inference": "sample"})") == P{"mae_inference", 400});
-  CHECK(refusal(R"({"text": ["a"], "prefix": ["b"]})") == P{"prefix", 400});
+  CHECK(refusal(R"({"text": ["a"], "prefix": ["b", "c"]})") == P{"prefix", 400});  // not one per line
+  CHECK(refusal(R"({"text": ["a", "b"], "prefix": ["c"]})") == P{"prefix", 400});
+  CHECK(refusal(R"({"text": ["a"], "prefix": "b"})") == P{"prefix", 400});
+  CHECK(refusal(R"({"text": ["a"], "prefix": [1]})") == P{"prefix[0]", 400});
+  CHECK(refusal(R"({"text": ["a"], "prefix": ["0123456789x"]})") == P{"prefix[0]", 413});
 }
 
 TEST_CASE("a score request holds pairs or LM text", "[serving]") {

@@ -1,6 +1,6 @@
 // The serving worker (lib/serving/worker.h, responses.h) on a tiny checkpoint: jobs with the same options
 // are decoded together and each gets what moe-translate's path (translate_lines) gives for its lines
-// (n-best scores to 1e-5);
+// (n-best scores to 1e-5), target prefixes included, in batches that mix jobs with and without them;
 // other options form their own batch; an abandoned job is skipped; the JSON bodies hold the texts.
 #include "serving/worker.h"
 
@@ -30,7 +30,7 @@ std::vector<std::string> reference(const ServedModel& m, const TranslateRequest&
   o.search = r.search;
   const Translator tr(*m.ck.model->encoder_decoder(), *m.ck.params, Device::cpu(), o);
   TranslateStats stats;
-  return translate_lines(tr, *m.src, *m.tgt, r.text, r.search.n_best, 0, stats);
+  return translate_lines(tr, *m.src, *m.tgt, r.text, r.search.n_best, 0, stats, {}, r.prefix);
 }
 
 /// The same lines from a translate body (n-best lines as moe-translate writes them).
@@ -98,7 +98,53 @@ TEST_CASE("the worker batches jobs of the same options and routes each its resul
   const std::string text = metrics.prometheus(0, 0);
   CHECK_THAT(text, Catch::Contains("moe_serve_batch_sentences_count 2\n"));
   CHECK_THAT(text, Catch::Contains("moe_serve_batch_sentences_sum 6\n"));
+  CHECK_THAT(text, Catch::Contains("moe_serve_dropped_sentences_total 1\n"));
   CHECK(worker.translate(0, requests[0], {{4}}).pushed == PushResult::closed);
+}
+
+TEST_CASE("a batch mixes jobs with and without target prefixes, each as moe-translate --prefix", "[serving]") {
+  const auto dir = test::temp_dir("serving-prefix");
+  std::vector<ServedModel> models;
+  models.push_back(load_served_model("tiny", test::save_tiny(test::tiny_model(13, 32, 4.f), dir), Device::cpu()));
+  ServerMetrics metrics;
+  Worker worker(models, Device::cpu(), {.batching = {.max_tokens = 1000, .max_wait = std::chrono::milliseconds(300)}},
+                metrics);
+  TranslateRequest with = request({"w1 w2 w3", "w4", "w5 w6"}, 3, 2);
+  with.prefix = {"w17 w18", "", "w19"};
+  const std::vector<TranslateRequest> requests = {request({"w1 w2 w3", "w5 w6"}, 3, 2), with, request({"w7"}, 3, 1)};
+  std::vector<Submitted> jobs;
+  for (const auto& r : requests) {
+    int64_t truncated = 0;
+    jobs.push_back(worker.translate(0, r, encode_request(models[0], r, truncated), encode_prefixes(models[0], r)));
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    INFO("request " << i);
+    const JobResult r = jobs[i].result.get();
+    REQUIRE(r.status == 200);
+    const int n_best = requests[i].search.n_best;
+    const auto got = lines_of(translate_body(models[0], n_best, r.hypotheses, 0), n_best);
+    const auto want = reference(models[0], requests[i]);
+    REQUIRE(got.size() == want.size());
+    for (size_t l = 0; l < got.size(); ++l) check_same_line(got[l], want[l]);
+    if (i == 1)  // every hypothesis of a prefixed line begins with its prefix
+      for (size_t s : {0, 2})
+        for (const Hypothesis& h : r.hypotheses[s])
+          CHECK(hypothesis_text(*models[0].tgt, h).rfind(with.prefix[s], 0) == 0);
+  }
+  worker.close();
+  const std::string text = metrics.prometheus(0, 0);
+  CHECK_THAT(text, Catch::Contains("moe_serve_batch_sentences_count 1\n"));  // all six sentences together
+  CHECK_THAT(text, Catch::Contains("moe_serve_batch_sentences_sum 6\n"));
+  TranslateRequest too_long = request({"w1", "w2"}, 3, 1);
+  too_long.prefix = {"w3",
+                     "w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4 w4"};
+  try {
+    encode_prefixes(models[0], too_long);
+    FAIL("a prefix past max_positions was accepted");
+  } catch (const RequestError& e) {
+    CHECK(e.field() == "prefix[1]");
+    CHECK_THAT(e.message(), Catch::Contains("sentence 1"));  // the request's line, not a batch's
+  }
 }
 
 TEST_CASE("score bodies equal forced decoding; the model list names each model", "[serving]") {

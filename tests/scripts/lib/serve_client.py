@@ -5,6 +5,9 @@
                                                                    the first NBEST_LINES with n_best 3) must
                                                                    give moe-translate's output exactly (n-best
                                                                    scores to 1e-5: same_nbest_line)
+  serve_client.py prefix PORT SRC REF PREFIXES REF_PREFIXED       8 requests with "prefix" (one per line, some
+                                                                   empty) beside 8 without, all at once: each
+                                                                   answer is moe-translate's (--prefix or not)
   serve_client.py load PORT SRC REF CLIENTS SECONDS [OUT.json]     concurrent one-line requests; every answer
                                                                    checked against REF; prints throughput, p50, p99
   serve_client.py compare PORT_B PORT_S SRC REF CLIENTS SECONDS ROUNDS OUT.json   load on two servers
@@ -14,7 +17,8 @@
   serve_client.py overload PORT SRC REF                            a full queue gives 503 + Retry-After, a
                                                                    timeout 504, then /health answers
   serve_client.py disconnect PORT SRC REF                          clients that hang up mid-request beside
-                                                                   clients that must be answered correctly
+                                                                   clients that must be answered correctly; the
+                                                                   hung-up requests' sentences are not decoded
   serve_client.py until-stopped PORT SRC REF CLIENTS OUT           load until the server goes away (SIGTERM);
                                                                    writes the number of answers received
 """
@@ -110,6 +114,32 @@ def cmd_equal(port, src, ref1, refn, n_lines):
         fail(f"equal: {len(got)} n-best lines for {len(refn)} reference lines")
     print(f"serve_client: equal: {len(ref1)} lines in 40 concurrent requests and {len(refn)} n-best lines "
           f"({len(chunks)} concurrent requests) are moe-translate's output")
+
+
+def cmd_prefix(port, src, ref, prefixes, ref_prefixed):
+    lines, ref = read_lines(src), read_lines(ref)
+    prefixes, ref_prefixed = read_lines(prefixes), read_lines(ref_prefixed)
+    n = len(prefixes)
+    assert n % 5 == 0 and len(ref_prefixed) == n, "prefix: give 5 x k prefixes and as many reference lines"
+    starts = range(0, n, 5)
+    jobs = [(k, True) for k in starts] + [(k, False) for k in starts]
+
+    def one(job):
+        k, prefixed = job
+        options = {"prefix": prefixes[k:k + 5]} if prefixed else {}
+        got = [t["text"] for t in translate(port, lines[k:k + 5], **options)]
+        return [(k + i, prefixed, g) for i, g in enumerate(got) if g != (ref_prefixed if prefixed else ref)[k + i]]
+
+    with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
+        wrong = [w for ws in pool.map(one, jobs) for w in ws]
+    if wrong:
+        i, prefixed, g = wrong[0]
+        want = (ref_prefixed if prefixed else ref)[i]
+        fail(f"prefix: line {i + 1} ({'with' if prefixed else 'without'} its prefix) answered {g!r}, "
+             f"moe-translate {want!r}")
+    forced = sum(1 for p in prefixes if p)
+    print(f"serve_client: prefix: {n} lines ({forced} with a prefix) in {len(starts)} requests beside the same lines "
+          f"in {len(starts)} requests without prefixes, all at once: moe-translate's output (--prefix or not)")
 
 
 def load(port, lines, ref, clients, seconds, stop_on_error=False):
@@ -292,31 +322,59 @@ def cmd_bad(port, src, ref):
     print(f"serve_client: bad: {len(cases)} bad requests answered 4xx, each followed by a correct answer")
 
 
+def metric(port, name):
+    """The value of the sample `name` (with its labels) in /metrics, 0 when absent."""
+    for line in get(port, "/metrics")[1].split("\n"):
+        if line.startswith(name + " "):
+            return float(line.split(" ")[1])
+    return 0.0
+
+
 def cmd_disconnect(port, src, ref):
+    """While a 128-line job occupies the worker, 4 clients send a 40-line request and hang up, 4 others hang
+    up mid-body, and 8 honest clients send 5 lines each: the honest ones get moe-translate's lines; the
+    hung-up requests are counted 499 and their 160 queued sentences dropped, not decoded."""
     lines, ref = read_lines(src), read_lines(ref)
     body = json.dumps({"text": lines[:40]}).encode()
+    names = ['moe_serve_requests_total{endpoint="translate",status="499"}', "moe_serve_dropped_sentences_total",
+             "moe_serve_batch_sentences_sum"]
+    before = [metric(port, n) for n in names]
 
     def hang_up(k):
         s = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
         s.sendall(request_head(b"/v1/translate", len(body)))
         s.sendall(body if k % 2 else body[:len(body) // 3])  # whole request, or mid-body
         s.close()
-        return None
+        return []
 
     def honest(k):
         chunk = [(k * 5 + j) % len(lines) for j in range(5)]
         got = [t["text"] for t in translate(port, [lines[i] for i in chunk])]
         return [(i, g) for i, g in zip(chunk, got) if g != ref[i]]
 
-    with concurrent.futures.ThreadPoolExecutor(16) as pool:
-        jobs = [pool.submit(hang_up, k) for k in range(8)] + [pool.submit(honest, k) for k in range(8)]
-        wrong = [w for j in jobs for w in (j.result() or [])]
+    def blocker(k):
+        chunk = list(range(k * 64, k * 64 + 64))
+        got = [t["text"] for t in translate(port, [lines[i] for i in chunk])]
+        return [(i, g) for i, g in zip(chunk, got) if g != ref[i]]
+
+    with concurrent.futures.ThreadPoolExecutor(18) as pool:
+        jobs = [pool.submit(blocker, k) for k in range(2)]
+        time.sleep(0.2)  # the worker is decoding them (--max-wait-ms 20), for a second or more
+        jobs += [pool.submit(hang_up, k) for k in range(8)]
+        time.sleep(0.1)
+        jobs += [pool.submit(honest, k) for k in range(8)]
+        wrong = [w for j in jobs for w in j.result()]
     if wrong:
         fail(f"disconnect: line {wrong[0][0] + 1} answered {wrong[0][1]!r}, expected {ref[wrong[0][0]]!r}")
     status, health, _ = get(port, "/health")
     if status != 200:
         fail(f"disconnect: /health answered {status} after the hang-ups")
-    print("serve_client: disconnect: 8 clients hung up (4 mid-body, 4 after sending); 8 others got correct answers")
+    hung_up, dropped, decoded = (metric(port, n) - b for n, b in zip(names, before))
+    if (hung_up, dropped, decoded) != (4, 160, 128 + 40):
+        fail(f"disconnect: {hung_up:.0f} requests counted 499 (want 4), {dropped:.0f} sentences dropped (want 160), "
+             f"{decoded:.0f} decoded (want the 168 of the clients still there)")
+    print("serve_client: disconnect: 8 clients hung up (4 mid-body, 4 after sending: 499, their 160 queued sentences "
+          "dropped, not decoded); 8 others got correct answers")
 
 
 def cmd_overload(port, src, ref):
@@ -363,7 +421,7 @@ def cmd_until_stopped(port, src, ref, clients, out):
 
 
 if __name__ == "__main__":
-    commands = {"equal": cmd_equal, "load": cmd_load, "compare": cmd_compare, "bad": cmd_bad, "overload": cmd_overload,
+    commands = {"equal": cmd_equal, "prefix": cmd_prefix, "load": cmd_load, "compare": cmd_compare, "bad": cmd_bad, "overload": cmd_overload,
                 "disconnect": cmd_disconnect,
                 "until-stopped": cmd_until_stopped}
     if len(sys.argv) < 3 or sys.argv[1] not in commands:
