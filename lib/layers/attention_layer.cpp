@@ -33,10 +33,14 @@ Tensor select_rows(const Tensor& t, const Tensor& origin) {
   return out;
 }
 
+void reorder_cache_rows(KVCache& cache, const Tensor& origin) {
+  for (auto& [name, t] : cache.rows) t = select_rows(t, origin);
+}
+
 void reorder_cache(KVCache& cache, const Tensor& origin) {
   cache.k = select_rows(cache.k, origin);
   cache.v = select_rows(cache.v, origin);
-  for (auto& [name, t] : cache.rows) t = select_rows(t, origin);
+  reorder_cache_rows(cache, origin);
 }
 
 Heads project_heads(const Builder& b, const AttentionInput& in, int64_t dim, int heads, int kv_heads) {

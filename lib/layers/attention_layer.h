@@ -35,6 +35,9 @@ struct AttentionInput {
 
 /// Keeps (and duplicates) hypotheses: row i of every cached tensor becomes row origin[i] (i32 [M]).
 void reorder_cache(KVCache& cache, const Tensor& origin);
+/// The same for the per-hypothesis state (cache.rows) only: for a cross-attention cache whose keys and values
+/// already hold each new row's source sentence.
+void reorder_cache_rows(KVCache& cache, const Tensor& origin);
 /// Rows origin[i] of t along axis 0 (t undefined stays undefined).
 Tensor select_rows(const Tensor& t, const Tensor& origin);
 
