@@ -83,9 +83,9 @@ TEST_CASE("transformer: source-side caches are gathered only when rows change se
   };
   step({2, 2});
   state->reorder(b, Tensor::from_vector(std::vector<int32_t>{0, 0, 1, 1}, Shape{4}));  // to the beams: gathered
-  CHECK(st.cross[0].k.shape()[0] == 4);
   CHECK(st.sentence == std::vector<int32_t>{0, 0, 1, 1});
   step({4, 5, 6, 7});
+  CHECK(st.cross[0].k.shape()[0] == 4);  // (at its next use)
   const void* cross_k = st.cross[1].k.raw();
   state->reorder(b, Tensor::from_vector(std::vector<int32_t>{1, 0, 3, 3}, Shape{4}));  // within sentences: kept
   CHECK(st.cross[1].k.raw() == cross_k);
@@ -100,9 +100,12 @@ TEST_CASE("transformer: source-side caches are gathered only when rows change se
   for (int64_t row = 0; row < 4; ++row)
     for (int64_t v = 0; v < 12; ++v) CHECK(got[row * 12 + v] == Approx(want[(row * 3 + 2) * 12 + v]).margin(1e-5));
   state->reorder(b, Tensor::from_vector(std::vector<int32_t>{2, 3}, Shape{2}));  // sentence 0 finished: gathered
-  CHECK(st.cross[1].k.shape()[0] == 2);
   CHECK(st.src_mask.shape()[0] == 2);
   CHECK(st.sentence == std::vector<int32_t>{1, 1});
+  const auto last = step({4, 4});
+  CHECK(st.cross[1].k.shape()[0] == 2);
+  CHECK(st.self[1].k.shape() == Shape{2, 4, 2, 8});
+  for (int64_t v = 0; v < 12; ++v) CHECK(last[v] == last[12 + v]);  // rows 2 and 3 had the same history
 }
 
 TEST_CASE("transformer: learns to copy short sequences", "[layers][transformer][train]") {
