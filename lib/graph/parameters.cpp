@@ -120,13 +120,24 @@ void ParameterStore::allocate() {
     e.offset = offsets[i];
   }
   try {
-    values_ = host.to(device_);
-    grads_ = Tensor::zeros(Shape{total}, DType::f32, device_);
+    values_ = device_.is_cpu() ? host : host.to(device_);
   } catch (const OutOfMemory& e) {
-    throw OutOfMemory(detail::concat("allocating the parameters and their gradients (", total, " values, 2 x ",
+    throw OutOfMemory(detail::concat("allocating the parameters (", total, " values, ",
                                      format_bytes(static_cast<size_t>(total) * 4), "): ", e.what()));
   }
+  grads_ = Tensor();  // laid out again at the first use (inference never uses them)
   pending_ = false;
+}
+
+const Tensor& ParameterStore::grads() const {
+  if (grads_.defined() || !values_.defined()) return grads_;
+  try {
+    grads_ = Tensor::zeros(values_.shape(), DType::f32, device_);
+  } catch (const OutOfMemory& e) {
+    throw OutOfMemory(detail::concat("allocating the parameters' gradients (", values_.numel(), " values, ",
+                                     format_bytes(static_cast<size_t>(values_.numel()) * 4), "): ", e.what()));
+  }
+  return grads_;
 }
 
 Tensor ParameterStore::value(int index) const {
@@ -138,7 +149,7 @@ Tensor ParameterStore::value(int index) const {
 Tensor ParameterStore::grad(int index) const {
   const ParamEntry& e = entry(index);
   MOE_CHECK(e.offset >= 0, "parameter '", e.name, "' is not allocated yet (run the graph forward first)");
-  return grads_.flat_range(e.offset, e.shape.numel()).view(e.shape);
+  return grads().flat_range(e.offset, e.shape.numel()).view(e.shape);
 }
 
 void ParameterStore::zero_grads() {

@@ -1,5 +1,6 @@
 // ParameterStore: every parameter of a model and its gradient, as views into two flat f32
-// buffers (so a gradient all-reduce, a norm or an optimizer step is one call over one buffer).
+// buffers (so a gradient all-reduce, a norm or an optimizer step is one call over one buffer); the
+// gradient buffer is made at its first use, so that decoding holds only the values.
 // Parameters are declared by name with a shape, an initialiser and a group ("gate", "embed", ...);
 // allocate() lays them out with each group contiguous (so an optimizer or a fine-tuning mode can
 // select a group as a few ranges), keeps the values of parameters that already existed and
@@ -68,7 +69,8 @@ class ParameterStore {
   Tensor grad(const std::string& name) const { return grad(must_find(name)); }
   /// The flat buffers (padded: each parameter starts at a multiple of 16 elements).
   const Tensor& values() const { return values_; }
-  const Tensor& grads() const { return grads_; }
+  /// (allocated, zero, at the first call after allocate(): inference never pays for them)
+  const Tensor& grads() const;
   void zero_grads();
 
   const std::vector<ParamEntry>& entries() const { return entries_; }
@@ -91,7 +93,8 @@ class ParameterStore {
   uint64_t seed_;
   std::vector<ParamEntry> entries_;
   std::map<std::string, int> index_;
-  Tensor values_, grads_;
+  Tensor values_;
+  mutable Tensor grads_;  // grads() lays them out on first use
   bool pending_ = false;
 };
 

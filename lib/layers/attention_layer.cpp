@@ -6,6 +6,7 @@
 #include "graph/expr/attention.h"
 #include "graph/expr/shape_ops.h"
 #include "layers/basic.h"
+#include "ops/gather_append.h"
 #include "ops/gather_scatter.h"
 
 namespace moe {
@@ -16,11 +17,14 @@ Expr split_heads(const Expr& x, int heads) {
   return reshape(x, Shape{s[0], s[1], heads, s[2] / heads});
 }
 
-/// Appends `fresh` to the cached tensor (self-attention) and remembers the result.
-Expr extend_cache(Graph& g, Tensor& cached, const Expr& fresh) {
-  Expr full = cached.defined() ? concat({g.input(cached), fresh}, 1) : fresh;
-  cached = full.val();
-  return full;
+/// Appends `fresh` to the cached tensor (self-attention), reordered by `order`, and remembers the result.
+Expr extend_cache(Graph& g, Tensor& cached, const Tensor& order, const Expr& fresh) {
+  if (!cached.defined()) {
+    cached = fresh.val();
+    return fresh;
+  }
+  cached = gather_append(cached, order, fresh.val());
+  return g.input(cached);
 }
 }  // namespace
 
@@ -33,10 +37,38 @@ Tensor select_rows(const Tensor& t, const Tensor& origin) {
   return out;
 }
 
-void reorder_cache(KVCache& cache, const Tensor& origin) {
-  cache.k = select_rows(cache.k, origin);
-  cache.v = select_rows(cache.v, origin);
+void reorder_cache_rows(KVCache& cache, const Tensor& origin) {
   for (auto& [name, t] : cache.rows) t = select_rows(t, origin);
+}
+
+void reorder_cache(KVCache& cache, const Tensor& origin) {
+  if (cache.k.defined()) {
+    const Tensor here = origin.device() == cache.k.device() ? origin : origin.to(cache.k.device());
+    cache.order = cache.order.defined() ? select_rows(cache.order, here) : here;
+  }
+  reorder_cache_rows(cache, origin);
+}
+
+KeysValues cached_kv(Graph& g, const AttentionInput& in, const std::function<KeysValues()>& project) {
+  KVCache* cache = in.cache;
+  if (cache && !in.self_attention && cache->defined()) {  // cross-attention: keys/values computed once
+    if (cache->order.defined()) {
+      cache->k = select_rows(cache->k, cache->order);
+      cache->v = select_rows(cache->v, cache->order);
+      cache->order = Tensor();
+    }
+    return {g.input(cache->k), g.input(cache->v)};
+  }
+  KeysValues kv = project();
+  if (cache && in.self_attention) {
+    kv.k = extend_cache(g, cache->k, cache->order, kv.k);
+    kv.v = extend_cache(g, cache->v, cache->order, kv.v);
+    cache->order = Tensor();
+  } else if (cache) {
+    cache->k = kv.k.val();
+    cache->v = kv.v.val();
+  }
+  return kv;
 }
 
 Heads project_heads(const Builder& b, const AttentionInput& in, int64_t dim, int heads, int kv_heads) {
@@ -45,23 +77,12 @@ Heads project_heads(const Builder& b, const AttentionInput& in, int64_t dim, int
   Graph& g = b.graph();
   Heads h;
   h.q = split_heads(dense(b.sub("q"), in.x, dim, dim), heads);
-  KVCache* cache = in.cache;
-  if (cache && !in.self_attention && cache->defined()) {  // cross-attention: keys/values computed once
-    h.k = g.input(cache->k);
-    h.v = g.input(cache->v);
-    return h;
-  }
-  Expr k = split_heads(dense(b.sub("k"), in.memory, dim, kv_heads * dh), kv_heads);
-  Expr v = split_heads(dense(b.sub("v"), in.memory, dim, kv_heads * dh), kv_heads);
-  if (cache && in.self_attention) {
-    k = extend_cache(g, cache->k, k);
-    v = extend_cache(g, cache->v, v);
-  } else if (cache) {
-    cache->k = k.val();
-    cache->v = v.val();
-  }
-  h.k = k;
-  h.v = v;
+  const KeysValues kv = cached_kv(g, in, [&] {
+    return KeysValues{split_heads(dense(b.sub("k"), in.memory, dim, kv_heads * dh), kv_heads),
+                      split_heads(dense(b.sub("v"), in.memory, dim, kv_heads * dh), kv_heads)};
+  });
+  h.k = kv.k;
+  h.v = kv.v;
   return h;
 }
 

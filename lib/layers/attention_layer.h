@@ -5,6 +5,7 @@
 // before W_o (mixture of attentive experts builds on that). Covered by tests/layers/transformer_test.cpp
 // and tests/layers/mae_test.cpp (cache state of gated sites).
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 
@@ -16,6 +17,7 @@ namespace moe {
 /// per-hypothesis state of gated sites (MAE's causal gate inputs: running sums, recent inputs).
 struct KVCache {
   Tensor k, v;
+  Tensor order;  // i32 [N]: a reorder not yet applied to k and v (row i is row order[i]); undefined: none
   std::map<std::string, Tensor> rows;  // [N, ...] per hypothesis, reordered with k and v
   int64_t positions = 0;               // query positions a gated site has consumed so far
   bool defined() const { return k.defined(); }
@@ -33,10 +35,22 @@ struct AttentionInput {
   float dropout = 0;         // attention dropout on the weights (model.attention_dropout; training graphs only)
 };
 
-/// Keeps (and duplicates) hypotheses: row i of every cached tensor becomes row origin[i] (i32 [M]).
+/// Keeps (and duplicates) hypotheses: row i of every cached tensor becomes row origin[i] (i32 [M]). The rows
+/// at once; k and v at their next use (cached_kv), where a self-attention cache gathers and appends in one copy.
 void reorder_cache(KVCache& cache, const Tensor& origin);
+/// The same for the per-hypothesis state (cache.rows) only: for a cross-attention cache whose keys and values
+/// already hold each new row's source sentence.
+void reorder_cache_rows(KVCache& cache, const Tensor& origin);
 /// Rows origin[i] of t along axis 0 (t undefined stays undefined).
 Tensor select_rows(const Tensor& t, const Tensor& origin);
+
+/// Keys and values [B, Tk, Hk, dh] through the cache of `in`: a filled cross-attention cache gives its own and
+/// `project` is not called; otherwise project() gives this step's, which self-attention appends to the cache
+/// and a cross-attention cache keeps. Without a cache, project()'s.
+struct KeysValues {
+  Expr k, v;
+};
+KeysValues cached_kv(Graph& g, const AttentionInput& in, const std::function<KeysValues()>& project);
 
 /// q, k, v for `in` (with the cache applied): q [B, Tq, H, dh], k/v [B, Tk, Hk, dh].
 struct Heads {

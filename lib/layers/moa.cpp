@@ -74,26 +74,14 @@ Tensor slot_tokens(int64_t pairs, int64_t k, Device device) {
 
 /// Shared keys and values [B, S, 1, D] with the cache applied (as project_heads does for MHA).
 std::pair<Expr, Expr> shared_kv(const AttentionInput& in, const MoaWeights& w) {
-  Graph& g = w.k.graph();
-  KVCache* cache = in.cache;
-  if (cache && !in.self_attention && cache->defined()) return {g.input(cache->k), g.input(cache->v)};
-  MOE_CHECK(in.memory.defined(), "moa: keys/values need the memory (or a filled cross-attention cache)");
-  const Shape& s = in.memory.shape();
-  const int64_t dd = w.k.shape()[1];
-  Expr k = reshape(linear(in.memory, w.k), Shape{s[0], s[1], 1, dd});
-  Expr v = reshape(linear(in.memory, w.v), Shape{s[0], s[1], 1, dd});
-  if (cache && in.self_attention) {
-    if (cache->defined()) {
-      k = concat({g.input(cache->k), k}, 1);
-      v = concat({g.input(cache->v), v}, 1);
-    }
-    cache->k = k.val();
-    cache->v = v.val();
-  } else if (cache) {
-    cache->k = k.val();
-    cache->v = v.val();
-  }
-  return {k, v};
+  const KeysValues kv = cached_kv(w.k.graph(), in, [&] {
+    MOE_CHECK(in.memory.defined(), "moa: keys/values need the memory (or a filled cross-attention cache)");
+    const Shape& s = in.memory.shape();
+    const int64_t dd = w.k.shape()[1];
+    return KeysValues{reshape(linear(in.memory, w.k), Shape{s[0], s[1], 1, dd}),
+                      reshape(linear(in.memory, w.v), Shape{s[0], s[1], 1, dd})};
+  });
+  return {kv.k, kv.v};
 }
 }  // namespace
 

@@ -2,6 +2,7 @@
 #include "models/transformer.h"
 
 #include <cmath>
+#include <numeric>
 
 #include "graph/expr/binary.h"
 #include "graph/expr/cast.h"
@@ -138,6 +139,8 @@ std::unique_ptr<DecoderState> Transformer::start(const Builder& b, const Tensor&
   st->self.resize(static_cast<size_t>(c_.dec_layers));
   st->cross.resize(static_cast<size_t>(c_.dec_layers));
   st->src_mask = src_mask;
+  st->sentence.resize(static_cast<size_t>(src.shape()[0]));
+  std::iota(st->sentence.begin(), st->sentence.end(), 0);
   Expr memory = encode(b, src, src_mask);
   const Expr source_mean = gate_context(memory, src_mask, Tensor(), Tensor()).source_mean;
   if (source_mean.defined()) st->source_mean = source_mean.val();
@@ -161,7 +164,17 @@ Expr Transformer::step(const Builder& b, DecoderState& state, const Tensor& prev
 
 void Transformer::State::reorder(const Builder&, const Tensor& origin) {
   for (KVCache& c : self) reorder_cache(c, origin);
-  for (KVCache& c : cross) reorder_cache(c, origin);
+  const std::vector<int32_t> from = origin.to_vector<int32_t>();
+  std::vector<int32_t> now(from.size());
+  for (size_t i = 0; i < from.size(); ++i) {
+    MOE_CHECK(from[i] >= 0 && static_cast<size_t>(from[i]) < sentence.size(), "Transformer decoding: origin row ",
+              from[i], " is outside the ", sentence.size(), " hypotheses");
+    now[i] = sentence[static_cast<size_t>(from[i])];
+  }
+  const bool same_sentences = now == sentence;
+  sentence = std::move(now);
+  for (KVCache& c : cross) same_sentences ? reorder_cache_rows(c, origin) : reorder_cache(c, origin);
+  if (same_sentences) return;
   src_mask = select_rows(src_mask, origin);
   source_mean = select_rows(source_mean, origin);
 }

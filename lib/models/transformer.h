@@ -33,7 +33,12 @@ class Transformer : public EncoderDecoder {
     std::vector<KVCache> self, cross;  // per layer; also hold the gate-input state of MAE sites
     Tensor src_mask;
     Tensor source_mean;  // [N, d] encoder output mean, for MAE source_mean gates (else undefined)
+    std::vector<int32_t> sentence;  // the source sentence (batch row) of each hypothesis row
     int64_t step = 0;
+    /// Keeps the hypotheses `origin` names. The source-side tensors (cross-attention keys and values, src_mask,
+    /// source_mean) are the same for every row of a sentence, so they are gathered only when some row
+    /// changes sentence (the first step's expansion to the beams, a finished sentence dropping out): beam
+    /// reordering alone leaves them as they are.
     void reorder(const Builder& b, const Tensor& origin) override;
   };
   DecoderSpec spec() const override;

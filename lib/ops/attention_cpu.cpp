@@ -41,21 +41,38 @@ struct Geometry {
   int64_t wi(int64_t b, int64_t t, int64_t h) const { return per_position ? (b * Tq + t) * H + h : b * H + h; }
 };
 
-/// Scores of row (b, i, h) into s (visible keys only; others -inf); returns the row maximum.
+constexpr int64_t kKeys = 8;  // keys whose dot products run side by side (independent sums: no reordering)
+
+/// Scores of row (b, i, h) into s (visible keys only; others -inf); returns the row maximum. Each dot product
+/// sums over d in order, as one key at a time would; kKeys of them are interleaved, for instruction-level
+/// parallelism, in every block of keys with a visible one.
 template <class T>
 T row_scores(const Geometry& g, const T* q, const T* k, int64_t b, int64_t i, int64_t h, T scale, std::vector<T>& s) {
-  const int64_t hk = h / (g.H / g.Hk);
-  T m = -std::numeric_limits<T>::infinity();
-  for (int64_t j = 0; j < g.Tk; ++j) {
-    if (!g.visible(b, i, j)) {
-      s[j] = -std::numeric_limits<T>::infinity();
+  const int64_t hk = h / (g.H / g.Hk), stride = g.Hk * g.D;
+  const T* qr = q + g.qi(b, i, h);
+  const T* k0 = k + g.ki(b, 0, hk);
+  const T ninf = -std::numeric_limits<T>::infinity();
+  for (int64_t j0 = 0; j0 < g.Tk; j0 += kKeys) {
+    const int64_t n = std::min(kKeys, g.Tk - j0);
+    bool any = false;
+    for (int64_t l = 0; l < n; ++l) any |= g.visible(b, i, j0 + l);
+    if (!any) {
+      std::fill(s.begin() + j0, s.begin() + j0 + n, ninf);
       continue;
     }
-    T dot = 0;
-    for (int64_t d = 0; d < g.D; ++d) dot += q[g.qi(b, i, h) + d] * k[g.ki(b, j, hk) + d];
-    s[j] = scale * dot;
-    m = std::max(m, s[j]);
+    T dot[kKeys] = {};
+    if (n == kKeys) {
+      for (int64_t d = 0; d < g.D; ++d)
+        for (int64_t l = 0; l < kKeys; ++l) dot[l] += qr[d] * k0[(j0 + l) * stride + d];
+    } else {
+      for (int64_t l = 0; l < n; ++l)
+        for (int64_t d = 0; d < g.D; ++d) dot[l] += qr[d] * k0[(j0 + l) * stride + d];
+    }
+    for (int64_t l = 0; l < n; ++l) s[j0 + l] = g.visible(b, i, j0 + l) ? scale * dot[l] : ninf;
   }
+  T m = ninf;
+  for (int64_t j = 0; j < g.Tk; ++j)
+    if (g.visible(b, i, j)) m = std::max(m, s[j]);
   return m;
 }
 
@@ -70,6 +87,7 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
   parallel_for(g.B * g.Tq, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.Tk * g.H * g.D)),
                [&](int64_t r0, int64_t r1) {
                  std::vector<T> s(static_cast<size_t>(g.Tk));
+                 std::vector<int64_t> kept(static_cast<size_t>(g.Tk));
                  for (int64_t r = r0; r < r1; ++r)
                    for (int64_t h = 0; h < g.H; ++h) {
                      const int64_t b = r / g.Tq, i = r % g.Tq;
@@ -84,11 +102,24 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
                      T sum = 0;
                      for (int64_t j = 0; j < g.Tk; ++j) sum += s[j] = std::exp(s[j] - m);  // exp(-inf) = 0
                      const T w = pw ? pw[g.wi(b, i, h)] : T(1);
+                     int64_t n = 0;  // the keys with a weight, in order: s[c] = p of key kept[c]
                      for (int64_t j = 0; j < g.Tk; ++j) {
                        if (s[j] == 0) continue;
-                       const T p = w * s[j] / sum * attention_keep(drop, b, h, i, j, g.H, g.Tq, g.Tk);
-                       for (int64_t d = 0; d < g.D; ++d) o[d] += p * pv[g.ki(b, j, hk) + d];
+                       s[n] = w * s[j] / sum * attention_keep(drop, b, h, i, j, g.H, g.Tq, g.Tk);
+                       kept[n++] = j;
                      }
+                     // o += p v, four keys per pass over o; each o[d] still adds the keys one by one in order
+                     const T* v0 = pv + g.ki(b, 0, hk);
+                     const int64_t stride = g.Hk * g.D;
+                     int64_t c = 0;
+                     for (; c + 4 <= n; c += 4) {
+                       const T *a = v0 + kept[c] * stride, *e = v0 + kept[c + 1] * stride,
+                               *f = v0 + kept[c + 2] * stride, *u = v0 + kept[c + 3] * stride;
+                       const T pa = s[c], pe = s[c + 1], pf = s[c + 2], pu = s[c + 3];
+                       for (int64_t d = 0; d < g.D; ++d) o[d] = o[d] + pa * a[d] + pe * e[d] + pf * f[d] + pu * u[d];
+                     }
+                     for (; c < n; ++c)
+                       for (int64_t d = 0; d < g.D; ++d) o[d] += s[c] * v0[kept[c] * stride + d];
                      pl[(b * g.H + h) * g.Tq + i] = m + std::log(sum);
                    }
                });

@@ -39,18 +39,23 @@ void beam_scores(const Tensor& logp, const Tensor& cum, const Tensor& mode, Beam
 }
 }  // namespace cpu
 
-void beam_scores(const Tensor& logp, const Tensor& cum, const Tensor& mode, BeamSpecials ids, Tensor& out) {
+void beam_scores_checks(const Tensor& logp, const Tensor& cum, const Tensor& mode, BeamSpecials ids) {
   MOE_CHECK(logp.shape().ndim() == 2, "beam_scores: log-probabilities must be [N, V], got ", logp.shape());
   const int64_t n = logp.shape()[0];
   check_shape("beam_scores", "cum (hypothesis scores)", cum, Shape{n});
   check_shape("beam_scores", "mode", mode, Shape{n});
-  check_shape("beam_scores", "out", out, logp.shape());
   check_dtype("beam_scores", "cum", cum, DType::f32);
   check_dtype("beam_scores", "mode", mode, DType::u8);
-  check_dtype("beam_scores", "out", out, DType::f32);
-  check_same_device("beam_scores", logp, cum, mode, out);
+  check_same_device("beam_scores", logp, cum, mode);
   MOE_CHECK(ids.eos >= 0 && ids.eos < logp.shape()[1], "beam_scores: </s> id ", ids.eos,
             " is outside the vocabulary [0, ", logp.shape()[1], ")");
+}
+
+void beam_scores(const Tensor& logp, const Tensor& cum, const Tensor& mode, BeamSpecials ids, Tensor& out) {
+  beam_scores_checks(logp, cum, mode, ids);
+  check_shape("beam_scores", "out", out, logp.shape());
+  check_dtype("beam_scores", "out", out, DType::f32);
+  check_same_device("beam_scores", logp, out);
   if (logp.numel() == 0) return;
   MOE_DISPATCH(logp, beam_scores, logp, cum, mode, ids, out);
 }

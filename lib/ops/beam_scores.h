@@ -26,6 +26,8 @@ namespace cuda {
 void beam_scores(const Tensor& logp, const Tensor& cum, const Tensor& mode, BeamSpecials ids, Tensor& out);
 }  // namespace cuda
 
+/// The argument checks of beam_scores but for `out` (errors name beam_scores and the shapes).
+void beam_scores_checks(const Tensor& logp, const Tensor& cum, const Tensor& mode, BeamSpecials ids);
 /// logp [N, V] (f32, f64 on the CPU; bf16/f16 too on CUDA), cum [N] f32, mode [N] u8 (BeamRowMode),
 /// out [N, V] f32, all on one device. Arguments are checked; errors name beam_scores and the shapes.
 void beam_scores(const Tensor& logp, const Tensor& cum, const Tensor& mode, BeamSpecials ids, Tensor& out);

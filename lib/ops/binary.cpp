@@ -1,7 +1,10 @@
 // CPU reference of the broadcasting binary ops (see binary.h for the math) and their dispatch.
-// Readable loops over the output; each output index is mapped to both operands' indices.
+// Forward: runs along the innermost collapsed axis, each mapped to both operands' indices once (contiguous
+// and broadcast operands get loops that vectorise); backward: each output index mapped to both operands'.
 // Backward accumulates straight into the (smaller) gradient of a broadcast operand.
 #include "ops/binary.h"
+
+#include <algorithm>
 
 #include "ops/binary_math.h"
 #include "common/cpu_threads.h"
@@ -16,18 +19,59 @@ const char* binary_op_name(BinaryOp op) {
 
 namespace cpu {
 namespace {
+/// po[j] = op(pa[j * sa], pb[j * sb]) for j < n, the op fixed at compile time and the common strides (both
+/// operands contiguous, one of them broadcast) as loops of their own, so that they vectorise.
+template <class T, BinaryOp Op>
+void run(const T* pa, const T* pb, T* po, int64_t n, int64_t sa, int64_t sb) {
+  if (sa == 1 && sb == 1) {
+    for (int64_t j = 0; j < n; ++j) po[j] = binary_value<T>(Op, pa[j], pb[j]);
+  } else if (sa == 1 && sb == 0) {
+    const T y = pb[0];
+    for (int64_t j = 0; j < n; ++j) po[j] = binary_value<T>(Op, pa[j], y);
+  } else if (sa == 0 && sb == 1) {
+    const T x = pa[0];
+    for (int64_t j = 0; j < n; ++j) po[j] = binary_value<T>(Op, x, pb[j]);
+  } else {
+    for (int64_t j = 0; j < n; ++j) po[j] = binary_value<T>(Op, pa[j * sa], pb[j * sb]);
+  }
+}
+
+template <class T, BinaryOp Op>
+void forward_op(const BroadcastIndex& ix, const T* pa, const T* pb, T* po, int64_t total) {
+  // runs along the innermost collapsed axis: one index mapping per run instead of one per element
+  const int64_t len = ix.ndim ? ix.dims[ix.ndim - 1] : 1;
+  const int64_t sa = ix.ndim ? ix.stride_a[ix.ndim - 1] : 0, sb = ix.ndim ? ix.stride_b[ix.ndim - 1] : 0;
+  parallel_for(total, kElementsPerThread, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi;) {
+      const int64_t n = std::min(hi, (i / len + 1) * len) - i;
+      int64_t ia, ib;
+      ix.map(i, ia, ib);
+      run<T, Op>(pa + ia, pb + ib, po + i, n, sa, sb);
+      i += n;
+    }
+  });
+}
+
 template <class T>
 void forward(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   const BroadcastIndex ix = make_broadcast_index(collapse_broadcast(a.shape(), b.shape(), out.shape()));
   const T *pa = a.data<T>(), *pb = b.data<T>();
   T* po = out.data<T>();
-  parallel_for(out.numel(), kElementsPerThread, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      int64_t ia, ib;
-      ix.map(i, ia, ib);
-      po[i] = binary_value<T>(op, pa[ia], pb[ib]);
-    }
-  });
+  const int64_t n = out.numel();
+  switch (op) {
+    case BinaryOp::add:
+      return forward_op<T, BinaryOp::add>(ix, pa, pb, po, n);
+    case BinaryOp::sub:
+      return forward_op<T, BinaryOp::sub>(ix, pa, pb, po, n);
+    case BinaryOp::mul:
+      return forward_op<T, BinaryOp::mul>(ix, pa, pb, po, n);
+    case BinaryOp::div:
+      return forward_op<T, BinaryOp::div>(ix, pa, pb, po, n);
+    case BinaryOp::maximum:
+      return forward_op<T, BinaryOp::maximum>(ix, pa, pb, po, n);
+    case BinaryOp::minimum:
+      return forward_op<T, BinaryOp::minimum>(ix, pa, pb, po, n);
+  }
 }
 
 template <class T>

@@ -1,4 +1,4 @@
-// beam_search.h implementation: the device does the [N, V] work (beam_scores, topk); the host keeps
+// beam_search.h implementation: the device does the [N, V] work (beam_topk); the host keeps
 // the hypotheses (tokens, scores) and reads back only the top 2*beam candidates of each sentence.
 // Covered by tests/translator/beam_search_test.cpp.
 #include "translator/beam_search.h"
@@ -8,8 +8,7 @@
 #include <limits>
 
 #include "common/error.h"
-#include "ops/beam_scores.h"
-#include "ops/topk.h"
+#include "ops/beam_topk.h"
 #include "translator/target_prefix.h"
 
 namespace moe {
@@ -85,18 +84,17 @@ std::vector<std::vector<Hypothesis>> beam_search(const std::vector<int64_t>& src
                                      : t < o.min_len ? BeamRowMode::no_eos
                                                      : BeamRowMode::normal);
     }
-    Tensor scores = Tensor::empty(Shape{n, v}, DType::f32, dev);
-    beam_scores(logp, Tensor::from_vector(cum, Shape{n}, dev), Tensor::from_vector(mode, Shape{n}, dev), ids, scores);
     const int64_t k = std::min<int64_t>(2 * o.beam, beams * v);
     Tensor top_v = Tensor::empty(Shape{active, k}, DType::f32, dev);
     Tensor top_i = Tensor::empty(Shape{active, k}, DType::i32, dev);
-    topk_forward(scores.view(Shape{active, beams * v}), top_v, top_i);
+    beam_topk(logp, Tensor::from_vector(cum, Shape{n}, dev), Tensor::from_vector(mode, Shape{n}, dev), ids, beams,
+              top_v, top_i);
     std::vector<float> cand_score = top_v.to_vector<float>();
     std::vector<int32_t> cand_index = top_i.to_vector<int32_t>();
     if (!prefixes.empty()) {
       std::vector<int64_t> sentence_of(static_cast<size_t>(active));
       for (int64_t a = 0; a < active; ++a) sentence_of[a] = rows[a * beams].sentence;
-      force_prefix_candidates(prefixes, t, sentence_of, beams, v, k, scores, cand_score, cand_index);
+      force_prefix_candidates(prefixes, t, sentence_of, beams, logp, cum, k, cand_score, cand_index);
     }
 
     std::vector<Row> next;

@@ -27,10 +27,11 @@ void check_prefixes(const TargetPrefixes& prefixes, int64_t sentences, const Bea
 }
 
 void force_prefix_candidates(const TargetPrefixes& prefixes, int64_t t, const std::vector<int64_t>& sentence_of,
-                             int64_t beams, int64_t v, int64_t k, const Tensor& scores, std::vector<float>& cand_score,
-                             std::vector<int32_t>& cand_index) {
+                             int64_t beams, const Tensor& logp, const std::vector<float>& cum, int64_t k,
+                             std::vector<float>& cand_score, std::vector<int32_t>& cand_index) {
   if (prefixes.empty()) return;
-  const Tensor flat = scores.view(Shape{scores.numel()});
+  const int64_t v = logp.shape()[1];
+  const Tensor flat = logp.view(Shape{logp.numel()});
   for (size_t a = 0; a < sentence_of.size(); ++a) {
     const auto& p = prefixes[sentence_of[a]];
     if (t >= static_cast<int64_t>(p.size())) continue;
@@ -38,7 +39,8 @@ void force_prefix_candidates(const TargetPrefixes& prefixes, int64_t t, const st
     MOE_CHECK(token < v, "beam search: the target prefix of sentence ", sentence_of[a], " holds token id ", token,
               ", outside the vocabulary of ", v);
     const int64_t first = static_cast<int64_t>(a) * k;
-    cand_score[first] = static_cast<float>(flat.flat_range(static_cast<int64_t>(a) * beams * v + token, 1).item());
+    const int64_t row = static_cast<int64_t>(a) * beams;
+    cand_score[first] = cum[row] + static_cast<float>(flat.flat_range(row * v + token, 1).item());
     cand_index[first] = token;  // row 0 of the sentence's beams
     std::fill(cand_score.begin() + first + 1, cand_score.begin() + first + k, -std::numeric_limits<float>::infinity());
   }

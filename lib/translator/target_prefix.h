@@ -23,10 +23,12 @@ void check_prefixes(const TargetPrefixes& prefixes, int64_t sentences, const Bea
 
 /// At step t, for each active sentence a (sentence ids `sentence_of[a]`) still inside its prefix,
 /// overwrites its k candidates (cand_score / cand_index, [active, k], index = beam row * v + token)
-/// with the forced token of its row 0, scored from `scores` ([active * beams, v], on any device),
-/// and -inf for the rest. A forced id >= v is an error.
+/// with the forced token of its row 0, scored cum[row] + logp[row, token] as ops/beam_scores.h scores it
+/// (logp [active * beams, v] on any device, cum [active * beams] the hypothesis scores; no mask applies: a
+/// forced token is no special, and check_prefixes keeps the maximum length past the prefix), and -inf for
+/// the rest. A forced id >= v is an error.
 void force_prefix_candidates(const TargetPrefixes& prefixes, int64_t t, const std::vector<int64_t>& sentence_of,
-                             int64_t beams, int64_t v, int64_t k, const Tensor& scores, std::vector<float>& cand_score,
-                             std::vector<int32_t>& cand_index);
+                             int64_t beams, const Tensor& logp, const std::vector<float>& cum, int64_t k,
+                             std::vector<float>& cand_score, std::vector<int32_t>& cand_index);
 
 }  // namespace moe

@@ -67,6 +67,47 @@ TEST_CASE("transformer: reordering hypotheses reorders the caches", "[layers][tr
   CHECK(after.shape() == Shape{3, 12});
 }
 
+TEST_CASE("transformer: source-side caches are gathered only when rows change sentence", "[layers][transformer]") {
+  Transformer net(tiny(true));
+  ParameterStore store(Device::cpu(), 5);
+  Graph g(Device::cpu(), &store, GraphOptions{.training = false});
+  Builder b(g);
+  const std::vector<int32_t> s0 = {5, 6, 3}, s1 = {7, 8, 9};
+  std::vector<int32_t> both = s0;
+  both.insert(both.end(), s1.begin(), s1.end());
+  auto state = net.start(b, ids(both, 2, 3), ones_mask(2, 3));
+  auto& st = dynamic_cast<Transformer::State&>(*state);
+  auto step = [&](std::vector<int32_t> prev) {
+    const int64_t n = static_cast<int64_t>(prev.size());
+    return net.step(b, *state, Tensor::from_vector(prev, Shape{n})).val().to_vector<float>();
+  };
+  step({2, 2});
+  state->reorder(b, Tensor::from_vector(std::vector<int32_t>{0, 0, 1, 1}, Shape{4}));  // to the beams: gathered
+  CHECK(st.sentence == std::vector<int32_t>{0, 0, 1, 1});
+  step({4, 5, 6, 7});
+  CHECK(st.cross[0].k.shape()[0] == 4);  // (at its next use)
+  const void* cross_k = st.cross[1].k.raw();
+  state->reorder(b, Tensor::from_vector(std::vector<int32_t>{1, 0, 3, 3}, Shape{4}));  // within sentences: kept
+  CHECK(st.cross[1].k.raw() == cross_k);
+  const auto got = step({8, 8, 9, 9});
+  // Row histories: <s> 5 8 and <s> 4 8 after sentence 0, <s> 7 9 twice after sentence 1.
+  std::vector<int32_t> src4 = s0;
+  for (const auto* s : {&s0, &s1, &s1}) src4.insert(src4.end(), s->begin(), s->end());
+  Tensor tgt = ids({2, 5, 8, 2, 4, 8, 2, 7, 9, 2, 7, 9}, 4, 3);
+  const auto want = log_softmax(net.decode(b, net.encode(b, ids(src4, 4, 3), ones_mask(4, 3)), ones_mask(4, 3), tgt))
+                        .val()
+                        .to_vector<float>();  // [4 * 3, V]
+  for (int64_t row = 0; row < 4; ++row)
+    for (int64_t v = 0; v < 12; ++v) CHECK(got[row * 12 + v] == Approx(want[(row * 3 + 2) * 12 + v]).margin(1e-5));
+  state->reorder(b, Tensor::from_vector(std::vector<int32_t>{2, 3}, Shape{2}));  // sentence 0 finished: gathered
+  CHECK(st.src_mask.shape()[0] == 2);
+  CHECK(st.sentence == std::vector<int32_t>{1, 1});
+  const auto last = step({4, 4});
+  CHECK(st.cross[1].k.shape()[0] == 2);
+  CHECK(st.self[1].k.shape() == Shape{2, 4, 2, 8});
+  for (int64_t v = 0; v < 12; ++v) CHECK(last[v] == last[12 + v]);  // rows 2 and 3 had the same history
+}
+
 TEST_CASE("transformer: learns to copy short sequences", "[layers][transformer][train]") {
   TransformerConfig c = tiny(true);
   c.d_model = 32;
