@@ -73,12 +73,6 @@ void warn_future_gates(const LoadedCheckpoint& ck, const char* cmd, const std::s
   if (!w.empty()) err << "moe-score " << cmd << ": warning: " << w << "\n";
 }
 
-const data::Vocab& first_vocab(const LoadedCheckpoint& ck, std::initializer_list<const char*> roles) {
-  for (const char* r : roles)
-    if (ck.vocabs.count(r)) return *ck.vocabs.at(r);
-  return ck.vocab(*roles.begin());  // the error names the first role
-}
-
 /// Installs the stop handlers (SIGTERM / SIGINT / SIGUSR1, common/stop_signal.h) and returns the stop point
 /// of `cmd`, called after every batch: the model commands write their results only at the end, so a stop
 /// before then writes nothing (exit status 75).
@@ -142,7 +136,7 @@ cli::SubcommandRunner setup_ppl(CLI::App& sub) {
     MOE_CHECK(ck.model->is_language_model(), "'", a->m.model(), "' holds a ", ck.model->type(),
               " (translation) model; use moe-score pairs for translation models");
     warn_future_gates(ck, "ppl", "this perplexity", err);
-    const data::Vocab& vocab = first_vocab(ck, {"lm", "tgt", "src"});
+    const data::Vocab& vocab = ck.first_vocab({"lm", "tgt", "src"});
     const auto lines = metrics::read_lines(a->input);
     const auto stream = lm_stream_of(lines, vocab);
     ProgressMeter progress(err, {.name = "moe-score ppl",
@@ -222,8 +216,8 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
       MOE_CHECK(!ck.model->is_language_model(), "'", a->m.model(), "' holds a ", ck.model->type(),
                 " language model; use moe-score ppl for language models");
       warn_future_gates(ck, "pairs", "these log-probabilities", err);
-      scores = score_pairs(*ck.model, *ck.params, device, encode_lines(src_lines, first_vocab(ck, {"src", "tgt"})),
-                           encode_lines(tgt_lines, first_vocab(ck, {"tgt", "src"})), a->opt);
+      scores = score_pairs(*ck.model, *ck.params, device, encode_lines(src_lines, ck.first_vocab({"src", "tgt"})),
+                           encode_lines(tgt_lines, ck.first_vocab({"tgt", "src"})), a->opt);
     }
     double lp = 0;
     int64_t tokens = 0;
@@ -291,7 +285,7 @@ cli::SubcommandRunner setup_experts(CLI::App& sub) {
       MOE_CHECK(!a->input.empty() && a->src.empty() && a->tgt.empty(), "experts: '", a->m.model(), "' holds a ",
                 ck.model->type(), " language model: give its text with -i (not --src/--tgt)");
       stored_windows(ck, *context, *stride, a->opt.context, a->opt.stride);
-      const data::Vocab& vocab = first_vocab(ck, {"lm", "tgt", "src"});
+      const data::Vocab& vocab = ck.first_vocab({"lm", "tgt", "src"});
       const auto lines = metrics::read_lines(a->input);
       MOE_CHECK(!lines.empty(), "experts: '", a->input, "' is empty");
       ExpertCollector c(a->opt);
@@ -302,8 +296,8 @@ cli::SubcommandRunner setup_experts(CLI::App& sub) {
       const std::string src_path = a->src.empty() ? a->input : a->src;
       MOE_CHECK(!src_path.empty() && (a->src.empty() || a->input.empty()), "experts: '", a->m.model(),
                 "' holds a translation model: give --src S --tgt T, or -i SRC (translated first)");
-      const data::Vocab& sv = first_vocab(ck, {"src", "tgt"});
-      const data::Vocab& tv = first_vocab(ck, {"tgt", "src"});
+      const data::Vocab& sv = ck.first_vocab({"src", "tgt"});
+      const data::Vocab& tv = ck.first_vocab({"tgt", "src"});
       const auto src_lines = metrics::read_lines(src_path);
       MOE_CHECK(!src_lines.empty(), "experts: '", src_path, "' is empty");
       auto src = encode_lines(src_lines, sv);

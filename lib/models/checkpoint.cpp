@@ -49,6 +49,17 @@ const data::Vocab& LoadedCheckpoint::vocab(const std::string& role) const {
   return *it->second;
 }
 
+const data::Vocab* LoadedCheckpoint::find_vocab(std::initializer_list<const char*> roles) const {
+  for (const char* r : roles)
+    if (auto it = vocabs.find(r); it != vocabs.end()) return it->second.get();
+  return nullptr;
+}
+
+const data::Vocab& LoadedCheckpoint::first_vocab(std::initializer_list<const char*> roles) const {
+  const data::Vocab* v = find_vocab(roles);
+  return v ? *v : vocab(*roles.begin());  // the error names the first role
+}
+
 LoadedCheckpoint load_checkpoint(const std::string& path, Device device) {
   SafetensorsFile file = load_safetensors(path);
   auto model_yaml = file.metadata.find("moe.model");

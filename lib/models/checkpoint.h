@@ -5,6 +5,7 @@
 // RNG, step) goes into a second file next to it, "<path>.state" (see trainer).
 // Covered by tests/training/checkpoint_test.cpp.
 #pragma once
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -39,6 +40,10 @@ struct LoadedCheckpoint {
   std::map<std::string, std::string> metadata;
   std::map<std::string, Int8Matrix> int8;  // a pre-quantized checkpoint's int8 weights, by parameter name
   const data::Vocab& vocab(const std::string& role) const;
+  /// The vocabulary of the first of `roles` it carries (a joint vocabulary is stored once, under one role),
+  /// or nullptr; first_vocab: the same, an error naming the first role when it carries none of them.
+  const data::Vocab* find_vocab(std::initializer_list<const char*> roles) const;
+  const data::Vocab& first_vocab(std::initializer_list<const char*> roles) const;
 };
 
 /// Loads a checkpoint onto `device` (a pre-quantized one: its int8 weights, and their values q * scale as the

@@ -26,12 +26,6 @@ void check_same_vocab(const TranslationModels& m, size_t i, const char* side, co
 }
 }  // namespace
 
-const data::Vocab& TranslationModels::vocab_or(const LoadedCheckpoint& ck, const std::string& role,
-                                               const std::string& other) {
-  if (ck.vocabs.count(role)) return *ck.vocabs.at(role);
-  return ck.vocab(other);
-}
-
 const Decoder& TranslationModels::decoder() const {
   if (ensemble) return *ensemble;
   return *checkpoints.front().model->encoder_decoder();
@@ -64,8 +58,8 @@ TranslationModels load_translation_models(const std::vector<std::string>& paths,
     MOE_CHECK(net, "'", paths[i], "' holds a ", ck.model->type(),
               " model, not a translation model (use moe-score ppl for language models)");
     if (i > 0) {
-      check_same_vocab(m, i, "source", m.src_vocab(), TranslationModels::vocab_or(ck, "src", "tgt"));
-      check_same_vocab(m, i, "target", m.tgt_vocab(), TranslationModels::vocab_or(ck, "tgt", "src"));
+      check_same_vocab(m, i, "source", m.src_vocab(), ck.first_vocab({"src", "tgt"}));
+      check_same_vocab(m, i, "target", m.tgt_vocab(), ck.first_vocab({"tgt", "src"}));
     }
     m.int8.push_back(std::make_unique<Int8Inference>(ck, quantize, device));
     members.push_back({net, ck.params.get(), weights.empty() ? 1.0 : weights[i], paths[i]});

@@ -25,13 +25,10 @@ struct TranslationModels {
   const Decoder& decoder() const;
   /// The parameters the calling graph runs on: the first checkpoint's.
   ParameterStore& params() const { return *checkpoints.front().params; }
-  const data::Vocab& src_vocab() const { return vocab_or(checkpoints.front(), "src", "tgt"); }
-  const data::Vocab& tgt_vocab() const { return vocab_or(checkpoints.front(), "tgt", "src"); }
+  const data::Vocab& src_vocab() const { return checkpoints.front().first_vocab({"src", "tgt"}); }
+  const data::Vocab& tgt_vocab() const { return checkpoints.front().first_vocab({"tgt", "src"}); }
   /// What the models compute in: the first model's int8 description when it runs in int8, else `dtype`.
   std::string compute_type(const std::string& dtype) const;
-
-  /// The vocabulary of `role`, or of the other translation role (a joint vocabulary stored once).
-  static const data::Vocab& vocab_or(const LoadedCheckpoint& ck, const std::string& role, const std::string& other);
 };
 
 /// One positive, finite weight per path, or none; errors name the count or the path.
