@@ -3,39 +3,41 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 
 #include "common/error.h"
 
 namespace moe::serving {
 
 namespace {
-const data::Vocab* vocab_of(const LoadedCheckpoint& ck, std::initializer_list<const char*> roles) {
-  for (const char* r : roles)
-    if (ck.vocabs.count(r)) return ck.vocabs.at(r).get();
-  return nullptr;
-}
 void fail(std::vector<Job>& jobs, int status, const std::string& field, const std::string& message) {
   for (Job& j : jobs) {
     JobResult r;
     r.status = status;
     r.error_field = field;
     r.error = message;
-    j.state->result.set_value(std::move(r));
+    try {
+      j.state->result.set_value(std::move(r));
+    } catch (const std::future_error&) {  // answered before the error (decode() answers job by job)
+    }
   }
 }
 }  // namespace
 
 ServedModel load_served_model(const std::string& name, const std::string& path, Device device) {
-  ServedModel m{.name = name, .path = path, .ck = load_checkpoint(path, device)};
+  ServedModel m;
+  m.name = name;
+  m.path = path;
+  m.ck = load_checkpoint(path, device);
   if (const EncoderDecoder* net = m.ck.model->encoder_decoder()) {
-    m.src = vocab_of(m.ck, {"src", "tgt"});
-    m.tgt = vocab_of(m.ck, {"tgt", "src"});
+    m.src = m.ck.find_vocab({"src", "tgt"});
+    m.tgt = m.ck.find_vocab({"tgt", "src"});
     MOE_CHECK(m.src && m.tgt, "'", path, "' holds no vocabulary");
     m.encoder = std::make_unique<Translator>(*net, *m.ck.params, device, TranslatorOptions{});
   } else {
     MOE_CHECK(m.ck.model->is_language_model(), "'", path, "' holds a ", m.ck.model->type(),
               " model, which neither translates nor is a language model");
-    m.lm = vocab_of(m.ck, {"lm", "tgt", "src"});
+    m.lm = m.ck.find_vocab({"lm", "tgt", "src"});
     MOE_CHECK(m.lm, "'", path, "' holds no vocabulary");
   }
   return m;
@@ -67,14 +69,8 @@ Submitted Worker::translate(size_t model, const TranslateRequest& request, std::
             sources.size(), " sentences");
   Job job;
   const BeamOptions& s = request.search;
-  job.key = {.model = model,
-             .beam = s.beam,
-             .lenpen = s.lenpen,
-             .max_len_a = s.max_len_a,
-             .penalty = s.penalty,
-             .max_len_b = s.max_len_b,
-             .min_len = s.min_len,
-             .experts = request.experts};
+  job.key = {.model = model, .search = s, .experts = request.experts};
+  job.key.search.n_best = s.beam;  // jobs that differ only in n_best share a batch
   job.lines = static_cast<int64_t>(sources.size());
   for (const auto& ids : sources) job.tokens += static_cast<int64_t>(ids.size()) + 1;
   job.state = std::make_shared<JobState>();
@@ -86,7 +82,8 @@ Submitted Worker::translate(size_t model, const TranslateRequest& request, std::
 
 Submitted Worker::run_alone(size_t model, int64_t lines, std::function<std::string()> work) {
   Job job;
-  job.key = {.model = model, .alone = next_alone_++};
+  job.key.model = model;
+  job.key.alone = next_alone_++;
   job.lines = lines;
   job.state = std::make_shared<JobState>();
   job.state->run = std::move(work);
@@ -122,13 +119,7 @@ void Worker::decode(std::vector<Job>& jobs) {
   const BatchKey& k = jobs[0].key;
   const ServedModel& m = models_[k.model];
   TranslatorOptions o;
-  o.search.beam = k.beam;
-  o.search.n_best = k.beam;  // each job keeps its own first n_best (beam search only truncates its sorted list)
-  o.search.lenpen = k.lenpen;
-  o.search.penalty = k.penalty;
-  o.search.max_len_a = k.max_len_a;
-  o.search.max_len_b = k.max_len_b;
-  o.search.min_len = k.min_len;
+  o.search = k.search;
   o.max_tokens = options_.batching.max_tokens;
   o.dtype = options_.dtype;
   o.experts = k.experts;

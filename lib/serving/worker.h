@@ -57,10 +57,7 @@ struct JobResult {
 struct BatchKey {
   size_t model = 0;
   uint64_t alone = 0;  // non-zero: a job that runs by itself (scoring)
-  int beam = 5;
-  double lenpen = 1.0, max_len_a = 0.0;
-  LengthPenalty penalty = LengthPenalty::fairseq;
-  int64_t max_len_b = 200, min_len = 1;
+  BeamOptions search;  // n_best = beam: each job keeps its own first n_best of the sorted list
   ExpertChoice experts = ExpertChoice::mixture;
   bool operator==(const BatchKey&) const = default;
 };

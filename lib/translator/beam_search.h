@@ -34,6 +34,7 @@ struct BeamOptions {
   int64_t min_len = 1;           // fewest output tokens before </s> may be chosen
   int64_t max_positions = 1024;  // the decoder's position limit (step t reads position t)
   int32_t pad_id = 0, bos_id = 2, eos_id = 3;
+  bool operator==(const BeamOptions&) const = default;
 };
 
 /// The most output tokens (without </s>) for a source of `src_len` tokens (with its </s>).
