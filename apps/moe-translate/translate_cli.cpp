@@ -179,7 +179,7 @@ int translate_main(int argc, char** argv) {
   app.add_option("-o,--output", o.output, "detokenised translations, one line per input line ('-' = stdout)");
   app.add_option("--prefix", o.prefix,
                  "target prefixes, one per input line (tokenized like the target; empty = none): each output "
-                 "begins with its prefix, the search continues after it");
+                 "begins with its prefix, the search continues after it; an empty input line stays an empty output line");
   app.add_option("--beam", o.beam, "beam size (1 = greedy)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--n-best", o.n_best, "hypotheses per input; > 1 writes 'index<TAB>score<TAB>text' lines")
       ->capture_default_str()
