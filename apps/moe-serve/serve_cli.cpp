@@ -4,11 +4,15 @@
 // Covered by tests/scripts/serve.sh.
 #include "moe-serve/serve_cli.h"
 
+#include <dirent.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -73,6 +77,29 @@ void add_options(CLI::App& app, ServeOptions& o) {
 /// 23 requests/s from a worker with 2 threads and 80 with 1, one client 7 and 27 (docs/PERF.md).
 int default_cpu_threads() { return std::max(1, physical_cores() - 1); }
 
+/// Debian's cpp-httplib is a shared library built to listen with a backlog of 5: a burst of new connections
+/// past it is dropped, and under load some come back to their clients as resets. Listening again on the
+/// bound socket (found among this process's descriptors: the one listening on `port`) raises the backlog.
+void raise_listen_backlog(int port) {
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return;
+  while (const dirent* e = readdir(dir)) {
+    const int fd = std::atoi(e->d_name);
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    sockaddr_storage a{};
+    socklen_t alen = sizeof a;
+    if (fd <= 2 || getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &alen) != 0)
+      continue;
+    const int bound = a.ss_family == AF_INET    ? ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port)
+                      : a.ss_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port)
+                                                : -1;
+    if (bound == port) ::listen(fd, SOMAXCONN);
+  }
+  closedir(dir);
+}
+
 std::string stem_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   std::string name = path.substr(slash == std::string::npos ? 0 : slash + 1);
@@ -117,6 +144,7 @@ int run_serve(const ServeOptions& o) {
 
   const int port = o.port == 0 ? server.bind_to_any_port(o.host) : (server.bind_to_port(o.host, o.port) ? o.port : -1);
   MOE_CHECK(port > 0, "cannot listen on ", o.host, ":", o.port, " (in use, or not an address of this machine?)");
+  raise_listen_backlog(port);
   if (!o.port_file.empty()) std::ofstream(o.port_file) << port << '\n';
   spdlog::info("listening on http://{}:{} ({} model(s), device {}, {} CPU threads, --max-tokens {}, --max-wait-ms {})",
                o.host, port, models.size(), device.str(), cpu_threads(), o.max_tokens, o.max_wait_ms);
