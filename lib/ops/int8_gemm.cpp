@@ -82,6 +82,8 @@ const Int8Matrix* active_int8_weight(const Tensor& w) {
 namespace cpu {
 void int8_matmul(const float* x, int64_t m, const Int8Matrix& w, int64_t e, float* out, bool accumulate) {
   const int64_t k = w.k(), n = w.n();
+  MOE_CHECK(k < 133000, "int8 GEMM: an inner dimension of ", k,
+            " could overflow the int32 sums (k x 127 x 127 < 2^31 needs k < 133,000)");
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (!accumulate) std::fill(out, out + m * n, 0.f);

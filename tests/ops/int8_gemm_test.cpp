@@ -124,3 +124,11 @@ TEST_CASE("int8: matmul, linear and the grouped GEMM use an active quantized wei
   matmul_forward(x, w, y);  // inactive again: f32
   CHECK(y.to_vector<float>() == f32);
 }
+
+TEST_CASE("int8: an inner dimension past exact int32 sums is refused", "[ops][int8]") {
+  const int64_t k = 133000;
+  const Int8Matrix q = quantize_int8(test::random_normal(Shape{k, 1}, 3), false);
+  const std::vector<float> x(static_cast<size_t>(k), 1.f);
+  float out = 0;
+  CHECK_THROWS_WITH(cpu::int8_matmul(x.data(), 1, q, 0, &out, false), Catch::Contains("133,000"));
+}
