@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -28,23 +29,49 @@ bool has_ends(int fd, const std::string& local_addr, int local_port, const std::
   len = sizeof a;
   return getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0 && same_end(a, len, local_addr, local_port);
 }
-}  // namespace
-
-ClientConnection::ClientConnection(const std::string& local_addr, int local_port, const std::string& remote_addr,
-                                   int remote_port) {
+/// The first of this process's descriptors (/proc/self/fd) for which `pred` holds, or -1.
+template <class Pred>
+int find_descriptor(Pred pred) {
   DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return;
+  if (!dir) return -1;
   const int own = dirfd(dir);
+  int found = -1;
   while (const dirent* e = readdir(dir)) {
     char* end = nullptr;
     const long fd = std::strtol(e->d_name, &end, 10);
     if (*end != '\0' || end == e->d_name || fd == own) continue;
-    if (has_ends(static_cast<int>(fd), local_addr, local_port, remote_addr, remote_port)) {
-      fd_ = static_cast<int>(fd);
+    if (pred(static_cast<int>(fd))) {
+      found = static_cast<int>(fd);
       break;
     }
   }
   closedir(dir);
+  return found;
+}
+
+int port_of(const sockaddr_storage& a) {
+  return a.ss_family == AF_INET    ? ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port)
+         : a.ss_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port)
+                                   : -1;
+}
+}  // namespace
+
+void raise_listen_backlog(int port) {
+  const int fd = find_descriptor([port](int fd) {
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    sockaddr_storage a{};
+    socklen_t alen = sizeof a;
+    return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening &&
+           getsockname(fd, reinterpret_cast<sockaddr*>(&a), &alen) == 0 && port_of(a) == port;
+  });
+  if (fd >= 0) ::listen(fd, SOMAXCONN);
+}
+
+ClientConnection::ClientConnection(const std::string& local_addr, int local_port, const std::string& remote_addr,
+                                   int remote_port) {
+  fd_ = find_descriptor(
+      [&](int fd) { return has_ends(fd, local_addr, local_port, remote_addr, remote_port); });
 }
 
 bool ClientConnection::closed() const {

@@ -8,11 +8,16 @@
 // descriptor cannot be closed and reused under it. Hung up means: poll reports POLLRDHUP (the client's
 // FIN; a client that only shuts down its sending side counts as gone, as nginx's 499 does), POLLHUP or
 // POLLERR (a reset). Bytes the client sent before (a pipelined request) change nothing.
-// Covered by tests/serving/client_connection_test.cpp and tests/scripts/serve.sh (disconnect).
+// Covered by tests/serving/client_connection_test.cpp and tests/scripts/serve.sh (disconnect; the backlog).
 #pragma once
 #include <string>
 
 namespace moe {
+
+/// Debian's cpp-httplib is a shared library built to listen with a backlog of 5: a burst of new connections
+/// past it is dropped, and under load some come back to their clients as resets. Listening again on the
+/// socket listening on `port` (found among this process's descriptors, as below) raises it to SOMAXCONN.
+void raise_listen_backlog(int port);
 
 class ClientConnection {
  public:

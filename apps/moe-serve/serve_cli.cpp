@@ -4,21 +4,18 @@
 // Covered by tests/scripts/serve.sh.
 #include "moe-serve/serve_cli.h"
 
-#include <dirent.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <thread>
 
 #include "cli/program.h"
 #include "common/cpu_threads.h"
 #include "common/stop_signal.h"
+#include "moe-serve/client_connection.h"
 #include "moe-serve/http_routes.h"
 
 namespace moe {
@@ -76,29 +73,6 @@ void add_options(CLI::App& app, ServeOptions& o) {
 /// decoding step whenever another thread holds one of its cores: on 2 cores at load 4-6, 16 clients got
 /// 23 requests/s from a worker with 2 threads and 80 with 1, one client 7 and 27 (docs/PERF.md).
 int default_cpu_threads() { return std::max(1, physical_cores() - 1); }
-
-/// Debian's cpp-httplib is a shared library built to listen with a backlog of 5: a burst of new connections
-/// past it is dropped, and under load some come back to their clients as resets. Listening again on the
-/// bound socket (found among this process's descriptors: the one listening on `port`) raises the backlog.
-void raise_listen_backlog(int port) {
-  DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return;
-  while (const dirent* e = readdir(dir)) {
-    const int fd = std::atoi(e->d_name);
-    int listening = 0;
-    socklen_t len = sizeof listening;
-    sockaddr_storage a{};
-    socklen_t alen = sizeof a;
-    if (fd <= 2 || getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening ||
-        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &alen) != 0)
-      continue;
-    const int bound = a.ss_family == AF_INET    ? ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port)
-                      : a.ss_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port)
-                                                : -1;
-    if (bound == port) ::listen(fd, SOMAXCONN);
-  }
-  closedir(dir);
-}
 
 std::string stem_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');
