@@ -80,29 +80,28 @@ prepare_data() {
   esac
 }
 
-# The recipe keys a cell overrides: where its data, vocabulary and caches are, and its run folder.
+# KEYS: the recipe keys a cell overrides (where its data, vocabulary and caches are, and its run folder).
 task_keys() {
   local task="$1" run="$2" d="$OUT/data"
   case "$task" in
-    mt) echo --data.train.src "$d/multi30k/train.src" --data.train.tgt "$d/multi30k/train.tgt" \
+    mt) KEYS=(--data.train.src "$d/multi30k/train.src" --data.train.tgt "$d/multi30k/train.tgt" \
              --data.valid.src "$d/multi30k/valid.src" --data.valid.tgt "$d/multi30k/valid.tgt" \
-             --data.vocab.src "$d/multi30k/vocab.spm" --data.vocab.tgt "$d/multi30k/vocab.spm" ;;
-    lm) echo --data.train.text "$DATA/wikitext-103-sample/wiki.train.tokens" \
+             --data.vocab.src "$d/multi30k/vocab.spm" --data.vocab.tgt "$d/multi30k/vocab.spm") ;;
+    lm) KEYS=(--data.train.text "$DATA/wikitext-103-sample/wiki.train.tokens" \
              --data.valid.text "$d/wikitext-valid.txt" \
-             --data.vocab.path "$d/wikitext-vocab.words" --data.cache_dir "$d" ;;
-    lstm) echo --data.train.text "$d/1b-word/train.txt" --data.valid.text "$d/1b-word/valid.txt" \
-               --data.vocab.path "$d/1b-word-vocab.words" --data.cache_dir "$d" ;;
+             --data.vocab.path "$d/wikitext-vocab.words" --data.cache_dir "$d") ;;
+    lstm) KEYS=(--data.train.text "$d/1b-word/train.txt" --data.valid.text "$d/1b-word/valid.txt" \
+               --data.vocab.path "$d/1b-word-vocab.words" --data.cache_dir "$d") ;;
   esac
-  echo --run_dir "$run"
+  KEYS+=(--run_dir "$run")
 }
 
 # One update of the baseline before the first cell builds the word vocabularies and token caches, so
 # that no cell's time includes building them.
 prepare_vocab() {
-  local task="$1" keys
-  keys=$(task_keys "$task" "$OUT/vocab-run")
-  # shellcheck disable=SC2086
-  "$BIN/moe-train" --config "$ROOT/recipes/study/${GRID[$task]%% *}.yml" $keys \
+  local task="$1"
+  task_keys "$task" "$OUT/vocab-run"
+  "$BIN/moe-train" --config "$ROOT/recipes/study/${GRID[$task]%% *}.yml" "${KEYS[@]}" \
     --train.max_updates 1 --train.valid_every 0 --train.schedule fixed "${THREAD_ARGS[@]}" > "$OUT/vocab-$task.log" 2>&1 ||
     { tail -5 "$OUT/vocab-$task.log" >&2; die "building the $task vocabulary failed (log: $OUT/vocab-$task.log)"; }
   rm -rf "$OUT/vocab-run"
@@ -114,17 +113,17 @@ run_cell() {  # task model arm seed updates
   local cell="$OUT/cells/$model-$arm-s$seed" recipe="$ROOT/recipes/study/$model.yml"
   [[ -f "$cell/result.tsv" ]] && return 0
   rm -rf "$cell"; mkdir -p "$cell"
-  local keys; keys=$(task_keys "$task" "$cell/$model")  # the run folder's name labels moe-plot's curves
+  task_keys "$task" "$cell/$model"  # the run folder's name labels moe-plot's curves
   log "$task $model, $arm arm, seed $seed: $updates updates"
   local t0 t1
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
-  "$BIN/moe-train" --config "$recipe" $keys --train.seed "$seed" --train.max_updates "$updates" \
+  "$BIN/moe-train" --config "$recipe" "${KEYS[@]}" --train.seed "$seed" --train.max_updates "$updates" \
     --train.valid_every "$updates" "${THREAD_ARGS[@]}" $TRAIN_ARGS > "$cell/train.log" 2>&1 ||
     { tail -5 "$cell/train.log" >&2; die "training $cell failed (log: $cell/train.log)"; }
   t1=$(date +%s.%N)
   # shellcheck disable=SC2086
-  "$BIN/moe-train" --config "$recipe" $keys $TRAIN_ARGS --dry-run > "$cell/dry-run.txt" 2>&1 || true
+  "$BIN/moe-train" --config "$recipe" "${KEYS[@]}" $TRAIN_ARGS --dry-run > "$cell/dry-run.txt" 2>&1 || true
   {
     printf 'task\t%s\nmodel\t%s\narm\t%s\nseed\t%s\nupdates\t%s\n' "$task" "$model" "$arm" "$seed" "$updates"
     # moe-train's wall time less its validation's (metrics.jsonl "seconds" of the valid lines)
