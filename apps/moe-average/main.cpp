@@ -22,7 +22,8 @@ int run(int argc, char** argv) {
   app.add_option("--run-dir", run_dir, "the run folder for --last");
   moe::Quantize quantize = moe::Quantize::none;
   moe::cli::add_enum_option(app, "--quantize", quantize,
-                            "int8: write the weights int8 with per-column f32 scales, for moe-translate --quantize int8");
+                            "int8: write the weights int8 with f32 scales (per output column; per row for the "
+                            "embedding tables), about a quarter of the size, for moe-translate");
   moe::cli::add_cpu_threads_option(app);
   CLI11_PARSE(app, argc, argv);
   try {

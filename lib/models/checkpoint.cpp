@@ -25,8 +25,9 @@ void save_checkpoint(const std::string& path, const Model& model, const Paramete
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const ParamEntry& e : params.entries()) {
     const Tensor value = params.value(params.find(e.name));
-    if (quantize == Quantize::int8 && int8_role(e) == Int8Role::per_column)
-      append_int8_weight(tensors, e.name, quantize_int8(value, false));
+    const Int8Role role = quantize == Quantize::int8 ? int8_role(e) : Int8Role::keep_f32;
+    if (role != Int8Role::keep_f32)
+      append_int8_weight(tensors, e.name, quantize_int8(value, role == Int8Role::per_row));
     else
       tensors.emplace_back(e.name, value);
   }

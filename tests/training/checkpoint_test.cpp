@@ -220,8 +220,14 @@ TEST_CASE("int8: a pre-quantized checkpoint equals quantizing on load", "[traini
   CHECK(pre.metadata.at("moe.quantize") == "int8");
   CHECK(f32.int8.empty());
   CHECK(pre.int8.count("encoder.l0.ffn.fc1.w") == 1);
-  CHECK(pre.int8.count("embed.src") == 0);  // tables stay f32 in the file (the lookups read them)
+  CHECK(pre.int8.count("embed.src") == 1);  // tables too, per row (the lookups read q * scale)
+  CHECK(pre.int8.at("embed.src").per_row);
   CHECK(fs::file_size(dir + "/int8.safetensors") < fs::file_size(dir + "/f32.safetensors"));
+  const SafetensorsFile file = load_safetensors(dir + "/int8.safetensors");
+  for (const auto& e : f32.params->entries()) {
+    INFO(e.name);
+    CHECK(file.has(e.name) == (int8_role(e) == Int8Role::keep_f32));  // no f32 copy of a quantized weight
+  }
   // the same int8 weights either way, hence the same products and output
   const auto on_load = quantize_model(*f32.params, f32.int8), from_file = quantize_model(*pre.params, pre.int8);
   REQUIRE(on_load->size() == from_file->size());
@@ -238,6 +244,8 @@ TEST_CASE("int8: a pre-quantized checkpoint equals quantizing on load", "[traini
     const Int8Inference on(f32, Quantize::int8, Device::cpu());
     REQUIRE(on.on());
     int8_loss = loss_of(f32, t.batch);
+    // quantizing on load puts the tables' q * scale into the store, as the pre-quantized file does
+    CHECK(f32.params->value("embed.src").to_vector<float>() == pre.params->value("embed.src").to_vector<float>());
   }
   {
     const Int8Inference on(pre, Quantize::none, Device::cpu());  // pre-quantized: int8 whatever the option
