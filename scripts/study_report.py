@@ -86,6 +86,10 @@ def expert_rows(cells_dir: Path, order):
             continue
         ent = sum(s["entropy"] for s in sites) / len(sites)
         top = sum(s.get("max_entropy_k", s["max_entropy"]) for s in sites) / len(sites)  # ln k for top-k gates
+        if all(abs(s["entropy"] - s.get("max_entropy_k", s["max_entropy"])) < 1e-6 for s in sites):
+            # UNI-MAE: constant uniform weights, so every argmax is a tie and "load" and PMI mean nothing
+            out.append(f"| {model} | {len(sites)} | {ent:.3f} | {top:.3f} | - | uniform gate by construction (no routing) |")
+            continue
         cv = sum(s.get("routed_cv", s["argmax_cv"]) for s in sites) / len(sites)
         pmi = "; ".join(
             f"{e}: " + ", ".join(t["token"] for t in toks[:4]) for e, toks in enumerate(sites[0]["top_tokens"][:3]))
