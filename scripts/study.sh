@@ -21,7 +21,7 @@
 #          [--cpu-threads N] [--train-args "--train.warmup_updates 2"]
 # --test-lines N scores only the first N test lines, --train-args adds moe-train arguments to every cell
 # (both for smoke runs; the report says when test lines were cut).
-# The whole grid is sized for about 3 hours on 2 idle cores (docs/RESULTS.md states the measured time).
+# The whole grid took about 2 hours on 2 idle cores on 2026-11-28 (docs/RESULTS.md states when and how).
 # Covered by tests/scripts/study_smoke.sh (one cell of each task, a few updates, then the report).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
