@@ -55,10 +55,20 @@ grep -q "BLEU" <<< "$score" || fail "moe-score printed no BLEU score"
 "$BIN/moe-translate" -m "$WORK/int8.safetensors" -i "$WORK/test.en" -o "$WORK/hyp8pre.de" --beam 4 --device cpu ||
   fail "moe-translate of the pre-quantized checkpoint"
 cmp -s "$WORK/hyp8.de" "$WORK/hyp8pre.de" || fail "pre-quantized and quantized-on-load translations differ"
-# a quarter of the f32 bytes, plus the scales (a float per output column or table row) and the vocabulary
-size32=$(stat -c %s "$WORK/run/checkpoint.last.safetensors") size8=$(stat -c %s "$WORK/int8.safetensors")
-echo "e2e_translation: int8 checkpoint $size8 bytes, f32 $size32"
-(( size8 * 100 <= size32 * 30 )) || fail "the pre-quantized checkpoint is $size8 bytes, over 30% of f32's $size32"
+# The parameters' bytes (the vocabulary tensors aside): a quarter of f32's, plus the scales (a float per
+# output column or table row) and what stays f32 (biases, norms, gates).
+param_bytes() {
+  python3 - "$1" <<'EOF'
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+print(sum(v["data_offsets"][1] - v["data_offsets"][0] for k, v in header.items()
+          if k != "__metadata__" and not k.startswith("vocab.")))
+EOF
+}
+size32=$(param_bytes "$WORK/run/checkpoint.last.safetensors") size8=$(param_bytes "$WORK/int8.safetensors")
+echo "e2e_translation: parameters of the int8 checkpoint $size8 bytes, f32 $size32"
+(( size8 * 100 <= size32 * 30 )) || fail "the pre-quantized parameters take $size8 bytes, over 30% of f32's $size32"
 same=$(paste -d '\t' "$WORK/hyp.de" "$WORK/hyp8.de" | awk -F '\t' '$1 == $2' | wc -l)
 bleu_of() { "$BIN/moe-score" bleu -r "$WORK/test.de" -i "$1" | grep -o 'BLEU[^0-9]*[0-9.]*' | grep -o '[0-9.]*$'; }
 bleu32=$(bleu_of "$WORK/hyp.de"); bleu8=$(bleu_of "$WORK/hyp8.de")
