@@ -6,9 +6,10 @@
 # p99 latency, and the ratio. Clients: tests/scripts/lib/serve_client.py (stdlib Python, loopback).
 #   scripts/bench-serve.sh -m CKPT -i SRC [--bin DIR] [--clients "1 4 16"] [--seconds 20] [--device cpu]
 #       [--threads N]      (--cpu-threads of moe-translate and both servers; default: the physical cores)
+#       [--beam K]         (the requests' beam size and moe-translate's; default 5)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-BIN="$ROOT/build/bin" CKPT="" SRC="" CLIENTS="1 4 16" SECONDS_EACH=20 DEVICE=cpu ARGS=()
+BIN="$ROOT/build/bin" CKPT="" SRC="" CLIENTS="1 4 16" SECONDS_EACH=20 DEVICE=cpu ARGS=() BEAM=5
 while (( $# )); do
   case "$1" in
     -m) CKPT="$2"; shift 2 ;;
@@ -18,7 +19,8 @@ while (( $# )); do
     --seconds) SECONDS_EACH="$2"; shift 2 ;;
     --device) DEVICE="$2"; shift 2 ;;
     --threads) ARGS=(--cpu-threads "$2"); shift 2 ;;
-    -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --beam) BEAM="$2"; shift 2 ;;
+    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-serve: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -26,7 +28,7 @@ done
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/moe-bench-serve.XXXXXX")"
 SERVER=""
 trap '[[ -n "$SERVER" ]] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
-"$BIN/moe-translate" -m "$CKPT" -i "$SRC" -o "$WORK/ref.txt" --device "$DEVICE" -q "${ARGS[@]}"
+"$BIN/moe-translate" -m "$CKPT" -i "$SRC" -o "$WORK/ref.txt" --device "$DEVICE" -q --beam "$BEAM" "${ARGS[@]}"
 
 run() {  # run MODE CLIENTS [server args]: one load run, result in $WORK/MODE-C.json
   local mode="$1" c="$2"
@@ -38,7 +40,7 @@ run() {  # run MODE CLIENTS [server args]: one load run, result in $WORK/MODE-C.
   for _ in $(seq 300); do [[ -s "$WORK/port" ]] && break; sleep 0.1; done
   [[ -s "$WORK/port" ]] || { cat "$WORK/serve.log" >&2; exit 1; }
   python3 "$ROOT/tests/scripts/lib/serve_client.py" load "$(cat "$WORK/port")" "$SRC" "$WORK/ref.txt" "$c" \
-    "$SECONDS_EACH" "$WORK/$mode-$c.json" >&2
+    "$SECONDS_EACH" "$WORK/$mode-$c.json" "$BEAM" >&2
   kill -TERM "$SERVER"
   wait "$SERVER"
   SERVER=""

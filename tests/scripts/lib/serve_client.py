@@ -142,8 +142,8 @@ def cmd_prefix(port, src, ref, prefixes, ref_prefixed):
           f"in {len(starts)} requests without prefixes, all at once: moe-translate's output (--prefix or not)")
 
 
-def load(port, lines, ref, clients, seconds, stop_on_error=False):
-    """Each client sends one-line requests back to back, each on a new connection (a kept-alive one can be
+def load(port, lines, ref, clients, seconds, stop_on_error=False, options=None):
+    """Each client sends one-line requests back to back (with `options`, e.g. {"beam": 1}), each on a new connection (a kept-alive one can be
     closed by the server's keep-alive limits just as the next request goes out), until `seconds`
     have passed, then finishes the request it is in; returns (answers, latencies, errors, seconds from the
     start to the last answer)."""
@@ -159,7 +159,7 @@ def load(port, lines, ref, clients, seconds, stop_on_error=False):
             j += 1
             t0 = time.monotonic()
             try:
-                status, body, _ = post(port, "/v1/translate", {"text": [lines[i]]})
+                status, body, _ = post(port, "/v1/translate", {"text": [lines[i]], **(options or {})})
             except (OSError, http.client.HTTPException) as e:
                 if stop_on_error:
                     return
@@ -191,9 +191,10 @@ def percentile(sorted_values, p):
     return sorted_values[min(len(sorted_values) - 1, int(p / 100 * len(sorted_values)))]
 
 
-def cmd_load(port, src, ref, clients, seconds, out=None):
+def cmd_load(port, src, ref, clients, seconds, out=None, beam=None):
     clients, seconds = int(clients), float(seconds)
-    answered, lat, errors, elapsed = load(port, read_lines(src), read_lines(ref), clients, seconds)
+    options = {"beam": int(beam)} if beam else None
+    answered, lat, errors, elapsed = load(port, read_lines(src), read_lines(ref), clients, seconds, options=options)
     if errors:
         fail(f"load: {len(errors)} errors, first: {errors[0]}")
     result = {"clients": clients, "seconds": elapsed, "requests": answered, "per_second": answered / elapsed,
