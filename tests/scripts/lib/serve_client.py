@@ -143,10 +143,10 @@ def cmd_prefix(port, src, ref, prefixes, ref_prefixed):
 
 
 def load(port, lines, ref, clients, seconds, stop_on_error=False, options=None):
-    """Each client sends one-line requests back to back (with `options`, e.g. {"beam": 1}), each on a new connection (a kept-alive one can be
-    closed by the server's keep-alive limits just as the next request goes out), until `seconds`
-    have passed, then finishes the request it is in; returns (answers, latencies, errors, seconds from the
-    start to the last answer)."""
+    """Each client sends one-line requests back to back (with `options`, e.g. {"beam": 1}), each on a new
+    connection (a kept-alive one can be closed by the server's keep-alive limits just as the next request
+    goes out), until `seconds` have passed, then finishes the request it is in; returns (answers,
+    latencies, errors, seconds from the start to the last answer)."""
     start = time.monotonic()
     deadline = start + seconds
     latencies, errors, answered = [], [], [0]
