@@ -67,7 +67,11 @@ echo "train_signals: both resumed runs end with the uninterrupted run's checkpoi
 
 # 2. A second SIGINT exits at once (SIGINT's default disposition restored: a script's background jobs ignore it);
 #    train.on_signal exit leaves SIGTERM fatal.
-env --default-signal=INT "$BIN/moe-train" "${args[@]}" --run_dir "$WORK/int" > "$WORK/int.log" 2>&1 &
+# The model is widened (FFN 8192) so an update takes a few tenths of a second: the second SIGINT must
+# arrive before the first one's safe point, the end of the update in progress (a tiny update of 40 ms
+# ended the run gracefully, 75, before it on a loaded CI machine).
+env --default-signal=INT "$BIN/moe-train" "${args[@]}" --model.d_model 256 --model.ffn_dim 8192 --run_dir "$WORK/int" \
+  > "$WORK/int.log" 2>&1 &
 job=$!
 wait_for_training "$WORK/int"
 kill -INT $job
