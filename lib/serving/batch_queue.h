@@ -1,9 +1,12 @@
 // Dynamic batching across requests: jobs (a request's sentences) wait in arrival order; a worker takes
 // the oldest job together with the later ones of the same key (same model and search options) while
 // their tokens sum to at most max_tokens, once that sum reaches max_tokens, or the oldest job has waited
-// max_wait, or the queue is closed (draining). The queue holds at most max_lines sentences: a job that
-// would pass it is refused (the server answers 503 with Retry-After). Job is any type with members
-// `key` (equality-comparable), `tokens` and `lines` (int64_t). Covered by tests/serving/batch_queue_test.cpp.
+// max_wait, or the queue is closed (draining). A job that arrives in an empty queue more than max_wait
+// after the previous arrival does not wait at all: arrivals that sparse bring no company within max_wait,
+// and waiting would only add max_wait to a lone client's latency. The queue holds at most max_lines
+// sentences: a job that would pass it is refused (the server answers 503 with Retry-After). Job is any
+// type with members `key` (equality-comparable), `tokens` and `lines` (int64_t).
+// Covered by tests/serving/batch_queue_test.cpp.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -34,7 +37,11 @@ class BatchQueue {
       if (closed_) return PushResult::closed;
       if (lines_ > 0 && lines_ + job.lines > limits_.max_lines) return PushResult::full;
       lines_ += job.lines;
-      queue_.push_back({std::move(job), Clock::now()});
+      const auto now = Clock::now();
+      const bool alone = queue_.empty() && (!arrived_ || now - last_arrival_ > limits_.max_wait);
+      queue_.push_back({std::move(job), alone ? now - limits_.max_wait : now});
+      last_arrival_ = now;
+      arrived_ = true;
     }
     ready_.notify_all();
     return PushResult::accepted;
@@ -87,7 +94,7 @@ class BatchQueue {
  private:
   struct Entry {
     Job job;
-    Clock::time_point since;
+    Clock::time_point since;  // its arrival; max_wait earlier for a job that arrived alone (no wait)
   };
   int64_t same_key_tokens() const {
     int64_t sum = 0;
@@ -102,6 +109,8 @@ class BatchQueue {
   std::deque<Entry> queue_;
   int64_t lines_ = 0;
   bool closed_ = false;
+  bool arrived_ = false;  // a job has arrived: last_arrival_ is set
+  Clock::time_point last_arrival_;
 };
 
 }  // namespace moe::serving

@@ -1,5 +1,5 @@
 // The dynamic batching queue (lib/serving/batch_queue.h): batches of one key up to max_tokens, the
-// wait for company, the queue's capacity, and draining after close().
+// wait for company (none for a job arriving alone), the queue's capacity, and draining after close().
 #include "serving/batch_queue.h"
 
 #include <catch2/catch.hpp>
@@ -39,6 +39,8 @@ TEST_CASE("the queue batches jobs of one key up to max_tokens, oldest first", "[
 
 TEST_CASE("the oldest job waits max_wait for company, not longer", "[serving]") {
   BatchQueue<TestJob> q({.max_tokens = 100, .max_wait = std::chrono::milliseconds(200), .max_lines = 100});
+  q.push({.key = 1, .tokens = 1, .id = 9});  // an earlier arrival: job 0 comes within max_wait of it
+  CHECK(ids(q.take()) == std::vector<int>{9});
   q.push({.key = 1, .tokens = 1, .id = 0});
   std::thread late([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -55,6 +57,21 @@ TEST_CASE("the oldest job waits max_wait for company, not longer", "[serving]") 
   full.push({.key = 1, .tokens = 1, .id = 0});
   full.push({.key = 1, .tokens = 1, .id = 1});
   CHECK(ids(full.take()) == std::vector<int>{0, 1});
+}
+
+TEST_CASE("a job arriving alone, more than max_wait after the last arrival, does not wait", "[serving]") {
+  using std::chrono::milliseconds;
+  BatchQueue<TestJob> q({.max_tokens = 100, .max_wait = milliseconds(300), .max_lines = 100});
+  const auto taken_within = [&](int id) {  // seconds from the push to the take
+    const auto t0 = std::chrono::steady_clock::now();
+    q.push({.key = 1, .tokens = 1, .id = id});
+    CHECK(ids(q.take()) == std::vector<int>{id});
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  CHECK(taken_within(0) < 0.2);  // the first arrival ever
+  std::this_thread::sleep_for(milliseconds(400));
+  CHECK(taken_within(1) < 0.2);  // 400 ms after the previous one
+  CHECK(taken_within(2) >= 0.25);  // at once after job 1: it waits for company
 }
 
 TEST_CASE("a full queue refuses; a closed one drains, then returns nothing", "[serving]") {
