@@ -7,9 +7,13 @@
 #   scripts/bench-serve.sh -m CKPT -i SRC [--bin DIR] [--clients "1 4 16"] [--seconds 20] [--device cpu]
 #       [--threads N]      (--cpu-threads of moe-translate and both servers; default: the physical cores)
 #       [--beam K]         (the requests' beam size and moe-translate's; default 5)
+#       [--dtype D]        (f32 or bf16, moe-translate's and both servers'; default f32)
+#       [--max-len-b N]    (translations of at most N tokens: max_len_a 0, max_len_b N; default moe-translate's)
+#       [--differ-ok]      (an answer unlike moe-translate's is counted, not an error: on a GPU the GEMMs may
+#                           round differently as the batch around a sentence changes; a last column says how many)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-BIN="$ROOT/build/bin" CKPT="" SRC="" CLIENTS="1 4 16" SECONDS_EACH=20 DEVICE=cpu ARGS=() BEAM=5
+BIN="$ROOT/build/bin" CKPT="" SRC="" CLIENTS="1 4 16" SECONDS_EACH=20 DEVICE=cpu ARGS=() BEAM=5 DIFFER_OK=0 MAX_LEN_B="" TARGS=()
 while (( $# )); do
   case "$1" in
     -m) CKPT="$2"; shift 2 ;;
@@ -18,9 +22,12 @@ while (( $# )); do
     --clients) CLIENTS="$2"; shift 2 ;;
     --seconds) SECONDS_EACH="$2"; shift 2 ;;
     --device) DEVICE="$2"; shift 2 ;;
-    --threads) ARGS=(--cpu-threads "$2"); shift 2 ;;
+    --threads) ARGS+=(--cpu-threads "$2"); shift 2 ;;
     --beam) BEAM="$2"; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --dtype) ARGS+=(--dtype "$2"); shift 2 ;;
+    --differ-ok) DIFFER_OK=1; shift ;;
+    --max-len-b) MAX_LEN_B="$2"; TARGS=(--max-len-a 0 --max-len-b "$2"); shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-serve: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -28,7 +35,7 @@ done
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/moe-bench-serve.XXXXXX")"
 SERVER=""
 trap '[[ -n "$SERVER" ]] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
-"$BIN/moe-translate" -m "$CKPT" -i "$SRC" -o "$WORK/ref.txt" --device "$DEVICE" -q --beam "$BEAM" "${ARGS[@]}"
+"$BIN/moe-translate" -m "$CKPT" -i "$SRC" -o "$WORK/ref.txt" --device "$DEVICE" -q --beam "$BEAM" "${ARGS[@]}" "${TARGS[@]}"
 
 run() {  # run MODE CLIENTS [server args]: one load run, result in $WORK/MODE-C.json
   local mode="$1" c="$2"
@@ -40,20 +47,21 @@ run() {  # run MODE CLIENTS [server args]: one load run, result in $WORK/MODE-C.
   for _ in $(seq 300); do [[ -s "$WORK/port" ]] && break; sleep 0.1; done
   [[ -s "$WORK/port" ]] || { cat "$WORK/serve.log" >&2; exit 1; }
   python3 "$ROOT/tests/scripts/lib/serve_client.py" load "$(cat "$WORK/port")" "$SRC" "$WORK/ref.txt" "$c" \
-    "$SECONDS_EACH" "$WORK/$mode-$c.json" "$BEAM" >&2
+    "$SECONDS_EACH" "$WORK/$mode-$c.json" "$BEAM" "$DIFFER_OK" "$MAX_LEN_B" >&2
   kill -TERM "$SERVER"
   wait "$SERVER"
   SERVER=""
 }
-echo "| clients | batched req/s | p50 ms | p99 ms | one at a time req/s | p50 ms | p99 ms | ratio |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| clients | batched req/s | p50 ms | p99 ms | one at a time req/s | p50 ms | p99 ms | ratio |$( ((DIFFER_OK)) && echo ' unlike moe-translate |')"
+echo "|---|---|---|---|---|---|---|---|$( ((DIFFER_OK)) && echo '---|')"
 for c in $CLIENTS; do
   run batched "$c"
   run single "$c" --max-tokens 1
-  python3 - "$WORK/batched-$c.json" "$WORK/single-$c.json" <<'EOF'
+  python3 - "$WORK/batched-$c.json" "$WORK/single-$c.json" "$DIFFER_OK" <<'EOF'
 import json, sys
-b, s = (json.load(open(p)) for p in sys.argv[1:])
+b, s = (json.load(open(p)) for p in sys.argv[1:3])
+differ = f" {b['differ']} of {b['requests']}, {s['differ']} of {s['requests']} |" if sys.argv[3] == "1" else ""
 print(f"| {b['clients']} | {b['per_second']:.1f} | {b['p50_ms']:.0f} | {b['p99_ms']:.0f} | {s['per_second']:.1f} | "
-      f"{s['p50_ms']:.0f} | {s['p99_ms']:.0f} | {b['per_second'] / s['per_second']:.2f}x |")
+      f"{s['p50_ms']:.0f} | {s['p99_ms']:.0f} | {b['per_second'] / s['per_second']:.2f}x |{differ}")
 EOF
 done
