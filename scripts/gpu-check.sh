@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one command of a lent GPU's first call (docs/GPU-FIRST-RUN.md), and its rehearsal in CI:
 #   scripts/gpu-check.sh OUT [--pack DIR] [--budget SECONDS] [--steps LIST] [--tags T1;T2] [--tools LIST]
-#                        [--models LIST]
+#                        [--models LIST] [--serve-model CKPT]
 #       on the device, carrying gpu-pack/ (scripts/gpu-pack.sh): unpacks it, checks what it relies on,
 #       then runs the steps
 #   scripts/gpu-check.sh --emulate OUT [--bin DIR] [--data DIR] [--budget SECONDS] [--steps LIST]
@@ -18,15 +18,17 @@
 #   nccl      the NCCL communicator on one rank
 #   bench     headline moe-bench rows beside the measured ceilings, and transformer-base training
 #             tokens/s beside scripts/bench_torch.py (eager and torch.compile)
+#   serve     moe-serve on cuda:0 under 1, 4 and 16 clients, batched and one request at a time
+#             (scripts/bench-serve.sh, beam 5, bf16), with --serve-model or else the e2e step's Transformer
 # A step that would overrun the budget (default 450 s, from the start) is skipped and says so; one that
 # runs out of its own share (scaled with the budget) is stopped. OUT ends with two files: summary.md (a table, printed last) and
 # logs.tar.gz (every log). Exit code 0 when no step failed.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 START=$SECONDS
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 OUT=""; PACK="$ROOT/gpu-pack"; BUDGET=450; EMULATE=0; BIN="$ROOT/build/bin"; DATA="$ROOT/../shared/data"
-STEPS="env,parity,sanitize,e2e,nccl,bench" SAN_TAGS="" SAN_TOOLS="" E2E_MODELS="transformer moe-ffn moa mae-7 lstm-moe-lm"
+STEPS="env,parity,sanitize,e2e,nccl,bench,serve" SERVE_MODEL="" SAN_TAGS="" SAN_TOOLS="" E2E_MODELS="transformer moe-ffn moa mae-7 lstm-moe-lm"
 while (( $# )); do
   case "$1" in
     --pack) PACK="$2"; shift 2 ;;
@@ -35,6 +37,7 @@ while (( $# )); do
     --tags) SAN_TAGS="$2"; shift 2 ;;
     --tools) SAN_TOOLS="$2"; shift 2 ;;
     --models) E2E_MODELS="${2//,/ }"; shift 2 ;;
+    --serve-model) SERVE_MODEL="$(realpath "$2")"; shift 2 ;;
     --emulate) EMULATE=1; shift ;;
     --bin) BIN="$2"; shift 2 ;;
     --data) DATA="$2"; shift 2 ;;
@@ -55,7 +58,7 @@ if (( EMULATE )); then preflight_emulated; else preflight_device; fi
 preflight_rc=$?
 if (( preflight_rc == 0 )); then
   IFS=, read -ra chosen <<< "$STEPS"
-  for step in env parity sanitize e2e nccl bench; do
+  for step in env parity sanitize e2e nccl bench serve; do
     [[ ",$STEPS," == *",$step,"* ]] || continue
     case "$step" in  # the least time each needs to be worth starting, and the most it may take (at 450 s)
       env) run_step env 10 "$(scaled 30)" step_env ;;
@@ -64,10 +67,11 @@ if (( preflight_rc == 0 )); then
       e2e) run_step e2e 40 "$(scaled 240)" step_e2e ;;
       nccl) run_step nccl 10 "$(scaled 40)" step_nccl ;;
       bench) run_step bench 40 "$(scaled 150)" step_bench ;;
+      serve) run_step serve 30 "$(scaled 120)" step_serve ;;
     esac
   done
   for step in "${chosen[@]}"; do
-    [[ ",env,parity,sanitize,e2e,nccl,bench," == *",$step,"* ]] || add_row "$step" "FAILED" 0 "no such step"
+    [[ ",env,parity,sanitize,e2e,nccl,bench,serve," == *",$step,"* ]] || add_row "$step" "FAILED" 0 "no such step"
   done
 fi
 write_summary "$preflight_rc"

@@ -55,7 +55,7 @@ step "build in $BUILD (sm $ARCH)"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMOE_CUDA=ON -DMOE_CUDA_EMU=OFF -DMOE_CUDA_ARCHITECTURES="$ARCH" \
   -DMOE_PTXAS_REPORTS=ON '-DCMAKE_BUILD_RPATH=$ORIGIN/../lib' -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags >/dev/null
 grep -q '^MOE_WITH_CUDA\|CMAKE_CUDA_COMPILER:' "$BUILD/CMakeCache.txt" || fail "CMake found no CUDA compiler in $BUILD"
-BINS=(test_gpu moe-train moe-translate moe-score moe-bench)
+BINS=(test_gpu moe-train moe-translate moe-score moe-bench moe-serve)
 cmake --build "$BUILD" -j "$(nproc)" --target "${BINS[@]}" moe-vocab
 
 STAGE="$(mktemp -d "${TMPDIR:-/tmp}/moe-gpu-pack.XXXXXX")"

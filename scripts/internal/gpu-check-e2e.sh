@@ -10,10 +10,12 @@
 e2e_sizes_device() {  # on a GPU: recipe-sized models, small batches so the CPU runs stay short
   E2E_CMP=3 E2E_UPDATES=300 E2E_MINUTES=0.35 E2E_TOKENS=2000 E2E_DTYPE=bf16 E2E_TOL_F32=2e-3 E2E_TEST_LINES=500
   E2E_DECODE=(--dtype bf16 --max-tokens 16384) MT_SIZE=() LM_SIZE=() MOA_NAME=8K8E128D
+  SERVE_CLIENTS="1 4 16" SERVE_SECONDS=10 SERVE_LINES=500 SERVE_ARGS=(--dtype bf16 --differ-ok)
 }
 e2e_sizes_emulated() {  # on the emulator: the same models, tiny
   E2E_CMP=2 E2E_UPDATES=3 E2E_MINUTES=5 E2E_TOKENS=300 E2E_DTYPE=f32 E2E_TOL_F32=2e-4 E2E_TEST_LINES=2
   E2E_DECODE=(--max-len-a 0 --max-len-b 6) MOA_NAME=2K4E8D
+  SERVE_CLIENTS="1 2" SERVE_SECONDS=2 SERVE_LINES=4 SERVE_ARGS=(--max-len-b 3)  # f32: answers equal
   MT_SIZE=(--model.d_model 32 --model.ffn_dim 64 --model.heads 4 --model.enc_layers 1 --model.dec_layers 1
            --data.vocab.size 300 --valid.max_tokens 400)
   LM_SIZE=(--model.embed_dim 32 --model.hidden 32 --model.moe.hidden 64 --data.tokens_per_sample 16

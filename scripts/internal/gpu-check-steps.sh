@@ -106,7 +106,7 @@ preflight_device() {
 
 preflight_emulated() {
   local missing=() p f t0=$SECONDS
-  for p in test_gpu moe-train moe-translate moe-score moe-bench; do [[ -x "$BIN/$p" ]] || missing+=("$BIN/$p"); done
+  for p in test_gpu moe-train moe-translate moe-score moe-bench moe-serve; do [[ -x "$BIN/$p" ]] || missing+=("$BIN/$p"); done
   for f in multi30k/train.en multi30k/train.de multi30k/val.en multi30k/val.de multi30k/test_2016_flickr.en \
            multi30k/test_2016_flickr.de wikitext-103-sample/wiki.train.tokens wikitext-103-sample/wiki.valid.tokens; do
     [[ -f "$DATA/$f" ]] || missing+=("$DATA/$f")
@@ -244,6 +244,23 @@ step_bench() {
     --json-out "$LOGS/torch-bench.jsonl" || rc=$?
   python3 "$ROOT/scripts/bench_torch.py" --compare "$LOGS/moe-bench.jsonl" "$LOGS/torch-bench.jsonl" > "$LOGS/compare.txt" || rc=1
   python3 "$ROOT/scripts/internal/bench-figures.py" torch "$LOGS/torch-bench.jsonl" >> "$LOGS/$STEP.figures" || rc=1
+  return $rc
+}
+
+# moe-serve on cuda:0 (scripts/bench-serve.sh): requests/s and latency, batched against one at a time, for
+# SERVE_CLIENTS clients; the model is --serve-model or the e2e step's Transformer.
+step_serve() {
+  local ck="${SERVE_MODEL:-$WORK/e2e/transformer/cuda/checkpoint.last.safetensors}" src="$WORK/serve.src"
+  [[ -f "$ck" ]] || { note "no model: give --serve-model CKPT, or run the e2e step's transformer first"; return 1; }
+  head -n "$SERVE_LINES" "$WORK/data/multi30k/test.src" > "$src"
+  bounded env "${RUN_ENV[@]}" "$ROOT/scripts/bench-serve.sh" -m "$ck" -i "$src" --bin "$BIN" --device cuda \
+    --clients "$SERVE_CLIENTS" --seconds "$SERVE_SECONDS" --beam 5 "${SERVE_ARGS[@]}" > "$LOGS/serve.md"
+  local rc=$?
+  cat "$LOGS/serve.md"
+  note "model $(basename "$(dirname "$ck")")/$(basename "$ck"), beam 5${SERVE_ARGS[*]:+ (${SERVE_ARGS[*]})}"
+  # "| C | batched | p50 | p99 | single | p50 | p99 | ratio |[ differ |]" -> one line per client count
+  awk -F' *[|] *' 'NR > 2 { printf "%s clients: %s against %s req/s one at a time (%s), p50 %s/%s ms, p99 %s/%s ms%s\n",
+         $2, $3, $6, $9, $4, $7, $5, $8, ($10 == "" ? "" : "; unlike moe-translate: " $10) }' "$LOGS/serve.md" >> "$LOGS/$STEP.figures"
   return $rc
 }
 

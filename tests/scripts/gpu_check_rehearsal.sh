@@ -2,8 +2,8 @@
 # The rehearsal of a lent GPU's first call: scripts/gpu-check.sh --emulate runs every step of the real
 # check, at tiny sizes, on the CUDA emulator, so that no script bug costs device time. Checks that each
 # step ran and passed (the NCCL step says the emulator has none), that every model of the e2e step
-# trained on cuda:0 with the CPU's losses and was scored, that OUT holds only summary.md and
-# logs.tar.gz (a device call brings back at most 8 files) and that the summary is printed last; then
+# trained on cuda:0 with the CPU's losses and was scored, that moe-serve answered 1 and 2 clients, that
+# OUT holds only summary.md and logs.tar.gz (a device call brings back at most 8 files) and that the summary is printed last; then
 # that a budget too small for a step skips it and says so.
 # Usage (ctest passes both): gpu_check_rehearsal.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped: not a
 # CUDA-emulator build, or no data.
@@ -24,7 +24,7 @@ S="$WORK/out/summary.md"
 cat "$S"
 [[ "$(ls "$WORK/out")" == "$(printf 'logs.tar.gz\nsummary.md')" ]] || e2e_fail "OUT holds $(ls "$WORK/out" | tr '\n' ' ')"
 [[ "$(tail -n 1 "$WORK/stdout")" == "$(tail -n 1 "$S")" ]] || e2e_fail "the summary is not printed last"
-for step in preflight env parity sanitize e2e bench; do
+for step in preflight env parity sanitize e2e bench serve; do
   grep -qE "^\| $step \| ok \|" "$S" || e2e_fail "step $step did not pass"
 done
 grep -qE '^\| nccl \| not here \| [0-9]+ \| not built: the emulator has no NCCL' "$S" || e2e_fail "the nccl step did not say why it did not run"
@@ -35,6 +35,7 @@ done
 [[ "$(grep -o 'beam 5: BLEU [0-9.]* on 2 test lines' "$S" | wc -l)" == 4 ]] || e2e_fail "not every translation model was decoded and scored"
 grep -q 'lstm-moe-lm: .*valid perplexity [0-9.]*' "$S" || e2e_fail "the LM was not scored"
 grep -q 'moe-bench: ceilings ' "$S" || e2e_fail "no moe-bench figures"
+grep -qE '\| serve \| ok \| [0-9]+ \| .*2 clients: [0-9.]+ against [0-9.]+ req/s one at a time' "$S" || e2e_fail "no serving figures"
 tar -tzf "$WORK/out/logs.tar.gz" > "$WORK/logs.txt"
 grep -q 'logs/e2e/mae-7-cuda.metrics.jsonl' "$WORK/logs.txt" || e2e_fail "logs.tar.gz lacks the e2e metrics"
 
