@@ -99,6 +99,9 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int off = TPR / 2; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off, TPR);
       for (int c = lane; c < 16; c += TPR) sR[r * 16 + c] = alpha;
+      // Every lane of the row read sM[r] above; a shuffle orders no memory, so the warp syncs before it is
+      // overwritten (compute-sanitizer racecheck on an H200 reported the read/write hazard).
+      __syncwarp();
       if (lane == 0) sM[r] = m_new, sL[r] = sL[r] * alpha + sum;
     }
     __syncthreads();
