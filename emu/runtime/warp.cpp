@@ -4,9 +4,10 @@
 // is in the mask, every named lane exists and takes part in the same operation with the same mask
 // (else a report; lanes that exit or wait elsewhere leave the block deadlocked, which the scheduler
 // reports), shuffle widths are powers of two, a shuffle reads only lanes in the mask, wmma pointers are
-// 256-bit aligned with 16-byte leading dimensions. For the race checker every completed collective
-// orders the memory accesses of its lanes, as __syncwarp does: all of them have arrived, which
-// warp-synchronous code (a shuffle reduction, then lane 0 writes what the lanes read) relies on.
+// 256-bit aligned with 16-byte leading dimensions. For the race checker only a completed __syncwarp
+// orders the memory accesses of its lanes: CUDA promises no memory ordering for shuffles, votes, match or
+// wmma, so warp-synchronous code (a shuffle reduction, then lane 0 overwrites what the lanes read) needs a
+// __syncwarp, as compute-sanitizer's racecheck also reports on a GPU.
 // Covered by tests/emu/checker_test.cpp and the parity suite.
 #include <algorithm>
 
@@ -21,7 +22,7 @@ uintptr_t caller_pc(void* ra) { return reinterpret_cast<uintptr_t>(ra); }
 void complete(Worker& w, ThreadState& t, Collective& c, uintptr_t pc) {
   const int base = t.warp * kWarpSize;
   auto lane = [&](int l) -> ThreadState& { return w.threads[size_t(base + l)]; };
-  {  // every lane of the mask has arrived: their earlier accesses are ordered before their later ones
+  if (c.kind == CollectiveKind::syncwarp) {  // the lanes' earlier accesses are ordered before their later ones
     const uint32_t id = ++w.sync_counter;
     WarpState& ws = w.warps[size_t(t.warp)];
     if (c.mask == 0xffffffffu) ws.last_full_sync = id;

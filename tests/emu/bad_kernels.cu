@@ -57,10 +57,11 @@ __global__ void same_value_kernel(int* out) {
   out[threadIdx.x] = flag;
 }
 
-__global__ void warp_order_kernel(int* out, bool syncwarp) {
+__global__ void warp_order_kernel(int* out, bool syncwarp, bool shuffle) {
   __shared__ int s[32];
   if (threadIdx.x == 0) s[0] = 42;
   if (syncwarp) __syncwarp();
+  if (shuffle) out[1 + threadIdx.x] = __shfl_xor_sync(0xffffffffu, int(threadIdx.x), 1);  // orders no memory
   if (threadIdx.x == 1) out[0] = s[0];  // @warp-read
 }
 
@@ -132,8 +133,8 @@ int same_value(int* out) {
   same_value_kernel<<<1, 64>>>(out);
   return finish();
 }
-int warp_order(int* out, bool syncwarp) {
-  warp_order_kernel<<<1, 32>>>(out, syncwarp);
+int warp_order(int* out, bool syncwarp, bool shuffle) {
+  warp_order_kernel<<<1, 32>>>(out, syncwarp, shuffle);
   return finish();
 }
 int async_copy(const float* in, float* out, bool wait) {

@@ -11,7 +11,8 @@ int divergent_exit(int* out);                   // half the warp exits before __
 int divergent_sites(int* out);                  // two halves wait at different __syncthreads
 int uninitialized(int* out);                    // reads shared ints nobody wrote
 int same_value(int* out);                       // every thread writes the same value: no report
-int warp_order(int* out, bool syncwarp);        // lane 0 writes, lane 1 reads, with or without __syncwarp
+int warp_order(int* out, bool syncwarp, bool shuffle);  // lane 0 writes, lane 1 reads; __syncwarp or a
+                                                          // shuffle (which orders nothing) between
 int async_copy(const float* in, float* out, bool wait);  // cp.async with or without the wait
 int shuffle_deadlock(int* out);                 // half a warp in a full-mask shuffle
 int misaligned(const float* in, float* out);    // a float4 load from in + 1
