@@ -42,7 +42,11 @@ write_summary() {  # PREFLIGHT_RC
   {
     echo "# moe GPU check$( (( EMULATE )) && echo ' (rehearsal on the CUDA emulator)')"
     echo
-    echo "$(date -u +%Y-%m-%dT%H:%MZ), moe $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)," \
+    # On a device the pack's commit: the working tree travels there without its current git metadata.
+    local commit
+    commit="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    (( EMULATE )) || commit="$(awk 'NR == 1 {print $2}' "$WORK/moe-gpu/MANIFEST" 2>/dev/null || echo unknown)"
+    echo "$(date -u +%Y-%m-%dT%H:%MZ), moe $commit," \
          "$( (( EMULATE )) && echo 'emulated cuda:0' || nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)," \
          "budget $BUDGET s, used $(( SECONDS - START )) s"
     echo
