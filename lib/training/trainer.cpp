@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -142,6 +143,20 @@ void Trainer::settle_schedule_length() {
         s.max_epochs, s.max_epochs * per_epoch, s.warmup_updates);
 }
 
+void Trainer::warn_unreached_passes() const {
+  const int64_t per_epoch = task_->updates_per_epoch(o_.update_freq);
+  int64_t epochs = o_.max_epochs;  // the run's length in epochs, where train.max_epochs or max_updates bound it
+  if (o_.max_updates > 0 && per_epoch > 0) {
+    const int64_t by_updates = (o_.max_updates + per_epoch - 1) / per_epoch;
+    epochs = epochs > 0 ? std::min(epochs, by_updates) : by_updates;
+  }
+  if (epochs <= 0) return;
+  const std::string warning = unreached_pass_warning(*update_schedule_, epochs);
+  if (!warning.empty())
+    spdlog::warn("moe-train: {} (train.max_updates {}, train.max_epochs {}, {} updates an epoch)", warning,
+                 o_.max_updates, o_.max_epochs, per_epoch);
+}
+
 bool Trainer::finished() const {
   const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start_).count() / 60;
   bool out_of_time = o_.max_minutes > 0 && minutes >= o_.max_minutes;
@@ -187,6 +202,7 @@ TrainEnd Trainer::run_ranks(bool resume) {
   if (lead()) check_disk_room();
   rank0_first([&] { task_->load_data(); });
   if (schedule_.needs_updates_per_epoch()) settle_schedule_length();
+  if (lead()) warn_unreached_passes();
   if (resume) restore(path_in_run("checkpoint.last.safetensors"));
   if (lead()) metrics_ = std::make_unique<MetricsLog>(path_in_run("metrics.jsonl"), resume ? st_.update : -1);
   task_->start();

@@ -87,6 +87,7 @@ class Trainer {
   void setup_model();
   void setup_dist();
   void settle_schedule_length();  // cosine / linear over train.max_epochs: count the updates of an epoch
+  void warn_unreached_passes() const;  // a kind of pass (MAE's G) the run is too short to reach
   bool lead() const { return !dp_ || dp_->lead(); }
   /// Runs `f` on rank 0 first and on the others after it (files it creates: vocabularies, caches).
   void rank0_first(const std::function<void()>& f);

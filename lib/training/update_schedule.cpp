@@ -1,6 +1,11 @@
-// update_schedule.h implementation: the base class and the plain schedule.
-// Covered by tests/training/resume_test.cpp.
+// update_schedule.h implementation: the base class, the plain schedule and the warning for kinds of
+// pass a run is too short to reach. Covered by tests/training/resume_test.cpp and
+// tests/training/bcd_test.cpp (the warning).
 #include "training/update_schedule.h"
+
+#include <fmt/format.h>
+
+#include <set>
 
 #include "common/error.h"
 
@@ -24,5 +29,20 @@ class PlainSchedule : public UpdateSchedule {
 }  // namespace
 
 std::unique_ptr<UpdateSchedule> plain_schedule(ParameterStore& store) { return std::make_unique<PlainSchedule>(store); }
+
+std::string unreached_pass_warning(const UpdateSchedule& schedule, int64_t epochs) {
+  std::set<UpdatePass> reached;
+  for (int64_t e = 1; e <= epochs; ++e)
+    for (const Pass& p : schedule.passes(e)) reached.insert(p.kind);
+  constexpr int64_t kLookAhead = 1000;  // epochs past the run searched for a pass it misses
+  for (int64_t e = epochs + 1; e <= epochs + kLookAhead; ++e)
+    for (const Pass& p : schedule.passes(e))
+      if (!reached.count(p.kind))
+        return fmt::format(
+            "the update schedule first runs its {} passes in epoch {}, after this run's {} epoch(s): they never "
+            "run, and what they train keeps its initial values",
+            enum_name(p.kind), e, epochs);
+  return "";
+}
 
 }  // namespace moe

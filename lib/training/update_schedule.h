@@ -57,6 +57,11 @@ using ScheduleFactory =
 
 /// Every update is one pass over everything trainable.
 std::unique_ptr<UpdateSchedule> plain_schedule(ParameterStore& store);
+/// A warning when a kind of pass that the schedule runs in some epoch never runs in a run of `epochs`
+/// epochs (counted from 1): e.g. MAE's G passes in epochs 5, 10, ... and a 2-epoch run, whose gates
+/// then keep their initial values. Empty when every kind of pass the schedule has runs within the run.
+std::string unreached_pass_warning(const UpdateSchedule& schedule, int64_t epochs);
+
 /// MAE (attention type mae): block coordinate descent, UNI-MAE's F updates or NOBCD's joint ones.
 std::unique_ptr<UpdateSchedule> mae_schedule(const Model& model, ParameterStore& store, const TrainOptions& o);
 

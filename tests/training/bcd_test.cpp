@@ -1,6 +1,7 @@
 // MAE's update schedule (lib/training/mae_schedule.cpp, block coordinate descent): G then F in every
 // g_every-th epoch, F otherwise; the uniform-gate and joint variants; the offset; invalid schedules; the
-// schedule registry's choice (MAE models get it, others the plain one-pass schedule).
+// schedule registry's choice (MAE models get it, others the plain one-pass schedule); the warning for a
+// run too short to reach the G passes (update_schedule.h, unreached_pass_warning).
 #include <catch2/catch.hpp>
 
 #include "../layers/mae_test_util.h"
@@ -67,4 +68,14 @@ TEST_CASE("bcd: variants map to their steps; other models get the plain schedule
   CHECK_THROWS_WITH(Scheduled("{type: mae}", BcdSchedule{0, 0}), Catch::Contains("g_every (0)"));
   CHECK_THROWS_WITH(Scheduled("{type: mae}", BcdSchedule{5, 5}), Catch::Contains("g_offset (5)"));
   CHECK_THROWS_WITH(Scheduled("{type: mae}").steps(-1), Catch::Contains("epoch -1"));
+}
+
+TEST_CASE("bcd: a run that ends before the first G epoch is warned about", "[training][bcd]") {
+  const Scheduled mae("{type: mae, name: MAE-3}");  // G passes in epochs 5, 10, ...
+  CHECK_THAT(unreached_pass_warning(*mae.schedule, 2), Catch::Contains("first runs its G passes in epoch 5, after this run's 2 epoch(s)"));
+  CHECK_THAT(unreached_pass_warning(*mae.schedule, 4), Catch::Contains("this run's 4 epoch(s)"));
+  CHECK(unreached_pass_warning(*mae.schedule, 5).empty());
+  CHECK(unreached_pass_warning(*Scheduled("{type: mae}", BcdSchedule{1, 0}).schedule, 1).empty());
+  CHECK(unreached_pass_warning(*Scheduled("{type: mae, name: UNI-MAE-3}").schedule, 1).empty());  // F only
+  CHECK(unreached_pass_warning(*Scheduled("{type: mha}").schedule, 1).empty());
 }
