@@ -39,7 +39,8 @@ void add_options(CLI::App& app, ServeOptions& o) {
   app.add_option("--max-tokens", o.max_tokens, "source tokens decoded together (several requests' sentences)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-wait-ms", o.max_wait_ms, "the longest a request waits for others to batch with")
+  app.add_option("--max-wait-ms", o.max_wait_ms,
+                 "the longest a request waits for others to batch with (none when it arrives alone)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--max-body-bytes", o.max_body_bytes, "larger request bodies get 413")
