@@ -48,6 +48,20 @@ TEST_CASE("int8: weights quantized per output channel", "[ops][int8]") {
   CHECK_THROWS_WITH(quantize_int8(test::random_normal(Shape{2, 3, 4}, 1), true), Catch::Contains("[K, N], [E, K, N]"));
 }
 
+TEST_CASE("int8: rounding to the nearest integer, ties to even (std::nearbyint's)", "[ops][int8]") {
+  // One column with 127 as its largest entry: scale 1, so each entry's quantized value is its rounding.
+  const std::vector<float> v = {127.f, 2.5f, 3.5f, -2.5f, -0.5f, 0.5f, 1.5f, 126.5f, -126.5f, 0.49999997f,
+                                -1e-8f, 0.f, 63.50001f, -3.4999998f, 100.75f, -126.49999f};
+  Tensor w = Tensor::empty(Shape{int64_t(v.size()), 1}, DType::f32, Device::cpu());
+  std::copy(v.begin(), v.end(), w.data<float>());
+  const Int8Matrix q = quantize_int8(w, false);
+  REQUIRE(q.scale[0] == 1.f);
+  for (size_t i = 0; i < v.size(); ++i) {
+    INFO(v[i]);
+    CHECK(int(q.q[i]) == int(std::nearbyint(v[i])));
+  }
+}
+
 TEST_CASE("int8: the product within its quantization error bound", "[ops][int8]") {
   test::RestoreGemmBackend restore;
   for (CpuGemmBackend backend : test::gemm_backends()) {
