@@ -1,11 +1,13 @@
 // Dynamic batching across requests: jobs (a request's sentences) wait in arrival order; a worker takes
 // the oldest job together with the later ones of the same key (same model and search options) while
 // their tokens sum to at most max_tokens, once that sum reaches max_tokens, or the oldest job has waited
-// max_wait, or the queue is closed (draining). A job that arrives in an empty queue more than max_wait
-// after the previous arrival does not wait at all: arrivals that sparse bring no company within max_wait,
-// and waiting would only add max_wait to a lone client's latency. The queue holds at most max_lines
-// sentences: a job that would pass it is refused (the server answers 503 with Retry-After). Job is any
-// type with members `key` (equality-comparable), `tokens` and `lines` (int64_t).
+// max_wait, or the queue is closed (draining). A job that arrives alone does not wait at all: in an empty
+// queue, more than max_wait after the previous arrival, and after a batch of one job (a lone client, whose
+// company never comes; waiting would only add max_wait to its latency). After a batch of several jobs the
+// next arrival waits as usual: its clients' answers went out together and their next requests are on the
+// way. The queue holds at most max_lines sentences: a job that would pass it is refused (the server
+// answers 503 with Retry-After). Job is any type with members `key` (equality-comparable), `tokens` and
+// `lines` (int64_t).
 // Covered by tests/serving/batch_queue_test.cpp.
 #pragma once
 #include <chrono>
@@ -38,7 +40,8 @@ class BatchQueue {
       if (lines_ > 0 && lines_ + job.lines > limits_.max_lines) return PushResult::full;
       lines_ += job.lines;
       const auto now = Clock::now();
-      const bool alone = queue_.empty() && (!arrived_ || now - last_arrival_ > limits_.max_wait);
+      const bool alone =
+          queue_.empty() && last_batch_jobs_ <= 1 && (!arrived_ || now - last_arrival_ > limits_.max_wait);
       queue_.push_back({std::move(job), alone ? now - limits_.max_wait : now});
       last_arrival_ = now;
       arrived_ = true;
@@ -73,6 +76,7 @@ class BatchQueue {
       batch.push_back(std::move(it->job));
       it = queue_.erase(it);
     }
+    last_batch_jobs_ = static_cast<int64_t>(batch.size());
     return batch;
   }
 
@@ -111,6 +115,7 @@ class BatchQueue {
   bool closed_ = false;
   bool arrived_ = false;  // a job has arrived: last_arrival_ is set
   Clock::time_point last_arrival_;
+  int64_t last_batch_jobs_ = 0;  // jobs in the batch take() handed out last
 };
 
 }  // namespace moe::serving

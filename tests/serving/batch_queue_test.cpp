@@ -59,7 +59,7 @@ TEST_CASE("the oldest job waits max_wait for company, not longer", "[serving]") 
   CHECK(ids(full.take()) == std::vector<int>{0, 1});
 }
 
-TEST_CASE("a job arriving alone, more than max_wait after the last arrival, does not wait", "[serving]") {
+TEST_CASE("a job arriving alone (after a lone job, max_wait after the last arrival) does not wait", "[serving]") {
   using std::chrono::milliseconds;
   BatchQueue<TestJob> q({.max_tokens = 100, .max_wait = milliseconds(300), .max_lines = 100});
   const auto taken_within = [&](int id) {  // seconds from the push to the take
@@ -72,6 +72,15 @@ TEST_CASE("a job arriving alone, more than max_wait after the last arrival, does
   std::this_thread::sleep_for(milliseconds(400));
   CHECK(taken_within(1) < 0.2);  // 400 ms after the previous one
   CHECK(taken_within(2) >= 0.25);  // at once after job 1: it waits for company
+  // After a batch of several jobs the next arrival waits, however long after the last: its clients'
+  // answers went out together, and their next requests are on the way.
+  q.push({.key = 1, .tokens = 1, .id = 3});
+  q.push({.key = 1, .tokens = 1, .id = 4});
+  CHECK(ids(q.take()) == std::vector<int>{3, 4});
+  std::this_thread::sleep_for(milliseconds(400));
+  CHECK(taken_within(5) >= 0.25);
+  std::this_thread::sleep_for(milliseconds(400));
+  CHECK(taken_within(6) < 0.2);  // after the lone job 5
 }
 
 TEST_CASE("a full queue refuses; a closed one drains, then returns nothing", "[serving]") {
