@@ -31,11 +31,12 @@ class PlainSchedule : public UpdateSchedule {
 std::unique_ptr<UpdateSchedule> plain_schedule(ParameterStore& store) { return std::make_unique<PlainSchedule>(store); }
 
 std::string unreached_pass_warning(const UpdateSchedule& schedule, int64_t epochs) {
+  constexpr int64_t kHorizon = 1000;  // a kind of pass first run after this many epochs is not looked for
+  if (epochs >= kHorizon) return "";
   std::set<UpdatePass> reached;
   for (int64_t e = 1; e <= epochs; ++e)
     for (const Pass& p : schedule.passes(e)) reached.insert(p.kind);
-  constexpr int64_t kLookAhead = 1000;  // epochs past the run searched for a pass it misses
-  for (int64_t e = epochs + 1; e <= epochs + kLookAhead; ++e)
+  for (int64_t e = epochs + 1; e <= kHorizon; ++e)
     for (const Pass& p : schedule.passes(e))
       if (!reached.count(p.kind))
         return fmt::format(

@@ -75,6 +75,7 @@ TEST_CASE("bcd: a run that ends before the first G epoch is warned about", "[tra
   CHECK_THAT(unreached_pass_warning(*mae.schedule, 2), Catch::Contains("first runs its G passes in epoch 5, after this run's 2 epoch(s)"));
   CHECK_THAT(unreached_pass_warning(*mae.schedule, 4), Catch::Contains("this run's 4 epoch(s)"));
   CHECK(unreached_pass_warning(*mae.schedule, 5).empty());
+  CHECK(unreached_pass_warning(*mae.schedule, int64_t(1) << 40).empty());  // a long run: no scan of its epochs
   CHECK(unreached_pass_warning(*Scheduled("{type: mae}", BcdSchedule{1, 0}).schedule, 1).empty());
   CHECK(unreached_pass_warning(*Scheduled("{type: mae, name: UNI-MAE-3}").schedule, 1).empty());  // F only
   CHECK(unreached_pass_warning(*Scheduled("{type: mha}").schedule, 1).empty());
