@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The ctest gpu_pack (added when scripts/test.sh built a pack): the folder scripts/gpu-pack.sh made is
-# within its size limit and holds what scripts/gpu-check.sh unpacks and runs: the five programs (SASS
+# within its size limit and holds what scripts/gpu-check.sh unpacks and runs: the six programs (SASS
 # for sm_90a, an RPATH of $ORIGIN/../lib), every shared library they need but glibc, the driver and
 # CUDA's own, all loaded from the pack with lib/ on LD_LIBRARY_PATH as gpu-check.sh runs them (Debian's
 # OpenMPI libraries carry a RUNPATH of their own, which the programs' RPATH does not override), the
@@ -21,7 +21,8 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/moe-check-pack.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 tar -C "$WORK" -xJf "$PACK/moe-gpu.tar.xz"
 P="$WORK/moe-gpu"
-for f in bin/test_gpu bin/moe-train bin/moe-translate bin/moe-score bin/moe-bench lib/libmoe-kernel-trace.so kernels.txt MANIFEST; do
+for f in bin/test_gpu bin/moe-train bin/moe-translate bin/moe-score bin/moe-bench bin/moe-serve \
+         lib/libmoe-kernel-trace.so kernels.txt MANIFEST; do
   [[ -s "$P/$f" ]] || fail "the pack has no $f"
 done
 grep -q 'moe::cuda' "$P/kernels.txt" || fail "kernels.txt names no moe kernel"
