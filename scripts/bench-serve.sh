@@ -13,7 +13,7 @@
 #                           round differently as the batch around a sentence changes; a last column says how many)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-BIN="$ROOT/build/bin" CKPT="" SRC="" CLIENTS="1 4 16" SECONDS_EACH=20 DEVICE=cpu ARGS=() BEAM=5 DIFFER_OK=0 MAX_LEN_B="" TARGS=()
+BIN="$ROOT/build/bin" CKPT="" SRC="" CLIENTS="1 4 16" SECONDS_EACH=20 DEVICE=cpu ARGS=() BEAM=5 DIFFER_OK=0 MAX_LEN_B=""
 while (( $# )); do
   case "$1" in
     -m) CKPT="$2"; shift 2 ;;
@@ -26,7 +26,7 @@ while (( $# )); do
     --beam) BEAM="$2"; shift 2 ;;
     --dtype) ARGS+=(--dtype "$2"); shift 2 ;;
     --differ-ok) DIFFER_OK=1; shift ;;
-    --max-len-b) MAX_LEN_B="$2"; TARGS=(--max-len-a 0 --max-len-b "$2"); shift 2 ;;
+    --max-len-b) MAX_LEN_B="$2"; shift 2 ;;
     -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-serve: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
@@ -35,7 +35,8 @@ done
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/moe-bench-serve.XXXXXX")"
 SERVER=""
 trap '[[ -n "$SERVER" ]] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
-"$BIN/moe-translate" -m "$CKPT" -i "$SRC" -o "$WORK/ref.txt" --device "$DEVICE" -q --beam "$BEAM" "${ARGS[@]}" "${TARGS[@]}"
+"$BIN/moe-translate" -m "$CKPT" -i "$SRC" -o "$WORK/ref.txt" --device "$DEVICE" -q --beam "$BEAM" "${ARGS[@]}" \
+  ${MAX_LEN_B:+--max-len-a 0 --max-len-b "$MAX_LEN_B"}
 
 run() {  # run MODE CLIENTS [server args]: one load run, result in $WORK/MODE-C.json
   local mode="$1" c="$2"
@@ -52,8 +53,10 @@ run() {  # run MODE CLIENTS [server args]: one load run, result in $WORK/MODE-C.
   wait "$SERVER"
   SERVER=""
 }
-echo "| clients | batched req/s | p50 ms | p99 ms | one at a time req/s | p50 ms | p99 ms | ratio |$( ((DIFFER_OK)) && echo ' unlike moe-translate |')"
-echo "|---|---|---|---|---|---|---|---|$( ((DIFFER_OK)) && echo '---|')"
+differ_head=("" "")
+((DIFFER_OK)) && differ_head=(" unlike moe-translate |" "---|")
+echo "| clients | batched req/s | p50 ms | p99 ms | one at a time req/s | p50 ms | p99 ms | ratio |${differ_head[0]}"
+echo "|---|---|---|---|---|---|---|---|${differ_head[1]}"
 for c in $CLIENTS; do
   run batched "$c"
   run single "$c" --max-tokens 1

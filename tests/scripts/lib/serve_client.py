@@ -174,14 +174,16 @@ def load(port, lines, ref, clients, seconds, stop_on_error=False, options=None, 
             with lock:
                 if status != 200:
                     errors.append(f"client {c}: status {status}: {body}")
-                elif body["translations"][0]["text"] != ref[i] and differ is None:
-                    errors.append(f"client {c}: line {i + 1} answered {body['translations'][0]['text']!r}, "
-                                  f"expected {ref[i]!r} (swapped or wrong)")
-                else:
-                    if body["translations"][0]["text"] != ref[i]:
-                        differ.append(i + 1)
-                    answered[0] += 1
-                    latencies.append(dt)
+                    continue
+                text = body["translations"][0]["text"]
+                if text != ref[i]:
+                    if differ is None:
+                        errors.append(f"client {c}: line {i + 1} answered {text!r}, expected {ref[i]!r} "
+                                      "(swapped or wrong)")
+                        continue
+                    differ.append(i + 1)
+                answered[0] += 1
+                latencies.append(dt)
 
     threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
     for t in threads:
