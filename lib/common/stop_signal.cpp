@@ -45,7 +45,9 @@ void install_stop_handlers(const char* program) {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;  // reads and writes in flight go on; the loops poll the flag
+  // Reads and writes in flight go on (the loops poll the flag); on a thread with an alternate signal stack
+  // (common/signal_stack.h: those that run oneDNN's GEMMs) the handler runs there.
+  sa.sa_flags = SA_RESTART | SA_ONSTACK;
   for (int sig : {SIGTERM, SIGINT, SIGUSR1})
     if (sig != SIGINT || !sigint_ignored) sigaction(sig, &sa, nullptr);
 }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "common/error.h"
+#include "common/signal_stack.h"
 #include "tensor/out_of_memory.h"
 
 #ifdef MOE_WITH_DNNL
@@ -86,6 +87,7 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const
 #ifdef MOE_WITH_DNNL
   if (cpu_gemm_backend() == CpuGemmBackend::onednn) {
     OneOpenmpThread one;
+    use_signal_stack();  // a signal during the call must not land on oneDNN's workspace (signal_stack.h)
     const dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     check_dnnl(s, "sgemm", m, n, k);
     return;
@@ -106,6 +108,7 @@ void gemm_s8s8s32(bool tb, int64_t m, int64_t n, int64_t k, const int8_t* a, int
 #ifdef MOE_WITH_DNNL
   if (cpu_gemm_backend() == CpuGemmBackend::onednn) {
     OneOpenmpThread one;
+    use_signal_stack();
     const int32_t no_offset = 0;
     const dnnl_status_t s = dnnl_gemm_s8s8s32('N', tb ? 'T' : 'N', 'F', m, n, k, 1.f, a, lda, 0, b, ldb, 0, 0.f, c,
                                               ldc, &no_offset);

@@ -1,12 +1,19 @@
 // The CPU GEMM backends (ops/cpu_gemm.h): sgemm of each backend against a double-precision loop for every
 // transposition, alpha/beta and odd sizes; with oneDNN a GEMM split into row or column blocks equal to the whole
-// call (the ops' thread split); the int8 product exact against an integer loop; the default choice.
+// call (the ops' thread split); the int8 product exact against an integer loop; the default choice; stop signals
+// arriving during GEMMs harmless (common/signal_stack.h).
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <random>
 #include <vector>
 
+#include "common/stop_signal.h"
 #include "ops/cpu_gemm.h"
 #include "support/gemm_backends.h"
 
@@ -97,4 +104,59 @@ TEST_CASE("cpu_gemm: oneDNN is the default where it is built and the CPU has AVX
   const bool want_onednn = onednn_built() && __builtin_cpu_supports("avx512f");
   CHECK(cpu_gemm_backend() == (want_onednn ? CpuGemmBackend::onednn : CpuGemmBackend::openblas));
   if (!onednn_built()) CHECK_THROWS_WITH(set_cpu_gemm_backend(CpuGemmBackend::onednn), Catch::Contains("without oneDNN"));
+}
+
+// oneDNN 2.6's JIT f32 GEMM points rsp into a heap workspace while it runs; a signal handler's frame pushed
+// there corrupted malloc's bookkeeping (moe-train aborted on Ctrl-C: "corrupted size vs. prev_size"). The stop
+// handlers run on an alternate stack (common/signal_stack.h). A child process runs GEMMs of the shapes that
+// failed while this process sends it SIGUSR1 (a stop signal) every 0.3 ms; before the fix it aborted within
+// 0.25 s or hung on every try.
+TEST_CASE("cpu_gemm: a stop signal in the middle of GEMMs leaves the heap and the results intact", "[ops][cpu_gemm]") {
+  test::RestoreGemmBackend restore;
+  if (onednn_built()) set_cpu_gemm_backend(CpuGemmBackend::onednn);
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    install_stop_handlers("test");
+    const int64_t m = 300, n = 8192, k = 256;
+    std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n);
+    std::vector<int8_t> a8(m * k, 3), b8(k * n, -2);
+    std::vector<int32_t> c8(m * n);
+    (void)!::write(ready[1], "r", 1);
+    for (int i = 0; i < 60; ++i) {
+      std::vector<char> churn(1000 + 97 * i);  // malloc at work between the calls, as in training
+      const bool tb = i % 2;
+      cpu::sgemm(false, tb, m, n, k, 1.f, a.data(), k, b.data(), tb ? k : n, 0.f, c.data(), n);
+      if (c[0] != 32.f || c[m * n - 1] != 32.f) ::_exit(2);
+      if (i % 4 == 0) {
+        cpu::gemm_s8s8s32(tb, m, n, k, a8.data(), k, b8.data(), tb ? k : n, c8.data(), n);
+        if (c8[0] != -6 * k || c8[m * n - 1] != -6 * k) ::_exit(3);
+      }
+    }
+    ::_exit(stop_signal() == SIGUSR1 ? 0 : 4);
+  }
+  REQUIRE(pid > 0);
+  char byte = 0;
+  REQUIRE(::read(ready[0], &byte, 1) == 1);  // the child's handlers are installed
+  ::close(ready[0]);
+  ::close(ready[1]);
+  int status = 0, sent = 0;
+  bool hung = false;  // a corrupted heap can also leave malloc spinning or waiting forever
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      hung = true;
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    if (::kill(pid, SIGUSR1) == 0) ++sent;
+    ::usleep(300);
+  }
+  INFO("signals sent: " << sent << "; the child " << (WIFSIGNALED(status) ? "died of signal " : "exited with ")
+                        << (WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status)));
+  CHECK_FALSE(hung);
+  CHECK(sent > 100);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
 }
