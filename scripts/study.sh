@@ -18,7 +18,7 @@
 # usage: scripts/study.sh [--out runs/study] [--bin build/bin] [--data ../shared/data] [--tasks mt,lm,lstm]
 #          [--models mt-transformer,mt-moe] [--seeds 1,2,3] [--arms updates,time] [--updates-mt 450]
 #          [--updates-lm 300] [--updates-lstm 300] [--test-lines N] [--results docs/RESULTS.md]
-#          [--cpu-threads N] [--train-args "--train.warmup_updates 2"]
+#          [--cpu-threads N] [--train-args "--train.warmup_updates 0"]
 # --test-lines N scores only the first N test lines, --train-args adds moe-train arguments to every cell
 # (both for smoke runs; the report says when test lines were cut).
 # The whole grid took about 2 hours on 2 idle cores on 2026-11-28 (docs/RESULTS.md states when and how).
