@@ -4,7 +4,7 @@
 # step ran and passed (the NCCL step says the emulator has none), that every model of the e2e step
 # trained on cuda:0 with the CPU's losses and was scored, that moe-serve answered 1 and 2 clients, that
 # OUT holds only summary.md and logs.tar.gz (a device call brings back at most 8 files) and that the summary is printed last; then
-# that a budget too small for a step skips it and says so.
+# that a budget too small for a step skips it and says so, and that a sanitizer tag without tests fails.
 # Usage (ctest passes both): gpu_check_rehearsal.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped: not a
 # CUDA-emulator build, or no data.
 set -euo pipefail
@@ -45,4 +45,9 @@ for step in parity bench; do
   grep -qE "^\| $step \| skipped \| 0 \| would overrun: needs at least [0-9]+ s" "$WORK/short/summary.md" ||
     e2e_fail "$step was not skipped for the budget"
 done
+# A sanitizer tag that matches no test case fails the step instead of passing unchecked; the others still run.
+"$ROOT/scripts/gpu-check.sh" --emulate "$WORK/tags" --bin "$BIN" --data "$DATA" --budget 300 --steps sanitize \
+  --tags '[no_such_tag];[ema]' > /dev/null 2>&1 && e2e_fail "a tag without test cases passed"
+grep -qE '^\| sanitize \| FAILED \| [0-9]+ \| emulator: \[no_such_tag\] FAILED \(no test case has this tag\), \[ema\] ok' \
+  "$WORK/tags/summary.md" || { cat "$WORK/tags/summary.md"; e2e_fail "the tag without test cases was not reported"; }
 echo "$E2E_NAME: OK"
