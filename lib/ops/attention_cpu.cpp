@@ -3,15 +3,23 @@
 //   dp_ij = w_i dout_i.v_j, delta_i = sum_j p_ij dp_ij, ds_ij = p_ij (dp_ij - delta_i),
 //   dq_i += scale sum_j ds_ij k_j, dk_j += scale ds_ij q_i, dv_j += p_ij w_i dout_i, dw += dout_i.o_i.
 // Attention dropout multiplies p_ij by z_ij (attention_dropout.h) in the weighted sum and in dp, dv, dw.
-// Covered by tests/ops/attention_test.cpp (hand-computed values, finite differences in f64) and
-// tests/ops/attention_dropout_test.cpp.
+// In f32 on a CPU with AVX-512F (ops/cpu_isa.h) the two row loops, q.k_j over the keys and o = sum_j p_j v_j,
+// run hand-vectorised: each dot product sums 16 lanes and then across them, with fused multiply-adds, so its
+// last bits differ from the portable loop's; the sums still run over keys in order, and a row's result does not
+// depend on the batch, the thread count or the keys beyond its causal limit.
+// Covered by tests/ops/attention_test.cpp (hand-computed values, finite differences in f64, the AVX-512 rows
+// against the portable ones) and tests/ops/attention_dropout_test.cpp.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "common/cpu_threads.h"
 #include "ops/attention.h"
+#include "ops/cpu_isa.h"
 #include "ops/dispatch.h"
 
 namespace moe::cpu {
@@ -43,15 +51,111 @@ struct Geometry {
 
 constexpr int64_t kKeys = 8;  // keys whose dot products run side by side (independent sums: no reordering)
 
+// GCC 12's AVX-512 intrinsics pass _mm*_undefined_*() to their builtins, which -Wmaybe-uninitialized reports
+// (-Wuninitialized) at every use once inlined (GCC bug 105593); the values are never read.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+/// out[j] = q . k_j for the n keys k_j = k0 + j stride, D floats each: four keys at a time, 16 lanes each.
+__attribute__((target("avx512f"))) void dots_avx512(const float* q, const float* k0, int64_t stride, int64_t n,
+                                                     int64_t D, float* out) {
+  const int64_t full = D & ~int64_t(15);
+  const __mmask16 tail = __mmask16((1u << (D - full)) - 1);
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const float *ka = k0 + j * stride, *kb = ka + stride, *kc = kb + stride, *kd = kc + stride;
+    __m512 a = _mm512_setzero_ps(), b = a, c = a, d = a;
+    for (int64_t x = 0; x < full; x += 16) {
+      const __m512 qv = _mm512_loadu_ps(q + x);
+      a = _mm512_fmadd_ps(qv, _mm512_loadu_ps(ka + x), a);
+      b = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kb + x), b);
+      c = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kc + x), c);
+      d = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kd + x), d);
+    }
+    if (tail) {
+      const __m512 qv = _mm512_maskz_loadu_ps(tail, q + full);
+      a = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(tail, ka + full), a);
+      b = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(tail, kb + full), b);
+      c = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(tail, kc + full), c);
+      d = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(tail, kd + full), d);
+    }
+    out[j] = _mm512_reduce_add_ps(a);
+    out[j + 1] = _mm512_reduce_add_ps(b);
+    out[j + 2] = _mm512_reduce_add_ps(c);
+    out[j + 3] = _mm512_reduce_add_ps(d);
+  }
+  for (; j < n; ++j) {
+    const float* kj = k0 + j * stride;
+    __m512 a = _mm512_setzero_ps();
+    for (int64_t x = 0; x < full; x += 16) a = _mm512_fmadd_ps(_mm512_loadu_ps(q + x), _mm512_loadu_ps(kj + x), a);
+    if (tail) a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, q + full), _mm512_maskz_loadu_ps(tail, kj + full), a);
+    out[j] = _mm512_reduce_add_ps(a);
+  }
+}
+
+/// o = sum_c p[c] v_kept[c] (D floats, rows of v `stride` apart), keys in order: 64 elements of o in four
+/// registers while the keys stream past.
+__attribute__((target("avx512f"))) void weighted_sum_avx512(const float* p, const int64_t* kept, int64_t n,
+                                                             const float* v0, int64_t stride, int64_t D, float* o) {
+  for (int64_t x = 0; x < D; x += 64) {
+    __mmask16 m[4];
+    for (int r = 0; r < 4; ++r) {
+      const int64_t lanes = std::clamp<int64_t>(D - x - 16 * r, 0, 16);
+      m[r] = __mmask16(lanes == 16 ? 0xFFFFu : (1u << lanes) - 1);
+    }
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t c = 0; c < n; ++c) {
+      const float* vr = v0 + kept[c] * stride + x;
+      const __m512 pc = _mm512_set1_ps(p[c]);
+      a0 = _mm512_fmadd_ps(pc, _mm512_maskz_loadu_ps(m[0], vr), a0);
+      a1 = _mm512_fmadd_ps(pc, _mm512_maskz_loadu_ps(m[1], vr + 16), a1);
+      a2 = _mm512_fmadd_ps(pc, _mm512_maskz_loadu_ps(m[2], vr + 32), a2);
+      a3 = _mm512_fmadd_ps(pc, _mm512_maskz_loadu_ps(m[3], vr + 48), a3);
+    }
+    _mm512_mask_storeu_ps(o + x, m[0], a0);
+    _mm512_mask_storeu_ps(o + x + 16, m[1], a1);
+    _mm512_mask_storeu_ps(o + x + 32, m[2], a2);
+    _mm512_mask_storeu_ps(o + x + 48, m[3], a3);
+  }
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+/// True when the f32 rows run on AVX-512 (dots_avx512, weighted_sum_avx512).
+template <class T>
+bool simd_rows() {
+  return std::is_same_v<T, float> && cpu_isa() == CpuIsa::avx512;
+}
+
 /// Scores of row (b, i, h) into s (visible keys only; others -inf); returns the row maximum. Each dot product
 /// sums over d in order, as one key at a time would; kKeys of them are interleaved, for instruction-level
 /// parallelism, in every block of keys with a visible one.
+/// With `simd` (f32, simd_rows()), the keys up to the causal limit go through dots_avx512, then the mask.
 template <class T>
-T row_scores(const Geometry& g, const T* q, const T* k, int64_t b, int64_t i, int64_t h, T scale, std::vector<T>& s) {
+T row_scores(const Geometry& g, const T* q, const T* k, int64_t b, int64_t i, int64_t h, T scale, std::vector<T>& s,
+             bool simd) {
   const int64_t hk = h / (g.H / g.Hk), stride = g.Hk * g.D;
   const T* qr = q + g.qi(b, i, h);
   const T* k0 = k + g.ki(b, 0, hk);
   const T ninf = -std::numeric_limits<T>::infinity();
+  if constexpr (std::is_same_v<T, float>) {
+    if (simd) {
+      const int64_t n = g.causal ? std::clamp<int64_t>(i + (g.Tk - g.Tq) + 1, 0, g.Tk) : g.Tk;
+      dots_avx512(qr, k0, stride, n, g.D, s.data());
+      T m = ninf;
+      for (int64_t j = 0; j < n; ++j) {
+        s[j] = g.visible(b, i, j) ? scale * s[j] : ninf;
+        m = std::max(m, s[j]);
+      }
+      std::fill(s.begin() + n, s.end(), ninf);
+      return m;
+    }
+  }
   for (int64_t j0 = 0; j0 < g.Tk; j0 += kKeys) {
     const int64_t n = std::min(kKeys, g.Tk - j0);
     bool any = false;
@@ -83,6 +187,7 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
   const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>();
   const T* pw = head_weight.defined() ? head_weight.data<T>() : nullptr;
   T *po = out.data<T>(), *pl = lse.data<T>();
+  const bool simd = simd_rows<T>();
   // query rows (b, i) in parallel: each writes only its own out and lse entries
   parallel_for(g.B * g.Tq, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.Tk * g.H * g.D)),
                [&](int64_t r0, int64_t r1) {
@@ -92,7 +197,7 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
                    for (int64_t h = 0; h < g.H; ++h) {
                      const int64_t b = r / g.Tq, i = r % g.Tq;
                      const int64_t hk = h / (g.H / g.Hk);
-                     const T m = row_scores(g, pq, pk, b, i, h, scale, s);
+                     const T m = row_scores(g, pq, pk, b, i, h, scale, s, simd);
                      T* o = po + g.qi(b, i, h);
                      for (int64_t d = 0; d < g.D; ++d) o[d] = 0;
                      if (m == -std::numeric_limits<T>::infinity()) {  // no visible key: o = 0, lse = -inf
@@ -111,6 +216,13 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
                      // o += p v, four keys per pass over o; each o[d] still adds the keys one by one in order
                      const T* v0 = pv + g.ki(b, 0, hk);
                      const int64_t stride = g.Hk * g.D;
+                     pl[(b * g.H + h) * g.Tq + i] = m + std::log(sum);
+                     if constexpr (std::is_same_v<T, float>) {
+                       if (simd) {
+                         weighted_sum_avx512(s.data(), kept.data(), n, v0, stride, g.D, o);
+                         continue;
+                       }
+                     }
                      int64_t c = 0;
                      for (; c + 4 <= n; c += 4) {
                        const T *a = v0 + kept[c] * stride, *e = v0 + kept[c + 1] * stride,
@@ -120,7 +232,6 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
                      }
                      for (; c < n; ++c)
                        for (int64_t d = 0; d < g.D; ++d) o[d] += s[c] * v0[kept[c] * stride + d];
-                     pl[(b * g.H + h) * g.Tq + i] = m + std::log(sum);
                    }
                });
 }
@@ -138,6 +249,7 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
   T* pdw = dhw.defined() ? dhw.data<T>() : nullptr;
   // (batch, key/value head) pairs in parallel: dk and dv of a pair are written by its query heads only
   const int64_t group = g.H / g.Hk;
+  const bool simd = simd_rows<T>();
   parallel_for(g.B * g.Hk, 1, [&](int64_t p0, int64_t p1) {
     std::vector<T> s(static_cast<size_t>(g.Tk)), dp(static_cast<size_t>(g.Tk)), z(static_cast<size_t>(g.Tk));
     for (int64_t pair = p0; pair < p1; ++pair)
@@ -146,7 +258,7 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
           const int64_t b = pair / g.Hk, hk = pair % g.Hk;
           const T l = pl[(b * g.H + h) * g.Tq + i];
           if (l == -std::numeric_limits<T>::infinity()) continue;  // fully masked row: no gradient
-          row_scores(g, pq, pk, b, i, h, scale, s);
+          row_scores(g, pq, pk, b, i, h, scale, s, simd);
           const T* gdo = pdo + g.qi(b, i, h);
           const T w = pw ? pw[g.wi(b, i, h)] : T(1);
           T delta = 0, dw = 0;

@@ -1,10 +1,12 @@
 // Fused attention on the CPU: hand-computed values (2 keys), masks (causal with Tq != Tk, padding,
 // fully masked rows), finite-difference gradients in f64 for q, k, v and both head_weight shapes
-// (Hk = 1 and Hk = H, T not a multiple of 32), attention_flops and error messages.
+// (Hk = 1 and Hk = H, T not a multiple of 32), attention_flops and error messages; f32 on the AVX-512 rows and
+// on the portable ones, both against f64 (ops/cpu_isa.h).
 #include <catch2/catch.hpp>
 #include <cmath>
 
 #include "graph/expr/attention.h"
+#include "ops/cpu_isa.h"
 #include "support/gradcheck.h"
 
 using namespace moe;
@@ -128,4 +130,81 @@ TEST_CASE("attention: errors name the op and the shapes", "[ops][attention][erro
   Tensor bo = Tensor::empty(big.shape(), DType::f32, Device::cpu());
   Tensor bl = Tensor::empty(Shape{1, 1, 1}, DType::f32, Device::cpu());
   CHECK_THROWS_WITH(attention_forward(big, big, big, {}, false, 1.f, {}, bo, bl), Catch::Contains("256"));
+}
+
+// The AVX-512 row loops (scores by 16 lanes, the weighted sum four registers at a time, masked tails) compute
+// what the portable ones do: forward and backward in f32 on each, against the same inputs in f64. Shapes of
+// decoding (one query, many keys), of training (causal, Tq = Tk), head sizes with and without a tail of 16,
+// grouped heads, padding and both head-weight shapes.
+TEST_CASE("f32 attention: the AVX-512 rows equal the portable ones", "[ops][attention]") {
+  if (!cpu_has_avx512()) {
+    WARN("this CPU has no AVX-512F: only the portable rows exist here");
+    return;
+  }
+  struct Case {
+    int64_t B, Tq, Tk, H, Hk, D;
+    bool causal, pad;
+    int weight;
+  };
+  const Case cases[] = {{2, 1, 37, 8, 8, 64, false, true, 1}, {2, 19, 19, 4, 2, 20, true, true, 2},
+                        {1, 5, 70, 2, 1, 80, true, false, 0},  {3, 4, 9, 2, 2, 16, false, false, 0},
+                        {1, 3, 3, 1, 1, 3, true, false, 0}};
+  const CpuIsa saved = cpu_isa();
+  uint32_t seed = 100;
+  for (const Case& c : cases) {
+    INFO("B=" << c.B << " Tq=" << c.Tq << " Tk=" << c.Tk << " H=" << c.H << " Hk=" << c.Hk << " D=" << c.D
+              << " causal=" << c.causal << " pad=" << c.pad << " weight=" << c.weight);
+    std::vector<Tensor> in64{test::random_tensor(Shape{c.B, c.Tq, c.H, c.D}, ++seed, -1.5, 1.5),
+                             test::random_tensor(Shape{c.B, c.Tk, c.Hk, c.D}, ++seed, -1.5, 1.5),
+                             test::random_tensor(Shape{c.B, c.Tk, c.Hk, c.D}, ++seed, -1, 1),
+                             test::random_tensor(Shape{c.B, c.Tq, c.H, c.D}, ++seed, -1, 1)};  // dout
+    if (c.weight == 1) in64.push_back(test::random_tensor(Shape{c.B, c.H}, ++seed, -1, 1));
+    if (c.weight == 2) in64.push_back(test::random_tensor(Shape{c.B, c.Tq, c.H}, ++seed, -1, 1));
+    Tensor pad;
+    if (c.pad) {
+      std::vector<int32_t> m(static_cast<size_t>(c.B * c.Tk), 1);
+      m[static_cast<size_t>(c.Tk - 1)] = 0;
+      m[static_cast<size_t>((c.B - 1) * c.Tk + 2)] = 0;
+      pad = mask(m, Shape{c.B, c.Tk});
+    }
+    // out, lse, dq, dk, dv (and dhead_weight) of one run, as doubles
+    auto results = [&](DType dt) {
+      std::vector<Tensor> x;
+      for (const Tensor& t : in64) x.push_back(Tensor::from_vector(t.to_vector<double>(), t.shape(), Device::cpu(), dt));
+      const Tensor w = x.size() > 4 ? x[4] : Tensor();
+      Tensor out = Tensor::empty(x[0].shape(), dt, Device::cpu());
+      Tensor lse = Tensor::empty(Shape{c.B, c.H, c.Tq}, attention_lse_dtype(dt), Device::cpu());
+      attention_forward(x[0], x[1], x[2], pad, c.causal, 0.7f, w, out, lse);
+      Tensor dq = Tensor::zeros(x[0].shape(), dt, Device::cpu()), dk = Tensor::zeros(x[1].shape(), dt, Device::cpu());
+      Tensor dv = Tensor::zeros(x[2].shape(), dt, Device::cpu());
+      Tensor dw = w.defined() ? Tensor::zeros(w.shape(), dt, Device::cpu()) : Tensor();
+      attention_backward(x[0], x[1], x[2], pad, c.causal, 0.7f, w, out, lse, x[3], dq, dk, dv, dw);
+      std::vector<std::vector<double>> r{out.to_vector<double>(), lse.to_vector<double>(), dq.to_vector<double>(),
+                                         dk.to_vector<double>(), dv.to_vector<double>()};
+      if (dw.defined()) r.push_back(dw.to_vector<double>());
+      return r;
+    };
+    const auto want = results(DType::f64);
+    set_cpu_isa(CpuIsa::portable);
+    const auto portable = results(DType::f32);
+    set_cpu_isa(CpuIsa::avx512);
+    const auto avx512 = results(DType::f32);
+    set_cpu_isa(saved);
+    const char* names[] = {"out", "lse", "dq", "dk", "dv", "dhead_weight"};
+    for (size_t r = 0; r < want.size(); ++r) {
+      INFO(names[r]);
+      double worst_portable = 0, worst_avx512 = 0;
+      for (size_t i = 0; i < want[r].size(); ++i) {
+        if (std::isinf(want[r][i])) {  // a fully masked row's lse
+          CHECK(portable[r][i] == want[r][i]);
+          CHECK(avx512[r][i] == want[r][i]);
+          continue;
+        }
+        worst_portable = std::max(worst_portable, std::abs(portable[r][i] - want[r][i]));
+        worst_avx512 = std::max(worst_avx512, std::abs(avx512[r][i] - want[r][i]));
+      }
+      CHECK(worst_portable < 2e-5);
+      CHECK(worst_avx512 < 2e-5);
+    }
+  }
 }
