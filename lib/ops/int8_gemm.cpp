@@ -1,11 +1,14 @@
 // int8_gemm.h: weight quantization, the active set of quantized weights and the int8 product.
 #include "ops/int8_gemm.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 
 #include "common/cpu_threads.h"
 #include "ops/cpu_gemm.h"
+#include "ops/cpu_isa.h"
 
 namespace moe {
 
@@ -20,6 +23,49 @@ float round_even(float v) {
 }
 int8_t round_to_int8(float v) { return static_cast<int8_t>(std::clamp(round_even(v), -127.f, 127.f)); }
 float scale_of(float amax) { return amax / 127.f; }
+
+/// One activation row quantized: q_p = round(x_p 127 / amax), clamped to [-127, 127]; returns amax = max |x_p|.
+float quantize_row(const float* x, int64_t k, int8_t* q) {
+  float amax = 0;
+  for (int64_t p = 0; p < k; ++p) amax = std::max(amax, std::abs(x[p]));
+  const float inv = amax > 0 ? 127.f / amax : 0.f;
+  for (int64_t p = 0; p < k; ++p) q[p] = round_to_int8(x[p] * inv);
+  return amax;
+}
+
+#if defined(__GNUC__) && !defined(__clang__)  // GCC 12's AVX-512 intrinsics and -Wmaybe-uninitialized: see
+#pragma GCC diagnostic push                    // ops/attention_cpu.cpp
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+/// 16 products x_p (127 / amax) rounded to the nearest even integer, clamped to [-127, 127], as bytes.
+__attribute__((target("avx512f"))) inline __m128i to_int8_avx512(__m512 x, __m512 inv) {
+  const __m512 v = _mm512_roundscale_ps(_mm512_mul_ps(x, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-127.f)), _mm512_set1_ps(127.f))));
+}
+
+/// quantize_row on AVX-512F, 16 elements at a time: the same products, and rounding to the nearest even
+/// integer as round_even, so the same bytes.
+__attribute__((target("avx512f"))) float quantize_row_avx512(const float* x, int64_t k, int8_t* q) {
+  const int64_t full = k & ~int64_t(15);
+  const __mmask16 tail = __mmask16((1u << (k - full)) - 1);
+  __m512 m = _mm512_setzero_ps();
+  for (int64_t p = 0; p < full; p += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + p)));
+  if (tail) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_maskz_loadu_ps(tail, x + full)));
+  const float amax = _mm512_reduce_max_ps(m);
+  const __m512 inv = _mm512_set1_ps(amax > 0 ? 127.f / amax : 0.f);
+  for (int64_t p = 0; p < full; p += 16)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + p), to_int8_avx512(_mm512_loadu_ps(x + p), inv));
+  if (tail) {  // (a masked byte store needs AVX-512BW)
+    alignas(16) int8_t last[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(last), to_int8_avx512(_mm512_maskz_loadu_ps(tail, x + full), inv));
+    std::copy(last, last + (k - full), q + full);
+  }
+  return amax;
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 }  // namespace
 
 Int8Matrix quantize_int8(const Tensor& weight, bool per_row) {
@@ -99,14 +145,11 @@ void int8_matmul(const float* x, int64_t m, const Int8Matrix& w, int64_t e, floa
   }
   std::vector<int8_t> qa(static_cast<size_t>(m * k));
   std::vector<float> sa(static_cast<size_t>(m));
+  const bool simd = cpu_isa() == CpuIsa::avx512;
   parallel_for(m, std::max<int64_t>(1, kElementsPerThread / k), [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
-      const float* xi = x + i * k;
-      float amax = 0;
-      for (int64_t p = 0; p < k; ++p) amax = std::max(amax, std::abs(xi[p]));
-      sa[static_cast<size_t>(i)] = scale_of(amax);
-      const float inv = amax > 0 ? 127.f / amax : 0.f;
-      for (int64_t p = 0; p < k; ++p) qa[static_cast<size_t>(i * k + p)] = round_to_int8(xi[p] * inv);
+      int8_t* qi = qa.data() + i * k;
+      sa[static_cast<size_t>(i)] = scale_of(simd ? quantize_row_avx512(x + i * k, k, qi) : quantize_row(x + i * k, k, qi));
     }
   });
   const int8_t* qb = w.q.data() + e * k * n;

@@ -2,12 +2,14 @@
 // error), the int8 product of every backend against the f64 product of the f32 operands within the derived
 // bound (and the bound far below the product's size, so that it can catch a wrong scale), per-row
 // (transposed) weights and experts, and the ops (matmul, linear, grouped GEMM) taking the path exactly when a
-// set of quantized weights holding their weight is active (two sets may be active at once: an ensemble).
+// set of quantized weights holding their weight is active (two sets may be active at once: an ensemble); the
+// AVX-512 activation quantizer giving the portable one's bytes.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
 #include "ops/cpu_gemm.h"
+#include "ops/cpu_isa.h"
 #include "ops/grouped_gemm.h"
 #include "ops/int8_gemm.h"
 #include "ops/matmul.h"
@@ -145,4 +147,35 @@ TEST_CASE("int8: an inner dimension past exact int32 sums is refused", "[ops][in
   const std::vector<float> x(static_cast<size_t>(k), 1.f);
   float out = 0;
   CHECK_THROWS_WITH(cpu::int8_matmul(x.data(), 1, q, 0, &out, false), Catch::Contains("133,000"));
+}
+
+// Activations are quantized per row by a portable loop or, on AVX-512F, 16 at a time (ops/cpu_isa.h); both round
+// to the nearest even integer after the same product, so the bytes, and so the products, are identical. Rows hold
+// exact ties (x 127 / amax = n + 0.5), zeros, a zero row, and lengths with and without a tail of 16.
+TEST_CASE("int8: the AVX-512 activation quantizer gives the portable bytes", "[ops][int8]") {
+  if (!cpu_has_avx512()) {
+    WARN("this CPU has no AVX-512F: only the portable quantizer exists here");
+    return;
+  }
+  const CpuIsa saved = cpu_isa();
+  for (int64_t k : {16, 64, 77, 5}) {
+    INFO("k " << k);
+    const int64_t m = 6, n = 40;
+    const Tensor w = test::random_normal(Shape{k, n}, 4, 0.1f);
+    Tensor x = test::random_normal(Shape{m, k}, 5);
+    float* px = x.data<float>();
+    for (int64_t p = 0; p < k; ++p) {
+      px[p] = float(p % 9) - 4.f;               // row 0: amax 4, x 127 / 4 = x 31.75: -2 and 2 give ties (63.5)
+      px[k + p] = p == 0 ? 127.f : float(p % 11) - 5.5f;  // row 1: amax 127, x 1: every other element a tie
+      px[2 * k + p] = 0.f;                      // row 2: zero, scale 0
+    }
+    const Int8Matrix q = quantize_int8(w, false);
+    std::vector<float> portable(size_t(m * n)), avx512(size_t(m * n));
+    set_cpu_isa(CpuIsa::portable);
+    cpu::int8_matmul(px, m, q, 0, portable.data(), false);
+    set_cpu_isa(CpuIsa::avx512);
+    cpu::int8_matmul(px, m, q, 0, avx512.data(), false);
+    set_cpu_isa(saved);
+    CHECK(portable == avx512);
+  }
 }
