@@ -55,6 +55,13 @@ void run_init(const Init& init, const std::string& name, uint64_t seed, Tensor& 
                 " initial values for shape ", out.shape());
       std::copy(init.values.begin(), init.values.end(), p);
       break;
+    case Init::Kind::tensor:
+      MOE_CHECK(init.tensor.defined(), "parameter '", name, "': its initial values were released when it was allocated");
+      MOE_CHECK(init.tensor.shape() == out.shape() && init.tensor.dtype() == DType::f32 && init.tensor.device().is_cpu(),
+                "parameter '", name, "': initial values of shape ", init.tensor.shape(), " (",
+                dtype_name(init.tensor.dtype()), ") for shape ", out.shape(), " (f32 on the CPU needed)");
+      out.copy_from(init.tensor);
+      break;
   }
 }
 
@@ -117,6 +124,7 @@ void ParameterStore::allocate() {
       dst.copy_from(old_host.flat_range(e.offset, e.shape.numel()).view(e.shape));
     else
       run_init(e.init, e.name, seed_, dst);
+    e.init.tensor = Tensor();  // a loaded checkpoint's tensor: released now that the values are in place
     e.offset = offsets[i];
   }
   try {

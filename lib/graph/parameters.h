@@ -21,19 +21,22 @@
 namespace moe {
 
 struct Init {
-  enum class Kind { zeros, ones, constant, uniform, normal, glorot_uniform, values };
+  enum class Kind { zeros, ones, constant, uniform, normal, glorot_uniform, values, tensor };
   Kind kind = Kind::zeros;
   double a = 0, b = 0;
   std::vector<float> values;
+  Tensor tensor;  // Kind::tensor: the values (f32, CPU), shared, not copied; released by allocate()
 
-  static Init zeros() { return {Kind::zeros, 0, 0, {}}; }
-  static Init ones() { return {Kind::ones, 0, 0, {}}; }
-  static Init constant(double v) { return {Kind::constant, v, 0, {}}; }
-  static Init uniform(double lo, double hi) { return {Kind::uniform, lo, hi, {}}; }
-  static Init normal(double mean, double stddev) { return {Kind::normal, mean, stddev, {}}; }
+  static Init zeros() { return {Kind::zeros, 0, 0, {}, {}}; }
+  static Init ones() { return {Kind::ones, 0, 0, {}, {}}; }
+  static Init constant(double v) { return {Kind::constant, v, 0, {}, {}}; }
+  static Init uniform(double lo, double hi) { return {Kind::uniform, lo, hi, {}, {}}; }
+  static Init normal(double mean, double stddev) { return {Kind::normal, mean, stddev, {}, {}}; }
   /// U(-s, s) with s = sqrt(6 / (fan_in + fan_out)), fans from the last two axes.
-  static Init glorot_uniform() { return {Kind::glorot_uniform, 0, 0, {}}; }
-  static Init from_values(std::vector<float> v) { return {Kind::values, 0, 0, std::move(v)}; }
+  static Init glorot_uniform() { return {Kind::glorot_uniform, 0, 0, {}, {}}; }
+  static Init from_values(std::vector<float> v) { return {Kind::values, 0, 0, std::move(v), {}}; }
+  /// The values of an f32 CPU tensor (a loaded checkpoint's): allocate() copies them once, with no copy before.
+  static Init from_tensor(Tensor t) { return {Kind::tensor, 0, 0, {}, std::move(t)}; }
 };
 
 /// Fills `out` (f32, CPU) according to `init`, with random numbers from (seed, name).

@@ -91,12 +91,12 @@ LoadedCheckpoint load_checkpoint(const std::string& path, Device device) {
       const std::string stem = name.substr(0, name.size() - kInt8Suffix.size());
       MOE_CHECK(file.has(stem + kInt8ScaleSuffix), path, ": '", name, "' has no scales '", stem, kInt8ScaleSuffix, "'");
       auto [param, m] = read_int8_weight(path, name, t, file.get(stem + kInt8ScaleSuffix));
-      out.params->declare(param, m.shape, Init::from_values(dequantize_int8(m).to_vector<float>()));
+      out.params->declare(param, m.shape, Init::from_tensor(dequantize_int8(m)));
       out.int8.emplace(param, std::move(m));
       continue;
     }
     MOE_CHECK(t.dtype() == DType::f32, path, ": parameter '", name, "' is ", dtype_name(t.dtype()), ", expected f32");
-    out.params->declare(name, t.shape(), Init::from_values(t.to_vector<float>()));
+    out.params->declare(name, t.shape(), Init::from_tensor(t));
   }
   std::filesystem::remove_all(tmp_dir);
   out.params->allocate();
