@@ -3,10 +3,11 @@
 //   dp_ij = w_i dout_i.v_j, delta_i = sum_j p_ij dp_ij, ds_ij = p_ij (dp_ij - delta_i),
 //   dq_i += scale sum_j ds_ij k_j, dk_j += scale ds_ij q_i, dv_j += p_ij w_i dout_i, dw += dout_i.o_i.
 // Attention dropout multiplies p_ij by z_ij (attention_dropout.h) in the weighted sum and in dp, dv, dw.
-// In f32 on a CPU with AVX-512F (ops/cpu_isa.h) the two row loops, q.k_j over the keys and o = sum_j p_j v_j,
-// run hand-vectorised: each dot product sums 16 lanes and then across them, with fused multiply-adds, so its
-// last bits differ from the portable loop's; the sums still run over keys in order, and a row's result does not
-// depend on the batch, the thread count or the keys beyond its causal limit.
+// In f32 on a CPU with AVX-512F (ops/cpu_isa.h) the row loops run hand-vectorised: q.k_j over the keys and
+// o = sum_j p_j v_j forward, dout_i.v_j and the updates of dq, dk, dv backward. Each dot product sums 16 lanes
+// and then across them, with fused multiply-adds, so its last bits differ from the portable loop's; sums over
+// keys still run in order, and a row's result does not depend on the batch, the thread count or the keys
+// beyond its causal limit.
 // Covered by tests/ops/attention_test.cpp (hand-computed values, finite differences in f64, the AVX-512 rows
 // against the portable ones) and tests/ops/attention_dropout_test.cpp.
 #include <immintrin.h>
@@ -43,6 +44,9 @@ struct Geometry {
   bool visible(int64_t b, int64_t i, int64_t j) const {
     if (pad && !pad[b * Tk + j]) return false;
     return !causal || j <= i + (Tk - Tq);
+  }
+  int64_t keys_before_limit(int64_t i) const {  // keys 0 .. n-1 may be visible to query i (causal limit)
+    return causal ? std::clamp<int64_t>(i + (Tk - Tq) + 1, 0, Tk) : Tk;
   }
   int64_t qi(int64_t b, int64_t t, int64_t h) const { return ((b * Tq + t) * H + h) * D; }
   int64_t ki(int64_t b, int64_t t, int64_t hk) const { return ((b * Tk + t) * Hk + hk) * D; }
@@ -122,6 +126,20 @@ __attribute__((target("avx512f"))) void weighted_sum_avx512(const float* p, cons
   }
 }
 
+/// The backward's update for one (query, key) pair: dq_i += ds k_j, dk_j += ds q_i, dv_j += c dout_i (D floats;
+/// a null destination is skipped).
+__attribute__((target("avx512f"))) void pair_update_avx512(float ds, float c, const float* kj, const float* qi,
+                                                            const float* dout_i, float* dq, float* dk, float* dv,
+                                                            int64_t D) {
+  const __m512 vds = _mm512_set1_ps(ds), vc = _mm512_set1_ps(c);
+  for (int64_t x = 0; x < D; x += 16) {
+    const __mmask16 m = __mmask16(D - x >= 16 ? 0xFFFFu : (1u << (D - x)) - 1);
+    if (dq) _mm512_mask_storeu_ps(dq + x, m, _mm512_fmadd_ps(vds, _mm512_maskz_loadu_ps(m, kj + x), _mm512_maskz_loadu_ps(m, dq + x)));
+    if (dk) _mm512_mask_storeu_ps(dk + x, m, _mm512_fmadd_ps(vds, _mm512_maskz_loadu_ps(m, qi + x), _mm512_maskz_loadu_ps(m, dk + x)));
+    if (dv) _mm512_mask_storeu_ps(dv + x, m, _mm512_fmadd_ps(vc, _mm512_maskz_loadu_ps(m, dout_i + x), _mm512_maskz_loadu_ps(m, dv + x)));
+  }
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -145,7 +163,7 @@ T row_scores(const Geometry& g, const T* q, const T* k, int64_t b, int64_t i, in
   const T ninf = -std::numeric_limits<T>::infinity();
   if constexpr (std::is_same_v<T, float>) {
     if (simd) {
-      const int64_t n = g.causal ? std::clamp<int64_t>(i + (g.Tk - g.Tq) + 1, 0, g.Tk) : g.Tk;
+      const int64_t n = g.keys_before_limit(i);
       dots_avx512(qr, k0, stride, n, g.D, s.data());
       T m = ninf;
       for (int64_t j = 0; j < n; ++j) {
@@ -252,6 +270,7 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
   const bool simd = simd_rows<T>();
   parallel_for(g.B * g.Hk, 1, [&](int64_t p0, int64_t p1) {
     std::vector<T> s(static_cast<size_t>(g.Tk)), dp(static_cast<size_t>(g.Tk)), z(static_cast<size_t>(g.Tk));
+    std::vector<T> dov_all(simd ? static_cast<size_t>(g.Tk) : 0);
     for (int64_t pair = p0; pair < p1; ++pair)
       for (int64_t h = pair % g.Hk * group; h < (pair % g.Hk + 1) * group; ++h)
         for (int64_t i = 0; i < g.Tq; ++i) {
@@ -261,12 +280,19 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
           row_scores(g, pq, pk, b, i, h, scale, s, simd);
           const T* gdo = pdo + g.qi(b, i, h);
           const T w = pw ? pw[g.wi(b, i, h)] : T(1);
+          if constexpr (std::is_same_v<T, float>) {
+            if (simd) {  // dout_i.v_j up to the causal limit (beyond it p_ij = 0)
+              dots_avx512(gdo, pv + g.ki(b, 0, hk), g.Hk * g.D, g.keys_before_limit(i), g.D, dov_all.data());
+            }
+          }
           T delta = 0, dw = 0;
           for (int64_t j = 0; j < g.Tk; ++j) {
             s[j] = std::exp(s[j] - l);  // p_ij (0 where masked)
             z[j] = attention_keep(drop, b, h, i, j, g.H, g.Tq, g.Tk);  // the forward's dropout factor
             T dov = 0;
-            if (s[j] != 0)
+            if (s[j] != 0 && simd)
+              dov = dov_all[j];
+            else if (s[j] != 0)
               for (int64_t d = 0; d < g.D; ++d) dov += gdo[d] * pv[g.ki(b, j, hk) + d];
             dp[j] = w * z[j] * dov;
             delta += s[j] * dp[j];
@@ -277,6 +303,13 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
             if (s[j] == 0) continue;
             const T ds = s[j] * (dp[j] - delta) * scale;
             const int64_t kj = g.ki(b, j, hk), qi = g.qi(b, i, h);
+            if constexpr (std::is_same_v<T, float>) {
+              if (simd) {
+                pair_update_avx512(ds, s[j] * z[j] * w, pk + kj, pq + qi, gdo, pdq ? pdq + qi : nullptr,
+                                   pdk ? pdk + kj : nullptr, pdv ? pdv + kj : nullptr, g.D);
+                continue;
+              }
+            }
             for (int64_t d = 0; d < g.D; ++d) {
               if (pdq) pdq[qi + d] += ds * pk[kj + d];
               if (pdk) pdk[kj + d] += ds * pq[qi + d];
