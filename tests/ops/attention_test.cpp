@@ -25,6 +25,33 @@ Run run(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pad, bo
 }
 Tensor t64(std::vector<double> v, Shape s) { return Tensor::from_vector(v, s); }
 Tensor mask(std::vector<int32_t> m, Shape s) { return Tensor::from_vector(m, s, Device::cpu(), DType::u8); }
+
+struct Case {
+  int64_t B, Tq, Tk, H, Hk, D;
+  bool causal, pad;
+  int weight;  // 0 none, 1 [B,H], 2 [B,Tq,H]
+};
+std::ostream& operator<<(std::ostream& os, const Case& c) {
+  return os << "B=" << c.B << " Tq=" << c.Tq << " Tk=" << c.Tk << " H=" << c.H << " Hk=" << c.Hk << " D=" << c.D
+            << " causal=" << c.causal << " pad=" << c.pad << " weight=" << c.weight;
+}
+/// q, k, v and the head weights (if any) of a case, random f64.
+std::vector<Tensor> case_inputs(const Case& c, uint32_t& seed) {
+  std::vector<Tensor> in{test::random_tensor(Shape{c.B, c.Tq, c.H, c.D}, ++seed, -1.5, 1.5),
+                         test::random_tensor(Shape{c.B, c.Tk, c.Hk, c.D}, ++seed, -1.5, 1.5),
+                         test::random_tensor(Shape{c.B, c.Tk, c.Hk, c.D}, ++seed, -1, 1)};
+  if (c.weight == 1) in.push_back(test::random_tensor(Shape{c.B, c.H}, ++seed, -1, 1));
+  if (c.weight == 2) in.push_back(test::random_tensor(Shape{c.B, c.Tq, c.H}, ++seed, -1, 1));
+  return in;
+}
+/// With c.pad, the last key of batch 0 and the first of the last batch are padding.
+Tensor case_padding(const Case& c) {
+  if (!c.pad) return {};
+  std::vector<int32_t> m(static_cast<size_t>(c.B * c.Tk), 1);
+  m[static_cast<size_t>(c.Tk - 1)] = 0;
+  m[static_cast<size_t>((c.B - 1) * c.Tk)] = 0;
+  return mask(m, Shape{c.B, c.Tk});
+}
 }  // namespace
 
 TEST_CASE("attention: two keys by hand", "[ops][attention]") {
@@ -74,30 +101,14 @@ TEST_CASE("attention: causal masks, Tq != Tk, fully masked rows give 0", "[ops][
 }
 
 TEST_CASE("attention: finite-difference gradients", "[ops][attention][grad]") {
-  struct Case {
-    int64_t B, Tq, Tk, H, Hk, D;
-    bool causal, pad;
-    int weight;  // 0 none, 1 [B,H], 2 [B,Tq,H]
-  };
   const Case cases[] = {{1, 1, 1, 1, 1, 1, false, false, 0}, {2, 3, 5, 2, 2, 3, false, true, 0},
                         {2, 4, 4, 2, 1, 3, true, true, 1},   {1, 5, 3, 4, 2, 2, true, false, 2},
                         {2, 3, 6, 2, 1, 4, true, true, 2},   {1, 33, 33, 1, 1, 2, true, false, 1}};
   uint32_t seed = 10;
   for (const Case& c : cases) {
-    INFO("B=" << c.B << " Tq=" << c.Tq << " Tk=" << c.Tk << " H=" << c.H << " Hk=" << c.Hk << " D=" << c.D
-              << " causal=" << c.causal << " pad=" << c.pad << " weight=" << c.weight);
-    std::vector<Tensor> in{test::random_tensor(Shape{c.B, c.Tq, c.H, c.D}, ++seed, -1.5, 1.5),
-                           test::random_tensor(Shape{c.B, c.Tk, c.Hk, c.D}, ++seed, -1.5, 1.5),
-                           test::random_tensor(Shape{c.B, c.Tk, c.Hk, c.D}, ++seed, -1, 1)};
-    if (c.weight == 1) in.push_back(test::random_tensor(Shape{c.B, c.H}, ++seed, -1, 1));
-    if (c.weight == 2) in.push_back(test::random_tensor(Shape{c.B, c.Tq, c.H}, ++seed, -1, 1));
-    Tensor pad;
-    if (c.pad) {  // the last key of batch 0 and the first of the last batch are padding
-      std::vector<int32_t> m(static_cast<size_t>(c.B * c.Tk), 1);
-      m[static_cast<size_t>(c.Tk - 1)] = 0;
-      m[static_cast<size_t>((c.B - 1) * c.Tk)] = 0;
-      pad = mask(m, Shape{c.B, c.Tk});
-    }
+    INFO(c);
+    const std::vector<Tensor> in = case_inputs(c, seed);
+    const Tensor pad = case_padding(c);
     const bool causal = c.causal;
     const double err = test::gradcheck(in, [&](Graph&, const std::vector<Expr>& x) {
       return attention(x[0], x[1], x[2], pad, causal, 0.8f, x.size() > 3 ? x[3] : Expr());
@@ -141,32 +152,16 @@ TEST_CASE("f32 attention: the AVX-512 rows equal the portable ones", "[ops][atte
     WARN("this CPU has no AVX-512F: only the portable rows exist here");
     return;
   }
-  struct Case {
-    int64_t B, Tq, Tk, H, Hk, D;
-    bool causal, pad;
-    int weight;
-  };
   const Case cases[] = {{2, 1, 37, 8, 8, 64, false, true, 1}, {2, 19, 19, 4, 2, 20, true, true, 2},
                         {1, 5, 70, 2, 1, 80, true, false, 0},  {3, 4, 9, 2, 2, 16, false, false, 0},
                         {1, 3, 3, 1, 1, 3, true, false, 0}};
   const CpuIsa saved = cpu_isa();
   uint32_t seed = 100;
   for (const Case& c : cases) {
-    INFO("B=" << c.B << " Tq=" << c.Tq << " Tk=" << c.Tk << " H=" << c.H << " Hk=" << c.Hk << " D=" << c.D
-              << " causal=" << c.causal << " pad=" << c.pad << " weight=" << c.weight);
-    std::vector<Tensor> in64{test::random_tensor(Shape{c.B, c.Tq, c.H, c.D}, ++seed, -1.5, 1.5),
-                             test::random_tensor(Shape{c.B, c.Tk, c.Hk, c.D}, ++seed, -1.5, 1.5),
-                             test::random_tensor(Shape{c.B, c.Tk, c.Hk, c.D}, ++seed, -1, 1),
-                             test::random_tensor(Shape{c.B, c.Tq, c.H, c.D}, ++seed, -1, 1)};  // dout
-    if (c.weight == 1) in64.push_back(test::random_tensor(Shape{c.B, c.H}, ++seed, -1, 1));
-    if (c.weight == 2) in64.push_back(test::random_tensor(Shape{c.B, c.Tq, c.H}, ++seed, -1, 1));
-    Tensor pad;
-    if (c.pad) {
-      std::vector<int32_t> m(static_cast<size_t>(c.B * c.Tk), 1);
-      m[static_cast<size_t>(c.Tk - 1)] = 0;
-      m[static_cast<size_t>((c.B - 1) * c.Tk + 2)] = 0;
-      pad = mask(m, Shape{c.B, c.Tk});
-    }
+    INFO(c);
+    std::vector<Tensor> in64 = case_inputs(c, seed);  // q, k, v, [head weights]
+    in64.insert(in64.begin() + 3, test::random_tensor(Shape{c.B, c.Tq, c.H, c.D}, ++seed, -1, 1));  // dout
+    const Tensor pad = case_padding(c);
     // out, lse, dq, dk, dv (and dhead_weight) of one run, as doubles
     auto results = [&](DType dt) {
       std::vector<Tensor> x;
