@@ -50,8 +50,9 @@ __attribute__((target("avx512f"))) float quantize_row_avx512(const float* x, int
   const int64_t full = k & ~int64_t(15);
   const __mmask16 tail = __mmask16((1u << (k - full)) - 1);
   __m512 m = _mm512_setzero_ps();
-  for (int64_t p = 0; p < full; p += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + p)));
-  if (tail) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_maskz_loadu_ps(tail, x + full)));
+  // max(|x|, m) keeps m where |x| is NaN, as std::max(amax, |x|) does
+  for (int64_t p = 0; p < full; p += 16) m = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + p)), m);
+  if (tail) m = _mm512_max_ps(_mm512_abs_ps(_mm512_maskz_loadu_ps(tail, x + full)), m);
   const float amax = _mm512_reduce_max_ps(m);
   const __m512 inv = _mm512_set1_ps(amax > 0 ? 127.f / amax : 0.f);
   for (int64_t p = 0; p < full; p += 16)
