@@ -56,10 +56,12 @@ void run_init(const Init& init, const std::string& name, uint64_t seed, Tensor& 
       std::copy(init.values.begin(), init.values.end(), p);
       break;
     case Init::Kind::tensor:
-      MOE_CHECK(init.tensor.defined(), "parameter '", name, "': its initial values were released when it was allocated");
-      MOE_CHECK(init.tensor.shape() == out.shape() && init.tensor.dtype() == DType::f32 && init.tensor.device().is_cpu(),
-                "parameter '", name, "': initial values of shape ", init.tensor.shape(), " (",
-                dtype_name(init.tensor.dtype()), ") for shape ", out.shape(), " (f32 on the CPU needed)");
+      MOE_CHECK(init.tensor.defined(), "parameter '", name,
+                "': its initial values were released when it was allocated");
+      MOE_CHECK(
+          init.tensor.shape() == out.shape() && init.tensor.dtype() == DType::f32 && init.tensor.device().is_cpu(),
+          "parameter '", name, "': initial values of shape ", init.tensor.shape(), " (",
+          dtype_name(init.tensor.dtype()), ") for shape ", out.shape(), " (f32 on the CPU needed)");
       out.copy_from(init.tensor);
       break;
   }

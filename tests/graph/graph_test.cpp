@@ -109,7 +109,8 @@ TEST_CASE("graph: parameters take a loaded tensor's values and release it", "[gr
   CHECK_FALSE(store.value(0).shares_storage(loaded));
   CHECK_FALSE(store.entry(0).init.tensor.defined());
   Tensor out = Tensor::empty(Shape{2, 3}, DType::f32, Device::cpu());
-  CHECK_THROWS_WITH(run_init(store.entry(0).init, "w", 1, out), Catch::Contains("'w': its initial values were released"));
+  CHECK_THROWS_WITH(run_init(store.entry(0).init, "w", 1, out),
+                    Catch::Contains("'w': its initial values were released"));
   ParameterStore wrong(Device::cpu());
   wrong.declare("v", Shape{3, 2}, Init::from_tensor(loaded));
   CHECK_THROWS_WITH(wrong.allocate(), Catch::Contains("parameter 'v': initial values of shape [2,3]"));

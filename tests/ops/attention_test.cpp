@@ -2,10 +2,11 @@
 // fully masked rows), finite-difference gradients in f64 for q, k, v and both head_weight shapes
 // (Hk = 1 and Hk = H, T not a multiple of 32), attention_flops and error messages; f32 on the AVX-512 rows and
 // on the portable ones, both against f64 (ops/cpu_isa.h).
+#include "graph/expr/attention.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "graph/expr/attention.h"
 #include "ops/cpu_isa.h"
 #include "support/gradcheck.h"
 
@@ -152,8 +153,10 @@ TEST_CASE("f32 attention: the AVX-512 rows equal the portable ones", "[ops][atte
     WARN("this CPU has no AVX-512F: only the portable rows exist here");
     return;
   }
-  const Case cases[] = {{2, 1, 37, 8, 8, 64, false, true, 1}, {2, 19, 19, 4, 2, 20, true, true, 2},
-                        {1, 5, 70, 2, 1, 80, true, false, 0},  {3, 4, 9, 2, 2, 16, false, false, 0},
+  const Case cases[] = {{2, 1, 37, 8, 8, 64, false, true, 1},
+                        {2, 19, 19, 4, 2, 20, true, true, 2},
+                        {1, 5, 70, 2, 1, 80, true, false, 0},
+                        {3, 4, 9, 2, 2, 16, false, false, 0},
                         {1, 3, 3, 1, 1, 3, true, false, 0}};
   const CpuIsa saved = cpu_isa();
   uint32_t seed = 100;
@@ -165,7 +168,8 @@ TEST_CASE("f32 attention: the AVX-512 rows equal the portable ones", "[ops][atte
     // out, lse, dq, dk, dv (and dhead_weight) of one run, as doubles
     auto results = [&](DType dt) {
       std::vector<Tensor> x;
-      for (const Tensor& t : in64) x.push_back(Tensor::from_vector(t.to_vector<double>(), t.shape(), Device::cpu(), dt));
+      for (const Tensor& t : in64)
+        x.push_back(Tensor::from_vector(t.to_vector<double>(), t.shape(), Device::cpu(), dt));
       const Tensor w = x.size() > 4 ? x[4] : Tensor();
       Tensor out = Tensor::empty(x[0].shape(), dt, Device::cpu());
       Tensor lse = Tensor::empty(Shape{c.B, c.H, c.Tq}, attention_lse_dtype(dt), Device::cpu());

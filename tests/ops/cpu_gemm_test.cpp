@@ -2,11 +2,12 @@
 // transposition, alpha/beta and odd sizes; with oneDNN a GEMM split into row or column blocks equal to the whole
 // call (the ops' thread split); the int8 product exact against an integer loop; the default choice; stop signals
 // arriving during GEMMs harmless (common/signal_stack.h).
+#include "ops/cpu_gemm.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -14,7 +15,6 @@
 #include <vector>
 
 #include "common/stop_signal.h"
-#include "ops/cpu_gemm.h"
 #include "support/gemm_backends.h"
 
 using namespace moe;

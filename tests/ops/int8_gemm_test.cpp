@@ -4,14 +4,14 @@
 // (transposed) weights and experts, and the ops (matmul, linear, grouped GEMM) taking the path exactly when a
 // set of quantized weights holding their weight is active (two sets may be active at once: an ensemble); the
 // AVX-512 activation quantizer giving the portable one's bytes.
-#include <catch2/catch.hpp>
+#include "ops/int8_gemm.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "ops/cpu_gemm.h"
 #include "ops/cpu_isa.h"
 #include "ops/grouped_gemm.h"
-#include "ops/int8_gemm.h"
 #include "ops/matmul.h"
 #include "support/gemm_backends.h"
 #include "support/random_normal.h"
@@ -165,9 +165,9 @@ TEST_CASE("int8: the AVX-512 activation quantizer gives the portable bytes", "[o
     Tensor x = test::random_normal(Shape{m, k}, 5);
     float* px = x.data<float>();
     for (int64_t p = 0; p < k; ++p) {
-      px[p] = float(p % 9) - 4.f;               // row 0: amax 4, x 127 / 4 = x 31.75: -2 and 2 give ties (63.5)
+      px[p] = float(p % 9) - 4.f;  // row 0: amax 4, x 127 / 4 = x 31.75: -2 and 2 give ties (63.5)
       px[k + p] = p == 0 ? 127.f : float(p % 11) - 5.5f;  // row 1: amax 127, x 1: every other element a tie
-      px[2 * k + p] = 0.f;                      // row 2: zero, scale 0
+      px[2 * k + p] = 0.f;                                // row 2: zero, scale 0
     }
     const Int8Matrix q = quantize_int8(w, false);
     std::vector<float> portable(size_t(m * n)), avx512(size_t(m * n));
