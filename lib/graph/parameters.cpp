@@ -117,11 +117,15 @@ void ParameterStore::allocate() {
     offsets[i] = total;
     total += aligned(entries_[i].shape.numel());
   }
-  Tensor host = Tensor::zeros(Shape{total}, DType::f32, Device::cpu());
+  // Every element is written once below (each entry, then the padding to its aligned end): no zeroing pass
+  // over the whole buffer first (185 MB at a d 512 model's load).
+  Tensor host = Tensor::empty(Shape{total}, DType::f32, Device::cpu());
   const Tensor old_host = values_.defined() ? values_.to(Device::cpu()) : Tensor();
   for (size_t i = 0; i < entries_.size(); ++i) {
     ParamEntry& e = entries_[i];
-    Tensor dst = host.flat_range(offsets[i], e.shape.numel()).view(e.shape);
+    const int64_t n = e.shape.numel();
+    std::fill(host.data<float>() + offsets[i] + n, host.data<float>() + offsets[i] + aligned(n), 0.f);
+    Tensor dst = host.flat_range(offsets[i], n).view(e.shape);
     if (e.offset >= 0)
       dst.copy_from(old_host.flat_range(e.offset, e.shape.numel()).view(e.shape));
     else
