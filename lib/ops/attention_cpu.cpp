@@ -55,17 +55,10 @@ struct Geometry {
 
 constexpr int64_t kKeys = 8;  // keys whose dot products run side by side (independent sums: no reordering)
 
-// GCC 12's AVX-512 intrinsics pass _mm*_undefined_*() to their builtins, which -Wmaybe-uninitialized reports
-// (-Wuninitialized) at every use once inlined (GCC bug 105593); the values are never read.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+MOE_AVX512_BEGIN
 
 /// out[j] = q . k_j for the n keys k_j = k0 + j stride, D floats each: four keys at a time, 16 lanes each.
-__attribute__((target("avx512f"))) void dots_avx512(const float* q, const float* k0, int64_t stride, int64_t n,
-                                                    int64_t D, float* out) {
+MOE_AVX512 void dots_avx512(const float* q, const float* k0, int64_t stride, int64_t n, int64_t D, float* out) {
   const int64_t full = D & ~int64_t(15);
   const __mmask16 tail = __mmask16((1u << (D - full)) - 1);
   int64_t j = 0;
@@ -102,8 +95,8 @@ __attribute__((target("avx512f"))) void dots_avx512(const float* q, const float*
 
 /// o = sum_c p[c] v_kept[c] (D floats, rows of v `stride` apart), keys in order: 64 elements of o in four
 /// registers while the keys stream past.
-__attribute__((target("avx512f"))) void weighted_sum_avx512(const float* p, const int64_t* kept, int64_t n,
-                                                            const float* v0, int64_t stride, int64_t D, float* o) {
+MOE_AVX512 void weighted_sum_avx512(const float* p, const int64_t* kept, int64_t n, const float* v0, int64_t stride,
+                                    int64_t D, float* o) {
   for (int64_t x = 0; x < D; x += 64) {
     __mmask16 m[4];
     for (int r = 0; r < 4; ++r) {
@@ -127,15 +120,14 @@ __attribute__((target("avx512f"))) void weighted_sum_avx512(const float* p, cons
 }
 
 /// y += a x on the lanes of m.
-__attribute__((target("avx512f"))) inline void axpy_masked(float* y, __m512 a, const float* x, __mmask16 m) {
+MOE_AVX512 inline void axpy_masked(float* y, __m512 a, const float* x, __mmask16 m) {
   _mm512_mask_storeu_ps(y, m, _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m, x), _mm512_maskz_loadu_ps(m, y)));
 }
 
 /// The backward's update for one (query, key) pair: dq_i += ds k_j, dk_j += ds q_i, dv_j += c dout_i (D floats;
 /// a null destination is skipped).
-__attribute__((target("avx512f"))) void pair_update_avx512(float ds, float c, const float* kj, const float* qi,
-                                                           const float* dout_i, float* dq, float* dk, float* dv,
-                                                           int64_t D) {
+MOE_AVX512 void pair_update_avx512(float ds, float c, const float* kj, const float* qi, const float* dout_i, float* dq,
+                                   float* dk, float* dv, int64_t D) {
   const __m512 vds = _mm512_set1_ps(ds), vc = _mm512_set1_ps(c);
   for (int64_t x = 0; x < D; x += 16) {
     const __mmask16 m = __mmask16(D - x >= 16 ? 0xFFFFu : (1u << (D - x)) - 1);
@@ -145,9 +137,7 @@ __attribute__((target("avx512f"))) void pair_update_avx512(float ds, float c, co
   }
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+MOE_AVX512_END
 
 /// True when the f32 rows run on AVX-512 (dots_avx512, weighted_sum_avx512).
 template <class T>

@@ -33,14 +33,9 @@ float quantize_row(const float* x, int64_t k, int8_t* q) {
   return amax;
 }
 
-// GCC 12's AVX-512 intrinsics and -W(maybe-)uninitialized: see ops/attention_cpu.cpp.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+MOE_AVX512_BEGIN
 /// 16 products x_p (127 / amax) rounded to the nearest even integer, clamped to [-127, 127], as bytes.
-__attribute__((target("avx512f"))) inline __m128i to_int8_avx512(__m512 x, __m512 inv) {
+MOE_AVX512 inline __m128i to_int8_avx512(__m512 x, __m512 inv) {
   const __m512 v = _mm512_roundscale_ps(_mm512_mul_ps(x, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   return _mm512_cvtsepi32_epi8(
       _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-127.f)), _mm512_set1_ps(127.f))));
@@ -48,7 +43,7 @@ __attribute__((target("avx512f"))) inline __m128i to_int8_avx512(__m512 x, __m51
 
 /// quantize_row on AVX-512F, 16 elements at a time: the same products, and rounding to the nearest even
 /// integer as round_even, so the same bytes.
-__attribute__((target("avx512f"))) float quantize_row_avx512(const float* x, int64_t k, int8_t* q) {
+MOE_AVX512 float quantize_row_avx512(const float* x, int64_t k, int8_t* q) {
   const int64_t full = k & ~int64_t(15);
   const __mmask16 tail = __mmask16((1u << (k - full)) - 1);
   __m512 m = _mm512_setzero_ps();
@@ -66,9 +61,7 @@ __attribute__((target("avx512f"))) float quantize_row_avx512(const float* x, int
   }
   return amax;
 }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+MOE_AVX512_END
 }  // namespace
 
 Int8Matrix quantize_int8(const Tensor& weight, bool per_row) {
