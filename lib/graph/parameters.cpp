@@ -127,7 +127,7 @@ void ParameterStore::allocate() {
     std::fill(host.data<float>() + offsets[i] + n, host.data<float>() + offsets[i] + aligned(n), 0.f);
     Tensor dst = host.flat_range(offsets[i], n).view(e.shape);
     if (e.offset >= 0)
-      dst.copy_from(old_host.flat_range(e.offset, e.shape.numel()).view(e.shape));
+      dst.copy_from(old_host.flat_range(e.offset, n).view(e.shape));
     else
       run_init(e.init, e.name, seed_, dst);
     e.init.tensor = Tensor();  // a loaded checkpoint's tensor: released now that the values are in place
