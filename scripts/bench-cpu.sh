@@ -12,7 +12,8 @@
 # CTranslate2 return their large blocks to the system after each use and fault them in again (PyTorch training
 # ran 2.8x slower so on this VM, 18% of its time in page faults); --plain-malloc leaves glibc's defaults.
 # Each JSON line records the cores the process used ((user + system) / wall, /usr/bin/time), its peak
-# resident memory and the 1-minute load average before it ran; the summary prints median, min-max over --repeat runs and cores used beside each figure.
+# resident memory and the 1-minute load average before it ran; the summary prints median, min-max over
+# --repeat runs and cores used beside each figure.
 # Training: target tokens/s of moe-train and of scripts/bench_cpu_torch.py (the same model written in
 # PyTorch) on Multi30k (data-prep/multi30k.sh from ../shared/data, SentencePiece 8k, 4000-token
 # batches, f32, dropout 0.1), --updates timed updates after 5 untimed, for the demo model (d 256,
@@ -29,7 +30,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="$ROOT/runs/bench-cpu"; BIN="$ROOT/build-cpu/bin"; THREADS="1 2"; UPDATES=30; WARMUP=5; ONLY="train,decode"
 MODELS="demo,big"; CKPT=""; TRAIN_MINUTES=5; REPEAT=3; PY=/usr/bin/python3; DECODE_ARGS=(); CT2_BUILD=""; SIDES=""; LINES=0
 PEERS="$ROOT/../shared/peers/ct2"
-MALLOC=(MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=68719476736 MALLOC_TOP_PAD_=1073741824)
+PLAIN_MALLOC=0
 while (( $# )); do
   case "$1" in
     --out) OUT="$2"; shift 2 ;;
@@ -45,11 +46,13 @@ while (( $# )); do
     --ct2) CT2_BUILD="$(cd "$2" && pwd)"; shift 2 ;;
     --sides) SIDES="$2"; shift 2 ;;
     --lines) LINES="$2"; shift 2 ;;
-    --plain-malloc) MALLOC=(); shift ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --plain-malloc) PLAIN_MALLOC=1; shift ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-cpu: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
 done
+# Every side's malloc setting (above): exported once, so every program this script runs inherits it.
+((PLAIN_MALLOC)) || export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=68719476736 MALLOC_TOP_PAD_=1073741824
 for b in moe-train moe-translate moe-vocab moe-average moe-score; do
   [[ -x "$BIN/$b" ]] || { echo "bench-cpu: $BIN/$b missing (build it, or give --bin)" >&2; exit 2; }
 done
@@ -79,12 +82,12 @@ cpu_fields() {  # FILE: the JSON fields of a timed run
 pin() { PIN=(taskset -c "0-$(($1 - 1))"); }  # N: the first N CPUs
 # Builds from before --cpu-threads (a baseline) get the thread count through OpenBLAS instead.
 threads_flag() {
-  if [[ "$1" == 0 ]]; then THREAD_ARGS=(); ENV_T=(env "${MALLOC[@]}"); return; fi  # 0: every core, the programs' default
+  if [[ "$1" == 0 ]]; then THREAD_ARGS=(); ENV_T=(env); return; fi  # 0: every core, the programs' default
   pin "$1"
-  if "$BIN/moe-train" --cpu-threads 1 --help >/dev/null 2>&1; then THREAD_ARGS=(--cpu-threads "$1"); ENV_T=(env "${MALLOC[@]}" "OMP_NUM_THREADS=$1" "${PIN[@]}")
-  else THREAD_ARGS=(); ENV_T=(env "${MALLOC[@]}" "OPENBLAS_NUM_THREADS=$1" "OMP_NUM_THREADS=$1" "${PIN[@]}"); fi
+  if "$BIN/moe-train" --cpu-threads 1 --help >/dev/null 2>&1; then THREAD_ARGS=(--cpu-threads "$1"); ENV_T=(env "OMP_NUM_THREADS=$1" "${PIN[@]}")
+  else THREAD_ARGS=(); ENV_T=(env "OPENBLAS_NUM_THREADS=$1" "OMP_NUM_THREADS=$1" "${PIN[@]}"); fi
 }
-torch_env() { pin "$1"; TORCH_ENV=(env "${MALLOC[@]}" "OMP_NUM_THREADS=$1" "OPENBLAS_NUM_THREADS=$1" "MKL_NUM_THREADS=$1" "${PIN[@]}"); }
+torch_env() { pin "$1"; TORCH_ENV=(env "OMP_NUM_THREADS=$1" "OPENBLAS_NUM_THREADS=$1" "MKL_NUM_THREADS=$1" "${PIN[@]}"); }
 
 model_args() {  # moe-train options and bench_cpu_torch.py options of a model
   case "$1" in
@@ -180,7 +183,7 @@ EOF
           --beam "$beam" -i "$SRC" -o "$hyp" "${DECODE_ARGS[@]}" ;;
       ct2-f32|ct2-int8)
         pin "$t"
-        timed "$hyp.time" env "${MALLOC[@]}" "LD_LIBRARY_PATH=$CT2_BUILD" "OMP_NUM_THREADS=$t" "${PIN[@]}" "$CT2_BUILD/cli/ct2-translator" \
+        timed "$hyp.time" env "LD_LIBRARY_PATH=$CT2_BUILD" "OMP_NUM_THREADS=$t" "${PIN[@]}" "$CT2_BUILD/cli/ct2-translator" \
           --model "$OUT/ct2-${side#ct2-}" --compute_type "$([[ $side == ct2-f32 ]] && echo float32 || echo int8)" \
           --device cpu --intra_threads "$t" --inter_threads 1 --beam_size "$beam" --batch_type tokens --batch_size 4096 \
           --max_decoding_length 200 --max_input_length "$MAXPOS" --src "$OUT/test.src.pieces" --out "$hyp.pieces"
