@@ -64,25 +64,27 @@ unsigned atomic_exch(unsigned* p, unsigned v) { return read_modify_write(p, MOE_
 float atomic_exch(float* p, float v) { return read_modify_write(p, MOE_EMU_PC, [v](float) { return v; }); }
 
 void pipeline_memcpy_async(void* dst, const void* src, size_t bytes, size_t zero_fill) {
-  ThreadState& t = current_thread();
+  queue_async_copy(current_thread(), dst, src, bytes, zero_fill, MOE_EMU_PC);
+}
+
+void queue_async_copy(ThreadState& t, void* dst, const void* src, size_t bytes, size_t zero_fill, uintptr_t pc) {
   Worker& w = *t.worker;
-  const uintptr_t pc = MOE_EMU_PC, d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
+  const uintptr_t d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
   if ((bytes != 4 && bytes != 8 && bytes != 16) || zero_fill > bytes)
     report(t, ReportKind::async_in_flight, pc,
-           "__pipeline_memcpy_async of " + std::to_string(bytes) + " bytes with zero fill " + std::to_string(zero_fill) +
+           "cp.async of " + std::to_string(bytes) + " bytes with zero fill " + std::to_string(zero_fill) +
                ": the size must be 4, 8 or 16 and the fill at most the size",
            true);
   if (!in_arena(w, d) || !shared_region(w, d, bytes))
     report(t, ReportKind::out_of_bounds, pc,
-           "__pipeline_memcpy_async destination is not inside a __shared__ variable or the dynamic shared memory",
-           true, d);
+           "cp.async destination is not inside a __shared__ variable or the dynamic shared memory", true, d);
   if (d % bytes)
-    report(t, ReportKind::misaligned, pc,
-           "__pipeline_memcpy_async destination is not " + std::to_string(bytes) + "-byte aligned", true, d);
+    report(t, ReportKind::misaligned, pc, "cp.async destination is not " + std::to_string(bytes) + "-byte aligned",
+           true, d);
   if (bytes > zero_fill) {
     if (s % bytes)
-      report(t, ReportKind::misaligned, pc, "__pipeline_memcpy_async source is not " + std::to_string(bytes) +
-                                                "-byte aligned", true, s);
+      report(t, ReportKind::misaligned, pc, "cp.async source is not " + std::to_string(bytes) + "-byte aligned", true,
+             s);
     check_access(t, s, bytes - zero_fill, false, pc, false, false);
   }
   const size_t off = d - reinterpret_cast<uintptr_t>(w.arena);

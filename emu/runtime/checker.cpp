@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "async_ops.h"
 #include "global_shadow.h"
 #include "memory.h"
 #include "state.h"
@@ -67,14 +68,16 @@ std::string shared_place(const Worker& w, uintptr_t addr) {
   return std::string(r->key ? "__shared__ " : "") + r->name + " + " + std::to_string(off - r->begin);
 }
 
-/// Whether an access by `other_tid` with warp-sync value `seq` (in the current epoch) is ordered before now.
-bool ordered(const Worker& w, int other_tid, uint32_t seq, const ThreadState& t) {
-  if (other_tid / kWarpSize != t.warp) return false;
-  return w.warps[size_t(t.warp)].common_sync(other_tid % kWarpSize, t.lane) > seq;
-}
-
-bool readers_unordered(const Worker& w, const ShadowByte& b, const ThreadState& t) {
-  if (b.r_warp != t.warp) return true;  // another warp (or several): only __syncthreads orders them
+bool readers_unordered(const Worker& w, const ShadowByte& b, size_t off, const ThreadState& t) {
+  if (b.r_warp >= 0 && b.r_warp != t.warp) return w.async.knows[t.warp][b.r_warp] <= b.r_seq;
+  if (b.r_warp < 0) {  // readers in several warps: each warp's last read, where the stamps are kept
+    if (!w.async.read_stamps) return true;
+    const uint32_t* stamps = w.async.read_stamps + off * kBlockWarps;
+    for (int v = 0; v < kBlockWarps; ++v)
+      if (v != t.warp && stamps[v] >= w.async.knows[t.warp][v]) return true;
+    return false;  // the lanes of its own warp: not told apart here
+  }
+  if (w.async.knows[t.warp][t.warp] > b.r_seq) return false;  // a named barrier or mbarrier ordered the warp
   unsigned lanes = b.r_lanes & ~(1u << t.lane);
   for (int l = 0; lanes; ++l, lanes >>= 1)
     if ((lanes & 1u) && w.warps[size_t(t.warp)].common_sync(l, t.lane) <= b.r_seq) return true;
@@ -86,11 +89,11 @@ void finalize_write(ThreadState& t, size_t off, bool changed, uintptr_t pc) {
   Worker& w = *t.worker;
   ShadowByte& b = w.shadow[off];
   const uintptr_t addr = reinterpret_cast<uintptr_t>(w.arena) + off;
-  if (changed && b.w_epoch == w.epoch && b.w_tid != t.tid && !ordered(w, b.w_tid, b.w_seq, t))
+  if (changed && b.w_epoch == w.epoch && b.w_tid != t.tid && !ordered_before(w, b.w_tid, b.w_seq, t))
     report(t, ReportKind::race, pc,
            "write changes " + shared_place(w, addr) + ", which another thread wrote with no barrier between", false,
            addr, b.w_tid, w.shadow_pcs[off].write);
-  else if (changed && b.r_epoch == w.epoch && readers_unordered(w, b, t))
+  else if (changed && b.r_epoch == w.epoch && readers_unordered(w, b, off, t))
     report(t, ReportKind::race, pc,
            "write changes " + shared_place(w, addr) + ", which another thread read with no barrier between", false,
            addr, b.r_tid, w.shadow_pcs[off].read);
@@ -98,6 +101,7 @@ void finalize_write(ThreadState& t, size_t off, bool changed, uintptr_t pc) {
   b.w_tid = uint16_t(t.tid);
   b.w_epoch = w.epoch;
   b.w_seq = w.sync_counter;
+  b.async_proxy = 0;
   w.shadow_pcs[off].write = pc;
 }
 
@@ -112,6 +116,15 @@ void shared_access(ThreadState& t, uintptr_t a, size_t bytes, bool write, uintpt
   }
   const size_t off = a - reinterpret_cast<uintptr_t>(w.arena);
   if (write && !atomic) {
+    if (t.async.reads_in_flight()) check_in_flight_write(t, off, bytes, pc);
+    for (size_t i = 0; i < bytes; ++i)
+      if (w.shadow[off + i].async_pending) {
+        report(t, ReportKind::async_in_flight, pc,
+               access_text(write, bytes) + " of " + shared_place(w, a) +
+                   " while an asynchronous copy into it (cp.async or TMA) is in flight: its wait comes first",
+               false, a);
+        break;
+      }
     for (size_t done = 0; done < bytes; done += 16) {  // ranges above 16 bytes: several records
       PendingWrite p{a + done, pc, uint32_t(std::min<size_t>(16, bytes - done)), 0, {}};
       std::memcpy(p.old, w.arena + off + done, p.size);
@@ -135,7 +148,8 @@ void shared_access(ThreadState& t, uintptr_t a, size_t bytes, bool write, uintpt
       if (b.async_pending) {
         report(t, ReportKind::async_in_flight, pc,
                access_text(write, bytes) + " of " + shared_place(w, a) +
-                   " before the cp.async copy into it has landed (no __pipeline_wait_prior for its group)",
+                   " before the asynchronous copy into it has landed (cp.async: no wait for its group; TMA: no wait on "
+                   "its mbarrier)",
                false, a);
         reported = true;
       } else if (b.init_gen != w.block_gen) {
@@ -144,7 +158,7 @@ void shared_access(ThreadState& t, uintptr_t a, size_t bytes, bool write, uintpt
                false, a);
         reported = true;
       } else if (!atomic && b.pending_seg != t.segment && b.w_epoch == w.epoch && b.w_tid != t.tid && b.w_changed &&
-                 !ordered(w, b.w_tid, b.w_seq, t)) {
+                 !ordered_before(w, b.w_tid, b.w_seq, t)) {
         report(t, ReportKind::race, pc,
                "read of " + shared_place(w, a) + ", which another thread wrote with no barrier between", false, a,
                b.w_tid, w.shadow_pcs[off + i].write);
@@ -152,6 +166,7 @@ void shared_access(ThreadState& t, uintptr_t a, size_t bytes, bool write, uintpt
       }
     }
     if (atomic) continue;  // atomics do not race with each other; their bytes stay as they were for the checker
+    if (w.async.read_stamps) w.async.read_stamps[(off + i) * kBlockWarps + size_t(t.warp)] = w.sync_counter;
     if (b.r_epoch != w.epoch) {
       b.r_epoch = w.epoch, b.r_tid = uint16_t(t.tid), b.r_warp = int16_t(t.warp), b.r_lanes = me;
       w.shadow_pcs[off + i].read = pc;
@@ -207,9 +222,17 @@ inline void hook(void* addr, size_t bytes, bool write, bool aligned, void* ra) {
 }
 }  // namespace
 
+bool ordered_before(const Worker& w, int other_tid, uint32_t seq, const ThreadState& t) {
+  if (w.async.knows[t.warp][other_tid / kWarpSize] > seq) return true;  // the warp's barriers and mbarriers
+  return other_tid / kWarpSize == t.warp && w.warps[size_t(t.warp)].common_sync(other_tid % kWarpSize, t.lane) > seq;
+}
+
 void check_access(ThreadState& t, uintptr_t a, size_t bytes, bool write, uintptr_t pc, bool atomic, bool aligned) {
   Worker& w = *t.worker;
-  if (a - w.stacks_begin() < w.stacks_end() - w.stacks_begin()) return;  // fiber stacks
+  if (a - w.stacks_begin() < w.stacks_end() - w.stacks_begin()) {  // fiber stacks: registers, free unless owned
+    if (!t.async.poisoned.empty()) check_poisoned(t, a, bytes, write, pc);
+    return;
+  }
   const auto internal = reinterpret_cast<uintptr_t>(w.threads.data());
   if (a - internal < w.threads.size() * sizeof(ThreadState)) return;  // threadIdx and friends
   if (a == reinterpret_cast<uintptr_t>(&tls_position)) return;
@@ -235,6 +258,30 @@ void flush_pending_writes(ThreadState& t) {
       finalize_write(t, off, (p.fresh >> i & 1u) || w.arena[off] != p.old[i], p.pc);
     }
   t.pending.clear();
+}
+
+void note_async_write(ThreadState& t, uintptr_t addr, size_t bytes, uintptr_t pc) {
+  Worker& w = *t.worker;
+  const size_t off = addr - reinterpret_cast<uintptr_t>(w.arena);
+  for (size_t i = 0; i < bytes; ++i)
+    if (w.shadow[off + i].async_pending) {
+      report(t, ReportKind::async_in_flight, pc,
+             "a TMA load into " + shared_place(w, addr + i) + ", where an asynchronous copy is still in flight", false,
+             addr + i);
+      break;
+    }
+  for (size_t i = 0; i < bytes; ++i) {
+    finalize_write(t, off + i, true, pc);
+    ShadowByte& b = w.shadow[off + i];
+    b.init_gen = w.block_gen;
+    b.async_pending = 1;
+    b.async_proxy = 1;
+  }
+}
+
+void land_async_write(Worker& w, uintptr_t addr, size_t bytes) {
+  const size_t off = addr - reinterpret_cast<uintptr_t>(w.arena);
+  for (size_t i = 0; i < bytes; ++i) w.shadow[off + i].async_pending = 0;
 }
 
 void record_shared_write(ThreadState& t, uintptr_t addr, const uint8_t* old_bytes, size_t bytes, uintptr_t pc) {

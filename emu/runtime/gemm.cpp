@@ -1,19 +1,32 @@
 // CUDA emulator: the GEMM of the emulated cuBLAS / cuBLASLt (gemm.h). f32 operands without TF32 go
-// straight to OpenBLAS; otherwise each batch's operands are widened to f32 (TF32-rounded when asked),
-// multiplied with sgemm and the result (with beta C and the bias) rounded once to D's type, as
-// tensor-core GEMMs accumulate in f32. Covered by tests/gpu/matmul_parity_test.cpp under the emulator.
+// straight to the host sgemm; otherwise each batch's operands are widened to f32 (TF32-rounded when
+// asked), multiplied with it and the result (with beta C and the bias) rounded once to D's type, as
+// tensor-core GEMMs accumulate in f32. The host sgemm is moe's CPU GEMM dispatch once lib/ops registered
+// it (set_host_sgemm: oneDNN on AVX-512), else OpenBLAS. Covered by tests/gpu/matmul_parity_test.cpp
+// under the emulator.
 #include "gemm.h"
 
 #include <cblas.h>
 
+#include <atomic>
 #include <cstring>
 #include <vector>
 
 #include "cuda_bf16.h"
 #include "cuda_fp16.h"
+#include "moe_emu/control.h"
 
 namespace moe_emu {
 namespace {
+std::atomic<HostSgemm> g_host_sgemm{nullptr};
+
+/// Column-major D = alpha op(A) op(B) + beta D: the row-major product Dᵀ = op(B)ᵀ op(A)ᵀ on the host sgemm.
+void sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+           float beta, float* d, int ldd) {
+  if (HostSgemm host = g_host_sgemm.load()) return host(tb, ta, n, m, k, alpha, b, ldb, a, lda, beta, d, ldd);
+  cblas_sgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+              ldb, beta, d, ldd);
+}
 
 float load(const void* p, cudaDataType_t t, long long i) {
   switch (t) {
@@ -51,6 +64,8 @@ std::vector<float> widen(const GemmOperand& o, int rows, int cols, int b, bool r
 }
 }  // namespace
 
+void set_host_sgemm(HostSgemm gemm) { g_host_sgemm = gemm; }
+
 int type_bytes(cudaDataType_t type) {
   return type == CUDA_R_32F ? 4 : (type == CUDA_R_16BF || type == CUDA_R_16F) ? 2 : 0;
 }
@@ -61,10 +76,9 @@ void gemm_compute(bool ta, bool tb, int m, int n, int k, float alpha, const Gemm
                       !bias && c.ptr == d;
   for (int i = 0; i < batch; ++i) {
     if (direct) {
-      cblas_sgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha,
-                  static_cast<const float*>(a.ptr) + a.stride * i, int(a.ld),
-                  static_cast<const float*>(b.ptr) + b.stride * i, int(b.ld), beta,
-                  static_cast<float*>(d) + c.stride * i, int(c.ld));
+      sgemm(ta, tb, m, n, k, alpha, static_cast<const float*>(a.ptr) + a.stride * i, int(a.ld),
+            static_cast<const float*>(b.ptr) + b.stride * i, int(b.ld), beta, static_cast<float*>(d) + c.stride * i,
+            int(c.ld));
       continue;
     }
     // op(A) is m x k: A is stored m x k (N) or k x m (T); likewise B.
@@ -72,8 +86,7 @@ void gemm_compute(bool ta, bool tb, int m, int n, int k, float alpha, const Gemm
     const std::vector<float> fb = widen(b, tb ? n : k, tb ? k : n, i, round_tf32);
     std::vector<float> fc(size_t(m) * size_t(n), 0.f);
     if (beta != 0.f) fc = widen(c, m, n, i, false);
-    cblas_sgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha,
-                fa.data(), ta ? k : m, fb.data(), tb ? n : k, beta, fc.data(), m);
+    sgemm(ta, tb, m, n, k, alpha, fa.data(), ta ? k : m, fb.data(), tb ? n : k, beta, fc.data(), m);
     for (int col = 0; col < n; ++col)
       for (int r = 0; r < m; ++r) {
         float v = fc[size_t(col) * size_t(m) + size_t(r)];

@@ -67,7 +67,8 @@ void kernel_entry(KernelRecord* const* kernel, unsigned launch_bound) {
 std::vector<KernelCoverage> kernel_coverage() {
   std::lock_guard<std::mutex> lock(registry_mutex());
   std::vector<KernelCoverage> out;
-  for (const auto& k : registry()) out.push_back(KernelCoverage{k->name, k->launched.load(), k->max_threads.load()});
+  for (const auto& k : registry())
+    out.push_back(KernelCoverage{k->name, k->launched.load(), k->max_threads.load(), k->max_dynamic_shared.load()});
   std::sort(out.begin(), out.end(), [](const KernelCoverage& a, const KernelCoverage& b) { return a.name < b.name; });
   return out;
 }

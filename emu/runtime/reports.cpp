@@ -83,6 +83,8 @@ const char* kind_name(ReportKind kind) {
     case ReportKind::api_misuse: return "api-misuse";
     case ReportKind::stream_race: return "stream-race";
     case ReportKind::host_access: return "pending-host-access";
+    case ReportKind::async_misuse:
+      return "async-misuse";
   }
   return "unknown";
 }

@@ -28,6 +28,7 @@ enum class ReportKind {
   api_misuse,
   stream_race,
   host_access,
+  async_misuse,  // Hopper's asynchronous operations and mbarriers used against their rules
 };
 const char* kind_name(ReportKind kind);
 

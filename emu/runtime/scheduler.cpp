@@ -135,6 +135,7 @@ void fiber_entry(void* arg) {
   w.launch->run(w.launch->ctx);
   flush_pending_writes(t);
   pipeline_finish(t);  // copies nobody waited for still land, as on the GPU
+  finish_async(t);
   t.status = ThreadStatus::exited;
   ++w.exited;
   fiber_switch(t.fiber, w.scheduler);
@@ -180,6 +181,7 @@ void release_barrier(Worker& w) {
     }
   }
   ++w.epoch;
+  order_all_warps(w);
   w.at_barrier = 0;
   for (unsigned i = 0; i < w.nthreads; ++i)
     if (w.threads[i].status == ThreadStatus::at_barrier) make_ready(w, w.threads[i]);
@@ -188,7 +190,8 @@ void release_barrier(Worker& w) {
 /// No thread can run: name who waits where.
 void report_deadlock(Worker& w) {
   ThreadState* waiting = nullptr;
-  int barrier = 0, warp = 0;
+  ThreadState* grouped = nullptr;
+  int barrier = 0, warp = 0, group = 0;
   for (unsigned i = 0; i < w.nthreads; ++i) {
     ThreadState& t = w.threads[i];
     if (t.status == ThreadStatus::at_barrier) ++barrier;
@@ -196,10 +199,20 @@ void report_deadlock(Worker& w) {
       ++warp;
       if (!waiting) waiting = &t;
     }
+    if (t.status == ThreadStatus::at_group && ++group == 1) grouped = &t;
   }
-  std::string what = std::to_string(warp) + " threads wait in warp collectives for lanes that exited or wait elsewhere";
-  if (barrier) what += ", " + std::to_string(barrier) + " threads wait at __syncthreads";
-  if (w.exited) what += ", " + std::to_string(w.exited) + " threads have exited";
+  std::string what;
+  if (warp) what = std::to_string(warp) + " threads wait in warp collectives for lanes that exited or wait elsewhere";
+  if (group) {
+    what += std::string(what.empty() ? "" : ", ") + std::to_string(group) + " threads wait in named barriers, " +
+            "mbarriers or warpgroup collectives (thread (" + std::to_string(grouped->pos.thread.x) + "," +
+            std::to_string(grouped->pos.thread.y) + "," + std::to_string(grouped->pos.thread.z) +
+            "): " + describe_group_wait(w, *grouped) + ")";
+    if (!waiting) waiting = grouped;
+  }
+  const std::string sep = what.empty() ? "" : ", ";
+  if (barrier) what += sep + std::to_string(barrier) + " threads wait at __syncthreads";
+  if (w.exited) what += (what.empty() ? "" : ", ") + std::to_string(w.exited) + " threads have exited";
   if (!waiting)
     for (unsigned i = 0; i < w.nthreads && !waiting; ++i)
       if (w.threads[i].status != ThreadStatus::exited) waiting = &w.threads[i];
@@ -225,6 +238,7 @@ void run_block(Worker& w, Launch& L, unsigned linear) {
   w.ready.clear();
   w.ready_head = 0;
   for (unsigned i = 0; i < (w.nthreads + 31) / 32; ++i) w.warps[i].open.clear();
+  reset_async(w);
   for (unsigned i = 0; i < w.nthreads; ++i) {
     ThreadState& t = w.threads[i];
     t.pos = Position{uint3{i % b.x, (i / b.x) % b.y, i / (b.x * b.y)}, w.block, b, g};
@@ -232,6 +246,7 @@ void run_block(Worker& w, Launch& L, unsigned linear) {
     t.pending.clear();
     t.async_groups.clear();
     t.async_open.clear();
+    t.async = AsyncThreadState{};
     fiber_init(t.fiber, w.stacks + size_t(i) * w.stack_bytes, w.stack_bytes, fiber_entry, &t);
     w.ready.push_back(int(i));
   }
@@ -247,9 +262,11 @@ void run_block(Worker& w, Launch& L, unsigned linear) {
       release_barrier(w);
       continue;
     }
+    if (settle_async(w)) continue;
     report_deadlock(w);
     break;
   }
+  settle_async(w);  // TMA loads nobody waited for still land, as on the GPU
   w.launch = nullptr;
 }
 
@@ -311,6 +328,16 @@ ThreadState& current_thread() {
 }
 
 void yield_to_scheduler(ThreadState& t) { fiber_switch(t.fiber, t.worker->scheduler); }
+
+void wait_in_group(ThreadState& t, GroupWait kind, const void* object, uintptr_t pc) {
+  t.status = ThreadStatus::at_group;
+  t.async.wait = kind;
+  t.async.wait_object = object;
+  t.wait_pc = pc;
+  yield_to_scheduler(t);
+  t.async.wait = GroupWait::none;
+  t.async.wait_object = nullptr;
+}
 
 void make_ready(Worker& w, ThreadState& t) {
   t.status = ThreadStatus::ready;
@@ -386,6 +413,10 @@ cudaError_t run_launch(const LaunchConfig& c, void (*run)(void*), void* ctx, con
     k->launched = true;
     unsigned prev = k->max_threads.load();
     while (prev < L.threads_per_block && !k->max_threads.compare_exchange_weak(prev, L.threads_per_block)) {
+    }
+    size_t dyn = k->max_dynamic_shared.load();
+    while (dyn < L.config.dynamic_shared &&
+           !k->max_dynamic_shared.compare_exchange_weak(dyn, L.config.dynamic_shared)) {
     }
   }
   const std::string name = k ? k->name : "(launched at " + site(c) + ")";

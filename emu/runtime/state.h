@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "async_state.h"
 #include "cuda_runtime.h"
 #include "fiber.h"
 #include "reports.h"
@@ -24,6 +25,7 @@ struct KernelRecord {
   std::string file;  // the source file of its body
   std::atomic<bool> launched{false};
   std::atomic<unsigned> max_threads{0};
+  std::atomic<size_t> max_dynamic_shared{0};
 };
 
 struct Launch {
@@ -42,7 +44,9 @@ struct Launch {
   size_t dropped_reports = 0;
 };
 
-enum class ThreadStatus { ready, at_barrier, at_warp, exited };
+/// at_group: waiting in a named barrier, on an mbarrier phase or in a warpgroup collective
+/// (ThreadState::wait_object says which).
+enum class ThreadStatus { ready, at_barrier, at_warp, at_group, exited };
 
 struct PendingWrite {
   uintptr_t addr;
@@ -72,9 +76,23 @@ struct ThreadState {
   std::vector<AsyncCopy> async_open;                 // issued, not yet committed
   uint64_t result = 0;         // the result of the warp collective it waited in
   uint64_t shuffle_value = 0;  // the value it offers to a shuffle
+  AsyncThreadState async;      // Hopper's asynchronous operations in flight and what it waits for (async_state.h)
 };
 
-enum class CollectiveKind { syncwarp, shuffle, ballot, match_any, wmma_load_a, wmma_load_b, wmma_load_c, wmma_store, wmma_mma };
+enum class CollectiveKind {
+  syncwarp,
+  shuffle,
+  ballot,
+  match_any,
+  wmma_load_a,
+  wmma_load_b,
+  wmma_load_c,
+  wmma_store,
+  wmma_mma,
+  mma_sync,
+  ldmatrix,
+  elect
+};
 
 struct Collective {
   CollectiveKind kind;
@@ -82,8 +100,9 @@ struct Collective {
   Shuffle shuffle = Shuffle::index;
   int arg = 0, width = 32;
   uint64_t values[kWarpSize] = {};
-  const float* mma_in[kWarpSize][3] = {};  // a, b, c of each lane
-  float* mma_out[kWarpSize] = {};
+  const void* mma_in[kWarpSize][3] = {};  // a, b, c of each lane (wmma: float[8]; mma.sync: u32[4], u32[2], float[4])
+  void* mma_out[kWarpSize] = {};
+  uint8_t rows[kWarpSize][16] = {};  // ldmatrix: the 16 bytes of the row each lane addressed
 };
 
 struct WarpState {
@@ -95,7 +114,7 @@ struct WarpState {
   }
 };
 
-/// One shadow record per byte of shared memory (the checker's view); kept small (36 bytes), the program
+/// One shadow record per byte of shared memory (the checker's view); kept small (40 bytes), the program
 /// counters of the last accesses, needed only for reports, are in ShadowPcs beside it.
 struct ShadowByte {
   uint32_t init_gen;     // == Worker::block_gen: written in this block
@@ -105,6 +124,7 @@ struct ShadowByte {
   uint16_t w_tid, r_tid;
   int16_t r_warp;  // -2: readers in several warps
   uint8_t w_changed, async_pending;
+  uint8_t async_proxy;  // 1: last written by the async proxy (TMA), which wgmma reads without a proxy fence
 };
 struct ShadowPcs {
   uintptr_t write, read;  // the last write, the first read of the epoch
@@ -140,6 +160,7 @@ struct Worker {
   size_t ready_head = 0;
   int at_barrier = 0, exited = 0;
   bool abandon = false;  // a fatal report in this block: stop running it
+  AsyncBlockState async;  // named barriers, mbarriers, warpgroup collectives, ordering between warps
   // The last global ranges found (checker.cpp): valid while memory_generation() == cache_gen.
   struct CachedRange {
     uintptr_t begin = 0, end = 0;
@@ -162,6 +183,8 @@ ThreadState& current_thread();
 
 /// Every write of the running thread since its last sync point is checked and made known (checker.cpp).
 void flush_pending_writes(ThreadState& t);
+/// Queues a cp.async copy of `bytes` (4, 8 or 16; the last `zero_fill` of them zeros) into shared memory.
+void queue_async_copy(ThreadState& t, void* dst, const void* src, size_t bytes, size_t zero_fill, uintptr_t pc);
 /// A shared-memory write whose values are known (cp.async landing): checked like a flushed write.
 /// Lands every cp.async copy of the thread, committed or not (its end: copies still land on the GPU).
 void pipeline_finish(ThreadState& t);
@@ -173,12 +196,38 @@ const SharedRegion* shared_region(const Worker& w, uintptr_t addr, size_t bytes)
 /// `aligned`: the access must be naturally aligned.
 void check_access(ThreadState& t, uintptr_t addr, size_t bytes, bool write, uintptr_t pc, bool atomic, bool aligned);
 
+/// Whether an access of thread `other_tid` with sync stamp `seq` in the current epoch is ordered before
+/// thread t's next one: by a __syncwarp naming both lanes, or for another warp by a named barrier or
+/// mbarrier chain (happens_before.cpp).
+bool ordered_before(const Worker& w, int other_tid, uint32_t seq, const ThreadState& t);
 /// Records a report of the running thread (fatal ones stop its block and the launch).
 /// `other_tid` (-1: none) and `other_pc` name the other side of a race or a divergence.
 void report(ThreadState& t, ReportKind kind, uintptr_t pc, std::string detail, bool fatal, uintptr_t addr = 0,
             int other_tid = -1, uintptr_t other_pc = 0);
 /// Suspends the running thread until the scheduler resumes it.
 void yield_to_scheduler(ThreadState& t);
+/// Suspends the running thread in a named barrier, an mbarrier wait or a warpgroup collective (`object`).
+void wait_in_group(ThreadState& t, GroupWait kind, const void* object, uintptr_t pc);
+/// A new sync stamp: accesses made before it are ordered before what learns of it.
+inline uint32_t next_stamp(Worker& w) { return ++w.sync_counter; }
+/// Every warp learns of every access so far (a block-wide barrier opens).
+void order_all_warps(Worker& w);
+/// Warp `to` learns of what `clock` records (clock[Y]: warp Y's accesses stamped below it).
+void learn(Worker& w, int to, const uint32_t (&clock)[kBlockWarps]);
+/// `clock` takes in what warp `from` knows and its own accesses up to `stamp`.
+void publish(Worker& w, int from, uint32_t stamp, uint32_t (&clock)[kBlockWarps]);
+/// A read or write of the thread's registers (fiber stack) that an asynchronous operation owns (wgmma.cpp).
+void check_poisoned(ThreadState& t, uintptr_t addr, size_t bytes, bool write, uintptr_t pc);
+/// The running block starts: no barrier, mbarrier or warpgroup collective yet; every warp ordered.
+void reset_async(Worker& w);
+/// No thread can run: lands the TMA loads still deferred; true if that let a waiting thread go on.
+bool settle_async(Worker& w);
+/// What a thread at_group waits for (a deadlock report).
+std::string describe_group_wait(const Worker& w, const ThreadState& t);
+/// The thread ends: its TMA stores complete (as on the GPU), a wgmma it never waited for is reported.
+void finish_async(ThreadState& t);
+/// Maps the per-warp read stamps of the worker's shared memory (first use of warp-specialised sync).
+void enable_read_stamps(Worker& w);
 /// Marks a waiting thread ready again.
 void make_ready(Worker& w, ThreadState& t);
 

@@ -10,13 +10,16 @@
 // __syncwarp, as compute-sanitizer's racecheck also reports on a GPU.
 // Covered by tests/emu/checker_test.cpp and the parity suite.
 #include <algorithm>
+#include <cstring>
 
 #include "state.h"
+#include "warp_collective.h"
 
 namespace moe_emu {
 namespace {
 
 uintptr_t caller_pc(void* ra) { return reinterpret_cast<uintptr_t>(ra); }
+const char* kind_text(CollectiveKind k);
 
 /// Computes the results of a complete collective into each lane's ThreadState::result.
 void complete(Worker& w, ThreadState& t, Collective& c, uintptr_t pc) {
@@ -72,21 +75,42 @@ void complete(Worker& w, ThreadState& t, Collective& c, uintptr_t pc) {
       break;
     case CollectiveKind::wmma_mma: {
       float A[16][16], B[16][16];
+      auto in = [&](int l, int which) { return static_cast<const float*>(c.mma_in[l][which]); };
       for (int l = 0; l < kWarpSize; ++l)
         for (int e = 0; e < 8; ++e) {
           const int i = l * 8 + e;
-          A[i / 16][i % 16] = c.mma_in[l][0][e];
-          B[i / 16][i % 16] = c.mma_in[l][1][e];
+          A[i / 16][i % 16] = in(l, 0)[e];
+          B[i / 16][i % 16] = in(l, 1)[e];
         }
       for (int l = 0; l < kWarpSize; ++l)
         for (int e = 0; e < 8; ++e) {
           const int i = l * 8 + e, r = i / 16, col = i % 16;
-          float acc = c.mma_in[l][2][e];
+          float acc = in(l, 2)[e];
           for (int k = 0; k < 16; ++k) acc += A[r][k] * B[k][col];  // 16-bit products are exact in f32: as fmaf
-          c.mma_out[l][e] = acc;
+          static_cast<float*>(c.mma_out[l])[e] = acc;
         }
       break;
     }
+    case CollectiveKind::mma_sync:
+    case CollectiveKind::ldmatrix:
+    case CollectiveKind::elect:
+      for (int l = 0; l < kWarpSize; ++l)
+        if ((c.mask >> l & 1u) && c.values[l] != c.values[t.lane]) {
+          report(lane(l), ReportKind::warp_misuse, pc,
+                 std::string("the lanes of the warp execute ") + kind_text(c.kind) +
+                     " with different operands "
+                     "(shape, type or .trans)",
+                 true);
+          return;
+        }
+      if (c.kind == CollectiveKind::mma_sync)
+        complete_mma_sync(c);
+      else if (c.kind == CollectiveKind::ldmatrix)
+        complete_ldmatrix(c);
+      else
+        for (int l = 0; l < kWarpSize; ++l)  // elect.sync: the lowest lane of the mask leads
+          if (c.mask >> l & 1u) lane(l).result = (c.mask & ((1u << l) - 1)) == 0;
+      break;
     default: {  // wmma loads and stores: the same pointer in every lane
       for (int l = 0; l < kWarpSize; ++l)
         if (c.values[l] != c.values[t.lane]) {
@@ -106,13 +130,20 @@ const char* kind_text(CollectiveKind k) {
     case CollectiveKind::ballot: return "a ballot";
     case CollectiveKind::match_any: return "__match_any_sync";
     case CollectiveKind::wmma_mma: return "wmma::mma_sync";
+    case CollectiveKind::mma_sync:
+      return "mma.sync";
+    case CollectiveKind::ldmatrix:
+      return "ldmatrix";
+    case CollectiveKind::elect:
+      return "elect.sync";
     default: return "a wmma load/store";
   }
 }
 
-/// The calling lane takes part in a collective; returns its result (after every lane of `mask` came).
-uint64_t collective(CollectiveKind kind, unsigned mask, uint64_t value, uintptr_t pc, Shuffle shuffle = Shuffle::index,
-                    const float* mma_in[3] = nullptr, float* mma_out = nullptr) {
+}  // namespace
+
+uint64_t collective(CollectiveKind kind, unsigned mask, uint64_t value, uintptr_t pc, Shuffle shuffle,
+                    const void* const* mma_in, void* mma_out, const uint8_t* row) {
   ThreadState& t = current_thread();
   Worker& w = *t.worker;
   flush_pending_writes(t);
@@ -144,7 +175,9 @@ uint64_t collective(CollectiveKind kind, unsigned mask, uint64_t value, uintptr_
   }
   it->arrived |= me;
   it->values[t.lane] = value;
-  if (mma_in) std::copy(mma_in, mma_in + 3, it->mma_in[t.lane]), it->mma_out[t.lane] = mma_out;
+  if (mma_in) std::copy(mma_in, mma_in + 3, it->mma_in[t.lane]);
+  if (mma_out) it->mma_out[t.lane] = mma_out;
+  if (row) std::memcpy(it->rows[t.lane], row, 16);
   if (it->arrived != mask) {
     t.status = ThreadStatus::at_warp;
     t.wait_pc = pc;
@@ -158,7 +191,6 @@ uint64_t collective(CollectiveKind kind, unsigned mask, uint64_t value, uintptr_
     if ((mask >> l & 1u) && l != t.lane) make_ready(w, w.threads[size_t(t.warp * kWarpSize + l)]);
   return t.result;
 }
-}  // namespace
 
 void syncwarp(unsigned mask) {
   collective(CollectiveKind::syncwarp, mask, 0, caller_pc(__builtin_return_address(0)));
@@ -202,7 +234,7 @@ void wmma_converge(WmmaOp op, const void* ptr, unsigned ldm, unsigned element_by
 }
 
 void wmma_mma(float (&d)[8], const float (&a)[8], const float (&b)[8], const float (&c)[8]) {
-  const float* in[3] = {a, b, c};
+  const void* in[3] = {a, b, c};
   collective(CollectiveKind::wmma_mma, 0xffffffffu, 0, caller_pc(__builtin_return_address(0)), Shuffle::index, in, d);
 }
 

@@ -10,7 +10,7 @@ namespace moe_emu {
 
 /// One finding of the checker: kind is one of race, out-of-bounds, misaligned, uninitialized-read,
 /// async-copy-in-flight, divergent-barrier, deadlock, warp-misuse, wmma-misuse, launch-bound,
-/// shared-memory-limit, trap, wrong-device, api-misuse, stream-race, pending-host-access. text names the
+/// shared-memory-limit, trap, wrong-device, api-misuse, stream-race, pending-host-access, async-misuse. text names the
 /// kernel, block, thread and line (or the API call).
 struct Report {
   std::string kind, kernel, text;
@@ -22,7 +22,8 @@ std::vector<Report> take_reports();
 struct KernelCoverage {
   std::string name;
   bool launched;
-  unsigned max_threads;  // the largest block it was launched with
+  unsigned max_threads;       // the largest block it was launched with
+  size_t max_dynamic_shared;  // ... and the most dynamic shared memory
 };
 std::vector<KernelCoverage> kernel_coverage();
 
@@ -33,6 +34,14 @@ std::vector<std::string> unlaunched_kernels(const std::string& source_dir);
 
 /// The seed of the block and thread order (MOE_EMU_SCHEDULE_SEED; 0: in order); returns the previous.
 uint64_t set_schedule_seed(uint64_t seed);
+
+/// The host GEMM behind the emulated cuBLAS and cuBLASLt: row-major c = alpha op(a) op(b) + beta c with
+/// BLAS's leading dimensions, as moe::cpu::sgemm (lib/ops/cpu_gemm.h), which registers itself here so that
+/// the emulator's GEMMs run on moe's CPU GEMM dispatch (oneDNN's AVX-512 kernels where the CPU has them);
+/// OpenBLAS's cblas_sgemm until one is set.
+using HostSgemm = void (*)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void set_host_sgemm(HostSgemm gemm);
 
 }  // namespace moe_emu
 

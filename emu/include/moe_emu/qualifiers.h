@@ -14,3 +14,4 @@
 /// points into the kernel's code.
 #define MOE_EMU_INLINE inline __attribute__((always_inline))
 #define __managed__
+#define __grid_constant__

@@ -33,6 +33,47 @@ enum class WmmaOp { load_a, load_b, load_c, store, mma };
 void wmma_converge(WmmaOp op, const void* ptr, unsigned ldm, unsigned element_bytes);
 void wmma_mma(float (&d)[8], const float (&a)[8], const float (&b)[8], const float (&c)[8]);
 
+// The tensor-core and asynchronous instructions of sm_80 and sm_90a (cuda/common/ptx.cuh calls these
+// under the emulator; docs/CUDA-EMULATOR.md lists what each checks). Register fragments follow the PTX
+// ISA's layouts; 16-bit operands travel as u32 registers holding two elements (the lower one first).
+enum class MmaType : int { bf16, f16 };
+/// mma.sync.aligned.m16n8k16.row.col.f32.T.T.f32 d, a, b, c (a warp collective).
+void mma_m16n8k16(MmaType type, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]);
+/// ldmatrix.sync.aligned.m8n8.x{matrices}{.trans}.shared.b16: lane l gives the row address `row`.
+void ldmatrix(int matrices, bool trans, uint32_t* dst, const void* row);
+/// cp.async.{ca,cg}.shared.global [dst], [src], bytes, src_bytes (the rest zero-filled).
+void cp_async(void* dst_shared, const void* src_global, unsigned bytes, unsigned src_bytes, bool cache_global);
+/// __cvta_generic_to_shared: a pointer into the block's shared memory as a shared-window address.
+uint32_t shared_address(const void* p);
+/// wgmma.fence / commit_group / wait_group N (warpgroup operations of every thread).
+void wgmma_fence();
+void wgmma_commit_group();
+void wgmma_wait_group(unsigned pending);
+/// wgmma.mma_async.sync.aligned.m64n{n}k16.f32.T.T: A from shared memory (desc_a) or, when a_regs is not
+/// null, from the thread's four registers; B from shared memory (desc_b); trans: MN-major (else K-major).
+void wgmma_mma_async(MmaType type, int n, float* d, const uint32_t* a_regs, uint64_t desc_a, uint64_t desc_b,
+                     bool trans_a, bool trans_b, bool accumulate);
+/// mbarrier.init / arrive (expect_tx: the transaction bytes the phase then expects) / expect_tx / try_wait.parity.
+void mbarrier_init(uint64_t* bar, unsigned count);
+uint64_t mbarrier_arrive(uint64_t* bar, unsigned expect_tx);
+void mbarrier_expect_tx(uint64_t* bar, unsigned bytes);
+bool mbarrier_try_wait_parity(uint64_t* bar, unsigned parity);
+/// fence.proxy.async.shared::cta: the thread's earlier shared-memory writes become visible to wgmma and TMA.
+void fence_proxy_async();
+/// bar.sync id, threads (wait) / bar.arrive id, threads.
+void named_barrier(unsigned id, unsigned threads, bool wait);
+/// elect.sync _|p, mask: true in one lane of the mask.
+bool elect_sync(unsigned mask);
+/// setmaxnreg.{inc,dec}.sync.aligned.u32 regs (a warpgroup collective).
+void setmaxnreg(unsigned regs, bool increase);
+/// cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [map, coords], [bar].
+void tma_load(void* dst_shared, const void* tensor_map, const int32_t* coords, int rank, uint64_t* bar);
+/// cp{.reduce}.async.bulk.tensor.{rank}d.global.shared::cta{.add}.tile.bulk_group [map, coords], [src].
+void tma_store(const void* tensor_map, const int32_t* coords, int rank, const void* src_shared, bool reduce_add);
+/// cp.async.bulk.commit_group / wait_group{.read} N.
+void bulk_commit_group();
+void bulk_wait_group(unsigned pending, bool read_only);
+
 // Shared memory of the running block: one per declaration site (SharedKey), and the dynamic part.
 struct SharedKey {
   char unused;
