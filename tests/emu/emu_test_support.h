@@ -12,9 +12,9 @@
 
 namespace moe::emu_test {
 
-/// "tests/emu/FILE:LINE" of the line marked "// @marker" in bad_kernels.cu or blind_spot_kernels.cu.
+/// "tests/emu/FILE:LINE" of the line marked "// @marker" in one of the test kernel files.
 inline std::string at(const std::string& marker) {
-  for (const char* file : {"bad_kernels.cu", "blind_spot_kernels.cu"}) {
+  for (const char* file : {"bad_kernels.cu", "blind_spot_kernels.cu", "async_bad_kernels.cu"}) {
     std::ifstream in(std::string(MOE_SOURCE_DIR) + "/tests/emu/" + file);
     std::string line;
     for (int n = 1; std::getline(in, line); ++n) {
