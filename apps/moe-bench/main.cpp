@@ -1,6 +1,7 @@
 // moe-bench: per-kernel timings (median ms), TFLOP/s or GB/s and the fraction of the device ceiling
 // measured in the same run, as a text table or JSON lines. `moe-bench --device cuda` (bf16,
-// transformer-base shapes) or `--device cpu` (f32, small shapes); --list shows the cases, --filter
+// transformer-base shapes) or `--device cpu` (f32, small shapes); --list shows the cases, --list-variants
+// the kernel variant table (the SASS check of scripts/internal/kernel-sass.sh reads it), --filter
 // picks them by regex, --has-gpu answers whether a GPU is there (scripts/demo.sh; the CUDA emulator's
 // devices do not count), --has-cuda whether cuda:0 exists at all (tests/scripts/cuda_e2e.sh). Logic in lib/bench/
 // (bench.h); covered by tests/bench/bench_test.cpp. Under mpirun / srun only rank 0 prints (the dist.* cases).
@@ -18,7 +19,7 @@ int run(int argc, char** argv) {
   CLI::App app{"moe-bench: per-kernel timings, TFLOP/s or GB/s and the fraction of the measured device ceiling"};
   std::string device = "auto", dtype, scale, format = "text", filter, json_out;
   int repeat = 0, warmup = -1;
-  bool list = false, no_flush = false, no_ceilings = false, has_gpu = false, has_cuda = false;
+  bool list = false, list_variants = false, no_flush = false, no_ceilings = false, has_gpu = false, has_cuda = false;
   app.add_option("--device", device, "cpu, cuda, cuda:N or auto (a GPU when one answers)");
   app.add_option("--dtype", dtype, "activation / GEMM dtype (default bf16 on a GPU, f32 on the CPU)");
   app.add_option("--scale", scale, "shapes: full (transformer-base; GPU default), small (CPU default), tiny")
@@ -32,6 +33,9 @@ int run(int argc, char** argv) {
   app.add_flag("--no-flush", no_flush, "GPU: do not flush the L2 cache (256 MiB write) before each timed call");
   app.add_flag("--no-ceilings", no_ceilings, "skip measuring the copy and GEMM ceilings (no % ceil column)");
   app.add_flag("--list", list, "list the cases and exit");
+  app.add_flag("--list-variants", list_variants,
+               "print the kernel variant table (op:variant, architecture, dtypes, SASS class, kernels) as "
+               "tab-separated lines and exit; MOE_KERNEL=op:variant forces one");
   app.add_flag("--has-gpu", has_gpu, "print how many GPUs answer and exit 0 when there is one, else 1 (scripts)");
   app.add_flag("--has-cuda", has_cuda,
                "exit 0 when cuda:0 exists, a GPU or the CUDA emulator's device (emu/), else 1 (scripts)");
@@ -50,6 +54,10 @@ int run(int argc, char** argv) {
     }
     if (list) {
       for (const std::string& line : moe::bench::list_cases()) std::cout << line << "\n";
+      return 0;
+    }
+    if (list_variants) {
+      for (const std::string& line : moe::bench::variant_table()) std::cout << line << "\n";
       return 0;
     }
     moe::bench::BenchOptions o = moe::bench::default_options(moe::Device::parse(device));

@@ -16,6 +16,8 @@
 #include "common/context.h"
 #include "common/cuda_check.h"
 #include "ops/attention.h"
+#include "ops/kernel_variants.h"
+#include "tensor/cuda_runtime.h"
 
 namespace moe::cuda {
 namespace {
@@ -215,6 +217,9 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
                                                                    static_cast<const T*>(out.raw()),
                                                                    delta.data<float>(), p.Tq, p.H, p.D, rows);
     MOE_KERNEL_CHECK();
+    const KernelImpl impl = choose_kernel(KernelOp::attention_backward, q.dtype(), compute_capability(dev.index)).impl;
+    MOE_CHECK(impl == (std::is_same_v<T, float> ? KernelImpl::simt : KernelImpl::wmma), "attention backward: variant ",
+              enum_name(impl), " has no kernel for ", dtype_name(q.dtype()));
     if constexpr (std::is_same_v<T, float>) {  // the FMA kernel: instantiated for f32 only
       switch (padded_head_size(p.D)) {
         case 32: launch_bwd<T, 32>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;

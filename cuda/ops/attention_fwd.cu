@@ -15,6 +15,8 @@
 #include "common/context.h"
 #include "common/cuda_check.h"
 #include "ops/attention.h"
+#include "ops/kernel_variants.h"
+#include "tensor/cuda_runtime.h"
 
 namespace moe::cuda {
 namespace {
@@ -168,13 +170,14 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
     lse.copy_from(Tensor::from_vector(inf, lse.shape()));
     return;
   }
-  if (q.dtype() == DType::bf16 || q.dtype() == DType::f16) {  // tensor cores
+  MOE_CHECK(q.dtype() == DType::f32 || q.dtype() == DType::bf16 || q.dtype() == DType::f16,
+            "attention: the CUDA kernels support f32, bf16 and f16, not ", dtype_name(q.dtype()));
+  const KernelVariant& variant = choose_kernel(KernelOp::attention_forward, q.dtype(), compute_capability(q.device().index));
+  if (variant.impl == KernelImpl::wmma) {  // bf16 / f16: tensor cores
     attention_forward_tc(p, q, k, v, head_weight, out, lse);
     return;
   }
-  // f32: the FMA kernel, instantiated for f32 only (bf16 and f16 took the tensor cores above).
-  MOE_CHECK(q.dtype() == DType::f32, "attention: the CUDA kernels support f32, bf16 and f16, not ",
-            dtype_name(q.dtype()));
+  // f32: the FMA kernel (the only variant that takes f32), instantiated for f32 only.
   switch (attn::padded_head_size(p.D)) {
     case 32: launch_fwd<float, 32>(p, q, k, v, head_weight, out, lse); break;
     case 64: launch_fwd<float, 64>(p, q, k, v, head_weight, out, lse); break;

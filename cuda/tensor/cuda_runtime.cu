@@ -85,6 +85,27 @@ std::string device_name(int device) {
   return p.name;
 }
 
+int compute_capability(int device) {
+  static std::mutex mutex;
+  static std::vector<int> known(64, 0);
+  std::lock_guard<std::mutex> lock(mutex);
+  MOE_CHECK(device >= 0 && device < device_count(), "CUDA device ", device, " is not available");
+  if (!known[size_t(device)]) {
+    cudaDeviceProp p;
+    CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+    known[size_t(device)] = 10 * p.major + p.minor;
+  }
+  return known[size_t(device)];
+}
+
+bool has_sm90a_code() {
+#if defined(MOE_CUDA_EMU) || defined(MOE_CUDA_SM90A)
+  return true;
+#else
+  return false;
+#endif
+}
+
 void set_device(int device) { make_current(device); }
 
 cudaStream_t stream(int device) { return context(device).stream; }

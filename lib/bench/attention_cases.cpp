@@ -37,8 +37,12 @@ Case attention_case(const char* name, const char* what, bool causal, AttnShape f
             char shape[96];
             std::snprintf(shape, sizeof shape, "B%lld H%lld T%lld D%lld%s", (long long)s.B, (long long)s.H,
                           (long long)s.T, (long long)s.D, causal ? " causal" : "");
-            ctx.emit({.label = "fwd", .shape = shape, .timing = ctx.time(fwd), .flops = f_flops});
-            ctx.emit({.label = "bwd", .shape = shape, .timing = ctx.time(bwd), .flops = b_flops});
+            const std::string fwd_kernel = ctx.variant(KernelOp::attention_forward);
+            const std::string bwd_kernel = ctx.variant(KernelOp::attention_backward);
+            ctx.emit(
+                {.label = "fwd", .shape = shape, .timing = ctx.time(fwd), .flops = f_flops, .variant = fwd_kernel});
+            ctx.emit(
+                {.label = "bwd", .shape = shape, .timing = ctx.time(bwd), .flops = b_flops, .variant = bwd_kernel});
             ctx.emit({.label = "fwd+bwd",
                       .shape = shape,
                       .timing = ctx.time([&] {

@@ -10,6 +10,7 @@
 #include "bench/cases.h"
 #include "bench/ceilings.h"
 #include "bench/table.h"
+#include "ops/kernel_variants.h"
 #include "tensor/allocator.h"
 #include "tensor/cuda_runtime.h"
 
@@ -55,6 +56,20 @@ std::vector<std::string> list_cases() {
   std::vector<std::string> out;
   for (const Case& c : all_cases())
     out.push_back(c.name + std::string(c.name.size() < 24 ? 24 - c.name.size() : 1, ' ') + c.what);
+  return out;
+}
+
+std::vector<std::string> variant_table() {
+  std::vector<std::string> out{"variant\tmin_sm\tsm90a\tdtypes\tsass\tkernels\tshapes"};
+  auto join = [](const auto& items, auto text) {
+    std::string s;
+    for (const auto& i : items) s += (s.empty() ? "" : ",") + std::string(text(i));
+    return s;
+  };
+  for (const KernelVariant& v : kernel_variants())
+    out.push_back(v.name() + "\t" + std::to_string(v.min_sm) + "\t" + (v.needs_sm90a ? "yes" : "no") + "\t" +
+                  join(v.dtypes, [](DType d) { return dtype_name(d); }) + "\t" + (v.sass().empty() ? "-" : v.sass()) +
+                  "\t" + join(v.kernels, [](const std::string& k) { return k; }) + "\t" + v.shapes);
   return out;
 }
 

@@ -37,6 +37,10 @@ struct BenchOptions {
   std::string json_path;        // also append JSON lines here (empty: none)
 };
 
+/// The kernel variant table (ops/kernel_variants.h), one tab-separated line per variant after a header:
+/// name, minimum compute capability, sm_90a only, dtypes, SASS class, kernels, shapes.
+std::vector<std::string> variant_table();
+
 /// Options for `device` with its defaults: bf16, full shapes, 50 + 10 calls on a GPU; f32, small shapes,
 /// 5 + 1 calls on the CPU.
 BenchOptions default_options(Device device);
@@ -59,6 +63,7 @@ struct Row {
   double ratio = 0;   // time relative to `baseline` (another row's label in the same case); 0 = none
   std::string baseline = {};
   std::string note = {};
+  std::string variant = {};  // the kernel variant that ran (ops/kernel_variants.h), e.g. "grouped_gemm:mma"
   std::string name() const { return case_name + "/" + label; }
   double tflops() const;        // flops / median time / 1e12 (0 when flops == 0)
   double gbps() const;          // bytes / median time / 1e9 (0 when bytes == 0)

@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "tensor/cuda_runtime.h"
+
 namespace moe::bench {
 namespace {
 constexpr int64_t kFlushBytes = int64_t{256} << 20;  // larger than the L2 of an H100 / H200 (50 MiB)
@@ -20,6 +22,11 @@ Tensor BenchContext::random(const Shape& shape, DType dtype, double lo, double h
 
 Tensor BenchContext::classes(const Shape& shape, int64_t classes) {
   return random_classes(shape, classes, device(), seed_++);
+}
+
+std::string BenchContext::variant(KernelOp op) const {
+  if (!device().is_cuda()) return "";
+  return choose_kernel(op, dtype(), cuda::compute_capability(device().index)).name();
 }
 
 Timing BenchContext::time(const std::function<void()>& fn) {

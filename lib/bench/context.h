@@ -8,6 +8,7 @@
 #include "bench/bench.h"
 #include "bench/random.h"
 #include "bench/timer.h"
+#include "ops/kernel_variants.h"
 #include "tensor/tensor.h"
 
 namespace moe::bench {
@@ -37,6 +38,8 @@ class BenchContext {
   Timing time(const std::function<void()>& fn);
   /// Sends a finished row to the sink (the case name is filled in).
   void emit(Row row);
+  /// The kernel variant `op` runs on the run's device and dtype ("" on the CPU).
+  std::string variant(KernelOp op) const;
   void set_case(const std::string& name) { case_ = name; }
 
  private:

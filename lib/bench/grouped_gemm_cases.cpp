@@ -44,6 +44,7 @@ void projection(BenchContext& ctx, const std::string& name, int64_t experts, int
   ctx.emit({.label = name + ".dense.bwd", .shape = dense_shape, .timing = dense_bwd, .flops = 2 * flops});
   Row f{.label = name + ".fwd", .shape = shape, .timing = ctx.time([&] { grouped_gemm_forward(x, w, offsets, y); })};
   f.flops = flops;
+  f.variant = ctx.variant(KernelOp::grouped_gemm);
   f.ratio = f.timing.median_ms / dense_fwd.median_ms;
   f.baseline = name + ".dense.fwd";
   ctx.emit(f);
@@ -51,6 +52,7 @@ void projection(BenchContext& ctx, const std::string& name, int64_t experts, int
           grouped_gemm_backward(x, w, offsets, dout, dx, dw);
         })};
   b.flops = 2 * flops;
+  b.variant = f.variant;
   b.ratio = b.timing.median_ms / dense_bwd.median_ms;
   b.baseline = name + ".dense.bwd";
   ctx.emit(b);

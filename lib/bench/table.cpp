@@ -23,6 +23,7 @@ std::string note_of(const Row& r) {
   if (r.tokens > 0) note = thousands(r.tokens_per_s()) + " tokens/s";
   if (r.ratio > 0) note += (note.empty() ? "" : "; ") + fmt("%.2fx", r.ratio) + " " + r.baseline;
   if (!r.note.empty()) note += (note.empty() ? "" : "; ") + r.note;
+  if (!r.variant.empty()) note += (note.empty() ? "" : "; ") + std::string("kernel ") + r.variant;
   return note;
 }
 }  // namespace
@@ -55,6 +56,7 @@ std::string json_row(const Row& r, const Ceilings& c, const std::string& device)
   if (c.fraction(r) > 0) o.add("ceiling_fraction", c.fraction(r));
   if (r.ratio > 0) o.add("ratio", r.ratio).add("baseline", r.baseline);
   if (!r.note.empty()) o.add("note", r.note);
+  if (!r.variant.empty()) o.add("variant", r.variant);
   return o.str();
 }
 

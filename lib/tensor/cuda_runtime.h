@@ -17,6 +17,10 @@ int device_count();
 /// build links), or "" when a GPU answered.
 std::string no_gpu_reason();
 std::string device_name(int device);
+/// 10 major + minor: 80 for an A100, 90 for an H100 or H200 (the CUDA emulator's devices report 90).
+int compute_capability(int device);
+/// Whether this build's kernels hold sm_90a code (wgmma, TMA): an architecture list with 90a, or the emulator.
+bool has_sm90a_code();
 void set_device(int device);
 /// Raw allocation on a device; returns nullptr when the device is out of memory.
 void* raw_malloc(size_t bytes, int device);

@@ -1,0 +1,157 @@
+// kernel_variants.h: the table, the choice and the MOE_KERNEL override. Covered by
+// tests/ops/kernel_variants_test.cpp.
+#include "ops/kernel_variants.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+
+#include "common/error.h"
+#include "tensor/cuda_runtime.h"
+
+namespace moe {
+namespace {
+const std::vector<DType> kSixteenBit = {DType::bf16, DType::f16};
+
+std::mutex& override_mutex() {
+  static std::mutex m;
+  return m;
+}
+/// The forced variant of each op: MOE_KERNEL at first use, then force_kernel_variant.
+std::vector<std::optional<KernelImpl>>& overrides() {
+  static std::vector<std::optional<KernelImpl>> o = [] {
+    std::vector<std::optional<KernelImpl>> r(enum_names(KernelOp{}).size());
+    if (const char* env = std::getenv("MOE_KERNEL"))
+      for (const auto& [op, impl] : parse_kernel_overrides(env)) r[size_t(op)] = impl;
+    return r;
+  }();
+  return o;
+}
+}  // namespace
+
+bool KernelVariant::takes(DType dtype) const { return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end(); }
+
+std::string KernelVariant::sass() const {
+  switch (impl) {
+    case KernelImpl::wmma:
+    case KernelImpl::mma:
+      return "HMMA";
+    case KernelImpl::wgmma:
+      return "HGMMA";
+    case KernelImpl::simt:
+      break;
+  }
+  return "";
+}
+
+const std::vector<KernelVariant>& kernel_variants() {
+  static const std::vector<KernelVariant> table = {
+      {KernelOp::attention_forward,
+       KernelImpl::wmma,
+       80,
+       false,
+       kSixteenBit,
+       {"attention_fwd_tc_kernel"},
+       "head dim 32/64/128/256 (padded up); 64-query tiles, scores through shared memory"},
+      {KernelOp::attention_forward,
+       KernelImpl::simt,
+       0,
+       false,
+       {DType::f32},
+       {"attention_fwd_kernel"},
+       "f32 reference path: FMA tiles, any head dim"},
+      {KernelOp::attention_backward,
+       KernelImpl::wmma,
+       80,
+       false,
+       kSixteenBit,
+       {"attention_bwd_tc_kernel"},
+       "head dim 32/64/128/256 (padded up); dQ by f32 atomics"},
+      {KernelOp::attention_backward,
+       KernelImpl::simt,
+       0,
+       false,
+       {DType::f32},
+       {"attention_bwd_kernel"},
+       "f32 reference path"},
+      {KernelOp::grouped_gemm,
+       KernelImpl::mma,
+       80,
+       false,
+       kSixteenBit,
+       {"grouped_mma_kernel"},
+       "128x128x32 tiles of mma.sync m16n8k16 fed by ldmatrix (.trans for a transposed operand) from a "
+       "3-stage cp.async pipeline; any strides (scalar loads where 16-byte vectors do not fit)"},
+      {KernelOp::grouped_gemm,
+       KernelImpl::wmma,
+       80,
+       false,
+       kSixteenBit,
+       {"grouped_wmma_kernel"},
+       "128x128x32 wmma tiles, 2-stage cp.async (a transposed operand through registers)"},
+      {KernelOp::grouped_gemm,
+       KernelImpl::simt,
+       0,
+       false,
+       {DType::f32},
+       {"grouped_fma_kernel"},
+       "f32: 64x64x16 FMA tiles"},
+  };
+  return table;
+}
+
+std::vector<const KernelVariant*> kernel_variants(KernelOp op, DType dtype) {
+  std::vector<const KernelVariant*> out;
+  for (const KernelVariant& v : kernel_variants())
+    if (v.op == op && v.takes(dtype)) out.push_back(&v);
+  return out;
+}
+
+const KernelVariant& choose_kernel(KernelOp op, DType dtype, int sm) {
+  std::optional<KernelImpl> forced;
+  {
+    std::lock_guard<std::mutex> lock(override_mutex());
+    forced = overrides()[size_t(op)];
+  }
+  for (const KernelVariant& v : kernel_variants()) {
+    if (v.op != op || (forced && v.impl != *forced)) continue;
+    const bool fits = v.takes(dtype) && sm >= v.min_sm && (!v.needs_sm90a || (sm == 90 && cuda::has_sm90a_code()));
+    if (fits) return v;
+    MOE_CHECK(!forced, "MOE_KERNEL forces ", v.name(), ", which does not run ", dtype_name(dtype),
+              " on compute "
+              "capability ",
+              sm / 10, ".", sm % 10, " (it takes ",
+              v.dtypes.size() == 1 ? dtype_name(v.dtypes[0]) : std::string("bf16 and f16"), " from ", v.min_sm / 10,
+              ".", v.min_sm % 10, ")");
+  }
+  MOE_CHECK(!forced, "MOE_KERNEL forces ", enum_name(op), ":", enum_name(*forced), ", which is not a variant of ",
+            enum_name(op), " (kernel variants: moe-bench --list-variants)");
+  MOE_FAIL(enum_name(op), ": no kernel variant runs ", dtype_name(dtype), " on compute capability ", sm / 10, ".",
+           sm % 10);
+}
+
+std::optional<KernelImpl> force_kernel_variant(KernelOp op, std::optional<KernelImpl> impl) {
+  std::lock_guard<std::mutex> lock(override_mutex());
+  std::optional<KernelImpl> previous = overrides()[size_t(op)];
+  overrides()[size_t(op)] = impl;
+  return previous;
+}
+
+std::vector<std::pair<KernelOp, KernelImpl>> parse_kernel_overrides(const std::string& text) {
+  std::vector<std::pair<KernelOp, KernelImpl>> out;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t end = std::min(text.find(',', begin), text.size());
+    const std::string entry = text.substr(begin, end - begin);
+    begin = end + 1;
+    if (entry.empty()) continue;
+    const size_t colon = entry.find(':');
+    MOE_CHECK(colon != std::string::npos, "MOE_KERNEL: '", entry, "' is not op:variant (e.g. grouped_gemm:wmma)");
+    out.emplace_back(
+        parse_enum<KernelOp>(entry.substr(0, colon), "MOE_KERNEL op"),
+        parse_enum<KernelImpl>(entry.substr(colon + 1), "MOE_KERNEL variant of " + entry.substr(0, colon)));
+  }
+  return out;
+}
+
+}  // namespace moe
