@@ -1,15 +1,16 @@
 // CUDA grouped GEMM for MoE dispatch: ONE kernel launch per product, offsets read on the device
-// (no host sync). Two modes share one tiled kernel:
+// (no host sync). Two modes share every kernel (grouped_gemm.cuh):
 //   rows mode   (forward, dx): out[rows of e] (+)= A[rows of e] @ B_e; each block finds its
 //               (expert, row tile) by scanning the offsets (grid = ceil(N/BM) + E row tiles, spare
 //               blocks exit);
 //   reduce mode (dw): dw[e] += A_e^T-style product whose reduction runs over the rows of e
 //               (grid.z = expert).
 // Operands are addressed by element strides A(m,k) = a[m*sam + k*sak], B(k,n) = b[k*sbk + n*sbn],
-// staged through shared memory with 16-byte loads where layout allows. bf16/f16: wmma tensor cores
-// (128x128x32 tiles, 8 warps of 64x32), f32 accumulation; f32: 64x64x16 FMA tiles (4x4 per thread).
-// Shared-memory tiles are double-buffered; contiguous 16-byte vectors are copied with cp.async
-// (CUDA's pipeline primitives, which the emulator implements too).
+// staged through shared memory with 16-byte loads where layout allows. The kernel variant table
+// (ops/kernel_variants.h) picks the kernel: bf16/f16 on sm_80+ the mma.sync kernel (grouped_gemm_mma.cu)
+// or this file's wmma one (128x128x32 tiles, 8 warps of 64x32, f32 accumulation); f32 the 64x64x16 FMA
+// tiles (4x4 per thread). Here shared-memory tiles are double-buffered; contiguous 16-byte vectors are
+// copied with cp.async (CUDA's pipeline primitives, which the emulator implements too).
 // Covered by tests/gpu/grouped_gemm_parity_test.cpp.
 #include <cuda_pipeline.h>
 #include <mma.h>
@@ -19,71 +20,14 @@
 #include "common/context.h"
 #include "common/cuda_check.h"
 #include "common/cuda_types.cuh"
+#include "ops/grouped_gemm.cuh"
 #include "ops/grouped_gemm.h"
+#include "ops/kernel_variants.h"
+#include "tensor/cuda_runtime.h"
 
 namespace moe::cuda {
 namespace {
-constexpr int kThreads = 256;
-constexpr int kMaxExperts = 1024;
-
-struct GroupArgs {
-  const void* a;
-  const void* b;
-  void* c;
-  const int32_t* offsets;
-  int experts;
-  long long rows;     // N: total rows (clamps malformed offsets)
-  long long m_fixed;  // reduce mode: rows of each C_e
-  long long n;        // columns of C
-  long long k_fixed;  // rows mode: reduction length
-  long long sam, sak, sbk, sbn;
-  long long b_expert_stride, c_expert_stride;
-  int a_mode, b_mode;  // 0: scalar loads; 1: 16-byte vectors along tile columns; 2: along tile rows
-  bool reduce_mode, accumulate;
-};
-
-struct Tile {
-  long long m0, m_end, k0, k_end;
-  int e;
-};
-
-/// The block's expert and row/reduction ranges; false when the block has no work.
-template <int BM>
-__device__ bool find_tile(const GroupArgs& g, Tile& t) {
-  __shared__ int s_off[kMaxExperts + 1];
-  __shared__ int s_e, s_t;
-  for (int i = threadIdx.x; i <= g.experts; i += blockDim.x) s_off[i] = g.offsets[i];
-  __syncthreads();
-  if (g.reduce_mode) {
-    t.e = blockIdx.z;
-    t.m0 = (long long)blockIdx.x * BM;
-    t.m_end = g.m_fixed;
-    t.k0 = max(0LL, (long long)s_off[t.e]);
-    t.k_end = min(g.rows, (long long)s_off[t.e + 1]);
-    return t.m0 < t.m_end;
-  }
-  if (threadIdx.x == 0) {
-    long long tile = blockIdx.x;
-    int found = -1;
-    for (int i = 0; i < g.experts; ++i) {
-      const long long len = (long long)s_off[i + 1] - s_off[i];
-      const long long tiles = len > 0 ? (len + BM - 1) / BM : 0;
-      if (tile < tiles) { found = i; break; }
-      tile -= tiles;
-    }
-    s_e = found;
-    s_t = (int)tile;
-  }
-  __syncthreads();
-  t.e = s_e;
-  if (t.e < 0) return false;
-  t.m0 = (long long)s_off[t.e] + (long long)s_t * BM;
-  t.m_end = min(g.rows, (long long)s_off[t.e + 1]);
-  t.k0 = 0;
-  t.k_end = g.k_fixed;
-  return t.m0 >= 0 && t.m0 < t.m_end;
-}
-
+using namespace grouped;
 /// tile[r * P + c] = src[(r0 + r) * sr + (c0 + c) * sc] inside [r_end, c_end), else 0. Mode 1 copies
 /// asynchronously (cp.async through CUDA's pipeline primitives): the caller commits (__pipeline_commit)
 /// and waits (__pipeline_wait_prior).
@@ -121,20 +65,6 @@ __device__ __forceinline__ void load_tile(T* tile, const T* src, long long r0, l
       tile[r * P + c] = (r0 + r < r_end && c0 + c < c_end) ? src[(r0 + r) * sr + (c0 + c) * sc] : zero;
     }
   }
-}
-
-template <class T>
-__device__ __forceinline__ void store_out(const GroupArgs& g, T* c, long long gm, long long gn, float v) {
-  T* p = c + gm * g.n + gn;
-  if (g.accumulate) v += to_float(*p);
-  *p = from_float<T>(v);
-}
-
-template <class T>
-__device__ __forceinline__ void operands(const GroupArgs& g, const Tile& t, const T*& a, const T*& b, T*& c) {
-  a = static_cast<const T*>(g.a);
-  b = static_cast<const T*>(g.b) + (g.reduce_mode ? 0 : t.e * g.b_expert_stride);
-  c = static_cast<T*>(g.c) + (g.reduce_mode ? t.e * g.c_expert_stride : 0);
 }
 
 // bf16 / f16: tensor cores through wmma, f32 accumulators.
@@ -278,7 +208,9 @@ int vec_mode(const void* p, long long sr, long long sc, long long r_fixed, long 
 }
 
 void launch(GroupArgs g, DType dtype, const Tensor& offsets, int elem) {
-  const bool wide = dtype != DType::f32;  // wmma tiles 128x128, FMA tiles 64x64
+  MOE_CHECK(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16,
+            "grouped_gemm: the CUDA kernels support f32, bf16 and f16, not ", dtype_name(dtype));
+  const bool wide = dtype != DType::f32;  // tensor-core tiles 128x128, FMA tiles 64x64
   const long long bm = wide ? 128 : 64, bn = wide ? 128 : 64;
   g.a_mode = vec_mode(g.a, g.sam, g.sak, g.reduce_mode ? g.m_fixed : -1, g.reduce_mode ? -1 : g.k_fixed, 0, elem);
   g.b_mode = vec_mode(g.b, g.sbk, g.sbn, g.reduce_mode ? -1 : g.k_fixed, g.n, g.b_expert_stride, elem);
@@ -287,13 +219,13 @@ void launch(GroupArgs g, DType dtype, const Tensor& offsets, int elem) {
   MOE_CHECK(gx < (1LL << 31) && gy < 65536, "grouped_gemm: problem too large for one launch (", gx, " x ", gy,
             " tiles)");
   const dim3 grid(unsigned(gx), unsigned(gy), g.reduce_mode ? unsigned(g.experts) : 1u);
-  cudaStream_t s = stream(offsets.device());
-  switch (dtype) {
-    case DType::f32: grouped_fma_kernel<<<grid, kThreads, 0, s>>>(g); break;
-    case DType::bf16: grouped_wmma_kernel<__nv_bfloat16><<<grid, kThreads, 0, s>>>(g); break;
-    case DType::f16: grouped_wmma_kernel<__half><<<grid, kThreads, 0, s>>>(g); break;
-    default: MOE_FAIL("grouped_gemm: the CUDA kernel supports f32, bf16 and f16, not ", dtype_name(dtype));
-  }
+  const int device = offsets.device().index;
+  cudaStream_t s = stream(device);
+  const KernelVariant& v = choose_kernel(KernelOp::grouped_gemm, dtype, compute_capability(device));
+  if (v.impl == KernelImpl::mma) return launch_mma(g, dtype, grid, s, device);
+  if (v.impl == KernelImpl::simt) grouped_fma_kernel<<<grid, kThreads, 0, s>>>(g);
+  else if (dtype == DType::bf16) grouped_wmma_kernel<__nv_bfloat16><<<grid, kThreads, 0, s>>>(g);
+  else grouped_wmma_kernel<__half><<<grid, kThreads, 0, s>>>(g);
   MOE_KERNEL_CHECK();
 }
 

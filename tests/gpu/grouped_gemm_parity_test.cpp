@@ -1,13 +1,14 @@
 // CPU-vs-CUDA parity of the grouped (per-expert) GEMM, f32 (FMA tiles), bf16 and f16 (tensor cores),
-// forward and gradients, with empty segments, sizes that are and are not multiples of 8/16/32
-// (vector and scalar load paths) and both layouts of w. The hidden [.bench] case prints TFLOP/s
-// at MoE shapes next to a dense GEMM of the same size.
+// every kernel variant of each dtype (ops/kernel_variants.h: mma.sync and wmma), forward and gradients,
+// with empty segments, sizes that are and are not multiples of 8/16/32 (vector and scalar load paths)
+// and both layouts of w. The hidden [.bench] case prints TFLOP/s at MoE shapes next to a dense GEMM of
+// the same size.
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 
 #include "graph/expr/grouped_gemm.h"
 #include "ops/matmul.h"
+#include "support/kernel_variant.h"
 #include "support/parity.h"
 
 using namespace moe;
@@ -43,14 +44,18 @@ TEST_CASE("grouped_gemm parity", "[gpu][grouped_gemm]") {
       Tensor x = test::random_tensor(Shape{n, cs.k}, seed++);
       Tensor w = test::random_tensor(trans_w ? Shape{e, cs.m, cs.k} : Shape{e, cs.k, cs.m}, seed++);
       Tensor off = offsets_for(cs.sizes);
-      for (DType dt : test::kFloatTypes) {
-        INFO("rows " << n << " K " << cs.k << " M " << cs.m << " trans_w " << trans_w << " " << dtype_name(dt));
-        auto r = test::parity({x, w, off}, [=](Graph&, const std::vector<Expr>& in) {
-          return grouped_matmul(in[0], in[1], in[2], trans_w);
-        }, dt, {0, 1});
-        CHECK(r.forward < test::bar(dt, 1e-5, 2e-2));
-        CHECK(r.backward < test::bar(dt, 1e-5, 2e-2));
-      }
+      for (DType dt : test::kFloatTypes)
+        for (const KernelVariant* v : kernel_variants(KernelOp::grouped_gemm, dt)) {
+          test::ForceKernel force(*v);
+          INFO("rows " << n << " K " << cs.k << " M " << cs.m << " trans_w " << trans_w << " " << dtype_name(dt) << " "
+                       << v->name());
+          auto r = test::parity(
+              {x, w, off},
+              [=](Graph&, const std::vector<Expr>& in) { return grouped_matmul(in[0], in[1], in[2], trans_w); }, dt,
+              {0, 1});
+          CHECK(r.forward < test::bar(dt, 1e-5, 2e-2));
+          CHECK(r.backward < test::bar(dt, 1e-5, 2e-2));
+        }
     }
 }
 
