@@ -5,8 +5,8 @@
 // (MOE_CUDA_EMU builds) a run of the whole suite also fails when some __global__ instantiation compiled
 // into moe was never launched, or when a __global__ defined in cuda/ (counted from the sources, so a
 // template never instantiated counts too) was never launched: every kernel must meet its CPU
-// reference. That run also writes emu-kernels.tsv (name, launched, largest block) for the
-// register-budget test.
+// reference. That run also writes emu-kernels.tsv (name, launched, largest block, most dynamic shared
+// memory) for the register-budget and kernel-SASS tests.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
         ++launched;
       else
         std::printf("never launched: %s\n", k.name.c_str());
-      if (tsv) std::fprintf(tsv, "%s\t%d\t%u\n", k.name.c_str(), k.launched ? 1 : 0, k.max_threads);
+      if (tsv)
+        std::fprintf(tsv, "%s\t%d\t%u\t%zu\n", k.name.c_str(), k.launched ? 1 : 0, k.max_threads, k.max_dynamic_shared);
     }
     if (tsv) std::fclose(tsv);
     std::printf("kernel coverage: %d of %d __global__ instantiations launched\n", launched, total);

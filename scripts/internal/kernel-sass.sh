@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The ctest kernel_sass: the kernel variant table of this build's moe-bench (--list-variants) checked
+# against the SASS and ptxas reports of the nvcc build for sm_90a (scripts/internal/kernel-sass.py).
+#   kernel-sass.sh MOE_BENCH PTXAS_DIR KERNELS_TSV OUT_DIR
+set -euo pipefail
+bench="${1:?usage: kernel-sass.sh MOE_BENCH PTXAS_DIR KERNELS_TSV OUT_DIR}"
+ptxas="${2:?}"
+kernels="${3:?}"
+out="${4:?}"
+if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
+command -v nvcc >/dev/null || { echo "kernel-sass: nvcc is needed (the probes that calibrate the opcodes)" >&2; exit 1; }
+[[ -d "$ptxas/../cubin" ]] || { echo "kernel-sass: no cubins in $ptxas/../cubin (scripts/gpu-pack.sh keeps them)" >&2; exit 1; }
+"$bench" --list-variants > "$out/kernel-variants.tsv"
+exec python3 "$(dirname "$0")/kernel-sass.py" "$ptxas/../cubin" "$ptxas" "$kernels" "$out/kernel-variants.tsv" \
+  "$out/kernel-report.tsv" "$(command -v nvcc)"
