@@ -8,6 +8,8 @@
 #       the same steps at tiny sizes on the CUDA emulator (emu/), with the programs of an emulator build
 # Steps, most important first (LIST: a comma list of them; default all):
 #   env       driver, GPU, CUDA, cuBLAS, NCCL, PyTorch, compute-sanitizer
+#   ptx       the tensor-core and asynchronous instructions (mma.sync, ldmatrix, cp.async, wgmma, TMA,
+#             mbarriers) against the PTX ISA's layouts: the emulator's layouts are the hardware's
 #   parity    the whole GPU parity suite (MOE_REQUIRE_GPU=1) and the moe kernels it never launched
 #   sanitize  compute-sanitizer memcheck and racecheck, tag by tag: sort, topk, attention, grouped GEMM,
 #             MoE gating and dispatch (emulated: two quick tags under the emulator's own checker);
@@ -26,9 +28,9 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 START=$SECONDS
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 OUT=""; PACK="$ROOT/gpu-pack"; BUDGET=450; EMULATE=0; BIN="$ROOT/build/bin"; DATA="$ROOT/../shared/data"
-STEPS="env,parity,sanitize,e2e,nccl,bench,serve" SERVE_MODEL="" SAN_TAGS="" SAN_TOOLS="" E2E_MODELS="transformer moe-ffn moa mae-7 lstm-moe-lm"
+STEPS="env,ptx,parity,sanitize,e2e,nccl,bench,serve" SERVE_MODEL="" SAN_TAGS="" SAN_TOOLS="" E2E_MODELS="transformer moe-ffn moa mae-7 lstm-moe-lm"
 while (( $# )); do
   case "$1" in
     --pack) PACK="$2"; shift 2 ;;
@@ -58,10 +60,11 @@ if (( EMULATE )); then preflight_emulated; else preflight_device; fi
 preflight_rc=$?
 if (( preflight_rc == 0 )); then
   IFS=, read -ra chosen <<< "$STEPS"
-  for step in env parity sanitize e2e nccl bench serve; do
+  for step in env ptx parity sanitize e2e nccl bench serve; do
     [[ ",$STEPS," == *",$step,"* ]] || continue
     case "$step" in  # the least time each needs to be worth starting, and the most it may take (at 450 s)
       env) run_step env 10 "$(scaled 30)" step_env ;;
+      ptx) run_step ptx 10 "$(scaled 30)" step_ptx ;;
       parity) run_step parity 40 "$(scaled 200)" step_parity ;;
       sanitize) run_step sanitize 30 "$(scaled 150)" step_sanitize ;;
       e2e) run_step e2e 40 "$(scaled 240)" step_e2e ;;
@@ -71,7 +74,7 @@ if (( preflight_rc == 0 )); then
     esac
   done
   for step in "${chosen[@]}"; do
-    [[ ",env,parity,sanitize,e2e,nccl,bench,serve," == *",$step,"* ]] || add_row "$step" "FAILED" 0 "no such step"
+    [[ ",env,ptx,parity,sanitize,e2e,nccl,bench,serve," == *",$step,"* ]] || add_row "$step" "FAILED" 0 "no such step"
   done
 fi
 write_summary "$preflight_rc"

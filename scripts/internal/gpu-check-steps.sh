@@ -173,6 +173,17 @@ never_launched() {
   note "never launched: $missing of $total moe kernels$( (( missing )) && echo " (first: $(head -1 "$LOGS/never-launched.txt"))")"
 }
 
+# The tensor-core and asynchronous instructions against the PTX ISA's layout tables: on a GPU, the proof
+# that the emulator's layouts are the hardware's (tests/gpu/ptx_instructions_parity_test.cpp).
+step_ptx() {
+  local rc
+  bounded env "${RUN_ENV[@]}" MOE_REQUIRE_GPU=1 "$BIN/test_gpu" --durations yes "[ptx]"
+  rc=$?
+  note_result " (tags [ptx])"
+  grep -q 'no sm_90a code' "$LOGS/$STEP.log" && note "the Hopper probes did not run: the pack has no sm_90a code"
+  return $rc
+}
+
 step_parity() {
   local tags=() trace=() rc
   (( EMULATE )) && tags=("[cast],[unary]")  # the emulated suite runs whole in ctest

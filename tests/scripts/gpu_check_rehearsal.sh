@@ -24,9 +24,10 @@ S="$WORK/out/summary.md"
 cat "$S"
 [[ "$(ls "$WORK/out")" == "$(printf 'logs.tar.gz\nsummary.md')" ]] || e2e_fail "OUT holds $(ls "$WORK/out" | tr '\n' ' ')"
 [[ "$(tail -n 1 "$WORK/stdout")" == "$(tail -n 1 "$S")" ]] || e2e_fail "the summary is not printed last"
-for step in preflight env parity sanitize e2e bench serve; do
+for step in preflight env ptx parity sanitize e2e bench serve; do
   grep -qE "^\| $step \| ok \|" "$S" || e2e_fail "step $step did not pass"
 done
+grep -qE '^\| ptx \| ok \| [0-9]+ \| All tests passed .*\(tags \[ptx\]\)' "$S" || e2e_fail "the ptx step ran no instruction test"
 grep -qE '^\| nccl \| not here \| [0-9]+ \| not built: the emulator has no NCCL' "$S" || e2e_fail "the nccl step did not say why it did not run"
 grep -qE '^\| parity \| ok .*never launched: [0-9]+ of [0-9]+ moe kernels' "$S" || e2e_fail "no never-launched count"
 for model in transformer moe-ffn moa mae-7 lstm-moe-lm; do
