@@ -1,4 +1,5 @@
-// cpu_gemm.h: the backend choice and the calls into OpenBLAS, oneDNN and the portable int8 loop.
+// cpu_gemm.h: the backend choice and the calls into OpenBLAS, oneDNN and the portable int8 loop; in a
+// CUDA emulator build also the GEMM of the emulated cuBLAS and cuBLASLt.
 #include "ops/cpu_gemm.h"
 
 #include <cblas.h>
@@ -13,6 +14,9 @@
 
 #ifdef MOE_WITH_DNNL
 #include <oneapi/dnnl/dnnl.h>
+#endif
+#ifdef MOE_CUDA_EMU
+#include "moe_emu/control.h"
 #endif
 
 namespace moe {
@@ -96,6 +100,11 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const
   cblas_sgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb),
               beta, c, int(ldc));
 }
+
+#ifdef MOE_CUDA_EMU
+// The CUDA emulator's cuBLAS and cuBLASLt run their GEMMs here too (moe_emu::set_host_sgemm).
+[[maybe_unused]] const bool emulated_blas_registered = (moe_emu::set_host_sgemm(&sgemm), true);
+#endif
 
 void dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
            const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
