@@ -28,7 +28,7 @@ struct MoeOptions {
   int groups = 0;                            // > 1: hierarchical, `groups` groups of experts / groups experts
   int k_secondary = 2;                       // k inside a group (hierarchical)
   MoeGating gating = MoeGating::noisy_topk;  // batchwise: strictly balanced, learned thresholds at inference
-  int batchwise_inference_k = 0;             // batchwise inference: at most this many experts per token (0: 2k)
+  int batchwise_inference_k = 0;             // batchwise inference: cap on the experts above threshold (0: 2k)
   bool expert_bias = false;                  // biases in the expert layers (t2t: none)
   bool autoscale = true;                     // t2t: scale a layer by (in / d)^-1/2 when its input width != d
   int experts_per_rank = 0;  // > 0: expert parallelism, experts / experts_per_rank ranks (moe_ffn_expert_parallel.h)

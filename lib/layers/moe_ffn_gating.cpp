@@ -99,10 +99,11 @@ BatchwiseGate batchwise_gate(const Expr& logits, const Expr& thresholds, int k, 
     Expr diff = threshold_mask(probs, thresholds) - stop_gradient(transpose(batch_mask_t, {1, 0}));
     out.threshold_loss = sum_all(stop_gradient(diff) * (stop_gradient(probs) - thresholds));
   } else {
+    // Eq. 19 first: G_sigma * M_thr is 0 below the thresholds and > 0 above (a softmax is positive), so
+    // the top `cap` of it are the largest gates among the experts that passed, then zeros.
     const int cap = std::clamp(inference_k > 0 ? inference_k : 2 * k, 1, n);
-    const TopK top = topk(probs, cap);
-    Expr kept = top.values * threshold_mask(top.values, thresholds, top.indices);
-    Expr weight = kept / scale(sum(kept, 1, true), 1.f, 1e-20f);
+    const TopK top = topk(probs * threshold_mask(probs, thresholds), cap);
+    Expr weight = top.values / scale(sum(top.values, 1, true), 1.f, 1e-20f);
     out.routing = Routing{flat(top.indices), column(weight), Expr(), cap};
   }
   out.importance = expert_importance(out.routing, n);

@@ -2,7 +2,8 @@
 // keep the top k of H, softmax over the kept logits; the load is the smooth estimator
 // sum_x Phi((clean - kth_excluding(H, k, i)) / sigma) when noisy and k < n, else the true count.
 // Batchwise (strictly balanced): each expert takes the k|X|/n rows with the largest softmax gates,
-// gates renormalised per row; at inference, gates above learned per-expert thresholds.
+// gates renormalised per row; at inference, eq. 19: the gates above learned per-expert thresholds, of
+// them at most a cap per row (the largest), renormalised.
 // Covered by tests/layers/moe_ffn_test.cpp.
 #pragma once
 #include <cstdint>
@@ -50,7 +51,8 @@ struct BatchwiseGate {
   Expr threshold_loss;  // [] (training only): sum (M_thr - M_batch) (X - T), gradient to T only
 };
 /// logits [R, n] (x W_g), thresholds [n] (learned T); training: batchwise top-(k R / n) per expert;
-/// inference: the top `inference_k` gates per row kept where above T, renormalised.
+/// inference: the gates above T (eq. 19), of them the largest `inference_k` per row (0: 2k; n: all),
+/// renormalised; a row with none above T gets no expert (zero weights).
 BatchwiseGate batchwise_gate(const Expr& logits, const Expr& thresholds, int k, bool training, int inference_k);
 
 }  // namespace moe

@@ -24,7 +24,8 @@ const config::Keys<MoeOptions>& moe_keys() {
           .add("k_secondary", &MoeOptions::k_secondary, "k inside a group (hierarchical)")
           .add("gating", &MoeOptions::gating, "noisy top-k, or strictly balanced batchwise gating")
           .add("batchwise_inference_k", &MoeOptions::batchwise_inference_k,
-               "batchwise inference: at most this many experts per token (0: 2k)")
+               "batchwise inference: of the experts above their thresholds, at most this many per token, the largest "
+               "gates (0: 2k; experts: no cap)")
           .add("expert_bias", &MoeOptions::expert_bias, "biases in the expert layers (t2t: none)")
           .add("autoscale", &MoeOptions::autoscale, "t2t: scale a layer by (in / d)^-1/2 when its input width != d")
           .add("experts_per_rank", &MoeOptions::experts_per_rank,
@@ -57,6 +58,9 @@ void validate(const MoeOptions& o) {
             "moe: experts_per_rank = ", o.experts_per_rank, " must divide experts = ", o.experts);
   MOE_CHECK(o.w_importance >= 0 && o.w_load >= 0 && o.noise_epsilon >= 0, "moe: w_importance ", o.w_importance,
             ", w_load ", o.w_load, " and noise_epsilon ", o.noise_epsilon, " must be >= 0");
+  MOE_CHECK(o.batchwise_inference_k >= 0 && o.batchwise_inference_k <= o.experts,
+            "moe: batchwise_inference_k = ", o.batchwise_inference_k, " must be in [0, experts = ", o.experts,
+            "] (0: 2k)");
   if (o.groups > 1) {
     MOE_CHECK(o.gating == MoeGating::noisy_topk, "moe: hierarchical MoE (groups ", o.groups,
               ") needs gating noisy_topk");
