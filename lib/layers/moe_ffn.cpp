@@ -2,6 +2,8 @@
 // (parameters, noise streams, aux losses). Covered by tests/layers/moe_ffn_test.cpp.
 #include "layers/moe_ffn.h"
 
+#include <string_view>
+
 #include "dist/collective_exprs.h"
 #include "graph/expr/binary.h"
 #include "graph/expr/cast.h"
@@ -14,6 +16,15 @@
 #include "layers/moe_ffn_hierarchical.h"
 
 namespace moe {
+
+namespace {
+constexpr const char* kThresholdLeaf = "gate.thresholds";
+}  // namespace
+
+bool is_batchwise_threshold(const ParamEntry& e) {
+  const std::string_view name = e.name, leaf = kThresholdLeaf;
+  return name == leaf || (name.ends_with(leaf) && name[name.size() - leaf.size() - 1] == '.');
+}
 
 bool expert_parallel(const MoeOptions& opt) {
   dist::Communicator* comm = moe_communicator();
@@ -113,7 +124,7 @@ Expr moe_rows(const Builder& b, const Expr& x, const MoeOptions& opt, const Shap
     w.w_gate2 = gate_param("gate2.w", Shape{opt.groups, d, per}, Init::zeros());
     if (has_noise) w.w_noise2 = gate_param("gate2.noise_w", Shape{opt.groups, d, per}, Init::zeros());
   }
-  if (opt.gating == MoeGating::batchwise) w.thresholds = gate_param("gate.thresholds", Shape{n}, Init::zeros());
+  if (opt.gating == MoeGating::batchwise) w.thresholds = gate_param(kThresholdLeaf, Shape{n}, Init::zeros());
   const bool local = expert_parallel(opt);
   const int64_t held = local ? opt.experts_per_rank : n;  // this rank's experts
   const std::string group = local ? kLocalExpertGroup : "";

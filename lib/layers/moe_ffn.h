@@ -57,6 +57,11 @@ struct MoeOutput {
   Routing routing;                  // the (expert, token, gate) assignments
 };
 
+/// Whether `e` is a batchwise gate's thresholds T ("<site>.gate.thresholds"): trained by the threshold loss
+/// alone, they take no part in the model's loss, so moe-train steps them outside the gradient norm that
+/// it logs and clips (Optimizer::set_unclipped; docs/MODELS.md §3.10).
+bool is_batchwise_threshold(const ParamEntry& e);
+
 /// Whether the layer runs expert-parallel: experts_per_rank > 0 and a communicator with several
 /// ranks is set (set_moe_communicator); then experts_per_rank * ranks must equal experts.
 bool expert_parallel(const MoeOptions& opt);

@@ -1,5 +1,5 @@
-// Optimizer (see optimizer.h): norm over trainable ranges, clipping factor, one fused kernel call
-// per trainable range (lib/ops/optimizer.h), and the checkpoint state. Covered by
+// Optimizer (see optimizer.h): norm over trainable ranges (less the unclipped ones), clipping factor,
+// one fused kernel call per trainable range (lib/ops/optimizer.h), and the checkpoint state. Covered by
 // tests/ops/optimizer_test.cpp.
 #include "training/optimizer.h"
 
@@ -40,6 +40,34 @@ void Optimizer::set_partitioned(ParameterStore::Ranges ranges, std::function<dou
   partitioned_ = std::move(ranges);
   partitioned_sum_ = std::move(sum);
 }
+
+void Optimizer::set_unclipped(ParameterStore::Ranges ranges) {
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 0; i < ranges.size(); ++i)
+    MOE_CHECK(ranges[i].first <= ranges[i].second && (i == 0 || ranges[i - 1].second <= ranges[i].first),
+              "Optimizer::set_unclipped: ranges must be disjoint, [", ranges[i].first, ", ", ranges[i].second, ")");
+  unclipped_ = std::move(ranges);
+}
+
+namespace {
+/// `ranges` split into the parts outside `cut` and the parts inside it (`cut` sorted and disjoint).
+std::pair<ParameterStore::Ranges, ParameterStore::Ranges> split_ranges(const ParameterStore::Ranges& ranges,
+                                                                       const ParameterStore::Ranges& cut) {
+  ParameterStore::Ranges outside, inside;
+  for (const auto& [begin, end] : ranges) {
+    int64_t at = begin;
+    for (const auto& [cb, ce] : cut) {
+      const int64_t b = std::max(at, cb), e = std::min(end, ce);
+      if (e <= b) continue;
+      if (b > at) outside.emplace_back(at, b);
+      inside.emplace_back(b, e);
+      at = e;
+    }
+    if (end > at) outside.emplace_back(at, end);
+  }
+  return {outside, inside};
+}
+}  // namespace
 
 double Optimizer::partitioned_norm(const ParameterStore& store, const ParameterStore::Ranges& ranges,
                                    double grad_scale) const {
@@ -83,17 +111,22 @@ double Optimizer::step(ParameterStore& store, const ParameterStore::Ranges& rang
                        double grad_scale) {
   MOE_CHECK(store.values().defined(), "Optimizer::step: the parameter store is not allocated");
   MOE_CHECK(clip_norm >= 0, "Optimizer::step: clip_norm must be >= 0, got ", clip_norm);
+  const auto [clipped, unclipped] = split_ranges(ranges, unclipped_);
   const double norm =
-      partitioned_.empty() ? grad_norm(store, ranges, grad_scale) : partitioned_norm(store, ranges, grad_scale);
+      partitioned_.empty() ? grad_norm(store, clipped, grad_scale) : partitioned_norm(store, clipped, grad_scale);
   if (!std::isfinite(norm)) return norm;  // overflow: skip this update
+  if (const double f = grad_norm(store, unclipped, grad_scale); !std::isfinite(f)) return f;
   double scale = grad_scale;
   if (clip_norm > 0 && norm > clip_norm) scale *= clip_norm / norm;
   ensure_buffers(store);
   ++steps_;
-  const float fscale = static_cast<float>(scale), flr = static_cast<float>(lr);
+  const float flr = static_cast<float>(lr);
   const float wd = static_cast<float>(options_.weight_decay), mu = static_cast<float>(options_.momentum);
   const float lr_correct = kind_ == Kind::nag && lr_old_ > 0 ? static_cast<float>(lr / lr_old_) : 1.f;
-  for (auto [begin, end] : ranges) {
+  for (size_t r = 0; r < clipped.size() + unclipped.size(); ++r) {
+    const bool outside_norm = r >= clipped.size();
+    auto [begin, end] = outside_norm ? unclipped[r - clipped.size()] : clipped[r];
+    const float fscale = static_cast<float>(outside_norm ? grad_scale : scale);
     if (sharded()) {  // only this rank's shard; state offsets relative to it
       begin = std::max(begin, shard_begin_);
       end = std::min(end, shard_end_);

@@ -2,9 +2,10 @@
 // buffers. step() computes the global gradient norm over the trainable ranges (of grad * grad_scale),
 // clips it to clip_norm, and applies one fused update per trainable range, so frozen parameter
 // groups stay bit-identical. A non-finite norm (overflow under loss scaling) skips the update.
+// Ranges set unclipped (set_unclipped: the batchwise thresholds) are stepped outside the norm and the clipping.
 // State buffers are sized like store.values(); state()/load_state() carry them and the step count.
-// Covered by tests/ops/optimizer_test.cpp; set_shard (ZeRO-1) and set_partitioned (expert parallelism)
-// by tests/dist/data_parallel_test.cpp and expert_parallel_training_test.cpp.
+// Covered by tests/ops/optimizer_test.cpp (set_unclipped too); set_shard (ZeRO-1) and set_partitioned (expert
+// parallelism) by tests/dist/data_parallel_test.cpp and expert_parallel_training_test.cpp.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -59,6 +60,10 @@ class Optimizer {
   /// rank, e.g. its experts); their squared gradient norm is summed over the ranks with `sum` before
   /// the norm is taken, so that every rank clips by the same global norm.
   void set_partitioned(ParameterStore::Ranges ranges, std::function<double(double)> sum);
+  /// Parameters that are stepped but are not part of the model's gradient (the batchwise MoE gate's
+  /// thresholds, docs/MODELS.md §3.10): step() leaves `ranges` out of the norm it returns and clips by,
+  /// and updates them with grad * grad_scale, unclipped; a non-finite gradient there still skips the step.
+  void set_unclipped(ParameterStore::Ranges ranges);
 
   int64_t steps() const { return steps_; }
   Kind kind() const { return kind_; }
@@ -75,6 +80,7 @@ class Optimizer {
   Tensor m_, v_;                              // adam/adamw moments; m_ is the momentum buffer of sgd/nag
   int64_t shard_begin_ = 0, shard_end_ = -1;  // set_shard(); -1: the whole store
   ParameterStore::Ranges partitioned_;        // set_partitioned()
+  ParameterStore::Ranges unclipped_;          // set_unclipped() (sorted, disjoint)
   std::function<double(double)> partitioned_sum_;
   double partitioned_norm(const ParameterStore& store, const ParameterStore::Ranges& ranges, double grad_scale) const;
 };

@@ -14,6 +14,7 @@
 #include "graph/expr/binary.h"
 #include "graph/expr/unary.h"
 #include "graph/graph.h"
+#include "layers/moe_ffn.h"
 #include "layers/moe_ffn_expert_parallel.h"
 #include "models/model_registry.h"
 #include "tensor/allocator.h"
@@ -109,6 +110,11 @@ void Trainer::setup_model() {
                  elements, store_->count());
   }
   opt_ = Optimizer::create(o_.optimizer, o_.optim);
+  // The batchwise gates' thresholds learn from their own loss, not the model's: outside the logged and clipped norm.
+  if (const ParameterStore::Ranges t = store_->trainable_ranges(is_batchwise_threshold); !t.empty()) {
+    opt_->set_unclipped(t);
+    spdlog::info("moe-train: the batchwise MoE thresholds are stepped outside the gradient norm and train.clip_norm");
+  }
   if (comm_->world() > 1) {
     dp_ = std::make_unique<DataParallel>(*comm_, o_.dist, *store_, *opt_);
     dp_->broadcast_parameters();

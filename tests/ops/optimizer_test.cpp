@@ -1,6 +1,7 @@
 // Optimizer kernels and the Optimizer class: Adam/AdamW against hand-computed two-step examples,
 // SGD and fairseq-NAG formulas, sum_squares / all_finite, gradient clipping, grad_scale, skipped
-// non-finite steps, frozen groups bit-identical, state save/load, and error messages.
+// non-finite steps, ranges stepped outside the norm and the clipping (set_unclipped), frozen groups
+// bit-identical, state save/load, and error messages.
 #include "ops/optimizer.h"
 
 #include <catch2/catch.hpp>
@@ -104,6 +105,35 @@ TEST_CASE("Optimizer: norm, clipping and grad_scale", "[training][optimizer]") {
   CHECK_FALSE(std::isfinite(sgd->step(f.store, 1.0)));
   CHECK(f.store.value("a").to_vector<double>() == std::vector<double>{-2, 2, 3});
   CHECK(sgd->steps() == 2);
+}
+
+TEST_CASE("Optimizer: unclipped ranges are stepped outside the norm and the clipping", "[training][optimizer]") {
+  Fixture f;
+  OptimizerOptions o;
+  o.momentum = 0;
+  auto sgd = Optimizer::create("sgd", o);
+  const ParameterStore::Ranges b = f.store.trainable_ranges([](const ParamEntry& e) { return e.name == "b"; });
+  sgd->set_unclipped(b);
+  f.set_grads({3, 0, 0}, {0, 40});
+  CHECK(sgd->step(f.store, 1.0, 1.5) == Approx(3.0));  // the norm of "a" alone, clipped to 1.5
+  CHECK(f.store.value("a").to_vector<double>() == std::vector<double>{-0.5, 2, 3});
+  CHECK(f.store.value("b").to_vector<double>() == std::vector<double>{-1, -35});  // full step, not scaled by 1/2
+  f.set_grads({3, 0, 0}, {0, 40});
+  CHECK(sgd->step(f.store, 1.0, 0, 0.5) == Approx(1.5));  // grad_scale applies to both
+  CHECK(f.store.value("b").to_vector<double>() == std::vector<double>{-1, -55});
+  // A non-finite gradient in an unclipped range still skips the whole update.
+  f.set_grads({3, 0, 0}, {NAN, 0});
+  CHECK_FALSE(std::isfinite(sgd->step(f.store, 1.0)));
+  CHECK(f.store.value("a").to_vector<double>() == std::vector<double>{-2, 2, 3});
+  CHECK(sgd->steps() == 2);
+  // The same with the norm and the clipping over both: "b" scaled like "a".
+  Fixture g;
+  auto plain = Optimizer::create("sgd", o);
+  g.set_grads({3, 0, 0}, {0, 4});
+  CHECK(plain->step(g.store, 1.0, 2.5) == Approx(5.0));
+  CHECK(g.store.value("b").to_vector<double>() == std::vector<double>{-1, 3});
+  CHECK_THROWS_WITH(plain->set_unclipped({{0, 8}, {4, 12}}),
+                    Catch::Contains("set_unclipped") && Catch::Contains("[4, 12)"));
 }
 
 TEST_CASE("Optimizer: frozen groups stay bit-identical", "[training][optimizer]") {
