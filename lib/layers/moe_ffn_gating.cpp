@@ -93,11 +93,13 @@ BatchwiseGate batchwise_gate(const Expr& logits, const Expr& thresholds, int k, 
     Expr denom = scale(sum(kept_t, 0), 1.f, 1e-20f);  // [R]
     Expr weight = column(top.values) / column(index_select(denom, tokens));
     out.routing = Routing{iota_index(g, n * m, m), weight, tokens, 1};
-    // L = sum (M_thr - M_batch) (X - T), gradient to T only.
+    // L = (1/R) sum (M_thr - M_batch) (X - T), eq. 20 per token, gradient to T only (docs/MODELS.md §3.10):
+    // dL/dT_i = -(1/R) sum_j (M_thr - M_batch)_{j,i}, a difference of two shares of the batch, in [-1, 1].
     Expr batch_mask_t = scatter_add_last(zeros_like_shape(g, Shape{n, rows}, probs.dtype()), top.indices,
                                          scale(stop_gradient(top.values), 0.f, 1.f));
     Expr diff = threshold_mask(probs, thresholds) - stop_gradient(transpose(batch_mask_t, {1, 0}));
-    out.threshold_loss = sum_all(stop_gradient(diff) * (stop_gradient(probs) - thresholds));
+    const float per_row = rows > 0 ? static_cast<float>(1.0 / static_cast<double>(rows)) : 0.f;
+    out.threshold_loss = scale(sum_all(stop_gradient(diff) * (stop_gradient(probs) - thresholds)), per_row);
   } else {
     // Eq. 19 first: G_sigma * M_thr is 0 below the thresholds and > 0 above (a softmax is positive), so
     // the top `cap` of it are the largest gates among the experts that passed, then zeros.

@@ -48,7 +48,7 @@ Expr cv_squared(const Expr& v);
 struct BatchwiseGate {
   Routing routing;
   Expr importance;      // [n]
-  Expr threshold_loss;  // [] (training only): sum (M_thr - M_batch) (X - T), gradient to T only
+  Expr threshold_loss;  // [] (training only): (1/R) sum (M_thr - M_batch) (X - T), gradient to T only
 };
 /// logits [R, n] (x W_g), thresholds [n] (learned T); training: batchwise top-(k R / n) per expert;
 /// inference: the gates above T (eq. 19), of them the largest `inference_k` per row (0: 2k; n: all),

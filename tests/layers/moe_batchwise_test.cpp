@@ -4,6 +4,7 @@
 // moe's cap (batchwise_inference_k, default 2k) keeping the largest gates among the experts that passed.
 // Rows: an expert above its threshold outside the top 2k gates (the old rule dropped it), more than 2k
 // experts above threshold, none above (a zero output), and a mix; the layer's output equals the dense sum.
+// Training: the threshold loss is eq. 20 divided by the batch's rows, and so is its gradient on T.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -127,6 +128,60 @@ TEST_CASE("moe batchwise: the layer's inference output is the dense sum of eq. 1
       if (r == 2) CHECK(y[r * d + i] == 0.0);  // row C: no expert above its threshold, output 0
     }
   }
+}
+
+TEST_CASE("moe batchwise: the threshold loss is eq. 20 per token; its gradient is a share of the batch",
+          "[layers][moe][batchwise]") {
+  const int64_t R = 10;
+  const int n = 4, k = 2;  // m = k R / n = 5 rows per expert
+  const Tensor logits = test::random_tensor(Shape{R, n}, 41, -2, 2, DType::f32);
+  const Vec T = {0.1, 0.35, 0.2, 0.3};
+  // L and dL/dT from a graph whose thresholds are a parameter.
+  auto run = [&](const Tensor& x) {
+    ParameterStore store(Device::cpu());
+    Graph g(Device::cpu(), &store, GraphOptions{.training = true});
+    Expr th = g.param("t", Shape{n}, Init::from_values(std::vector<float>(T.begin(), T.end())));
+    const Expr loss = batchwise_gate(g.input(x), th, k, true, 0).threshold_loss;
+    g.forward();
+    g.backward(loss);
+    return std::make_pair(loss.val().item(), store.grad("t").to_vector<double>());
+  };
+  const auto [loss, grad] = run(logits);
+  // Host: softmax X, batch mask (each expert's 5 largest rows), threshold mask, eq. 20 over R.
+  const Vec L = logits.to_vector<double>();
+  Vec X(static_cast<size_t>(R * n));
+  for (int64_t r = 0; r < R; ++r) {
+    double z = 0;
+    for (int i = 0; i < n; ++i) z += std::exp(L[r * n + i]);
+    for (int i = 0; i < n; ++i) X[r * n + i] = std::exp(L[r * n + i]) / z;
+  }
+  double want = 0;
+  Vec want_grad(n, 0.0);
+  for (int i = 0; i < n; ++i) {
+    std::vector<int> rows(R);
+    for (int r = 0; r < R; ++r) rows[r] = r;
+    std::stable_sort(rows.begin(), rows.end(), [&](int a, int b) { return X[a * n + i] > X[b * n + i]; });
+    for (int j = 0; j < R; ++j) {
+      const double batch = std::find(rows.begin(), rows.begin() + 5, j) != rows.begin() + 5 ? 1 : 0;
+      const double thr = X[j * n + i] > T[i] ? 1 : 0;
+      want += (thr - batch) * (X[j * n + i] - T[i]) / R;
+      want_grad[i] -= (thr - batch) / R;
+    }
+  }
+  CHECK(loss == Approx(want).epsilon(1e-5));
+  for (int i = 0; i < n; ++i) {
+    INFO("expert " << i);
+    CHECK(grad[i] == Approx(want_grad[i]).margin(1e-6));
+    CHECK(std::abs(grad[i]) <= 1.0);
+  }
+  CHECK(std::any_of(grad.begin(), grad.end(), [](double v) { return v != 0; }));
+  // The same rows twice: each expert takes both copies of its rows, and the loss and its gradient stay
+  // (a sum over the batch, eq. 20 as printed, would double).
+  std::vector<float> twice = logits.to_vector<float>();
+  twice.insert(twice.end(), twice.begin(), twice.end());
+  const auto [loss2, grad2] = run(Tensor::from_vector(twice, Shape{2 * R, n}));
+  CHECK(loss2 == Approx(loss).epsilon(1e-5));
+  for (int i = 0; i < n; ++i) CHECK(grad2[i] == Approx(grad[i]).margin(1e-6));
 }
 
 TEST_CASE("moe batchwise: batchwise_inference_k must be in [0, experts]", "[layers][moe][batchwise][config]") {

@@ -298,7 +298,7 @@ TEST_CASE("moe: batchwise gate is strictly balanced; thresholds learn from the b
     CHECK(token[a] == chosen[a / 5][a % 5]);
     CHECK(weight[a] == Approx(P[token[a] * n + expert[a]] / kept_sum[token[a]]));
   }
-  // dL/dT_i = -sum_j (M_thr - M_batch)_{j,i}: finite differences on the thresholds.
+  // dL/dT_i = -(1/R) sum_j (M_thr - M_batch)_{j,i}: finite differences on the thresholds.
   auto loss = [&](Graph&, const std::vector<Expr>& in) {
     return reshape(batchwise_gate(in[0], in[1], k, true, 0).threshold_loss, {1});
   };
