@@ -1,14 +1,16 @@
 // CPU-vs-CUDA parity of the MoE routing ops (gate noise draws the same Philox normals on both
 // devices; the load estimator and its row-reduced threshold gradients; index helpers and masks
-// exactly, the threshold mask in f32, bf16 and f16) and of the whole MoE layer (flat and
-// hierarchical, noise fixed) in f32 and bf16; the routing ops also in f16. Inputs are rounded to
-// bf16 first so both devices route the same way. Skipped without a GPU.
+// exactly, the threshold mask in f32, bf16 and f16) and of the whole MoE layer (flat and hierarchical,
+// noise fixed; batchwise at inference and in training) in f32 and bf16; the routing ops also in f16.
+// Inputs are rounded to bf16 first so both devices route the same way. Skipped without a GPU.
 #include <catch2/catch.hpp>
 
 #include "graph/expr/binary.h"
 #include "graph/expr/cast.h"
+#include "graph/expr/matmul.h"
 #include "graph/expr/moe_gating.h"
 #include "graph/expr/shape_ops.h"
+#include "graph/expr/softmax.h"
 #include "graph/expr/topk.h"
 #include "layers/moe_ffn.h"
 #include "support/parity.h"
@@ -100,6 +102,59 @@ TEST_CASE("moe layer parity (flat and hierarchical, noise fixed)", "[gpu][moe]")
     CHECK(r.forward < 1e-4);
     CHECK(r.backward < 1e-4);
     r = test::parity(inputs, build, DType::bf16, {0, 3, 4});
+    CHECK(r.forward < 3e-2);
+    CHECK(r.backward < 5e-2);
+  }
+}
+
+TEST_CASE("moe layer parity (batchwise: thresholds at inference, the batchwise mask in training)",
+          "[gpu][moe][batchwise]") {
+  const int64_t N = 200, d = 40, h = 72;
+  MoeOptions opt;
+  opt.dim = d, opt.experts = 16, opt.k = 2, opt.hidden = h, opt.gating = MoeGating::batchwise;
+  // Experts 0-4 with a low threshold, 5-15 with a high one, and rows of two scales: flat gates (the first
+  // 100 rows) pass more than 2k = 4 thresholds, and some spread ones (the rest) pass none.
+  std::vector<double> xv = test::random_tensor(Shape{N, d}, 11).to_vector<double>(), tv(16);
+  for (int64_t i = 0; i < N * d; ++i) xv[static_cast<size_t>(i)] *= i < N * d / 2 ? 0.2 : 1.5;
+  for (int i = 0; i < 16; ++i) tv[static_cast<size_t>(i)] = i < 5 ? 0.045 : 0.5;
+  const std::vector<Tensor> inputs = {bf16_exact(Tensor::from_vector(xv, Shape{N, d})),
+                                      bf16_exact(test::random_tensor(Shape{d, 16}, 12, -0.6, 0.6)),
+                                      bf16_exact(Tensor::from_vector(tv, Shape{16})),
+                                      bf16_exact(test::random_tensor(Shape{16, d, h}, 14, -0.3, 0.3)),
+                                      bf16_exact(test::random_tensor(Shape{16, h, d}, 15, -0.3, 0.3))};
+  {  // On the CPU: the cases the comment names, and no gate so near its threshold that rounding could flip it.
+    Graph g(Device::cpu(), nullptr, GraphOptions{.training = false});
+    const std::vector<double> p = softmax(matmul(g.input(inputs[0]), g.input(inputs[1]))).val().to_vector<double>();
+    const std::vector<double> t = inputs[2].to_vector<double>();
+    int none = 0, many = 0;
+    double margin = 1;
+    for (int64_t r = 0; r < N; ++r) {
+      int passed = 0;
+      for (int i = 0; i < 16; ++i) {
+        passed += p[r * 16 + i] > t[i];
+        margin = std::min(margin, std::abs(p[r * 16 + i] - t[i]));
+      }
+      none += passed == 0;
+      many += passed > 4;
+    }
+    CHECK(none > 0);
+    CHECK(many > 0);
+    CHECK(margin > 1e-5);  // f32 gates differ by ~1e-7 between devices
+  }
+  for (bool training : {false, true}) {
+    INFO("training " << training);
+    auto build = [&](Graph&, const std::vector<Expr>& in) {
+      auto f32 = [](const Expr& e) { return cast(e, DType::f32); };
+      MoeWeights w{f32(in[1]), {}, {}, {}, f32(in[2]), {{in[3], in[4]}, {}}};
+      MoeOutput o = moe_forward(in[0], w, opt, {}, {}, training);
+      if (!training) return reshape(o.y, {N * d});
+      return concat({reshape(o.y, {N * d}), reshape(cast(o.threshold_loss, in[0].dtype()), {1})}, 0);
+    };
+    const std::vector<int> grads = training ? std::vector<int>{0, 1, 2, 3, 4} : std::vector<int>{};
+    auto r = test::parity(inputs, build, DType::f32, grads, training);
+    CHECK(r.forward < 1e-4);
+    CHECK(r.backward < 1e-4);
+    r = test::parity(inputs, build, DType::bf16, training ? std::vector<int>{0, 3, 4} : std::vector<int>{}, training);
     CHECK(r.forward < 3e-2);
     CHECK(r.backward < 5e-2);
   }
