@@ -84,7 +84,7 @@ cudaError_t func_set_attribute(const void* kernel, cudaFuncAttribute attribute, 
   if (value < 0 || size_t(value) > kMaxSharedPerBlock)
     return set_error(cudaErrorInvalidValue, "cudaFuncSetAttribute: " + std::to_string(value) +
                                                 " bytes of dynamic shared memory exceed the " +
-                                                std::to_string(kMaxSharedPerBlock) + " an sm_80 block can have");
+                                                std::to_string(kMaxSharedPerBlock) + " an sm_90 block can have");
   std::lock_guard<std::mutex> lock(g_mutex);
   g_optin[{t_device, kernel}] = size_t(value);
   return cudaSuccess;

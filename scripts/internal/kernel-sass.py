@@ -4,7 +4,8 @@
 largest block and dynamic shared memory (the emulated parity suite's emu-kernels.tsv), the occupancy
 those allow on an H100/H200 SM, and the tensor-core instruction classes its SASS holds, checked
 against the kernel variant table (moe-bench --list-variants): HMMA in wmma and mma.sync variants, HGMMA
-in wgmma ones, neither in SIMT ones. The toolkit CI installs has no cuobjdump or nvdisasm, so the
+in wgmma ones, neither in SIMT ones; every kernel but those of sm_90-only variants must fit the 163 KiB
+of shared memory of an sm_80 block. The toolkit CI installs has no cuobjdump or nvdisasm, so the
 instruction classes are read from the cubins' encodings (the low 12 bits of each 128-bit instruction
 are its opcode), calibrated in the same run: probe kernels with and without each instruction are
 compiled by the same nvcc and the opcodes only the former contain name the class (wgmma.commit_group
@@ -19,6 +20,8 @@ import struct
 import subprocess
 import sys
 import tempfile
+
+SM80_SHARED = 163 * 1024  # the opt-in shared memory of an sm_80 block (the emulator's devices allow sm_90's)
 
 PROBES = r"""
 #include <cstdint>
@@ -166,6 +169,11 @@ def main():
                     problems.append("%s: %s holds no %s instruction (SASS classes: %s)" % (name, r[0], sass, r[7]))
                 if sass == "-" and r[7] != "-":
                     problems.append("%s: %s is a SIMT variant but holds %s" % (name, r[0], r[7]))
+
+    hopper_only = [k for v in variants if int(v[1]) >= 90 for k in v[5].split(",")]
+    for r in rows:  # every other kernel may run on an sm_80 GPU
+        if r[3] > SM80_SHARED and not any(re.search(r"::" + re.escape(k) + r"(<|$)", r[0]) for k in hopper_only):
+            problems.append("%s uses %d bytes of shared memory, above the %d of an sm_80 block" % (r[0], r[3], SM80_SHARED))
     with open(out_path, "w") as o:
         o.write("kernel\tregisters\tspill_bytes\tshared_bytes\tthreads\tblocks_per_sm\toccupancy\ttensor_core\n")
         for r in rows:

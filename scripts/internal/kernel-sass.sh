@@ -11,5 +11,12 @@ if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then expor
 command -v nvcc >/dev/null || { echo "kernel-sass: nvcc is needed (the probes that calibrate the opcodes)" >&2; exit 1; }
 [[ -d "$ptxas/../cubin" ]] || { echo "kernel-sass: no cubins in $ptxas/../cubin (scripts/gpu-pack.sh keeps them)" >&2; exit 1; }
 "$bench" --list-variants > "$out/kernel-variants.tsv"
-exec python3 "$(dirname "$0")/kernel-sass.py" "$ptxas/../cubin" "$ptxas" "$kernels" "$out/kernel-variants.tsv" \
-  "$out/kernel-report.tsv" "$(command -v nvcc)"
+check() { python3 "$(dirname "$0")/kernel-sass.py" "$ptxas/../cubin" "$ptxas" "$kernels" "$1" "$2" "$(command -v nvcc)"; }
+check "$out/kernel-variants.tsv" "$out/kernel-report.tsv" || exit 1
+# The check can fail: the same kernels, with the f32 grouped GEMM's variant said to be built on mma.sync.
+awk -F'\t' -v OFS='\t' '$1 == "grouped_gemm:simt" { $5 = "HMMA" } 1' "$out/kernel-variants.tsv" > "$out/kernel-variants.wrong.tsv"
+if check "$out/kernel-variants.wrong.tsv" /dev/null > "$out/kernel-sass.wrong.log" 2>&1 ||
+   ! grep -q 'grouped_gemm:simt: .*grouped_fma_kernel holds no HMMA' "$out/kernel-sass.wrong.log"; then
+  echo "kernel-sass: a SIMT kernel declared HMMA was not caught:" >&2; cat "$out/kernel-sass.wrong.log" >&2; exit 1
+fi
+echo "kernel-sass: a kernel without the declared instruction class is caught (grouped_fma_kernel as HMMA)"
