@@ -125,6 +125,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
   return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize() {
+  note_host_wait();
   synchronize_all();
   return take_async_error(true);
 }

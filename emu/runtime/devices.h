@@ -35,5 +35,7 @@ cudaError_t set_error(cudaError_t error, const std::string& message = "");
 /// Only the text cudaGetErrorString gives for `error` on this thread (errors of queued operations,
 /// which reach the host through take_async_error, not through the sticky last error).
 cudaError_t set_message(cudaError_t error, const std::string& message);
+/// Counts a call that blocks the host until queued work has run (moe_emu::host_traffic; streams.cpp).
+void note_host_wait();
 
 }  // namespace moe_emu

@@ -9,6 +9,7 @@
 // and against live tensors when run; every copy and memset updates the device-memory shadow
 // (global_shadow.h). Queries run the work they ask about and say cudaErrorNotReady the first time,
 // as a busy GPU would. Covered by tests/emu/stream_test.cpp and every emulated test.
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "global_shadow.h"
 #include "host_guard.h"
 #include "memory.h"
+#include "moe_emu/control.h"
 #include "queue.h"
 #include "reports.h"
 
@@ -36,6 +38,9 @@ struct CUevent_st {
 namespace moe_emu {
 void register_stream(cudaStream_t stream, bool live);  // api.cpp
 namespace {
+struct AtomicTraffic {
+  std::atomic<uint64_t> copies_to_host{0}, host_waits{0};
+} g_traffic;
 
 double now_ms() {
   using namespace std::chrono;
@@ -123,7 +128,9 @@ cudaError_t copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, 
     return shadow_problem(what, problem);
   });
   if (pinned_dst && !finished(serial)) guard_pending(reinterpret_cast<uintptr_t>(dst), bytes, serial, what);
+  if (src_dev && !dst_dev) ++g_traffic.copies_to_host;
   if (sync || (!dst_dev && !pinned_dst)) {  // cudaMemcpy, or into pageable memory: returns when done
+    ++g_traffic.host_waits;
     run_until(serial);
     host_observes(stream_clock(stream_id(stream)));
     return take_async_error(true);
@@ -160,6 +167,9 @@ cudaError_t query(uint32_t serial, const Clock& clock) {
 
 using namespace moe_emu;
 
+moe_emu::HostTraffic moe_emu::host_traffic() { return HostTraffic{g_traffic.copies_to_host, g_traffic.host_waits}; }
+void moe_emu::note_host_wait() { ++g_traffic.host_waits; }
+
 cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
   const int device = current_device();
@@ -176,6 +186,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   if (stream_device(stream) < 0) return set_error(cudaErrorInvalidResourceHandle);
+  ++g_traffic.host_waits;
   const StreamId id = stream_id(stream);
   run_until(stream_last(id));
   host_observes(stream_clock(id));
@@ -229,6 +240,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream, std::source_
   return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  ++g_traffic.host_waits;
   if (!event) return set_error(cudaErrorInvalidResourceHandle);
   if (!event->recorded) return cudaSuccess;
   run_until(event->serial);

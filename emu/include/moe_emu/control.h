@@ -35,6 +35,15 @@ std::vector<std::string> unlaunched_kernels(const std::string& source_dir);
 /// The seed of the block and thread order (MOE_EMU_SCHEDULE_SEED; 0: in order); returns the previous.
 uint64_t set_schedule_seed(uint64_t seed);
 
+/// What the host has waited for and copied back since the program started: copies from device to host
+/// memory (cudaMemcpy and cudaMemcpyAsync), and calls that block the host until queued work has run
+/// (stream, event and device synchronisation, a synchronous copy). An MoE layer must do neither, so that
+/// a whole update can be captured in a CUDA graph (tests/gpu/moe_layer_no_sync_test.cpp).
+struct HostTraffic {
+  uint64_t copies_to_host = 0, host_waits = 0;
+};
+HostTraffic host_traffic();
+
 /// The host GEMM behind the emulated cuBLAS and cuBLASLt: row-major c = alpha op(a) op(b) + beta c with
 /// BLAS's leading dimensions, as moe::cpu::sgemm (lib/ops/cpu_gemm.h), which registers itself here so that
 /// the emulator's GEMMs run on moe's CPU GEMM dispatch (oneDNN's AVX-512 kernels where the CPU has them);
