@@ -80,7 +80,6 @@ bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p
 
 void embedding_forward(const Tensor& table, const Tensor& ids, Tensor& out, float scale) {
   const int dev = table.device().index;
-  poll_index_errors(dev, false);
   unsigned long long* flag = index_error_flag(dev);
   const long long n = ids.numel(), V = table.shape()[0], D = table.shape()[1];
   const int* id = static_cast<const int*>(ids.raw());
@@ -102,7 +101,6 @@ void embedding_forward(const Tensor& table, const Tensor& ids, Tensor& out, floa
 void sorted_row_add(const Tensor& ids, const Tensor& dout, Tensor& dtable, float scale, IndexOp op) {
   const Device device = dtable.device();
   const int dev = device.index;
-  poll_index_errors(dev, false);
   unsigned long long* flag = index_error_flag(dev);
   const long long n = ids.numel(), V = dtable.shape()[0], D = dtable.shape().inner(0);
   MOE_CHECK(n < (1LL << 31), index_op_name(op), ": ", n, " indices exceed the sort's 32-bit positions");

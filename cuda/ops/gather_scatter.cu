@@ -64,7 +64,6 @@ __global__ void scatter_add_last_kernel(T* dst, const int* __restrict__ idx, con
 
 void index_select(const Tensor& x, const Tensor& idx, Tensor& out, bool accumulate) {
   const int dev = x.device().index;
-  poll_index_errors(dev, false);
   unsigned long long* flag = index_error_flag(dev);
   cudaStream_t st = stream(dev);
   const long long M = idx.numel(), N = x.shape()[0], R = x.shape().inner(0);
@@ -93,7 +92,6 @@ void index_add(Tensor& dst, const Tensor& idx, const Tensor& src) {
 
 void gather_last(const Tensor& x, const Tensor& idx, Tensor& out, bool accumulate) {
   const int dev = x.device().index;
-  poll_index_errors(dev, false);
   unsigned long long* flag = index_error_flag(dev);
   const long long n = idx.numel(), V = x.shape().last(), k = idx.shape().last();
   const int* id = static_cast<const int*>(idx.raw());
@@ -111,7 +109,6 @@ void gather_last(const Tensor& x, const Tensor& idx, Tensor& out, bool accumulat
 
 void scatter_add_last(Tensor& dst, const Tensor& idx, const Tensor& src) {
   const int dev = dst.device().index;
-  poll_index_errors(dev, false);
   unsigned long long* flag = index_error_flag(dev);
   const long long n = idx.numel(), V = dst.shape().last(), k = idx.shape().last();
   MOE_FLOAT_SWITCH(dst.dtype(), "scatter_add_last", T, {

@@ -1,19 +1,21 @@
-// Host side of the out-of-range index flag (lib/ops/index_errors.h): per device, a 4 x u64 device
-// flag, a pinned host copy and an event marking when the copy has landed. Polling never blocks
-// unless asked to. Covered by tests/gpu/gather_scatter_parity_test.cpp.
+// Host side of the out-of-range index flag (lib/ops/index_errors.h): per device, a 4 x u64 device flag
+// and a pinned host copy. Index kernels only write the flag; the host reads it when it waits for the device
+// anyway (after each copy_device_to_host: the loss of an update, a beam step's candidates), so that the ops
+// themselves never copy to the host or wait (an MoE layer's forward and backward can be captured in a CUDA
+// graph: tests/emu/moe_no_sync_test.cpp). Covered by tests/gpu/gather_scatter_parity_test.cpp.
 #include <mutex>
 
 #include "common/context.h"
 #include "common/cuda_check.h"
 #include "ops/index_errors.h"
+#include "tensor/cuda_runtime.h"
 
 namespace moe::cuda {
 namespace {
 struct FlagState {
   unsigned long long* dev = nullptr;
   unsigned long long* host = nullptr;  // pinned
-  cudaEvent_t copied = nullptr;
-  bool pending = false;
+  bool launched = false;               // an index kernel ran since the flag was last read
 };
 constexpr int kMaxDevices = 64;
 std::mutex g_mutex;
@@ -29,12 +31,14 @@ FlagState& state(int device) {
     CUDA_CHECK(cudaMalloc(&s.dev, 4 * sizeof(unsigned long long)));
     CUDA_CHECK(cudaMemsetAsync(s.dev, 0, 4 * sizeof(unsigned long long), stream(device)));
     CUDA_CHECK(cudaMallocHost(&s.host, 4 * sizeof(unsigned long long)));
-    s.host[0] = 0;
-    CUDA_CHECK(cudaEventCreateWithFlags(&s.copied, cudaEventDisableTiming));
     CUDA_CHECK(cudaSetDevice(prev));
   }
   return s;
 }
+
+/// The host has just waited for the device's stream: the flag's state is final for what ran so far.
+void check_after_read(int device) { poll_index_errors(device); }
+[[maybe_unused]] const bool registered = (set_after_device_read(&check_after_read), true);
 }  // namespace
 
 unsigned long long* index_error_flag(int device) {
@@ -44,24 +48,17 @@ unsigned long long* index_error_flag(int device) {
 
 void after_index_launch(int device) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  FlagState& s = state(device);
-  CUDA_CHECK(cudaMemcpyAsync(s.host, s.dev, 4 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream(device)));
-  CUDA_CHECK(cudaEventRecord(s.copied, stream(device)));
-  s.pending = true;
+  state(device).launched = true;
 }
 
-void poll_index_errors(int device, bool wait) {
+void poll_index_errors(int device) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  FlagState& s = state(device);
-  if (!s.pending) return;
-  if (wait) {
-    CUDA_CHECK(cudaEventSynchronize(s.copied));
-  } else {
-    const cudaError_t q = cudaEventQuery(s.copied);
-    if (q == cudaErrorNotReady) return;
-    CUDA_CHECK(q);
-  }
-  s.pending = false;
+  MOE_CHECK(device >= 0 && device < kMaxDevices, "index errors: device index ", device, " out of range");
+  FlagState& s = g_state[device];
+  if (!s.dev || !s.launched) return;
+  s.launched = false;
+  CUDA_CHECK(cudaMemcpyAsync(s.host, s.dev, 4 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream(device)));
+  CUDA_CHECK(cudaStreamSynchronize(stream(device)));
   if (s.host[0] == 0) return;
   const unsigned long long op = s.host[1];
   const long long index = static_cast<long long>(s.host[2]), bound = static_cast<long long>(s.host[3]);

@@ -1,6 +1,7 @@
 // CUDA implementation of lib/tensor/cuda_runtime.h and of the per-device context (context.h):
 // device discovery that treats any error as "no GPU", raw memory, copies on the device's stream,
 // the stream and cuBLAS handles created once per device, and CUDA-event timers (moe-bench).
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -173,9 +174,16 @@ void copy_host_to_device(void* dst, const void* src, size_t bytes, int device) {
   CUDA_CHECK(cudaStreamSynchronize(stream(device)));  // the host buffer may go away after return
 }
 
+namespace {
+std::atomic<void (*)(int)> g_after_read{nullptr};
+}
+
+void set_after_device_read(void (*hook)(int device)) { g_after_read = hook; }
+
 void copy_device_to_host(void* dst, const void* src, size_t bytes, int device) {
   CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream(device)));
   CUDA_CHECK(cudaStreamSynchronize(stream(device)));
+  if (auto hook = g_after_read.load()) hook(device);
 }
 
 void copy_device_to_device(void* dst, const void* src, size_t bytes, int device) {

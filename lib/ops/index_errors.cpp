@@ -21,7 +21,7 @@ const char* index_op_name(IndexOp op) {
 
 void check_index_errors(Device device) {
 #ifdef MOE_WITH_CUDA
-  if (device.is_cuda()) cuda::poll_index_errors(device.index, true);
+  if (device.is_cuda()) cuda::poll_index_errors(device.index);
 #else
   (void)device;
 #endif

@@ -22,6 +22,7 @@ void note_tensor_memory(void*, size_t, bool) {}
 size_t free_memory(int) { no_cuda(); }
 void copy_host_to_device(void*, const void*, size_t, int) { no_cuda(); }
 void copy_device_to_host(void*, const void*, size_t, int) { no_cuda(); }
+void set_after_device_read(void (*)(int)) {}
 void copy_device_to_device(void*, const void*, size_t, int) { no_cuda(); }
 void memset_zero(void*, size_t, int) { no_cuda(); }
 void synchronize(int) { no_cuda(); }

@@ -31,7 +31,12 @@ void raw_free(void* ptr, int device);
 void note_tensor_memory(void* ptr, size_t bytes, bool live);
 size_t free_memory(int device);
 void copy_host_to_device(void* dst, const void* src, size_t bytes, int device);
+/// Waits for the device's stream, copies, then runs the after-read hook (set_after_device_read).
 void copy_device_to_host(void* dst, const void* src, size_t bytes, int device);
+/// A function the host runs after each copy_device_to_host, when the device's stream has just been
+/// waited for: ops' index-error check (lib/ops/index_errors.h), so that kernels never need a copy of
+/// their own to report.
+void set_after_device_read(void (*hook)(int device));
 void copy_device_to_device(void* dst, const void* src, size_t bytes, int device);
 void memset_zero(void* ptr, size_t bytes, int device);
 /// Waits for all work queued on the device's stream.
