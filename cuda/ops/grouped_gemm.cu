@@ -221,8 +221,10 @@ void launch(GroupArgs g, DType dtype, const Tensor& offsets, int elem) {
   const dim3 grid(unsigned(gx), unsigned(gy), g.reduce_mode ? unsigned(g.experts) : 1u);
   const int device = offsets.device().index;
   cudaStream_t s = stream(device);
-  const KernelVariant& v = choose_kernel(KernelOp::grouped_gemm, dtype, compute_capability(device));
+  const KernelVariant& v =
+      choose_kernel(KernelOp::grouped_gemm, dtype, compute_capability(device), KernelShape{wgmma_fits(g)});
   if (v.impl == KernelImpl::mma) return launch_mma(g, dtype, grid, s, device);
+  if (v.impl == KernelImpl::wgmma) return launch_wgmma(g, dtype, (long long)grid.x * grid.y * grid.z, s, device);
   if (v.impl == KernelImpl::simt) grouped_fma_kernel<<<grid, kThreads, 0, s>>>(g);
   else if (dtype == DType::bf16) grouped_wmma_kernel<__nv_bfloat16><<<grid, kThreads, 0, s>>>(g);
   else grouped_wmma_kernel<__half><<<grid, kThreads, 0, s>>>(g);

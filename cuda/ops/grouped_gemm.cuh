@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "common/cuda_types.cuh"
+#include "common/ptx.cuh"
 #include "tensor/dtype.h"
 
 namespace moe::cuda::grouped {
@@ -87,7 +88,30 @@ __device__ __forceinline__ void operands(const GroupArgs& g, const Tile& t, cons
   c = static_cast<T*>(g.c) + (g.reduce_mode ? t.e * g.c_expert_stride : 0);
 }
 
+/// Columns gn and gn + 1 of row gm: one 4- or 8-byte store where the output's rows keep them aligned.
+template <class T>
+__device__ __forceinline__ void store_pair(const GroupArgs& g, T* c, long long gm, long long gn, float v0, float v1) {
+  if (gn + 1 < g.n && g.n % 2 == 0) {  // two adjacent, aligned columns: one store
+    T* p = c + gm * g.n + gn;
+    if (g.accumulate) v0 += to_float(p[0]), v1 += to_float(p[1]);
+    if constexpr (sizeof(T) == 2) {
+      const uint32_t bits = ptx::pack2<T>(v0, v1);
+      *reinterpret_cast<uint32_t*>(p) = bits;
+    } else {
+      *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+    }
+    return;
+  }
+  if (gn < g.n) store_out(g, c, gm, gn, v0);
+  if (gn + 1 < g.n) store_out(g, c, gm, gn + 1, v1);
+}
+
 /// Launches the mma.sync kernel (grouped_gemm_mma.cu) on the grid the dispatch computed.
 void launch_mma(const GroupArgs& g, DType dtype, dim3 grid, cudaStream_t stream, int device);
+/// Whether the wgmma kernel (grouped_gemm_wgmma.cu) takes g: every operand moves by TMA (16-byte aligned,
+/// 16-byte strides), A K-major in row mode, both operands MN-major in reduce mode.
+bool wgmma_fits(const GroupArgs& g);
+/// Launches it on at most max_tiles persistent blocks (one per SM).
+void launch_wgmma(const GroupArgs& g, DType dtype, long long max_tiles, cudaStream_t stream, int device);
 
 }  // namespace moe::cuda::grouped

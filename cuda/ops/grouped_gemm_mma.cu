@@ -47,23 +47,6 @@ __device__ __forceinline__ void load_operand(T* tile, const T* src, long long r0
 }
 
 template <class T>
-__device__ __forceinline__ void store_pair(const GroupArgs& g, T* c, long long gm, long long gn, float v0, float v1) {
-  if (gn + 1 < g.n && g.n % 2 == 0) {  // two adjacent, aligned columns: one store
-    T* p = c + gm * g.n + gn;
-    if (g.accumulate) v0 += to_float(p[0]), v1 += to_float(p[1]);
-    if constexpr (sizeof(T) == 2) {
-      const uint32_t bits = ptx::pack2<T>(v0, v1);
-      *reinterpret_cast<uint32_t*>(p) = bits;
-    } else {
-      *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
-    }
-    return;
-  }
-  if (gn < g.n) store_out(g, c, gm, gn, v0);
-  if (gn + 1 < g.n) store_out(g, c, gm, gn + 1, v1);
-}
-
-template <class T>
 __global__ void __launch_bounds__(kThreads) grouped_mma_kernel(GroupArgs g) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* smem = reinterpret_cast<T*>(smem_raw);

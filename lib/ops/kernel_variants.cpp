@@ -45,58 +45,31 @@ std::string KernelVariant::sass() const {
 }
 
 const std::vector<KernelVariant>& kernel_variants() {
+  // Best first within each op: op, instruction family, compute capability, sm_90a build, TMA operands,
+  // dtypes, kernels, what it takes and how it works.
+  // clang-format off
   static const std::vector<KernelVariant> table = {
-      {KernelOp::attention_forward,
-       KernelImpl::wmma,
-       80,
-       false,
-       kSixteenBit,
-       {"attention_fwd_tc_kernel"},
+      {KernelOp::attention_forward, KernelImpl::wmma, 80, false, false, kSixteenBit, {"attention_fwd_tc_kernel"},
        "head dim 32/64/128/256 (padded up); 64-query tiles, scores through shared memory"},
-      {KernelOp::attention_forward,
-       KernelImpl::simt,
-       0,
-       false,
-       {DType::f32},
-       {"attention_fwd_kernel"},
+      {KernelOp::attention_forward, KernelImpl::simt, 0, false, false, {DType::f32}, {"attention_fwd_kernel"},
        "f32 reference path: FMA tiles, any head dim"},
-      {KernelOp::attention_backward,
-       KernelImpl::wmma,
-       80,
-       false,
-       kSixteenBit,
-       {"attention_bwd_tc_kernel"},
+      {KernelOp::attention_backward, KernelImpl::wmma, 80, false, false, kSixteenBit, {"attention_bwd_tc_kernel"},
        "head dim 32/64/128/256 (padded up); dQ by f32 atomics"},
-      {KernelOp::attention_backward,
-       KernelImpl::simt,
-       0,
-       false,
-       {DType::f32},
-       {"attention_bwd_kernel"},
+      {KernelOp::attention_backward, KernelImpl::simt, 0, false, false, {DType::f32}, {"attention_bwd_kernel"},
        "f32 reference path"},
-      {KernelOp::grouped_gemm,
-       KernelImpl::mma,
-       80,
-       false,
-       kSixteenBit,
-       {"grouped_mma_kernel"},
+      {KernelOp::grouped_gemm, KernelImpl::mma, 80, false, false, kSixteenBit, {"grouped_mma_kernel"},
        "128x128x32 tiles of mma.sync m16n8k16 fed by ldmatrix (.trans for a transposed operand) from a "
        "3-stage cp.async pipeline; any strides (scalar loads where 16-byte vectors do not fit)"},
-      {KernelOp::grouped_gemm,
-       KernelImpl::wmma,
-       80,
-       false,
-       kSixteenBit,
-       {"grouped_wmma_kernel"},
+      // After mma until a GPU measures it faster (docs/PERF.md); MOE_KERNEL=grouped_gemm:wgmma runs it.
+      {KernelOp::grouped_gemm, KernelImpl::wgmma, 90, true, true, kSixteenBit, {"grouped_wgmma_kernel"},
+       "persistent, warp-specialised: a TMA producer warp and two wgmma m64n128k16 consumer warpgroups over "
+       "a 4-stage mbarrier ring of 128x64 tiles, the tile schedule built on the device from the offsets"},
+      {KernelOp::grouped_gemm, KernelImpl::wmma, 80, false, false, kSixteenBit, {"grouped_wmma_kernel"},
        "128x128x32 wmma tiles, 2-stage cp.async (a transposed operand through registers)"},
-      {KernelOp::grouped_gemm,
-       KernelImpl::simt,
-       0,
-       false,
-       {DType::f32},
-       {"grouped_fma_kernel"},
+      {KernelOp::grouped_gemm, KernelImpl::simt, 0, false, false, {DType::f32}, {"grouped_fma_kernel"},
        "f32: 64x64x16 FMA tiles"},
   };
+  // clang-format on
   return table;
 }
 
@@ -107,7 +80,7 @@ std::vector<const KernelVariant*> kernel_variants(KernelOp op, DType dtype) {
   return out;
 }
 
-const KernelVariant& choose_kernel(KernelOp op, DType dtype, int sm) {
+const KernelVariant& choose_kernel(KernelOp op, DType dtype, int sm, KernelShape shape) {
   std::optional<KernelImpl> forced;
   {
     std::lock_guard<std::mutex> lock(override_mutex());
@@ -116,7 +89,10 @@ const KernelVariant& choose_kernel(KernelOp op, DType dtype, int sm) {
   for (const KernelVariant& v : kernel_variants()) {
     if (v.op != op || (forced && v.impl != *forced)) continue;
     const bool fits = v.takes(dtype) && sm >= v.min_sm && (!v.needs_sm90a || (sm == 90 && cuda::has_sm90a_code()));
-    if (fits) return v;
+    if (fits && (!v.needs_tma || shape.tma)) return v;
+    MOE_CHECK(!forced || !fits, "MOE_KERNEL forces ", v.name(),
+              ", which takes only operands that move by TMA "
+              "(16-byte aligned, strides multiples of 16 bytes); this call's do not");
     MOE_CHECK(!forced, "MOE_KERNEL forces ", v.name(), ", which does not run ", dtype_name(dtype),
               " on compute "
               "capability ",

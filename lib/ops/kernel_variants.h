@@ -21,11 +21,17 @@ MOE_NAMED_ENUM(KernelOp, attention_forward, attention_backward, grouped_gemm);
 /// The instruction family a variant is built on (and the SASS it must hold: none, HMMA, HMMA, HGMMA).
 MOE_NAMED_ENUM(KernelImpl, simt, wmma, mma, wgmma);
 
+/// What a call's operands allow beyond their dtype, as its dispatch sees them.
+struct KernelShape {
+  bool tma = true;  // every operand can move by TMA (16-byte aligned, strides multiples of 16 bytes)
+};
+
 struct KernelVariant {
   KernelOp op;
   KernelImpl impl;
   int min_sm;        // compute capability 10 major + minor
   bool needs_sm90a;  // wgmma / TMA: only an sm_90a build has them
+  bool needs_tma;    // takes only calls whose KernelShape allows TMA
   std::vector<DType> dtypes;
   std::vector<std::string> kernels;  // the __global__ functions it launches (unqualified names)
   std::string shapes;                // what it takes and how it works, for --list-variants and the docs
@@ -40,8 +46,9 @@ struct KernelVariant {
 const std::vector<KernelVariant>& kernel_variants();
 /// The variants of one op that take `dtype`.
 std::vector<const KernelVariant*> kernel_variants(KernelOp op, DType dtype);
-/// The variant `op` runs for `dtype` on a device of compute capability `sm` (the forced one, if any).
-const KernelVariant& choose_kernel(KernelOp op, DType dtype, int sm);
+/// The variant `op` runs for `dtype` on a device of compute capability `sm` for a call of `shape` (the
+/// forced one, if any; forcing one the call does not fit is an error).
+const KernelVariant& choose_kernel(KernelOp op, DType dtype, int sm, KernelShape shape = {});
 /// Forces (or with nullopt, releases) the variant of `op`, as MOE_KERNEL does; returns the previous.
 std::optional<KernelImpl> force_kernel_variant(KernelOp op, std::optional<KernelImpl> impl);
 /// Parses MOE_KERNEL's text ("grouped_gemm:mma,attention_forward:simt"); errors name the entry.

@@ -36,6 +36,11 @@ TEST_CASE("a forced variant runs, or fails naming why", "[kernel_variants]") {
   test::ForceKernel force(simt);
   CHECK_THROWS_WITH(choose_kernel(KernelOp::grouped_gemm, DType::bf16, 90),
                     Catch::Contains("MOE_KERNEL forces grouped_gemm:simt, which does not run bf16"));
+  force_kernel_variant(KernelOp::grouped_gemm, KernelImpl::wgmma);  // TMA's operands, or sm_90a code, missing
+  CHECK_THROWS_WITH(choose_kernel(KernelOp::grouped_gemm, DType::bf16, 90, KernelShape{false}),
+                    Catch::Contains("MOE_KERNEL forces grouped_gemm:wgmma"));
+  force_kernel_variant(KernelOp::grouped_gemm, std::nullopt);
+  CHECK(choose_kernel(KernelOp::grouped_gemm, DType::bf16, 90, KernelShape{false}).impl == KernelImpl::mma);
   force_kernel_variant(KernelOp::attention_forward, KernelImpl::wgmma);
   CHECK_THROWS_WITH(choose_kernel(KernelOp::attention_forward, DType::bf16, 90),
                     Catch::Contains("attention_forward:wgmma, which is not a variant"));
