@@ -4,7 +4,8 @@
     bench-figures.py moe|torch FILE.jsonl
 
 prints one line: the measured ceilings (moe) and, per row, TFLOP/s or GB/s with the fraction of the
-ceiling, or tokens/s for whole-model training updates. Exits 1 when the file holds no rows.
+ceiling and the kernel variant that ran, or tokens/s for whole-model training updates. Exits 1 when the
+file holds no rows.
 Covered by the rehearsal (tests/scripts/gpu_check_rehearsal.sh).
 """
 import json
@@ -16,7 +17,8 @@ def figure(row):
         return "%s %.0f tokens/s" % (row["name"], row["tokens_per_s"])
     rate = "%.3g TFLOP/s" % row["tflops"] if row.get("tflops") else "%.3g GB/s" % row.get("gbps", 0.0)
     frac = " (%.0f%% of the ceiling)" % (100 * row["ceiling_fraction"]) if row.get("ceiling_fraction") else ""
-    return "%s %s%s" % (row["name"], rate, frac)
+    kernel = " [%s]" % row["variant"] if row.get("variant") else ""
+    return "%s %s%s%s" % (row["name"], rate, frac, kernel)
 
 
 def main():

@@ -261,6 +261,13 @@ step_bench() {
   if (( EMULATE )); then filter='^layer_norm$' args=(--device cuda --scale tiny --repeat 1 --warmup 0 --no-flush) targs=(--device cpu --scale tiny --repeat 1 --warmup 0 --no-flush --no-compile); fi
   bounded env "${RUN_ENV[@]}" "$BIN/moe-bench" "${args[@]}" --filter "$filter" --json-out "$LOGS/moe-bench.jsonl" || rc=$?
   python3 "$ROOT/scripts/internal/bench-figures.py" moe "$LOGS/moe-bench.jsonl" >> "$LOGS/$STEP.figures" || rc=1
+  # The grouped GEMM's other tensor-core variants beside the default (ops/kernel_variants.h), to choose by.
+  local variant
+  (( EMULATE )) || for variant in wgmma wmma; do
+    bounded env "${RUN_ENV[@]}" MOE_KERNEL="grouped_gemm:$variant" "$BIN/moe-bench" "${args[@]}" --no-ceilings \
+      --filter '^grouped_gemm\.e8$' --json-out "$LOGS/moe-bench-$variant.jsonl" > /dev/null || rc=$?
+    python3 "$ROOT/scripts/internal/bench-figures.py" moe "$LOGS/moe-bench-$variant.jsonl" >> "$LOGS/$STEP.figures" || rc=1
+  done
   if ! python3 -c 'import torch' 2>/dev/null; then note "no PyTorch here: bench_torch.py not run"; return $rc; fi
   (( EMULATE )) || python3 -c 'import torch; assert torch.cuda.is_available()' || { note "PyTorch sees no GPU"; return 1; }
   PYTHONUNBUFFERED=1 bounded python3 "$ROOT/scripts/bench_torch.py" "${targs[@]}" --filter "$filter" \
