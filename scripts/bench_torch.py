@@ -255,10 +255,17 @@ def case_adam(b, emit, p=60_000_000):
          note="torch.optim.Adam(fused=True)" if b.cuda else "torch.optim.Adam")
 
 
-def case_grouped_gemm(b, emit, experts, tokens=16384, d=512, h=2048, k=2):
+def expert_offsets(experts, rows, skewed):
+    """moe-bench's offsets (lib/bench/grouped_gemm_cases.cpp): even, or half the rows to expert 0, none to 1."""
+    first = rows // 2 if skewed else rows // experts
+    rest = experts - 2 if skewed else experts - 1
+    return [0, first] + ([first] if skewed else []) + [first + e * (rows - first) // rest for e in range(1, rest + 1)]
+
+
+def case_grouped_gemm(b, emit, experts, tokens=16384, d=512, h=2048, k=2, skewed=False):
     torch = b.torch
     rows = tokens * k
-    off = [e * rows // experts for e in range(experts + 1)]
+    off = expert_offsets(experts, rows, skewed)
     for name, fin, fout in (("up", d, h), ("down", h, d)):
         x, w = b.rand(rows, fin), b.rand(experts, fin, fout, lo=-0.1, hi=0.1)
         dout, wd = b.rand(rows, fout), b.rand(fin, fout, lo=-0.1, hi=0.1)
@@ -439,6 +446,8 @@ CASES = [
     ("adam", case_adam),
     ("grouped_gemm.e8", lambda b, e: case_grouped_gemm(b, e, 8)),
     ("grouped_gemm.e32", lambda b, e: case_grouped_gemm(b, e, 32)),
+    ("grouped_gemm.e64", lambda b, e: case_grouped_gemm(b, e, 64)),
+    ("grouped_gemm.e8_skew", lambda b, e: case_grouped_gemm(b, e, 8, skewed=True)),
     ("layer.moe_ffn", case_moe_ffn),
     ("layer.moa", case_moa),
 ] + bench_torch_models.cases(attention_flops, make_moe_ffn)

@@ -1,6 +1,7 @@
 // Grouped GEMM cases (lib/ops/grouped_gemm.h): the expert GEMMs of a sparsely-gated MoE FFN on their
-// own. 16384 tokens, top-2, so R = 32768 rows sorted by expert and split evenly over E = 8 or 32
-// experts; up projection x[R,d] @ w[e] [d,h] and down projection [R,h] @ [h,d], d = 512, h = 2048.
+// own. 16384 tokens, top-2, so R = 32768 rows sorted by expert and split evenly over E = 8, 32 or 64
+// experts, or skewed (e8_skew: expert 0 holds half the rows, the others share the rest, one of them none);
+// up projection x[R,d] @ w[e] [d,h] and down projection [R,h] @ [h,d], d = 512, h = 2048.
 // Each is timed forward (FLOPs 2*R*d*h) and backward (dx += dout @ w[e]^T and dw[e] += x^T @ dout:
 // 4*R*d*h), next to the same product as one dense GEMM with a shared weight (the matmul op; backward as
 // two matmuls with beta = 1), the ceiling a grouped kernel can hope for. The whole layer is
@@ -23,11 +24,21 @@ MoeShape moe_shape(const BenchContext& ctx) {
   return ctx.pick(MoeShape{16384, 512, 2048}, MoeShape{1024, 128, 512}, MoeShape{32, 16, 32});
 }
 
+/// The expert offsets of `rows` rows: even, or skewed (half to expert 0, none to expert 1, the rest even).
+std::vector<int32_t> expert_offsets(int64_t experts, int64_t rows, bool skewed) {
+  std::vector<int32_t> off{0};
+  const int64_t first = skewed ? rows / 2 : rows / experts, rest = skewed ? experts - 2 : experts - 1;
+  off.push_back(int32_t(first));
+  if (skewed) off.push_back(int32_t(first));  // expert 1: no rows
+  for (int64_t e = 1; e <= rest; ++e) off.push_back(int32_t(first + e * (rows - first) / rest));
+  return off;
+}
+
 /// One projection [R, in] -> [R, out]: grouped forward / backward, then the dense equivalents.
-void projection(BenchContext& ctx, const std::string& name, int64_t experts, int64_t rows, int64_t in, int64_t out) {
+void projection(BenchContext& ctx, const std::string& name, int64_t experts, bool skewed, int64_t rows, int64_t in,
+                int64_t out) {
   const Device dev = ctx.device();
-  std::vector<int32_t> off(static_cast<size_t>(experts + 1));
-  for (int64_t e = 0; e <= experts; ++e) off[static_cast<size_t>(e)] = static_cast<int32_t>(e * rows / experts);
+  const std::vector<int32_t> off = expert_offsets(experts, rows, skewed);
   const Tensor offsets = Tensor::from_vector(off, Shape{experts + 1}, dev);
   const Tensor x = ctx.random(Shape{rows, in}), w = ctx.random(Shape{experts, in, out}, -0.1, 0.1);
   const Tensor dout = ctx.random(Shape{rows, out}), w_dense = ctx.random(Shape{in, out}, -0.1, 0.1);
@@ -58,18 +69,22 @@ void projection(BenchContext& ctx, const std::string& name, int64_t experts, int
   ctx.emit(b);
 }
 
-Case grouped_case(int64_t experts) {
+Case grouped_case(int64_t experts, bool skewed) {
   const std::string e = std::to_string(experts);
-  return {"grouped_gemm.e" + e, "MoE expert GEMMs, 16384 tokens top-2 over " + e + " experts, vs one dense GEMM",
-          [experts](BenchContext& ctx) {
+  return {"grouped_gemm.e" + e + (skewed ? "_skew" : ""),
+          "MoE expert GEMMs, 16384 tokens top-2 over " + e + " experts" +
+              (skewed ? " (half the rows to one expert, one expert with none)" : "") + ", vs one dense GEMM",
+          [experts, skewed](BenchContext& ctx) {
             const MoeShape s = moe_shape(ctx);
             const int64_t rows = s.tokens * kTopK;
-            projection(ctx, "up", experts, rows, s.d, s.h);
-            projection(ctx, "down", experts, rows, s.h, s.d);
+            projection(ctx, "up", experts, skewed, rows, s.d, s.h);
+            projection(ctx, "down", experts, skewed, rows, s.h, s.d);
           }};
 }
 }  // namespace
 
-std::vector<Case> grouped_gemm_cases() { return {grouped_case(8), grouped_case(32)}; }
+std::vector<Case> grouped_gemm_cases() {
+  return {grouped_case(8, false), grouped_case(32, false), grouped_case(64, false), grouped_case(8, true)};
+}
 
 }  // namespace moe::bench
