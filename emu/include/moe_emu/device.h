@@ -115,6 +115,10 @@ template <class T>
 MOE_EMU_INLINE T __ldg(const T* p) {
   return *p;
 }
+template <class T>
+MOE_EMU_INLINE T __ldcg(const T* p) {  // a load past L1: the host has one coherent cache
+  return *p;
+}
 using std::isfinite;
 using std::isinf;
 using std::isnan;
