@@ -2,12 +2,17 @@
 // one (generic path), with and without causal/padding masks, Hk = 1 and Hk = H, both head_weight
 // shapes, a fully padded sequence and Tq = 1 decoding, attention dropout (the same Philox masks on
 // both devices, in every kernel: f32 and tensor cores, forward and backward), and on cuda:1 while
-// cuda:0 is current (skipped without a GPU).
+// cuda:0 is current (skipped without a GPU). bf16 and f16 run every kernel variant
+// (ops/kernel_variants.h: mma.sync and wmma), each forward with the backward of its family.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include "graph/expr/attention.h"
 #include "ops/attention.h"
+#include "ops/kernel_variants.h"
+#include "support/kernel_variant.h"
 #include "support/parity.h"
 #include "tensor/device.h"
 
@@ -16,7 +21,8 @@ using namespace moe;
 namespace {
 struct Case {
   int64_t B, Tq, Tk, H, Hk, D;
-  bool causal, pad;
+  bool causal;
+  int pad;     // 0 none, 1 a prefix of each row kept, 2 masks that are not prefixes (general padding)
   int weight;  // 0 none, 1 [B,H], 2 [B,Tq,H]
   float dropout = 0;
 };
@@ -28,29 +34,41 @@ void check_case(const Case& c, uint32_t seed) {
   if (c.weight == 1) in.push_back(test::random_tensor(Shape{c.B, c.H}, seed + 3, -1, 1));
   if (c.weight == 2) in.push_back(test::random_tensor(Shape{c.B, c.Tq, c.H}, seed + 3, -1, 1));
   Tensor pad;
-  if (c.pad) {  // batch b keeps its first Tk - 5b keys; the last batch (when B > 2) is all padding
+  if (c.pad) {
+    // 1: batch b keeps its first Tk - 5b keys; 2: batch 0 drops its first 3 keys, batch 1 every 7th key.
+    // The last batch (when B > 2) is all padding.
     std::vector<int32_t> m(static_cast<size_t>(c.B * c.Tk), 0);
     for (int64_t b = 0; b < c.B; ++b)
-      for (int64_t j = 0; j < c.Tk; ++j) m[static_cast<size_t>(b * c.Tk + j)] = (b < 2 && j < c.Tk - 5 * b) ? 1 : 0;
+      for (int64_t j = 0; j < c.Tk; ++j) {
+        const bool keep = c.pad == 1 ? j < c.Tk - 5 * b : b == 0 ? j >= 3 : j % 7 != 3;
+        m[static_cast<size_t>(b * c.Tk + j)] = b < 2 && keep ? 1 : 0;
+      }
     pad = Tensor::from_vector(m, Shape{c.B, c.Tk}, Device::cpu(), DType::u8);
   }
   const float scale = 1.f / std::sqrt(static_cast<float>(c.D));
   std::vector<int> grads{0, 1, 2};
   if (c.weight) grads.push_back(3);
-  for (DType dt : test::kFloatTypes) {
-    INFO("B=" << c.B << " Tq=" << c.Tq << " Tk=" << c.Tk << " H=" << c.H << " Hk=" << c.Hk << " D=" << c.D
-              << " causal=" << c.causal << " pad=" << c.pad << " weight=" << c.weight << " dropout=" << c.dropout << " "
-              << dtype_name(dt));
-    const bool causal = c.causal;
-    auto r = test::parity(
-        in,
-        [&](Graph&, const std::vector<Expr>& x) {
-          return attention(x[0], x[1], x[2], pad, causal, scale, x.size() > 3 ? x[3] : Expr(), c.dropout);
-        },
-        dt, grads);
-    CHECK(r.forward < test::bar(dt, 1e-5, 2e-2));
-    CHECK(r.backward < test::bar(dt, 1e-4, 3e-2));
-  }
+  for (DType dt : test::kFloatTypes)
+    for (const KernelVariant* fwd : kernel_variants(KernelOp::attention_forward, dt)) {
+      // With the backward variant of the same instruction family where there is one (else the default).
+      test::ForceKernel force_fwd(*fwd);
+      std::optional<test::ForceKernel> force_bwd;
+      std::string bwd = "default backward";
+      for (const KernelVariant* v : kernel_variants(KernelOp::attention_backward, dt))
+        if (v->impl == fwd->impl) force_bwd.emplace(*v), bwd = v->name();
+      INFO("B=" << c.B << " Tq=" << c.Tq << " Tk=" << c.Tk << " H=" << c.H << " Hk=" << c.Hk << " D=" << c.D
+                << " causal=" << c.causal << " pad=" << c.pad << " weight=" << c.weight << " dropout=" << c.dropout
+                << " " << dtype_name(dt) << " " << fwd->name() << " " << bwd);
+      const bool causal = c.causal;
+      auto r = test::parity(
+          in,
+          [&](Graph&, const std::vector<Expr>& x) {
+            return attention(x[0], x[1], x[2], pad, causal, scale, x.size() > 3 ? x[3] : Expr(), c.dropout);
+          },
+          dt, grads);
+      CHECK(r.forward < test::bar(dt, 1e-5, 2e-2));
+      CHECK(r.backward < test::bar(dt, 1e-4, 3e-2));
+    }
 }
 }  // namespace
 
@@ -80,6 +98,14 @@ TEST_CASE("attention parity: head sizes off the 8-element grid, wide GQA groups"
   // one sequence fully padded (rows with no visible key: out 0, lse -inf, no gradient, no NaN).
   check_case({3, 50, 130, 8, 2, 64, true, true, 1}, 15);
   check_case({3, 1, 1, 8, 2, 64, false, true, 0}, 16);  // one key: batches 1 and 2 fully masked
+}
+
+TEST_CASE("attention parity: long key ranges, padding that is not a prefix", "[gpu][attention]") {
+  // Few queries against 4-5 key tiles: the K/V pipelines wrap around their stages (3 for head sizes
+  // up to 64, 2 above); padding masks with holes take the mma kernels' per-element mask on every tile.
+  check_case({2, 20, 260, 2, 1, 64, false, 2, 1}, 41);
+  check_case({1, 20, 300, 2, 1, 32, false, 1, 0}, 42);
+  check_case({3, 24, 200, 2, 2, 128, true, 2, 2}, 43);
 }
 
 TEST_CASE("attention parity: attention dropout draws the same masks on both devices", "[gpu][attention]") {
