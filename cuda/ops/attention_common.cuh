@@ -143,4 +143,7 @@ void attention_forward_tc(const attn::Params& p, const Tensor& q, const Tensor& 
 void attention_backward_tc(const attn::Params& p, const Tensor& q, const Tensor& k, const Tensor& v,
                            const Tensor& head_weight, const Tensor& dout, const Tensor& lse, const Tensor& delta,
                            Tensor& dq_acc, Tensor& dw_acc, Tensor& dk, Tensor& dv);
+/// mma.sync forward for bf16/f16 (attention_fwd_mma.cu).
+void attention_forward_mma(const attn::Params& p, const Tensor& q, const Tensor& k, const Tensor& v,
+                           const Tensor& head_weight, Tensor& out, Tensor& lse);
 }  // namespace moe::cuda

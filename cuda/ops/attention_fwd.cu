@@ -4,8 +4,8 @@
 // (base 2: s2 = scale*log2(e)*q.k) and rescales the O accumulator (registers) by 2^(m_old - m_new).
 // out = w * O / l (0 for rows with no visible key), lse = (m + log2 l) * ln 2. Causal mode stops at the
 // last key tile any row of the block can see. Attention dropout scales the weights that enter O (not l)
-// by keep() (attention_dropout.h). bf16/f16 go to the tensor-core kernel in
-// attention_fwd_tc.cu; this one serves f32. Covered by tests/gpu/attention_parity_test.cpp.
+// by keep() (attention_dropout.h). bf16/f16 go to a tensor-core kernel: mma.sync
+// (attention_fwd_mma.cu, the default) or wmma (attention_fwd_tc.cu); this one serves f32. Covered by tests/gpu/attention_parity_test.cpp.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -173,7 +173,11 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
   MOE_CHECK(q.dtype() == DType::f32 || q.dtype() == DType::bf16 || q.dtype() == DType::f16,
             "attention: the CUDA kernels support f32, bf16 and f16, not ", dtype_name(q.dtype()));
   const KernelVariant& variant = choose_kernel(KernelOp::attention_forward, q.dtype(), compute_capability(q.device().index));
-  if (variant.impl == KernelImpl::wmma) {  // bf16 / f16: tensor cores
+  if (variant.impl == KernelImpl::mma) {  // bf16 / f16: mma.sync (the default on sm_80+)
+    attention_forward_mma(p, q, k, v, head_weight, out, lse);
+    return;
+  }
+  if (variant.impl == KernelImpl::wmma) {  // bf16 / f16: wmma
     attention_forward_tc(p, q, k, v, head_weight, out, lse);
     return;
   }

@@ -49,6 +49,10 @@ const std::vector<KernelVariant>& kernel_variants() {
   // dtypes, kernels, what it takes and how it works.
   // clang-format off
   static const std::vector<KernelVariant> table = {
+      {KernelOp::attention_forward, KernelImpl::mma, 80, false, false, kSixteenBit, {"attention_fwd_mma_kernel"},
+       "FlashAttention-2: 4 warps of 16 query rows, mma.sync m16n8k16 with S, P and O in registers, "
+       "K/V through a 2-3 stage cp.async pipeline, masks only on the tiles that need them; head dim "
+       "32/64/128/256 (padded up)"},
       {KernelOp::attention_forward, KernelImpl::wmma, 80, false, false, kSixteenBit, {"attention_fwd_tc_kernel"},
        "head dim 32/64/128/256 (padded up); 64-query tiles, scores through shared memory"},
       {KernelOp::attention_forward, KernelImpl::simt, 0, false, false, {DType::f32}, {"attention_fwd_kernel"},
