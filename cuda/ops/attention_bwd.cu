@@ -6,7 +6,9 @@
 // dw += sum_j p dout.v (f32 atomics). Causal mode starts at the first query tile that sees the key
 // tile. With attention dropout, p z enters dV and dw and w z dp enters ds (z = keep(), the forward's factor).
 // A last pass adds the f32 workspaces into dq and dhead_weight. Covered by
-// tests/gpu/attention_parity_test.cpp. bf16/f16 run the main pass on tensor cores (attention_bwd_tc.cu).
+// tests/gpu/attention_parity_test.cpp. bf16/f16 run the main pass on tensor cores: the mma.sync kernel
+// (attention_bwd_mma.cu, whose workspaces the pre-pass zeroes and which adds dq itself) or, forced, the
+// wmma one (attention_bwd_tc.cu).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -31,19 +33,27 @@ struct BwdTile {
       sizeof(float) * (2 * size_t(BK) * LD + 2 * size_t(BQ) * LD + 2 * size_t(BQ) * LS + 3 * BQ);
 };
 
-/// delta[b,h,i] = sum_d dout[b,i,h,d] * out[b,i,h,d]: one warp per row.
+/// delta[b,h,i] = sum_d dout[b,i,h,d] * out[b,i,h,d]: one warp per row. For the mma kernel it also
+/// zeroes that kernel's workspaces (each null when not wanted): the row's f32 dQ accumulator (D floats
+/// at the row's index in q's layout), its dw accumulator and, for the first row of each query tile of
+/// `bq` rows, the tile's arrival counter ([B,H,ceil(Tq/bq)]).
 template <class T>
 __global__ void attention_delta_kernel(const T* __restrict__ dout, const T* __restrict__ out, float* __restrict__ delta,
-                                       int Tq, int H, int D, long long rows) {
+                                       int Tq, int H, int D, long long rows, float* __restrict__ zero_dq,
+                                       float* __restrict__ zero_dw, int* __restrict__ zero_count, int bq) {
   const int lane = threadIdx.x % 32;
   for (long long r = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; r < rows;
        r += (long long)gridDim.x * blockDim.x / 32) {
     float s = 0.f;
     for (int d = lane; d < D; d += 32) s += to_float(dout[r * D + d]) * to_float(out[r * D + d]);
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (zero_dq)
+      for (int d = lane; d < D; d += 32) zero_dq[r * D + d] = 0.f;
     if (lane == 0) {
       const long long h = r % H, i = (r / H) % Tq, b = r / ((long long)H * Tq);
       delta[(b * H + h) * Tq + i] = s;
+      if (zero_dw) zero_dw[r] = 0.f;
+      if (zero_count && i % bq == 0) zero_count[(b * H + h) * ((Tq + bq - 1) / bq) + i / bq] = 0;
     }
   }
 }
@@ -208,18 +218,27 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   if (!dq.defined() && !dk.defined() && !dv.defined() && !dhead_weight.defined()) return;
   const Device dev = q.device();
   cudaStream_t st = stream(dev);
+  const KernelImpl impl = choose_kernel(KernelOp::attention_backward, q.dtype(), compute_capability(dev.index)).impl;
+  const bool sixteen_bit = q.dtype() != DType::f32;
+  MOE_CHECK(sixteen_bit ? impl == KernelImpl::mma || impl == KernelImpl::wmma : impl == KernelImpl::simt,
+            "attention backward: variant ", enum_name(impl), " has no kernel for ", dtype_name(q.dtype()));
+  // The mma kernel's workspaces are zeroed by the delta pre-pass, and it adds dQ into dq itself.
+  const bool mma = impl == KernelImpl::mma;
+  auto workspace = [&](const Shape& s, DType t) { return mma ? Tensor::empty(s, t, dev) : Tensor::zeros(s, t, dev); };
   Tensor delta = Tensor::empty(Shape{p.B, p.H, p.Tq}, DType::f32, dev);
-  Tensor dq_acc = dq.defined() ? Tensor::zeros(q.shape(), DType::f32, dev) : Tensor();
-  Tensor dw_acc = dhead_weight.defined() ? Tensor::zeros(Shape{p.B, p.Tq, p.H}, DType::f32, dev) : Tensor();
+  Tensor dq_acc = dq.defined() ? workspace(q.shape(), DType::f32) : Tensor();
+  Tensor dw_acc = dhead_weight.defined() ? workspace(Shape{p.B, p.Tq, p.H}, DType::f32) : Tensor();
+  const int bq = attention_backward_mma_query_tile();
+  Tensor dq_count = mma && dq.defined() ? Tensor::empty(Shape{p.B, p.H, (p.Tq + bq - 1) / bq}, DType::i32, dev)
+                                        : Tensor();
   const long long rows = (long long)p.B * p.Tq * p.H;
   MOE_FLOAT_SWITCH(q.dtype(), "attention", T, {
-    attention_delta_kernel<T><<<grid_for(rows * 32), 256, 0, st>>>(static_cast<const T*>(dout.raw()),
-                                                                   static_cast<const T*>(out.raw()),
-                                                                   delta.data<float>(), p.Tq, p.H, p.D, rows);
+    attention_delta_kernel<T><<<grid_for(rows * 32), 256, 0, st>>>(
+        static_cast<const T*>(dout.raw()), static_cast<const T*>(out.raw()), delta.data<float>(), p.Tq, p.H, p.D, rows,
+        mma && dq.defined() ? dq_acc.data<float>() : nullptr,
+        mma && dhead_weight.defined() ? dw_acc.data<float>() : nullptr,
+        dq_count.defined() ? dq_count.data<int32_t>() : nullptr, bq);
     MOE_KERNEL_CHECK();
-    const KernelImpl impl = choose_kernel(KernelOp::attention_backward, q.dtype(), compute_capability(dev.index)).impl;
-    MOE_CHECK(impl == (std::is_same_v<T, float> ? KernelImpl::simt : KernelImpl::wmma), "attention backward: variant ",
-              enum_name(impl), " has no kernel for ", dtype_name(q.dtype()));
     if constexpr (std::is_same_v<T, float>) {  // the FMA kernel: instantiated for f32 only
       switch (padded_head_size(p.D)) {
         case 32: launch_bwd<T, 32>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;
@@ -227,10 +246,12 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
         case 128: launch_bwd<T, 128>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;
         default: launch_bwd<T, 256>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;
       }
-    } else {  // bf16 / f16: tensor cores
+    } else if (mma) {  // bf16 / f16: mma.sync, dq added in the kernel
+      attention_backward_mma(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dq_count, dq, dw_acc, dk, dv);
+    } else {  // bf16 / f16: wmma
       attention_backward_tc(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv);
     }
-    if (dq.defined()) {
+    if (dq.defined() && !mma) {
       attention_add_kernel<T><<<grid_for(q.numel()), 256, 0, st>>>(static_cast<T*>(dq.raw()), dq_acc.data<float>(),
                                                                    q.numel());
       MOE_KERNEL_CHECK();

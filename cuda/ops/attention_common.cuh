@@ -146,4 +146,12 @@ void attention_backward_tc(const attn::Params& p, const Tensor& q, const Tensor&
 /// mma.sync forward for bf16/f16 (attention_fwd_mma.cu).
 void attention_forward_mma(const attn::Params& p, const Tensor& q, const Tensor& k, const Tensor& v,
                            const Tensor& head_weight, Tensor& out, Tensor& lse);
+/// mma.sync backward main pass for bf16/f16 (attention_bwd_mma.cu): dq_acc (f32 [B,Tq,H,D]), dq_count
+/// (i32 [B,H,ceil(Tq / attention_backward_mma_query_tile())]) and dw_acc (f32 [B,Tq,H]) zeroed by the
+/// delta pre-pass; it adds dq itself (dq_acc, dq_count and dq undefined when dq is not wanted).
+void attention_backward_mma(const attn::Params& p, const Tensor& q, const Tensor& k, const Tensor& v,
+                            const Tensor& head_weight, const Tensor& dout, const Tensor& lse, const Tensor& delta,
+                            Tensor& dq_acc, Tensor& dq_count, Tensor& dq, Tensor& dw_acc, Tensor& dk, Tensor& dv);
+/// The query rows of one dQ tile of attention_backward_mma (its arrival counters count per tile).
+int attention_backward_mma_query_tile();
 }  // namespace moe::cuda

@@ -57,6 +57,9 @@ const std::vector<KernelVariant>& kernel_variants() {
        "head dim 32/64/128/256 (padded up); 64-query tiles, scores through shared memory"},
       {KernelOp::attention_forward, KernelImpl::simt, 0, false, false, {DType::f32}, {"attention_fwd_kernel"},
        "f32 reference path: FMA tiles, any head dim"},
+      {KernelOp::attention_backward, KernelImpl::mma, 80, false, false, kSixteenBit, {"attention_bwd_mma_kernel"},
+       "FlashAttention-2: key tiles with dK/dV in registers, mma.sync m16n8k16, dQ from the dS "
+       "accumulators by f32 atomics that the last key tile adds into dq; head dim 32/64/128/256"},
       {KernelOp::attention_backward, KernelImpl::wmma, 80, false, false, kSixteenBit, {"attention_bwd_tc_kernel"},
        "head dim 32/64/128/256 (padded up); dQ by f32 atomics"},
       {KernelOp::attention_backward, KernelImpl::simt, 0, false, false, {DType::f32}, {"attention_bwd_kernel"},

@@ -13,7 +13,9 @@ TEST_CASE("the variant table chooses by dtype and architecture", "[kernel_varian
   CHECK(choose_kernel(KernelOp::grouped_gemm, DType::f16, 90).impl == KernelImpl::mma);
   CHECK(choose_kernel(KernelOp::grouped_gemm, DType::f32, 90).impl == KernelImpl::simt);
   CHECK(choose_kernel(KernelOp::attention_forward, DType::bf16, 90).impl == KernelImpl::mma);
+  CHECK(choose_kernel(KernelOp::attention_backward, DType::f16, 80).impl == KernelImpl::mma);
   CHECK(kernel_variants(KernelOp::attention_forward, DType::bf16).size() == 2);  // mma, then wmma
+  CHECK(kernel_variants(KernelOp::attention_backward, DType::bf16).size() == 2);
   CHECK(choose_kernel(KernelOp::attention_backward, DType::f32, 70).impl == KernelImpl::simt);
   CHECK_THROWS_WITH(choose_kernel(KernelOp::grouped_gemm, DType::bf16, 75),
                     Catch::Contains("no kernel variant runs bf16 on compute capability 7.5"));
