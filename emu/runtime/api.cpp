@@ -125,6 +125,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
   return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize() {
+  if (capturing_any())
+    return set_error(cudaErrorStreamCaptureUnsupported, "cudaDeviceSynchronize while a stream captures a CUDA graph");
   note_host_wait();
   synchronize_all();
   return take_async_error(true);
@@ -155,6 +157,8 @@ const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorIllegalInstruction: return "cudaErrorIllegalInstruction";
     case cudaErrorMisalignedAddress: return "cudaErrorMisalignedAddress";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
     default: return "cudaErrorUnknown";
   }
 }
@@ -173,6 +177,8 @@ const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
     case cudaErrorMisalignedAddress: return "misaligned address";
     case cudaErrorLaunchFailure: return "unspecified launch failure";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
     default: return "unknown error";
   }
 }

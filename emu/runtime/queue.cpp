@@ -25,6 +25,8 @@ struct StreamState {
   bool blocking = true, legacy = false, retired = false;
   Clock clock;
   uint32_t last = 0;
+  bool capturing = false, invalidated = false;
+  std::vector<Recorded> recorded;
 };
 
 struct State {
@@ -56,7 +58,7 @@ bool blocking_launches() {
 }
 
 StreamId add_stream(int device, bool blocking, bool legacy) {
-  state().streams.push_back(StreamState{device, blocking, legacy, false, {}, 0});
+  state().streams.push_back(StreamState{device, blocking, legacy, false, {}, 0, false, false, {}});
   return StreamId(state().streams.size() - 1);
 }
 }  // namespace
@@ -101,6 +103,13 @@ int device_of(StreamId stream) {
 }
 
 uint32_t enqueue(StreamId stream, OpKind kind, std::string what, std::function<cudaError_t(const Op&)> run) {
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (stream != kNoStream && state().streams[stream].capturing) {
+      state().streams[stream].recorded.push_back(Recorded{kind, std::move(what), std::move(run)});
+      return 0;
+    }
+  }
   auto op = std::make_unique<Op>();
   op->stream = stream, op->kind = kind, op->what = std::move(what), op->run = std::move(run);
   uint32_t serial = 0, oldest = 0;
@@ -187,6 +196,39 @@ void synchronize_all() {
   run_all();
   std::lock_guard<std::mutex> lock(state().mutex);
   for (const StreamState& s : state().streams) join(state().host, s.clock);
+}
+
+bool begin_capture(StreamId stream) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  StreamState& s = state().streams[stream];
+  if (s.capturing) return false;
+  s.capturing = true, s.invalidated = false, s.recorded.clear();
+  return true;
+}
+
+std::vector<Recorded> end_capture(StreamId stream, bool* invalidated) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  StreamState& s = state().streams[stream];
+  *invalidated = s.invalidated || !s.capturing;
+  s.capturing = false;
+  return std::move(s.recorded);
+}
+
+bool capturing(StreamId stream) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return stream != kNoStream && state().streams[stream].capturing;
+}
+
+bool capturing_any() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  for (const StreamState& s : state().streams)
+    if (s.capturing) return true;
+  return false;
+}
+
+void invalidate_capture(StreamId stream) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().streams[stream].invalidated = true;
 }
 
 const Op* running_op() { return state().running; }

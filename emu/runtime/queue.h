@@ -46,8 +46,25 @@ StreamId legacy_stream(int device);
 void retire_stream(StreamId stream);
 int device_of(StreamId stream);
 
-/// Queues `run` on `stream` and returns its serial (with CUDA_LAUNCH_BLOCKING=1 it has run on return).
+/// Queues `run` on `stream` and returns its serial (with CUDA_LAUNCH_BLOCKING=1 it has run on return); on
+/// a capturing stream it is recorded instead and 0 is returned (nothing to wait for).
 uint32_t enqueue(StreamId stream, OpKind kind, std::string what, std::function<cudaError_t(const Op&)> run);
+
+/// Stream capture (CUDA graphs, graphs.cpp): what a capturing stream records, in order.
+struct Recorded {
+  OpKind kind;
+  std::string what;
+  std::function<cudaError_t(const Op&)> run;
+};
+/// Starts recording `stream` (false if it already records).
+bool begin_capture(StreamId stream);
+/// Stops it and hands over what it recorded (and whether the capture was invalidated).
+std::vector<Recorded> end_capture(StreamId stream, bool* invalidated);
+/// Whether `stream` records; `any`: whether some stream of the device does.
+bool capturing(StreamId stream);
+bool capturing_any();
+/// Something the capture cannot record happened on `stream` (a wait, a pageable copy): it fails at its end.
+void invalidate_capture(StreamId stream);
 /// Runs every queued operation with a serial up to `serial`, in queue order; errors of the operations
 /// that ran are kept for take_async_error.
 void run_until(uint32_t serial);

@@ -104,6 +104,12 @@ cudaError_t copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, 
                                  site);
   if ((dst_dev && !allocation_ok(what, "destination", dst, bytes)) || (src_dev && !allocation_ok(what, "source", src, bytes)))
     return cudaErrorInvalidValue;
+  const bool pinned_src_side = !src_dev && ss == Side::pinned, pinned_dst_side = !dst_dev && ds == Side::pinned;
+  if (capturing(stream_id(stream)) && (sync || (!src_dev && !pinned_src_side) || (!dst_dev && !pinned_dst_side))) {
+    invalidate_capture(stream_id(stream));
+    return set_error(cudaErrorStreamCaptureUnsupported, what + ": a synchronous copy, or one with pageable host "
+                                                                "memory, cannot be captured into a CUDA graph");
+  }
   // A pageable source is staged when queued; a pinned one is read when the copy runs.
   auto staged = std::make_shared<std::vector<unsigned char>>();
   if (!src_dev) staged->assign(static_cast<const unsigned char*>(src), static_cast<const unsigned char*>(src) + bytes);
@@ -184,8 +190,18 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   delete stream;
   return cudaSuccess;
 }
+namespace {
+/// A wait or query on a capturing stream ends its capture's validity.
+cudaError_t capture_refuses(cudaStream_t stream, const char* call) {
+  invalidate_capture(stream_id(stream));
+  return set_error(cudaErrorStreamCaptureUnsupported,
+                   std::string(call) + " on a stream that is capturing a CUDA graph (the capture is invalidated)");
+}
+}  // namespace
+
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   if (stream_device(stream) < 0) return set_error(cudaErrorInvalidResourceHandle);
+  if (capturing(stream_id(stream))) return capture_refuses(stream, "cudaStreamSynchronize");
   ++g_traffic.host_waits;
   const StreamId id = stream_id(stream);
   run_until(stream_last(id));
@@ -194,6 +210,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 }
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   if (stream_device(stream) < 0) return set_error(cudaErrorInvalidResourceHandle);
+  if (capturing(stream_id(stream))) return capture_refuses(stream, "cudaStreamQuery");
   const StreamId id = stream_id(stream);
   return query(stream_last(id), stream_clock(id));
 }
@@ -228,6 +245,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   return cudaSuccess;
 }
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream, std::source_location site) {
+  if (stream_device(stream) >= 0 && capturing(stream_id(stream))) return capture_refuses(stream, "cudaEventRecord");
   if (!event || stream_device(stream) < 0) return set_error(cudaErrorInvalidResourceHandle);
   const StreamId id = stream_id(stream);
   event->serial = enqueue(id, OpKind::event, where("cudaEventRecord", site),

@@ -3,7 +3,8 @@
 // returned, are reported: the host reading a pinned result before synchronising, the host changing a
 // pinned source before its copy ran, a second stream (or cudaMemcpy on the legacy default stream)
 // using a result with no event ordering it. Each beside its correct twin (a synchronisation, an event,
-// a blocking stream), which must give no report.
+// a blocking stream), which must give no report. And CUDA graphs by stream capture (emu/runtime/graphs.cpp):
+// recorded work runs at each launch, and a wait or a pageable copy while capturing invalidates the capture.
 #include <catch2/catch.hpp>
 #include <cuda_runtime.h>
 
@@ -152,5 +153,56 @@ TEST_CASE("cudaMemcpy on the legacy default stream waits for blocking streams on
   const auto r = moe_emu::take_reports();
   INFO(all(r));
   CHECK(has(r, "stream-race", "cudaMemcpy (device to host) at " + here("legacy-copy")));
+  cudaFree(d);
+}
+
+TEST_CASE("a captured stream records its work; the graph runs it at each launch", "[emu][streams][graph]") {
+  int* d = device_buffer<int>(64);
+  Streams s(cudaStreamNonBlocking);
+  std::vector<int> host(64, -1);
+  REQUIRE(cudaStreamBeginCapture(s.a, cudaStreamCaptureModeGlobal) == cudaSuccess);
+  write_iota(d, 64, s.a);
+  cudaStreamCaptureStatus status;
+  REQUIRE(cudaStreamIsCapturing(s.a, &status) == cudaSuccess);
+  CHECK(status == cudaStreamCaptureStatusActive);
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaStreamEndCapture(s.a, &graph) == cudaSuccess);
+  REQUIRE(cudaMemcpyAsync(host.data(), d, 64 * sizeof(int), cudaMemcpyDeviceToHost, s.a) == cudaSuccess);
+  CHECK(host[63] == 0);  // recorded, not run
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  for (int launch = 0; launch < 2; ++launch) {
+    REQUIRE(cudaMemsetAsync(d, 0, 64 * sizeof(int), s.a) == cudaSuccess);
+    REQUIRE(cudaGraphLaunch(exec, s.a) == cudaSuccess);
+    REQUIRE(cudaMemcpyAsync(host.data(), d, 64 * sizeof(int), cudaMemcpyDeviceToHost, s.a) == cudaSuccess);
+    CHECK(host[63] == 63);
+  }
+  CHECK(moe_emu::take_reports().empty());
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaFree(d);
+}
+
+TEST_CASE("a wait or a pageable copy on a capturing stream invalidates the capture", "[emu][streams][graph]") {
+  int* d = device_buffer<int>(64);
+  Streams s(cudaStreamNonBlocking);
+  std::vector<int> host(64, -1);
+  for (const char* what : {"synchronize", "pageable copy", "query"}) {
+    INFO(what);
+    REQUIRE(cudaStreamBeginCapture(s.a, cudaStreamCaptureModeGlobal) == cudaSuccess);
+    write_iota(d, 64, s.a);
+    const std::string w = what;
+    const cudaError_t e = w == "synchronize" ? cudaStreamSynchronize(s.a)
+                          : w == "query"     ? cudaStreamQuery(s.a)
+                                             : cudaMemcpyAsync(host.data(), d, 64 * sizeof(int),
+                                                               cudaMemcpyDeviceToHost, s.a);
+    CHECK(e == cudaErrorStreamCaptureUnsupported);
+    cudaGraph_t graph = nullptr;
+    CHECK(cudaStreamEndCapture(s.a, &graph) == cudaErrorStreamCaptureInvalidated);
+    CHECK(graph == nullptr);
+    cudaGetLastError();
+    CHECK(host[0] == -1);
+  }
+  REQUIRE(cudaStreamSynchronize(s.a) == cudaSuccess);  // the stream works again after the failed capture
   cudaFree(d);
 }
