@@ -194,6 +194,26 @@ void memset_zero(void* ptr, size_t bytes, int device) { CUDA_CHECK(cudaMemsetAsy
 
 void synchronize(int device) { CUDA_CHECK(cudaStreamSynchronize(stream(device))); }
 
+void begin_capture(int device) { CUDA_CHECK(cudaStreamBeginCapture(stream(device), cudaStreamCaptureModeRelaxed)); }
+
+void* end_capture(int device) {
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamEndCapture(stream(device), &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  CUDA_CHECK(e);
+  return exec;
+}
+
+void launch_graph(void* graph, int device) {
+  CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), stream(device)));
+}
+
+void destroy_graph(void* graph) {
+  if (graph) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
+}
+
 float time_on_device_ms(int device, const std::function<void()>& fn) {
   cudaEvent_t start, stop;
   CUDA_CHECK(cudaEventCreate(&start));

@@ -138,6 +138,10 @@ void Allocator::deallocate(void* ptr) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = block_sizes_.find(ptr);
   MOE_CHECK(it != block_sizes_.end(), "allocator on ", device_.str(), ": freeing a pointer it did not allocate");
+  if (holding_) {  // a recorded graph still writes it (hold_frees)
+    held_.push_back(ptr);
+    return;
+  }
   stats_.in_use -= it->second;
   if (device_.is_cuda()) cuda::note_tensor_memory(ptr, 0, false);
   if (arena_ && arena_->owns(ptr)) {
@@ -146,6 +150,20 @@ void Allocator::deallocate(void* ptr) {
   } else {
     free_blocks_.emplace(it->second, ptr);
   }
+}
+
+void Allocator::hold_frees(bool on) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  holding_ = on;
+}
+
+std::vector<void*> Allocator::take_held() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::move(held_);
+}
+
+void Allocator::return_blocks(const std::vector<void*>& blocks) {
+  for (void* p : blocks) deallocate(p);
 }
 
 void Allocator::release_cache_locked() {

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "tensor/device.h"
 #include "tensor/host_arena.h"
@@ -46,6 +47,12 @@ class Allocator {
   void release_cache();
   AllocatorStats stats() const;
   void reset_peak();
+  /// While set, blocks freed are kept out of the cache (still counted in use): the work a CUDA graph
+  /// records must find its memory unchanged at every replay (tensor/cuda_graph.h). take_held hands the
+  /// blocks held so far to the caller, who frees them with return_blocks once the graph is gone.
+  void hold_frees(bool on);
+  std::vector<void*> take_held();
+  void return_blocks(const std::vector<void*>& blocks);
   /// Optional cap on reserved bytes (tests use it to provoke OutOfMemory); 0 = no cap.
   void set_limit(size_t bytes) { limit_ = bytes; }
   Device device() const { return device_; }
@@ -76,6 +83,8 @@ class Allocator {
   AllocatorStats stats_;
   size_t limit_ = 0;
   bool arena_fallback_ = false;  // the arena could not reserve: large CPU blocks from malloc
+  bool holding_ = false;         // hold_frees
+  std::vector<void*> held_;
 };
 
 /// The process-wide allocator of a device (created on first use).

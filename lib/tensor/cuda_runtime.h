@@ -41,6 +41,13 @@ void copy_device_to_device(void* dst, const void* src, size_t bytes, int device)
 void memset_zero(void* ptr, size_t bytes, int device);
 /// Waits for all work queued on the device's stream.
 void synchronize(int device);
+/// Stream capture into a CUDA graph (tensor/cuda_graph.h uses these): from begin_capture on, the device's
+/// stream records instead of running; end_capture returns the instantiated graph, which launch_graph
+/// queues on the stream again, as often as asked; destroy_graph frees it.
+void begin_capture(int device);
+void* end_capture(int device);
+void launch_graph(void* graph, int device);
+void destroy_graph(void* graph);
 /// Milliseconds the device spends on `fn` (CUDA events around it on the device's stream).
 float time_on_device_ms(int device, const std::function<void()>& fn);
 /// Device milliseconds of each of `calls` runs of `fn` on the device's stream, each between its own
