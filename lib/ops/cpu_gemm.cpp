@@ -115,7 +115,9 @@ void dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, cons
 void gemm_s8s8s32(bool tb, int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b,
                   int64_t ldb, int32_t* c, int64_t ldc) {
 #ifdef MOE_WITH_DNNL
-  if (cpu_gemm_backend() == CpuGemmBackend::onednn) {
+  // oneDNN's s8s8s32 is exact with AVX-512 VNNI; without it (AVX2) it sums pairs in saturating 16 bits.
+  static const bool exact = __builtin_cpu_supports("avx512vnni");
+  if (cpu_gemm_backend() == CpuGemmBackend::onednn && exact) {
     OneOpenmpThread one;
     use_signal_stack();
     const int32_t no_offset = 0;
