@@ -1,6 +1,7 @@
 // CUDA kernel of the dtype casts (see lib/ops/cast.h): between f32, bf16, f16 (round to nearest
 // even; same-dtype pairs only accumulate) and between i32 and f32 (float -> int rounds toward zero
-// and saturates, NaN -> 0, as PTX cvt.rzi does). With `accumulate` (backward) it computes
+// and saturates, NaN -> 0, as PTX cvt.rzi does), and from u8 (padding masks) to the three float types.
+// With `accumulate` (backward) it computes
 // out += cast(x) in f32. Memory bound: 4 elements per thread with one vector load and one vector
 // store (16 bytes of f32/i32, 8 of bf16/f16) when both pointers are aligned, a scalar grid-stride
 // loop for the tail or otherwise.
@@ -22,6 +23,7 @@ __device__ __forceinline__ float load_f(float v) { return v; }
 __device__ __forceinline__ float load_f(__nv_bfloat16 v) { return __bfloat162float(v); }
 __device__ __forceinline__ float load_f(__half v) { return __half2float(v); }
 __device__ __forceinline__ float load_f(int v) { return __int2float_rn(v); }
+__device__ __forceinline__ float load_f(uint8_t v) { return static_cast<float>(v); }
 
 template <class T>
 __device__ __forceinline__ T store_f(float v) {
@@ -88,12 +90,16 @@ void launch(const Tensor& x, Tensor& out, bool accumulate) {
 
 void cast_forward(const Tensor& x, Tensor& out, bool accumulate) {
   if (x.numel() == 0) return;
-  // i32 only to and from f32 (lib/ops/cast.cpp refuses the rest before dispatch, and integers take
-  // no gradient, so never accumulate); the three float types in every pair, the same-dtype pairs for
-  // cast_backward (dx += dy).
+  // i32 only to and from f32, u8 only to the float types (lib/ops/cast.cpp refuses the rest before
+  // dispatch, and integers take no gradient, so never accumulate); the three float types in every
+  // pair, the same-dtype pairs for cast_backward (dx += dy).
   const DType from = x.dtype(), to = out.dtype();
   if (from == DType::i32 && to == DType::f32) return launch<int, float>(x, out, false);
   if (from == DType::f32 && to == DType::i32) return launch<float, int>(x, out, false);
+  if (from == DType::u8) {
+    MOE_FLOAT_SWITCH(to, "cast (u8 to)", TO, { launch<uint8_t, TO>(x, out, false); });
+    return;
+  }
   MOE_CHECK(from != DType::i32 && to != DType::i32, "cast: the CUDA kernel casts i32 only to and from f32, not ",
             dtype_name(from), " to ", dtype_name(to), " (shape ", x.shape(), ")");
   MOE_FLOAT_SWITCH(from, "cast (source)", TI, {

@@ -39,6 +39,8 @@ double load_any(const Tensor& t, int64_t i) {
       return load<f16>(t.raw(), i);
     case DType::i32:
       return load<int32_t>(t.raw(), i);
+    case DType::u8:
+      return load<uint8_t>(t.raw(), i);
     default:
       MOE_FAIL("cast: unsupported source dtype ", dtype_name(t.dtype()));
   }
@@ -87,13 +89,14 @@ void check_cast(const char* name, const Tensor& x, const Tensor& out) {
   MOE_CHECK(x.defined() && out.defined(), name, ": undefined tensor");
   check_same_device(name, x, out);
   MOE_CHECK(x.shape() == out.shape(), name, ": input ", x.shape(), " and output ", out.shape(), " differ in shape");
-  MOE_CHECK(castable(x.dtype()) && castable(out.dtype()), name, ": cannot cast ", dtype_name(x.dtype()), " to ",
-            dtype_name(out.dtype()), " (supported: f32, f64, bf16, f16, i32)");
+  const bool mask = x.dtype() == DType::u8 && is_floating(out.dtype());
+  MOE_CHECK((castable(x.dtype()) || mask) && castable(out.dtype()), name, ": cannot cast ", dtype_name(x.dtype()),
+            " to ", dtype_name(out.dtype()), " (supported: f32, f64, bf16, f16, i32, and u8 to the floating types)");
   if (x.device().is_cuda()) {
     const bool ints = x.dtype() == DType::i32 || out.dtype() == DType::i32;
     MOE_CHECK(x.dtype() != DType::f64 && out.dtype() != DType::f64 &&
                   (!ints || x.dtype() == out.dtype() || x.dtype() == DType::f32 || out.dtype() == DType::f32),
-              name, ": the CUDA kernel casts between f32, bf16, f16 and between i32 and f32, not ",
+              name, ": the CUDA kernel casts between f32, bf16, f16, between i32 and f32, and u8 to those three, not ",
               dtype_name(x.dtype()), " to ", dtype_name(out.dtype()), " (shape ", x.shape(), ")");
   }
 }

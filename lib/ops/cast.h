@@ -1,6 +1,8 @@
 // dtype casts: out = cast(x) between f32, f64 (CPU only), bf16, f16 (round to nearest even), and
 // between i32 and f32 (float -> int truncates toward zero, saturates at the i32 range, NaN -> 0,
-// as CUDA's __float2int_rz). Backward dx += cast(dy) for floating types (integers take no gradient).
+// as CUDA's __float2int_rz); u8 (a padding mask) to any floating type, so that layers turn a mask on
+// the device into weights without reading it on the host. Backward dx += cast(dy) for floating types
+// (integers take no gradient).
 // CPU reference in lib/ops/cast.cpp (bf16/f16 through the host types of tensor/dtype.h),
 // CUDA in cuda/ops/cast.cu. Covered by tests/ops/cast_test.cpp and tests/gpu/cast_parity_test.cpp.
 #pragma once

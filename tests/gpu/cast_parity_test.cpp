@@ -1,5 +1,6 @@
 // CPU-vs-CUDA parity of the dtype casts (skipped without a GPU): every pair of f32/bf16/f16 and
 // i32 <-> f32 must match the CPU bit for bit (both round to nearest even / truncate and saturate),
+// and u8 (padding masks) to the three float types as well,
 // the same-dtype backward (dx += dy) too, gradients through casts match in f32, bf16 and f16, and the
 // casts the CUDA kernel does not do (i32 <-> bf16 / f16) are refused.
 #include <catch2/catch.hpp>
@@ -38,6 +39,13 @@ TEST_CASE("cast parity: bit-exact conversions", "[gpu][cast]") {
   CHECK(ints_cpu.to_vector<int32_t>() == ints_gpu.to_vector<int32_t>());
   CHECK(cast_on(ints_cpu, DType::f32, Device::cpu()).to_vector<float>() ==
         cast_on(ints_cpu, DType::f32, Device::cuda(0)).to_vector<float>());
+  std::vector<uint8_t> mask(1001);  // odd length: the vector loop and the scalar tail
+  for (size_t i = 0; i < mask.size(); ++i) mask[i] = static_cast<uint8_t>((i * 37) % 256);
+  const Tensor m = Tensor::from_vector(mask, Shape{1001});
+  for (DType to : floats) {
+    INFO("u8 -> " << dtype_name(to));
+    CHECK(cast_on(m, to, Device::cpu()).to_vector<float>() == cast_on(m, to, Device::cuda(0)).to_vector<float>());
+  }
 }
 
 TEST_CASE("cast parity: gradients", "[gpu][cast]") {

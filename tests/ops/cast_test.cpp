@@ -1,4 +1,4 @@
-// dtype casts: exact and rounded values between f32/f64/bf16/f16/i32, the identity shortcut of the
+// dtype casts: exact and rounded values between f32/f64/bf16/f16/i32 and from u8, the identity shortcut of the
 // expression, gradients through casts (finite differences in f64 and by hand), and errors.
 #include "graph/expr/cast.h"
 
@@ -38,6 +38,10 @@ TEST_CASE("cast: values", "[ops][cast]") {
   CHECK(cast_to(f, DType::i32).to_vector<int32_t>() == std::vector<int32_t>{2, -2, INT32_MAX, INT32_MIN, 0});
   Tensor i = Tensor::from_vector(std::vector<int32_t>{7, -3, 16777217}, Shape{3});
   CHECK(cast_to(i, DType::f32).to_vector<double>() == std::vector<double>{7, -3, 16777216});
+  // u8 (a padding mask) to every floating type, exactly.
+  Tensor m = Tensor::from_vector(std::vector<uint8_t>{0, 1, 1, 255}, Shape{4});
+  for (DType dt : {DType::f32, DType::f64, DType::bf16, DType::f16})
+    CHECK(cast_to(m, dt).to_vector<double>() == std::vector<double>{0, 1, 1, 255});
   // Empty tensors.
   CHECK(cast_to(Tensor::zeros(Shape{0, 3}, DType::f32, Device::cpu()), DType::bf16).numel() == 0);
 }
@@ -80,4 +84,5 @@ TEST_CASE("cast: errors name the op, dtypes and shapes", "[ops][cast][errors]") 
   CHECK_THROWS_WITH(cast_forward(x, u), Catch::Contains("cast") && Catch::Contains("u8"));
   Tensor i = Tensor::zeros(Shape{2, 3}, DType::i32, Device::cpu());
   CHECK_THROWS_WITH(cast_backward(i, x), Catch::Contains("integer"));
+  CHECK_THROWS_WITH(cast_forward(u, i), Catch::Contains("cast") && Catch::Contains("u8 to i32"));
 }
