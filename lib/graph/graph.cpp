@@ -161,7 +161,12 @@ void Graph::backward(const Expr& loss, double scale) {
   MOE_CHECK(options_.training, "backward() on an inference graph (it keeps no tape)");
   MOE_CHECK(&loss.graph() == this, "backward(): the loss belongs to another graph");
   MOE_CHECK(loss.shape().numel() == 1, "backward(): the loss must have one element, not shape ", loss.shape());
-  backward_from(loss, Tensor::scalar(scale, loss.dtype(), device_).view(loss.shape()));
+  if (!device_.is_cuda()) return backward_from(loss, Tensor::scalar(scale, loss.dtype(), device_).view(loss.shape()));
+  // On a GPU the seed is written by the device (zeros, then 0 x + scale), not uploaded: an upload from
+  // pageable memory waits for the stream, and a CUDA graph cannot capture it.
+  Tensor seed = Tensor::zeros(loss.shape(), loss.dtype(), device_);
+  unary_forward(UnaryOp::scale, seed, seed, 0.f, static_cast<float>(scale));
+  backward_from(loss, seed);
 }
 
 void Graph::backward_from(const Expr& out, const Tensor& out_grad) {
