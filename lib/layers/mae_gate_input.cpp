@@ -1,5 +1,6 @@
-// mae_gate_input.h implementation. The averaging matrices and mean weights are built on the host and
-// kept in small per-thread caches (the layers of one batch share them, so a batch uploads each once).
+// mae_gate_input.h implementation. The averaging matrices depend only on sizes: built on the host and kept
+// in small per-thread caches (the layers of one batch share them, so a batch uploads each once). The
+// mean weights over a padding mask are computed on the device from the mask (no host read).
 //   A[t, j] = 1 / n_t  if query position q = o + t sees column position a = o - P + j
 //                      (a <= q, and q - a < W for a window), n_t = min(q + 1, W) (or q + 1)
 //   prefix with a running sum S: u_t = (A x)_t + S / (q + 1)
@@ -43,26 +44,15 @@ Tensor causal_tensor(int64_t o, int64_t p, int64_t t, int64_t window, DType dtyp
   });
 }
 
-/// Mean weights [B, 1, T]: padding / (real positions of the row).
-Tensor mean_weights(const Tensor& padding, DType dtype, Device device) {
-  struct Last {
-    Tensor mask, weights;
-  };
-  thread_local Last last;  // holding the mask keeps its storage: the same storage is the same mask
-  if (last.mask.defined() && last.mask.shares_storage(padding) && last.mask.raw() == padding.raw() &&
-      last.mask.shape() == padding.shape() && last.weights.dtype() == dtype && last.weights.device() == device)
-    return last.weights;
+/// Mean weights [B, 1, T]: padding / (real positions of the row), from the u8 mask on the device as nodes
+/// of the graph (the host never reads the mask; a captured graph's replay weighs the mask's new contents).
+/// A row without a real position gets weights 0 (0 / 1e-30; the sum is exact for a count >= 1).
+Expr mean_weights(Graph& g, const Tensor& padding, DType dtype) {
   const Shape& s = padding.shape();
-  const std::vector<uint8_t> m = padding.to(Device::cpu()).to_vector<uint8_t>();
-  std::vector<double> w(m.size(), 0.0);
-  for (int64_t b = 0; b < s[0]; ++b) {
-    int64_t real = 0;
-    for (int64_t t = 0; t < s[1]; ++t) real += m[static_cast<size_t>(b * s[1] + t)] != 0;
-    for (int64_t t = 0; t < s[1]; ++t)
-      if (m[static_cast<size_t>(b * s[1] + t)]) w[static_cast<size_t>(b * s[1] + t)] = 1.0 / static_cast<double>(real);
-  }
-  last = Last{padding, Tensor::from_vector(w, Shape{s[0], 1, s[1]}, device, dtype)};
-  return last.weights;
+  Expr keep = cast(g.input(padding.device() == g.device() ? padding : padding.to(g.device())),
+                   dtype == DType::f64 ? DType::f64 : DType::f32);
+  Expr w = div(keep, add_scalar(sum(keep, 1, true), 1e-30f));
+  return reshape(cast(w, dtype), Shape{s[0], 1, s[1]});
 }
 
 /// Causal means [B, T, d] of x (window 0 = whole prefix), continuing the cache's state when given.
@@ -98,8 +88,7 @@ Expr sequence_mean(const Expr& x, const Tensor& padding) {
   if (!padding.defined()) return mean(x, 1);
   MOE_CHECK(padding.dtype() == DType::u8 && padding.shape() == Shape({s[0], s[1]}), "mae: padding ", padding.shape(),
             " ", dtype_name(padding.dtype()), " does not fit the sequence ", s, " (u8 [B, T] required)");
-  Expr w = x.graph().input(mean_weights(padding, x.dtype(), x.graph().device()));
-  return reshape(matmul(w, x), {s[0], s[2]});
+  return reshape(matmul(mean_weights(x.graph(), padding, x.dtype()), x), {s[0], s[2]});
 }
 
 MaeGateInput mae_gate_input(const AttentionInput& in, GateInput policy, int64_t window, DType dtype) {

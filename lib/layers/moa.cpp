@@ -17,6 +17,7 @@
 #include "graph/expr/gather_scatter.h"
 #include "graph/expr/grouped_gemm.h"
 #include "graph/expr/matmul.h"
+#include "graph/expr/reduce.h"
 #include "graph/expr/shape_ops.h"
 #include "graph/expr/sort.h"
 #include "layers/gate_recorder.h"
@@ -26,31 +27,12 @@ namespace moe {
 namespace {
 DType router_dtype(DType compute) { return compute == DType::f64 ? DType::f64 : DType::f32; }
 
-/// keep [B*T] in `dtype` from a u8 [B, T] padding mask (1 = real token), converted on the host, and the
-/// number of real tokens. The last conversion is remembered per thread (holding the mask keeps its
-/// storage alive, so the same storage means the same mask): the layers of one encoder read the mask once.
-struct Keep {
-  Tensor keep;
-  int64_t real = 0;
-};
-Keep keep_from_mask(const Tensor& mask, int64_t b, int64_t t, DType dtype, Device device) {
+/// keep [B*T] in `dtype` from a u8 [B, T] padding mask (1 = real token), converted on the device as a node
+/// of the graph: the host never reads the mask, and a replay of a captured graph converts its new contents.
+Expr keep_from_mask(Graph& g, const Tensor& mask, int64_t b, int64_t t, DType dtype) {
   MOE_CHECK(mask.dtype() == DType::u8 && mask.shape() == Shape({b, t}), "moa: query padding ", mask.shape(), " ",
             dtype_name(mask.dtype()), " does not fit queries [", b, ",", t, "] (u8 required)");
-  struct Last {
-    Tensor mask;
-    Keep keep;
-  };
-  thread_local Last last;
-  if (last.mask.defined() && last.mask.shares_storage(mask) && last.mask.raw() == mask.raw() &&
-      last.mask.shape() == mask.shape() && last.keep.keep.dtype() == dtype && last.keep.keep.device() == device)
-    return last.keep;
-  const std::vector<uint8_t> m = mask.to(Device::cpu()).to_vector<uint8_t>();
-  std::vector<double> v(m.begin(), m.end());
-  Keep k;
-  for (uint8_t x : m) k.real += x != 0;
-  k.keep = Tensor::from_vector(v, Shape{b * t}, device, dtype);
-  last = Last{mask, k};
-  return k;
+  return reshape(cast(g.input(mask.device() == g.device() ? mask : mask.to(g.device())), dtype), Shape{b * t});
 }
 
 /// tok[s] = s / k for the n*k slots, on `device`; a few recent tables are kept per thread (contents
@@ -98,14 +80,8 @@ MoaResult moa_attention(const AttentionInput& in, const MoaWeights& w, const Moa
   const DType rdt = router_dtype(in.x.dtype());
   Expr x2 = reshape(in.x, Shape{n, d});
   MoaResult res;
-  Expr keep;
-  res.real_tokens = n;
-  if (query_padding.defined()) {
-    const Keep kp = keep_from_mask(query_padding, bsz, t, rdt, g.device());
-    keep = g.input(kp.keep);
-    res.real_tokens = kp.real;
-  }
-  res.routing = moa_route(cast(x2, rdt), w.router, keep, o, with_aux < 0 ? g.training() : with_aux > 0);
+  if (query_padding.defined()) res.keep = keep_from_mask(g, query_padding, bsz, t, rdt);
+  res.routing = moa_route(cast(x2, rdt), w.router, res.keep, o, with_aux < 0 ? g.training() : with_aux > 0);
   const MoaRouting& r = res.routing;
   auto [kk, vv] = shared_kv(in, w);
   const float sc = 1.0f / std::sqrt(static_cast<float>(dd));
@@ -172,8 +148,11 @@ Expr moa_attention_layer(const Builder& b, const AttentionInput& in, int64_t dim
     Expr aux = cast(r.routing.aux, DType::f32);
     if (o.aux_normalization == MoaAuxNormalization::sum) {
       const int64_t batch_tokens = b.context().target_tokens;
-      const double tokens = static_cast<double>(batch_tokens > 0 ? batch_tokens : r.real_tokens);
-      aux = mul_scalar(aux, static_cast<float>(1.0 / std::max(tokens, 1.0)));
+      const int64_t queries = in.x.shape()[0] * in.x.shape()[1];
+      if (batch_tokens > 0 || !r.keep.defined())
+        aux = mul_scalar(aux, 1.0f / static_cast<float>(std::max<int64_t>(batch_tokens > 0 ? batch_tokens : queries, 1)));
+      else  // the real queries, counted on the device (+1e-30: exact for a count >= 1, and 0 stays 0)
+        aux = div(aux, add_scalar(cast(sum_all(r.keep), DType::f32), 1e-30f));
     }
     b.add_aux_loss("moa.aux", aux);
   }

@@ -64,7 +64,7 @@ MoaRouting moa_route(const Expr& x2, const Expr& router, const Expr& keep, const
 struct MoaResult {
   Expr out;  // [B, Tq, d] in x's dtype
   MoaRouting routing;
-  int64_t real_tokens = 0;  // queries that are not padding
+  Expr keep;  // [B*Tq] 1 = real query, in the router dtype; undefined without query padding
 };
 
 /// The MoA sublayer on explicit weights. query_padding: optional u8 [B, Tq] (1 = real token); padded
