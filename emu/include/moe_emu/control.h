@@ -38,7 +38,8 @@ uint64_t set_schedule_seed(uint64_t seed);
 /// What the host has waited for and copied back since the program started: copies from device to host
 /// memory (cudaMemcpy and cudaMemcpyAsync), and calls that block the host until queued work has run
 /// (stream, event and device synchronisation, a synchronous copy). An MoE layer must do neither, so that
-/// a whole update can be captured in a CUDA graph (tests/gpu/moe_layer_no_sync_test.cpp).
+/// a whole update can be captured in a CUDA graph (tests/emu/moe_no_sync_test.cpp,
+/// tests/emu/attention_mixtures_no_sync_test.cpp).
 struct HostTraffic {
   uint64_t copies_to_host = 0, host_waits = 0;
 };
