@@ -256,7 +256,7 @@ step_nccl() {
 }
 
 step_bench() {
-  local filter='^(gemm\.(ffn_up|square)|attention\.base_causal|layer_norm|cross_entropy|adam|grouped_gemm\.(e8|e64|e8_skew)|model\.transformer_base)$'
+  local filter='^(gemm\.(ffn_up|square)|attention\.base_causal|layer_norm|cross_entropy|adam|grouped_gemm\.(e8|e64|e8_skew)|layer\.(moe_ffn|moa)|model\.transformer_base)$'
   local args=(--device cuda) targs=() rc=0
   if (( EMULATE )); then filter='^layer_norm$' args=(--device cuda --scale tiny --repeat 1 --warmup 0 --no-flush) targs=(--device cpu --scale tiny --repeat 1 --warmup 0 --no-flush --no-compile); fi
   bounded env "${RUN_ENV[@]}" "$BIN/moe-bench" "${args[@]}" --filter "$filter" --json-out "$LOGS/moe-bench.jsonl" || rc=$?
