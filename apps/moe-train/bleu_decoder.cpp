@@ -15,11 +15,12 @@ BleuDecoder translator_bleu_decoder(const ValidOptions& valid) {
   to.search.max_len_b = valid.max_len_b;
   to.max_tokens = valid.max_tokens;
   return [to](const Model& model, ParameterStore& store, DType compute_dtype,
-              const std::vector<std::vector<int32_t>>& sources) {
+              const std::vector<std::vector<int32_t>>& sources, const BuildContext& context) {
     const EncoderDecoder* net = model.encoder_decoder();
     MOE_CHECK(net, "BLEU validation: model type '", model.type(), "' has no encoder-decoder to decode with");
     TranslatorOptions o = to;
     o.dtype = compute_dtype;
+    o.comm = context.comm;
     const Translator translator(*net, store, store.device(), o);
     std::vector<std::vector<int32_t>> cut = sources;
     for (auto& s : cut)

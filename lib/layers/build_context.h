@@ -1,9 +1,11 @@
 // BuildContext: what the layers of one graph read at run time besides their inputs, as typed fields
 // set once by whoever builds the graph (the trainer's update schedule, the translator, the scorers):
 // how mixture-of-attentive-experts sites weight their experts, the target tokens of the batch the
-// graph computes (aux losses normalised per token) and the gate recorder of analysis runs. The graph
-// gives the rest: training or inference mode, device and compute dtype (Builder::training, dtype).
-// Covered by tests/layers/mae_test.cpp and tests/layers/moa_test.cpp.
+// graph computes (aux losses normalised per token), the gate recorder of analysis runs and the
+// communicator of a run over several ranks (MoE layers: balancing statistics of the global batch,
+// expert parallelism). The graph gives the rest: training or inference mode, device and compute dtype
+// (Builder::training, dtype). Covered by tests/layers/mae_test.cpp, tests/layers/moa_test.cpp and
+// tests/dist/expert_parallel_test.cpp.
 #pragma once
 #include <cstdint>
 
@@ -12,6 +14,9 @@
 namespace moe {
 
 class GateRecorder;  // layers/gate_recorder.h
+namespace dist {
+class Communicator;  // dist/communicator.h
+}
 
 /// How an MAE site weights its experts: the gate's mixture (training's gate and joint passes;
 /// inference by default), one expert drawn from the gate per sentence or position (training's expert
@@ -26,6 +31,10 @@ struct BuildContext {
   /// Analysis hook (layers/gate_recorder.h): gated sites of inference graphs report their gate
   /// probabilities to it; nullptr reports nothing.
   GateRecorder* recorder = nullptr;
+  /// The ranks this graph runs with (the trainer sets it when there are several): MoE layers sum their
+  /// balancing statistics over them and, with experts_per_rank, exchange tokens with the ranks that
+  /// hold their experts. nullptr (or one rank): everything local.
+  dist::Communicator* comm = nullptr;
 };
 
 }  // namespace moe

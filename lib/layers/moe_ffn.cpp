@@ -26,8 +26,7 @@ bool is_batchwise_threshold(const ParamEntry& e) {
   return name == leaf || (name.ends_with(leaf) && name[name.size() - leaf.size() - 1] == '.');
 }
 
-bool expert_parallel(const MoeOptions& opt) {
-  dist::Communicator* comm = moe_communicator();
+bool expert_parallel(const MoeOptions& opt, dist::Communicator* comm) {
   if (opt.experts_per_rank <= 0 || !comm || comm->world() == 1) return false;
   MOE_CHECK(static_cast<int64_t>(opt.experts_per_rank) * comm->world() == opt.experts, "moe: experts_per_rank ",
             opt.experts_per_rank, " times ", comm->world(), " ranks must equal experts = ", opt.experts);
@@ -55,7 +54,7 @@ void record_routing(GateRecorder& rec, const std::string& site, const Routing& r
 }  // namespace
 
 MoeOutput moe_forward(const Expr& x, const MoeWeights& w, const MoeOptions& opt, const GateNoise& noise,
-                      const GateNoise& noise2, bool training) {
+                      const GateNoise& noise2, bool training, dist::Communicator* comm) {
   MOE_CHECK(x.shape().ndim() == 2 && x.shape()[1] == opt.dim, "moe: input ", x.shape(), " must be [tokens, ", opt.dim,
             "]");
   const DType gate_dtype = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
@@ -80,9 +79,8 @@ MoeOutput moe_forward(const Expr& x, const MoeWeights& w, const MoeOptions& opt,
     out.importance = expert_importance(routing, opt.experts);
     out.load = gate.load;
   }
-  dist::Communicator* comm = moe_communicator();
   const bool several = comm && comm->world() > 1;
-  if (expert_parallel(opt)) {
+  if (expert_parallel(opt, comm)) {
     out.y = moe_dispatch_expert_parallel(x, routing, w.experts, opt.autoscale, *comm);
   } else {
     out.y = moe_dispatch(x, routing, w.experts, opt.autoscale);
@@ -125,7 +123,8 @@ Expr moe_rows(const Builder& b, const Expr& x, const MoeOptions& opt, const Shap
     if (has_noise) w.w_noise2 = gate_param("gate2.noise_w", Shape{opt.groups, d, per}, Init::zeros());
   }
   if (opt.gating == MoeGating::batchwise) w.thresholds = gate_param(kThresholdLeaf, Shape{n}, Init::zeros());
-  const bool local = expert_parallel(opt);
+  dist::Communicator* comm = b.context().comm;
+  const bool local = expert_parallel(opt, comm);
   const int64_t held = local ? opt.experts_per_rank : n;  // this rank's experts
   const std::string group = local ? kLocalExpertGroup : "";
   for (int l = 0; l <= opt.hidden_layers; ++l) {
@@ -137,7 +136,7 @@ Expr moe_rows(const Builder& b, const Expr& x, const MoeOptions& opt, const Shap
   }
   GateNoise noise{noise_on, g.seed(), noise_on ? g.next_rng_stream() : 0};
   GateNoise noise2{noise_on && hier, g.seed(), noise_on && hier ? g.next_rng_stream() : 0};
-  MoeOutput out = moe_forward(x, w, opt, noise, noise2, b.training());
+  MoeOutput out = moe_forward(x, w, opt, noise, noise2, b.training(), comm);
   if (b.training()) {
     if (opt.w_importance > 0 && opt.experts > 1)
       b.add_aux_loss("importance", scale(out.importance_loss, opt.w_importance));

@@ -62,14 +62,15 @@ struct MoeOutput {
 /// it logs and clips (Optimizer::set_unclipped; docs/MODELS.md §3.10).
 bool is_batchwise_threshold(const ParamEntry& e);
 
-/// Whether the layer runs expert-parallel: experts_per_rank > 0 and a communicator with several
-/// ranks is set (set_moe_communicator); then experts_per_rank * ranks must equal experts.
-bool expert_parallel(const MoeOptions& opt);
+/// Whether the layer runs expert-parallel: experts_per_rank > 0 and `comm` has several ranks; then
+/// experts_per_rank * ranks must equal experts.
+bool expert_parallel(const MoeOptions& opt, dist::Communicator* comm);
 
 /// The layer on explicit weights; `noise` / `noise2` drive the primary / secondary gate noise
-/// (fixed seeds make it deterministic); `training` selects batchwise mode and computes the losses.
+/// (fixed seeds make it deterministic); `training` selects batchwise mode and computes the losses;
+/// `comm` (several ranks): the balancing statistics of the global batch, and expert parallelism.
 MoeOutput moe_forward(const Expr& x, const MoeWeights& w, const MoeOptions& opt, const GateNoise& noise,
-                      const GateNoise& noise2, bool training);
+                      const GateNoise& noise2, bool training, dist::Communicator* comm = nullptr);
 
 /// The MoE layer on token rows x [N, d] -> [N, d] (any compute dtype; gating runs in f32).
 /// In training mode it adds the aux losses "<prefix>.importance" and "<prefix>.load" (and

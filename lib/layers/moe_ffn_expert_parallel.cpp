@@ -14,13 +14,6 @@
 
 namespace moe {
 
-namespace {
-dist::Communicator* g_comm = nullptr;
-}
-
-void set_moe_communicator(dist::Communicator* comm) { g_comm = comm; }
-dist::Communicator* moe_communicator() { return g_comm; }
-
 Expr moe_dispatch_expert_parallel(const Expr& x, const Routing& routing, const ExpertWeights& local, bool autoscale,
                                   dist::Communicator& comm) {
   MOE_CHECK(x.shape().ndim() == 2, "moe dispatch: x must be [tokens, d], not ", x.shape());

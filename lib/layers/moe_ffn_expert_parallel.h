@@ -6,9 +6,10 @@
 // experts with the grouped GEMM, restores the received order and sends the outputs back with a second
 // all_to_all_v; the combine (gate weights, index_add) is the single-process one. The backward mirrors
 // both exchanges (dist/collective_exprs.h). No token is dropped: the exchanges have variable sizes.
-// The importance and load statistics of the balancing losses are summed over the ranks whenever a
-// communicator with several ranks is set (also for data parallelism alone), so the losses are those
-// of the global batch. Covered by tests/dist/expert_parallel_test.cpp.
+// The importance and load statistics of the balancing losses are summed over the ranks whenever the
+// build context has a communicator with several ranks (BuildContext::comm, also for data parallelism
+// alone), so the losses are those of the global batch. A token capacity (moe_capacity.h) sends each rank
+// its experts' fixed buffers through the same exchange. Covered by tests/dist/expert_parallel_test.cpp.
 #pragma once
 #include "dist/communicator.h"
 #include "layers/moe_ffn_dispatch.h"
@@ -19,10 +20,6 @@ namespace moe {
 /// experts_per_rank, not experts): the trainer keeps them out of the data-parallel all-reduce and
 /// gathers them for checkpoints (training/data_parallel.h).
 inline constexpr const char* kLocalExpertGroup = "expert_local";
-
-/// The communicator MoE layers use (nullptr or world 1: everything local). The trainer sets it.
-void set_moe_communicator(dist::Communicator* comm);
-dist::Communicator* moe_communicator();
 
 /// moe_dispatch with `local` = this rank's experts ([e, ...] each); routing.expert indexes all
 /// comm.world() * e experts. Builds (and computes) the routing part of the graph to size the exchange.

@@ -22,9 +22,10 @@ struct LmEvalSum {
 };
 
 /// Sums over `batches` (CPU) on the store's device; `uploader` moves them there. `on_batch(tokens)`
-/// (optional) gets the tokens scored so far after each batch (progress reports).
+/// (optional) gets the tokens scored so far after each batch (progress reports). `context`: the graphs'
+/// run-time settings (a training run's communicator: expert-parallel MoE layers evaluate together).
 LmEvalSum lm_eval_sum(const Model& model, ParameterStore& store, const std::vector<data::LmBatch>& batches,
                       DType compute_dtype, data::BatchUploader& uploader,
-                      const std::function<void(int64_t tokens)>& on_batch = {});
+                      const std::function<void(int64_t tokens)>& on_batch = {}, const BuildContext& context = {});
 
 }  // namespace moe

@@ -18,10 +18,12 @@
 namespace moe {
 
 /// Decodes source token sequences (without </s>) with `model`'s parameters in the store, in the compute
-/// dtype: the best hypothesis's tokens per source, in order (empty when none was found). Sources longer
-/// than the model's positions allow are the decoder's to cut.
+/// dtype, its graphs built with `context` (a training run's communicator): the best hypothesis's tokens
+/// per source, in order (empty when none was found). Sources longer than the model's positions allow are
+/// the decoder's to cut.
 using BleuDecoder = std::function<std::vector<std::vector<int32_t>>(
-    const Model& model, ParameterStore& store, DType compute_dtype, const std::vector<std::vector<int32_t>>& sources)>;
+    const Model& model, ParameterStore& store, DType compute_dtype, const std::vector<std::vector<int32_t>>& sources,
+    const BuildContext& context)>;
 
 class BleuValidator {
  public:
@@ -30,7 +32,7 @@ class BleuValidator {
                 const ValidOptions& options, BleuDecoder decoder);
   /// Corpus BLEU of `model` with the parameters in `store`; `hyps` (when given) receives the lines.
   double run(const Model& model, ParameterStore& store, DType compute_dtype, const data::Vocab& tgt_vocab,
-             std::vector<std::string>* hyps = nullptr) const;
+             std::vector<std::string>* hyps = nullptr, const BuildContext& context = {}) const;
   int64_t sentences() const { return static_cast<int64_t>(refs_.size()); }
 
  private:

@@ -130,9 +130,10 @@ std::map<std::string, std::string> LmTask::checkpoint_metadata() const {
   return {{"moe.valid.context", std::to_string(context_)}, {"moe.valid.stride", std::to_string(stride_)}};
 }
 
-ValidFigures LmTask::validate(const Model& model, ParameterStore& store, DType compute_dtype) {
+ValidFigures LmTask::validate(const Model& model, ParameterStore& store, DType compute_dtype,
+                              const BuildContext& context) {
   const auto start = std::chrono::steady_clock::now();
-  const LmEvalSum s = lm_eval_sum(model, store, valid_batches_, compute_dtype, uploader_);
+  const LmEvalSum s = lm_eval_sum(model, store, valid_batches_, compute_dtype, uploader_, {}, context);
   ValidFigures f;
   f.loss = s.nll / static_cast<double>(std::max<int64_t>(s.tokens, 1));
   f.tokens = s.tokens;

@@ -36,7 +36,8 @@ class LmTask : public TrainTask {
   Item next() override;
   Expr loss(const Model& model, const Builder& b, const TrainBatch& batch, float label_smoothing) override;
   bool has_validation() const override { return !valid_batches_.empty(); }
-  ValidFigures validate(const Model& model, ParameterStore& store, DType compute_dtype) override;
+  ValidFigures validate(const Model& model, ParameterStore& store, DType compute_dtype,
+                        const BuildContext& context) override;
   const std::vector<VocabFile>& vocab_files() const override { return vocab_files_; }
   /// A causal LM's validation windows, "moe.valid.context" / "moe.valid.stride": moe-score ppl's defaults.
   std::map<std::string, std::string> checkpoint_metadata() const override;

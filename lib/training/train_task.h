@@ -70,7 +70,9 @@ class TrainTask {
   virtual Expr loss(const Model& model, const Builder& b, const TrainBatch& batch, float label_smoothing) = 0;
   virtual bool has_validation() const = 0;
   /// Validation loss per target token (and BLEU for translation); epoch, update, improved left to the caller.
-  virtual ValidFigures validate(const Model& model, ParameterStore& store, DType compute_dtype) = 0;
+  /// `context`: the run-time settings of the validation graphs (the run's communicator).
+  virtual ValidFigures validate(const Model& model, ParameterStore& store, DType compute_dtype,
+                                const BuildContext& context) = 0;
   /// The vocabulary files every checkpoint carries.
   virtual const std::vector<VocabFile>& vocab_files() const = 0;
   /// Metadata every checkpoint carries besides the model and the counters (none by default).

@@ -15,7 +15,6 @@
 #include "graph/expr/unary.h"
 #include "graph/graph.h"
 #include "layers/moe_ffn.h"
-#include "layers/moe_ffn_expert_parallel.h"
 #include "models/model_registry.h"
 #include "tensor/allocator.h"
 #include "tensor/device.h"
@@ -46,7 +45,6 @@ Trainer::Trainer(TrainOptions options, std::string config_text)
 }
 
 Trainer::~Trainer() {
-  if (dp_ || (comm_ && comm_->world() > 1)) set_moe_communicator(nullptr);
   if (log_level_ >= 0) spdlog::set_level(static_cast<spdlog::level::level_enum>(log_level_));
 }
 
@@ -78,7 +76,13 @@ void Trainer::setup_dist() {
     log_level_ = static_cast<int>(spdlog::get_level());
     spdlog::set_level(spdlog::level::warn);
   }
-  set_moe_communicator(comm_);  // MoE balancing losses over the global batch; experts_per_rank: expert parallelism
+}
+
+BuildContext Trainer::graph_context() const {
+  BuildContext c;
+  // MoE balancing losses over the global batch; experts_per_rank: expert parallelism.
+  if (comm_ && comm_->world() > 1) c.comm = comm_;
+  return c;
 }
 
 void Trainer::setup_model() {
@@ -91,7 +95,9 @@ void Trainer::setup_model() {
   store_ = std::make_unique<ParameterStore>(device_, o_.seed);
   {
     Graph g(device_, store_.get(), GraphOptions{.training = true, .compute_dtype = o_.dtype, .seed = o_.seed});
-    task_->declare(*model_, Builder(g));
+    Builder b(g);
+    b.context() = graph_context();
+    task_->declare(*model_, b);
   }
   store_->allocate();
   if (!o_.init_from.empty()) {
@@ -275,6 +281,7 @@ Trainer::PassResult Trainer::accumulate(const std::vector<TrainBatch>& batches, 
             .training = true, .compute_dtype = o_.dtype, .seed = seed, .step = static_cast<uint64_t>(st_.batches - 1)});
     if (dp_ && i == last) dp_->arm(g);
     Builder b(g);
+    b.context() = graph_context();
     b.context().experts = kind.experts;
     const Expr loss = task_->loss(*model_, b, batch, o_.label_smoothing);
     const Expr objective = b.objective(loss, batch.tokens());

@@ -119,6 +119,9 @@ class Trainer {
   void remove_old_numbered();
   bool finished() const;
   std::string path_in_run(const std::string& name) const;
+  /// What every graph of the run (training, declaration, validation) is built with: the communicator
+  /// when there are several ranks (layers/build_context.h).
+  BuildContext graph_context() const;
 
   TrainOptions o_;
   TrainOptions task_o_;  // what the task reads: with N ranks, N times the per-rank batch (data_parallel.h)

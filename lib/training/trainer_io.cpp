@@ -54,7 +54,7 @@ void Trainer::log_window() {
 void Trainer::validate() {
   last_valid_ = st_.update;
   ParameterStore& validated = ema_ ? ema_->params() : *store_;  // train.ema_decay: the smoothed parameters
-  ValidFigures f = task_->validate(*model_, validated, o_.dtype);
+  ValidFigures f = task_->validate(*model_, validated, o_.dtype, graph_context());
   f.epoch = st_.epoch + 1;
   f.update = st_.update;
   // loss and ppl rank the same way (ppl = exp(loss)), lower is better; BLEU: higher is better.

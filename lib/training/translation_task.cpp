@@ -106,9 +106,10 @@ Expr TranslationTask::loss(const Model& model, const Builder& b, const TrainBatc
   return model.loss(b, uploader_.upload(std::get<data::Batch>(batch.data)), label_smoothing);
 }
 
-ValidFigures TranslationTask::validate(const Model& model, ParameterStore& store, DType compute_dtype) {
-  ValidFigures f = validator_->run(model, store, compute_dtype, uploader_);
-  if (bleu_) f.bleu = bleu_->run(model, store, compute_dtype, *tgt_vocab_);
+ValidFigures TranslationTask::validate(const Model& model, ParameterStore& store, DType compute_dtype,
+                                       const BuildContext& context) {
+  ValidFigures f = validator_->run(model, store, compute_dtype, uploader_, context);
+  if (bleu_) f.bleu = bleu_->run(model, store, compute_dtype, *tgt_vocab_, nullptr, context);
   return f;
 }
 

@@ -29,7 +29,8 @@ class TranslationTask : public TrainTask {
   Item next() override;
   Expr loss(const Model& model, const Builder& b, const TrainBatch& batch, float label_smoothing) override;
   bool has_validation() const override { return validator_ != nullptr; }
-  ValidFigures validate(const Model& model, ParameterStore& store, DType compute_dtype) override;
+  ValidFigures validate(const Model& model, ParameterStore& store, DType compute_dtype,
+                        const BuildContext& context) override;
   const std::vector<VocabFile>& vocab_files() const override { return vocab_files_; }
 
  private:

@@ -30,13 +30,14 @@ Validator::Validator(const data::EncodedCorpus& src, const data::EncodedCorpus& 
 }
 
 ValidFigures Validator::run(const Model& model, ParameterStore& store, DType compute_dtype,
-                            data::BatchUploader& uploader) const {
+                            data::BatchUploader& uploader, const BuildContext& context) const {
   const auto start = std::chrono::steady_clock::now();
   double loss_sum = 0;
   for (const data::Batch& cpu_batch : batches_) {
     const data::Batch batch = uploader.upload(cpu_batch);
     Graph g(store.device(), &store, GraphOptions{.training = false, .compute_dtype = compute_dtype});
     Builder b(g);
+    b.context() = context;
     const Expr loss = model.loss(b, batch, 0.f);
     loss_sum += loss.val().item();
   }

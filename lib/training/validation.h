@@ -27,7 +27,8 @@ class Validator {
   /// Batches the whole valid set once (corpus order). Errors when no pair is usable.
   Validator(const data::EncodedCorpus& src, const data::EncodedCorpus& tgt, const ValidBatchOptions& options);
   /// Loss figures of `model` with the parameters in `store` (epoch, update, improved left for the caller).
-  ValidFigures run(const Model& model, ParameterStore& store, DType compute_dtype, data::BatchUploader& uploader) const;
+  ValidFigures run(const Model& model, ParameterStore& store, DType compute_dtype, data::BatchUploader& uploader,
+                   const BuildContext& context = {}) const;
   int64_t sentences() const { return sentences_; }
   int64_t dropped() const { return dropped_; }
 

@@ -70,6 +70,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate_batch(
   Graph g(device_, &params_, go);
   Builder builder(g);
   builder.context().experts = o_.experts;
+  builder.context().comm = o_.comm;
   const std::unique_ptr<DecoderState> state = decoder_.start(builder, Tensor::from_vector(ids, Shape{B, S}, device_),
                                                              Tensor::from_vector(mask, Shape{B, S}, device_));
   auto step = [&](const Tensor& prev) { return decoder_.step(builder, *state, prev).val(); };

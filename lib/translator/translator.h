@@ -22,6 +22,7 @@ struct TranslatorOptions {
   int64_t max_tokens = 4096;                     // padded source tokens (with </s>) per batch
   DType dtype = DType::f32;                      // compute dtype of the decoding graphs (f32 or bf16)
   ExpertChoice experts = ExpertChoice::mixture;  // MAE sites of the decoding graphs (--mae-inference)
+  dist::Communicator* comm = nullptr;            // a training run's ranks (BLEU validation with expert parallelism)
 };
 
 /// Batches of input indices: sorted by length (longest first, stable), each batch's

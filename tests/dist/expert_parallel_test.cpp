@@ -20,7 +20,6 @@ using moe::test::comm;
 
 namespace {
 
-
 int64_t tokens_of(int rank) { return 5 + 3 * rank; }
 
 struct Result {
@@ -59,9 +58,7 @@ Result run(const MoeOptions& opt, int64_t first, int64_t rows, int64_t all_rows,
   const Tensor x_all = test::random_normal(Shape{all_rows, d}, 7);
   const Tensor c_all = test::random_normal(Shape{all_rows, d}, 8);
   const Expr x = g.input(x_all.rows(first, rows).clone(), true);
-  set_moe_communicator(local ? &c : nullptr);
-  const MoeOutput out = moe_forward(x, w, opt, GateNoise{}, GateNoise{}, true);
-  set_moe_communicator(nullptr);
+  const MoeOutput out = moe_forward(x, w, opt, GateNoise{}, GateNoise{}, true, local ? &c : nullptr);
   Expr loss = sum_all(out.y * g.input(c_all.rows(first, rows).clone()));
   const float share = static_cast<float>(rows) / static_cast<float>(all_rows);
   loss = loss + scale(out.importance_loss, 0.1f * share);
