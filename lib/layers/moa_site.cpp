@@ -1,6 +1,6 @@
 // Attention type moa (moa.h) as a site family: options parsed once per model; decoding fills the
-// cross-attention cache with MoA's one shared key/value head. Covered by tests/layers/moa_test.cpp and
-// tests/layers/sites_test.cpp.
+// cross-attention cache with MoA's one shared key/value head; it describes its routed heads (RoutedSite). Covered by
+// tests/layers/moa_test.cpp and tests/layers/sites_test.cpp.
 #include "layers/moa.h"
 #include "layers/sites.h"
 
@@ -15,6 +15,15 @@ class MoaSite : public AttentionSite {
   }
   void fill_cross_cache(const Builder& b, const Expr& memory, const Tensor&, KVCache& cache) const override {
     moa_fill_cross_cache(b, memory, shape_.dim, o_, cache);
+  }
+  /// The routed heads: E experts of which each query uses k; their q and o projections are per expert.
+  std::optional<RoutedSite> routed(SiteRole) const override {
+    RoutedSite s;
+    s.router = "moa";
+    s.experts = o_.experts;
+    s.active = o_.k;
+    s.expert_params = {"q.w", "o.w"};
+    return s;
   }
 
  private:

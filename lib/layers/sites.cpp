@@ -1,4 +1,5 @@
-// sites.h implementation: the registry. Covered by tests/layers/sites_test.cpp.
+// sites.h implementation: the registry, the routing check and the families' help. Covered by
+// tests/layers/sites_test.cpp.
 #include "layers/sites.h"
 
 #include "common/error.h"
@@ -71,6 +72,37 @@ std::vector<std::string> SiteRegistry::attention_types() const {
   std::vector<std::string> out;
   for (const auto& f : attention_) out.push_back(f.name);
   return out;
+}
+
+std::string SiteRegistry::help_text() const {
+  std::string out;
+  for (const auto& f : ffn_)
+    if (f.help) out += f.help();
+  return out;
+}
+
+void check_routing(const RoutedSite& s, FfnRole role, const std::string& key, const std::string& model) {
+  if (role == FfnRole::encoder) return;
+  const bool training = sees_later(s.training), inference = sees_later(s.inference);
+  if (role == FfnRole::lm) {
+    MOE_CHECK(!training && !inference, key, ": ", s.router, " lets a token's routing depend on later tokens of its ",
+              "sequence (", inference ? "in training and at inference" : "in training", "); ", model,
+              " predicts each token from the ones before it and must not see them. Use a router that routes each ",
+              "token on its own or from earlier tokens only (moe-train --help lists them), or this one in an ",
+              "encoder or a transformer_mlm");
+    return;
+  }
+  MOE_CHECK(!inference, key, ": ", s.router, " routes a decoder token by later tokens of its sentence at inference, ",
+            "which incremental decoding never has; ", model,
+            " cannot use it in its decoder (use it in the encoder: ", "see moe-train --help)");
+}
+
+void add_routed_ffn(std::vector<ModelRoutedSite>& out, const FfnSite& ffn, FfnRole role, int layer,
+                    const std::string& prefix, const std::string& key, const std::string& model) {
+  const std::optional<RoutedSite> s = ffn.routed(role, layer);
+  if (!s) return;
+  check_routing(*s, role, s->router_key.empty() ? key : key + "." + s->router_key, model);
+  out.push_back(ModelRoutedSite{prefix, key, role, *s});
 }
 
 std::vector<std::string> SiteRegistry::ffn_types() const {

@@ -36,7 +36,7 @@ class MhaSite : public AttentionSite {
 class DenseFfnSite : public FfnSite {
  public:
   explicit DenseFfnSite(const FfnShape& s) : s_(s) {}
-  Expr build(const Builder& b, const Expr& x) const override {
+  Expr build(const Builder& b, const Expr& x, const FfnInput&) const override {
     return feed_forward(b, x, s_.dim, s_.hidden, s_.activation, s_.activation_dropout);
   }
 
@@ -54,11 +54,13 @@ AttentionFamily mha_family() {
 }
 
 FfnFamily dense_ffn_family() {
-  return {"dense", [](const YAML::Node& options, const FfnShape& shape) -> std::unique_ptr<FfnSite> {
+  return {"dense",
+          [](const YAML::Node& options, const FfnShape& shape) -> std::unique_ptr<FfnSite> {
             FfnShape s = shape;
             dense_keys().read(options, s, "model.ffn");
             return std::make_unique<DenseFfnSite>(s);
-          }};
+          },
+          /*help=*/nullptr};
 }
 
 }  // namespace moe

@@ -34,6 +34,9 @@ LstmLm::LstmLm(LstmLmConfig config) : c_(std::move(config)) {
     const YAML::Node options = c_.moe && c_.moe.IsMap() ? c_.moe : YAML::Node(YAML::NodeType::Map);
     const int64_t hidden = options["hidden"] ? options["hidden"].as<int64_t>() : 1024;
     moe_sites_[l] = SiteRegistry::instance().ffn(options, FfnShape{dim, hidden, Activation::relu, 0.f}, "moe");
+    // A language model refuses a routing that sees later tokens (check_routing).
+    add_routed_ffn(routed_, *moe_sites_[l], FfnRole::lm, -1, "moe" + std::to_string(l), "model.moe",
+                   "model.type lstm_lm");
   }
 }
 
@@ -58,7 +61,9 @@ Expr LstmLm::hidden(const Builder& b, const Tensor& input, std::vector<LstmState
     dim = spec.out();
     const auto site = moe_sites_.find(l);
     if (site == moe_sites_.end()) continue;
-    x = add(dropout(sigmoid(site->second->build(b.layer(l, "moe"), x)), c_.dropout), x);
+    x = add(
+        dropout(sigmoid(site->second->build(b.layer(l, "moe"), x, FfnInput{FfnRole::lm, -1, Tensor()})), c_.dropout),
+        x);
   }
   return x;
 }

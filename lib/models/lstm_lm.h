@@ -50,6 +50,7 @@ class LstmLm : public Model, public Decoder {
   const LstmLmConfig& config() const { return c_; }
   std::string type() const override { return "lstm_lm"; }
   std::string site_types() const override;
+  std::vector<ModelRoutedSite> routed_sites() const override { return routed_; }
   YAML::Node config_yaml() const override { return c_.to_yaml(); }
   bool is_language_model() const override { return true; }
   Expr lm_loss(const Builder& b, const data::LmBatch& batch, float label_smoothing) const override;
@@ -85,6 +86,7 @@ class LstmLm : public Model, public Decoder {
 
   LstmLmConfig c_;
   std::map<int, std::shared_ptr<const FfnSite>> moe_sites_;  // by the layer they follow
+  std::vector<ModelRoutedSite> routed_;
 };
 
 }  // namespace moe

@@ -29,6 +29,13 @@ LstmSeq2seq::LstmSeq2seq(LstmSeq2seqConfig config) : c_(std::move(config)) {
   if (!c_.encoder_moe_after.empty() || !c_.decoder_moe_after.empty()) {
     const YAML::Node options = c_.moe && c_.moe.IsMap() ? c_.moe : YAML::Node(YAML::NodeType::Map);
     moe_ = SiteRegistry::instance().ffn(options, FfnShape{c_.d_model, 2048, Activation::relu, 0.f}, "moe");
+    const std::string model = "model.type lstm_seq2seq";
+    for (int l : c_.encoder_moe_after)
+      add_routed_ffn(routed_, *moe_, FfnRole::encoder, -1, "encoder.l" + std::to_string(l) + ".moe", "model.moe",
+                     model);
+    for (int l : c_.decoder_moe_after)
+      add_routed_ffn(routed_, *moe_, FfnRole::decoder, -1, "decoder.l" + std::to_string(l) + ".moe", "model.moe",
+                     model);
   }
 }
 
@@ -67,22 +74,26 @@ Expr LstmSeq2seq::output_logits(const Builder& b, const Expr& h) const {
   return matmul(rows, w, false, true);
 }
 
-Expr LstmSeq2seq::moe_block(const Builder& b, const FfnSite& site, const Expr& x, const Tensor& mask) const {
-  auto branch = [&](const Expr& rows) { return dropout(sigmoid(site.build(b, rows)), c_.dropout); };
-  if (!b.training() || !mask.defined()) return add(x, branch(x));
+Expr LstmSeq2seq::moe_block(const Builder& b, const FfnSite& site, const Expr& x, const Tensor& mask,
+                            FfnRole role) const {
+  auto branch = [&](const Expr& rows, const Tensor& padding) {
+    return dropout(sigmoid(site.build(b, rows, FfnInput{role, -1, padding})), c_.dropout);
+  };
+  if (site.reads_padding(role)) return add(x, branch(x, mask));  // whole rows: the router excludes the padding
+  if (!b.training() || !mask.defined()) return add(x, branch(x, Tensor()));
   // Training: the layer's batch is the real tokens (the batchwise gate ranks them; the balancing
   // losses count them); padding rows keep x.
   const std::vector<int32_t> m = mask.to_vector<int32_t>();
   std::vector<int32_t> real;
   for (size_t i = 0; i < m.size(); ++i)
     if (m[i] != 0) real.push_back(static_cast<int32_t>(i));
-  if (real.size() == m.size()) return add(x, branch(x));
+  if (real.size() == m.size()) return add(x, branch(x, Tensor()));
   const Shape s = x.shape();
   MOE_CHECK(s.ndim() == 3 && static_cast<int64_t>(m.size()) == s[0] * s[1], "lstm_seq2seq: mask ", mask.shape(),
             " for states ", s);
   Graph& g = b.graph();
   Expr idx = g.input(Tensor::from_vector(real, Shape{static_cast<int64_t>(real.size())}, g.device()));
-  Expr y = branch(index_select(reshape(x, Shape{s[0] * s[1], s[2]}), idx));
+  Expr y = branch(index_select(reshape(x, Shape{s[0] * s[1], s[2]}), idx), Tensor());
   Expr spread = index_add(g.input(Tensor::zeros(Shape{s[0] * s[1], s[2]}, y.dtype(), g.device())), idx, y);
   return add(x, reshape(spread, s));
 }
@@ -95,7 +106,8 @@ Expr LstmSeq2seq::encode(const Builder& b, const Tensor& src, const Tensor& src_
     Expr y = l == 0 && c_.bidirectional ? bidirectional_lstm_layer(layer.sub("lstm"), x, src_mask, c_.direction())
                                         : lstm_layer(layer.sub("lstm"), x, c_.lstm(c_.d_model));
     x = add(dropout(y, c_.dropout), x);
-    if (const FfnSite* site = moe_after(c_.encoder_moe_after, l)) x = moe_block(layer.sub("moe"), *site, x, src_mask);
+    if (const FfnSite* site = moe_after(c_.encoder_moe_after, l))
+      x = moe_block(layer.sub("moe"), *site, x, src_mask, FfnRole::encoder);
   }
   return x;
 }

@@ -70,6 +70,7 @@ class LstmSeq2seq : public Model, public EncoderDecoder {
   const LstmSeq2seqConfig& config() const { return c_; }
   std::string type() const override { return "lstm_seq2seq"; }
   std::string site_types() const override;
+  std::vector<ModelRoutedSite> routed_sites() const override { return routed_; }
   YAML::Node config_yaml() const override { return c_.to_yaml(); }
   bool is_language_model() const override { return false; }
   Expr loss(const Builder& b, const data::Batch& batch, float label_smoothing) const override;
@@ -98,8 +99,9 @@ class LstmSeq2seq : public Model, public EncoderDecoder {
 
  private:
   Expr embed(const Builder& b, bool source, const Tensor& ids) const;
-  /// x + drop(sigmoid(MoE(x))) for x [B, T, d]; training routes only the positions where mask != 0.
-  Expr moe_block(const Builder& b, const FfnSite& site, const Expr& x, const Tensor& mask) const;
+  /// x + drop(sigmoid(MoE(x))) for x [B, T, d]; training routes only the positions where mask != 0 (a router
+  /// that reads the padding gets the whole rows and the mask instead).
+  Expr moe_block(const Builder& b, const FfnSite& site, const Expr& x, const Tensor& mask, FfnRole role) const;
   AttentionMemory attention_memory_of(const Builder& b, const Expr& memory, const Tensor& src_mask) const;
   /// The decoder layers over embedded inputs y [B, T, d], carrying `r`; returns the top states [B, T, d].
   Expr decoder_stack(const Builder& b, const Expr& y, const AttentionMemory& memory, const Tensor& tgt_mask,
@@ -111,6 +113,7 @@ class LstmSeq2seq : public Model, public EncoderDecoder {
 
   LstmSeq2seqConfig c_;
   std::shared_ptr<const FfnSite> moe_;  // made once; every MoE layer has its own parameters
+  std::vector<ModelRoutedSite> routed_;
 };
 
 }  // namespace moe

@@ -52,7 +52,8 @@ Expr LstmSeq2seq::decoder_stack(const Builder& b, const Expr& y, const Attention
       Expr h = lstm_layer(layer.sub("lstm"), concat({z, a}, 2), c_.lstm(2 * d), &r.layers[static_cast<size_t>(l)]);
       z = add(dropout(h, c_.dropout), z);
     }
-    if (const FfnSite* site = moe_after(c_.decoder_moe_after, l)) z = moe_block(layer.sub("moe"), *site, z, tgt_mask);
+    if (const FfnSite* site = moe_after(c_.decoder_moe_after, l))
+      z = moe_block(layer.sub("moe"), *site, z, tgt_mask, FfnRole::decoder);
   }
   return z;
 }

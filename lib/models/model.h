@@ -12,6 +12,7 @@
 
 #include "data/batch.h"
 #include "layers/builder.h"
+#include "layers/sites.h"
 #include "models/decoder.h"
 
 namespace moe {
@@ -38,6 +39,10 @@ class Model {
   /// The gated site types of the architecture, for messages: "attention mha, ffn dense" (the
   /// Transformers' sites); the LSTM models name their MoE layers instead.
   virtual std::string site_types() const;
+  /// Every site with routed experts (MoE layers, MoA attention), one per layer, as the sites describe
+  /// themselves (layers/sites.h): what the dry run counts and the causality checks read. The model
+  /// checked them when it was built (check_routing).
+  virtual std::vector<ModelRoutedSite> routed_sites() const { return {}; }
 };
 
 /// "" when model.future_sites() is empty, else a warning (without the program's prefix) naming the

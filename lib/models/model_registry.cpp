@@ -22,14 +22,30 @@ std::string Model::site_types() const {
 }
 
 std::string future_warning(const Model& model, const std::string& what) {
+  std::string out;
   const std::vector<std::string> sites = model.future_sites();
-  if (sites.empty()) return "";
-  std::string list;
-  for (const std::string& r : sites) list += (list.empty() ? "" : ", ") + r;
-  return "the MAE gates at " + list + " read full_mean (model.attention.gate_input, e.g. the preset paper): " + what +
-         " see future target tokens through them, which incremental decoding never does (it reads the prefix "
-         "mean), so they look better than the model that translates; gate_input: leak_free (the default) keeps "
-         "these gates causal";
+  if (!sites.empty()) {
+    std::string list;
+    for (const std::string& r : sites) list += (list.empty() ? "" : ", ") + r;
+    out = "the MAE gates at " + list + " read full_mean (model.attention.gate_input, e.g. the preset paper): " + what +
+          " see future target tokens through them, which incremental decoding never does (it reads the prefix "
+          "mean), so they look better than the model that translates; gate_input: leak_free (the default) keeps "
+          "these gates causal";
+  }
+  // Routed decoder sites whose training routing sees later tokens (the models refuse it at inference).
+  std::string routed, key, router;
+  for (const ModelRoutedSite& s : model.routed_sites())
+    if (s.role != FfnRole::encoder && sees_later(s.site.training)) {
+      routed += (routed.empty() ? "" : ", ") + s.prefix;
+      key = s.key + (s.site.router_key.empty() ? "" : "." + s.site.router_key);
+      router = s.site.router;
+    }
+  if (!routed.empty())
+    out += (out.empty() ? "" : "; ") + key + " " + router + " routes the decoder tokens of " + routed +
+           " by the whole batch in training (docs/MODELS.md §3.10): " + what +
+           " see later target tokens through it in training graphs, which decoding never does (inference graphs "
+           "route each token on its own)";
+  return out;
 }
 
 ModelRegistry& ModelRegistry::instance() {

@@ -33,7 +33,24 @@ Expr Transformer::embed(const Builder& b, const std::string& table, int64_t voca
 Transformer::Transformer(TransformerConfig config)
     : c_(std::move(config)),
       attention_(SiteRegistry::instance().attention(c_.attention, {c_.d_model, c_.heads})),
-      ffn_(SiteRegistry::instance().ffn(c_.ffn, {c_.d_model, c_.ffn_dim, c_.activation, c_.activation_dropout})) {}
+      ffn_(SiteRegistry::instance().ffn(c_.ffn, {c_.d_model, c_.ffn_dim, c_.activation, c_.activation_dropout})) {
+  // The routed sites, each checked where it sits: a decoder must not route by later target tokens at inference.
+  const std::string model = "model.type transformer";
+  for (const auto& [stack, layers, role] : {std::tuple{std::string("encoder"), c_.enc_layers, FfnRole::encoder},
+                                            std::tuple{std::string("decoder"), c_.dec_layers, FfnRole::decoder}})
+    for (int l = 0; l < layers; ++l) {
+      const std::string at = stack + ".l" + std::to_string(l) + ".";
+      const std::vector<std::pair<SiteRole, const char*>> attention =
+          role == FfnRole::encoder
+              ? std::vector<std::pair<SiteRole, const char*>>{{SiteRole::encoder_self, "self_attn"}}
+              : std::vector<std::pair<SiteRole, const char*>>{{SiteRole::decoder_self, "self_attn"},
+                                                              {SiteRole::decoder_cross, "cross_attn"}};
+      for (const auto& [r, name] : attention)
+        if (const std::optional<RoutedSite> s = attention_->routed(r))
+          routed_.push_back(ModelRoutedSite{at + name, "model.attention", role, *s});
+      add_routed_ffn(routed_, *ffn_, role, l, at + "ffn", "model.ffn", model);
+    }
+}
 
 DecoderSpec Transformer::spec() const {
   return {.pad_id = c_.pad_id,
@@ -50,19 +67,20 @@ std::vector<std::string> Transformer::future_sites() const {
   return out;
 }
 
-Expr Transformer::encoder_layer(const Builder& b, Expr x, const Tensor& src_mask) const {
+Expr Transformer::encoder_layer(const Builder& b, Expr x, const Tensor& src_mask, int layer) const {
   x = residual_block(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
     AttentionInput in{h, h, src_mask, false, true, nullptr, src_mask, Expr(), c_.attention_dropout};
     return attention_->build(b.sub("self_attn"), in, SiteRole::encoder_self);
   });
-  return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,
-                        [&](const Expr& h) { return ffn_->build(b.sub("ffn"), h); });
+  return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
+    return ffn_->build(b.sub("ffn"), h, FfnInput{FfnRole::encoder, layer, src_mask});
+  });
 }
 
 Expr Transformer::encode(const Builder& b, const Tensor& src, const Tensor& src_mask) const {
   Expr x = embed(b, src_table(), c_.src_vocab, src, 0);
   const Builder enc = b.sub("encoder");
-  for (int l = 0; l < c_.enc_layers; ++l) x = encoder_layer(enc.layer(l), x, src_mask);
+  for (int l = 0; l < c_.enc_layers; ++l) x = encoder_layer(enc.layer(l), x, src_mask, l);
   if (c_.pre_norm) x = layer_norm_layer(enc.sub("final_ln"), x, c_.d_model);
   return x;
 }
@@ -82,7 +100,7 @@ Transformer::GateContext Transformer::gate_context(const Expr& memory, const Ten
 }
 
 Expr Transformer::decoder_layer(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask,
-                                KVCache* self_cache, KVCache* cross_cache, const GateContext& gates) const {
+                                KVCache* self_cache, KVCache* cross_cache, const GateContext& gates, int layer) const {
   x = residual_block(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
     AttentionInput in{
         h, h, Tensor(), true, true, self_cache, gates.tgt_padding, gates.source_mean, c_.attention_dropout};
@@ -93,8 +111,9 @@ Expr Transformer::decoder_layer(const Builder& b, Expr x, const Expr& memory, co
         h, memory, src_mask, false, false, cross_cache, gates.tgt_padding, gates.source_mean, c_.attention_dropout};
     return attention_->build(b.sub("cross_attn"), in, SiteRole::decoder_cross);
   });
-  return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,
-                        [&](const Expr& h) { return ffn_->build(b.sub("ffn"), h); });
+  return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
+    return ffn_->build(b.sub("ffn"), h, FfnInput{FfnRole::decoder, layer, gates.tgt_padding});
+  });
 }
 
 Expr Transformer::decoder_stack(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask, State* state,
@@ -103,7 +122,7 @@ Expr Transformer::decoder_stack(const Builder& b, Expr x, const Expr& memory, co
   for (int l = 0; l < c_.dec_layers; ++l) {
     KVCache* self_cache = state ? &state->self[static_cast<size_t>(l)] : nullptr;
     KVCache* cross_cache = state ? &state->cross[static_cast<size_t>(l)] : nullptr;
-    x = decoder_layer(dec.layer(l), x, memory, src_mask, self_cache, cross_cache, gates);
+    x = decoder_layer(dec.layer(l), x, memory, src_mask, self_cache, cross_cache, gates, l);
   }
   if (c_.pre_norm) x = layer_norm_layer(dec.sub("final_ln"), x, c_.d_model);
   return x;

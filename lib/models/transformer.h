@@ -48,10 +48,12 @@ class Transformer : public EncoderDecoder {
   bool shares_embeddings() const override { return c_.tie_embeddings == TieEmbeddings::all; }
   /// The decoder sites whose teacher-forced graphs see later target positions.
   std::vector<std::string> future_sites() const;
+  /// The routed sites (MoE feed-forward layers, MoA attention), one per layer that has them.
+  const std::vector<ModelRoutedSite>& routed_sites() const { return routed_; }
 
  private:
   Expr embed(const Builder& b, const std::string& table, int64_t vocab, const Tensor& ids, int64_t offset) const;
-  Expr encoder_layer(const Builder& b, Expr x, const Tensor& src_mask) const;
+  Expr encoder_layer(const Builder& b, Expr x, const Tensor& src_mask, int layer) const;
   /// What decoder sites read besides their input: the target padding and the source mean (MAE gates).
   struct GateContext {
     Tensor tgt_padding;
@@ -60,7 +62,7 @@ class Transformer : public EncoderDecoder {
   GateContext gate_context(const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
                            const Tensor& tgt_mask) const;
   Expr decoder_layer(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask, KVCache* self_cache,
-                     KVCache* cross_cache, const GateContext& gates) const;
+                     KVCache* cross_cache, const GateContext& gates, int layer) const;
   Expr output_logits(const Builder& b, const Expr& h) const;
   Expr decoder_stack(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask, State* state,
                      const GateContext& gates) const;
@@ -70,6 +72,7 @@ class Transformer : public EncoderDecoder {
   TransformerConfig c_;
   std::shared_ptr<const AttentionSite> attention_;
   std::shared_ptr<const FfnSite> ffn_;
+  std::vector<ModelRoutedSite> routed_;
 };
 
 }  // namespace moe

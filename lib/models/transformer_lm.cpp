@@ -34,6 +34,13 @@ TransformerLm::TransformerLm(TransformerLmConfig config)
   MOE_CHECK(c_.vocab > 0, "transformer_lm: model.vocab is ", c_.vocab, " (it is filled from the vocabulary)");
   if (c_.adaptive_input()) input_spec().validate("model.adaptive_input_cutoffs");
   if (c_.adaptive_softmax()) softmax_spec().validate("model.adaptive_softmax_cutoffs");
+  // The routed sites; a causal LM refuses a routing that sees later tokens (check_routing).
+  for (int l = 0; l < c_.layers; ++l) {
+    const std::string at = "decoder.l" + std::to_string(l) + ".";
+    if (const std::optional<RoutedSite> s = attention_->routed(role()))
+      routed_.push_back(ModelRoutedSite{at + "self_attn", "model.attention", ffn_role(), *s});
+    add_routed_ffn(routed_, *ffn_, ffn_role(), l, at + "ffn", "model.ffn", "model.type " + type());
+  }
 }
 
 AdaptiveSpec TransformerLm::input_spec() const {
@@ -72,13 +79,14 @@ Expr TransformerLm::embed(const Builder& b, const Tensor& input, int64_t offset)
 }
 
 Expr TransformerLm::layer(const Builder& b, Expr x, const Tensor& key_padding, const Tensor& query_padding,
-                          KVCache* cache) const {
+                          KVCache* cache, int index) const {
   x = residual_block(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
     AttentionInput in{h, h, key_padding, c_.causal, true, cache, query_padding, Expr(), c_.attention_dropout};
     return attention_->build(b.sub("self_attn"), in, role());
   });
-  return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout,
-                        [&](const Expr& h) { return ffn_->build(b.sub("ffn"), h); });
+  return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
+    return ffn_->build(b.sub("ffn"), h, FfnInput{ffn_role(), index, key_padding});
+  });
 }
 
 Expr TransformerLm::hidden(const Builder& b, const Tensor& input, std::vector<KVCache>* caches, int64_t offset) const {
@@ -90,7 +98,7 @@ Expr TransformerLm::hidden(const Builder& b, const Tensor& input, std::vector<KV
   const Tensor query_padding = gate_padding ? padding_mask(input, c_.pad_id) : key_padding;
   const Builder dec = b.sub("decoder");
   for (int l = 0; l < c_.layers; ++l)
-    x = layer(dec.layer(l), x, key_padding, query_padding, caches ? &(*caches)[static_cast<size_t>(l)] : nullptr);
+    x = layer(dec.layer(l), x, key_padding, query_padding, caches ? &(*caches)[static_cast<size_t>(l)] : nullptr, l);
   if (c_.final_norm) x = layer_norm_layer(dec.sub("final_ln"), x, c_.d_model);
   return x;
 }

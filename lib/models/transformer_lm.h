@@ -50,12 +50,15 @@ class TransformerLm : public Model, public Decoder {
                                       const Tensor& src_mask = {}) const override;
   Expr step(const Builder& b, DecoderState& state, const Tensor& prev) const override;
   std::vector<std::string> future_sites() const override;
+  std::vector<ModelRoutedSite> routed_sites() const override { return routed_; }
 
  private:
   Expr embed(const Builder& b, const Tensor& input, int64_t offset) const;
-  Expr layer(const Builder& b, Expr x, const Tensor& key_padding, const Tensor& query_padding, KVCache* cache) const;
+  Expr layer(const Builder& b, Expr x, const Tensor& key_padding, const Tensor& query_padding, KVCache* cache,
+             int index) const;
   Expr output_log_probs(const Builder& b, const Expr& rows) const;
   SiteRole role() const { return c_.causal ? SiteRole::lm_self : SiteRole::encoder_self; }
+  FfnRole ffn_role() const { return c_.causal ? FfnRole::lm : FfnRole::encoder; }
   AdaptiveSpec input_spec() const;
   AdaptiveSpec softmax_spec() const;
   AdaptiveSoftmaxWeights softmax_weights(const Builder& b) const;
@@ -64,6 +67,7 @@ class TransformerLm : public Model, public Decoder {
   TransformerLmConfig c_;
   std::shared_ptr<const AttentionSite> attention_;
   std::shared_ptr<const FfnSite> ffn_;
+  std::vector<ModelRoutedSite> routed_;
 };
 
 }  // namespace moe

@@ -19,6 +19,7 @@ class TransformerModel : public Model {
   const Decoder* decoder() const override { return &net_; }
   const EncoderDecoder* encoder_decoder() const override { return &net_; }
   std::vector<std::string> future_sites() const override { return net_.future_sites(); }
+  std::vector<ModelRoutedSite> routed_sites() const override { return net_.routed_sites(); }
   const Transformer& net() const { return net_; }
 
  private:

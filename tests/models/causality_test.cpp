@@ -10,6 +10,9 @@
 // Controls, which show the probe can fail: MAE gates with gate_norm batch (the paper's BatchNorm)
 // leak in training, and the strictly balanced batchwise MoE gate couples the batch in training
 // (by design, docs/MODELS.md §3.10: it ranks rows per expert over the batch); both are causal in inference.
+// What the probe expects of routed sites is read from the models' descriptions (Model::routed_sites: each
+// site's RoutingScope in training and inference), never from option names; a router that sees later
+// tokens (batchwise) is refused by decoder-only LMs with an error naming the key.
 #include "support/causality.h"
 
 #include <catch2/catch.hpp>
@@ -91,6 +94,31 @@ void check(const CausalProbe& probe, ParameterStore& store, bool rows_independen
   }
 }
 
+/// The probe with its expectations read from the routed sites' descriptions (routing in the decoder or LM;
+/// a translation encoder reads a fixed source here): no later position moves an earlier one unless some
+/// scope sees later tokens (then a leak is expected, the control), and rows stay apart unless one couples them.
+void check_routed(const CausalProbe& probe, ParameterStore& store, const std::vector<ModelRoutedSite>& sites) {
+  for (bool training : {true, false}) {
+    bool later = false, rows = false;
+    for (const ModelRoutedSite& s : sites) {
+      if (s.role == FfnRole::encoder) continue;
+      const RoutingScope scope = training ? s.site.training : s.site.inference;
+      later = later || sees_later(scope);
+      rows = rows || couples_rows(scope);
+    }
+    const CausalReport r = test::probe_causality(probe, store, kRows, training, kPositions, next_token);
+    INFO((training ? "training" : "inference")
+         << ": before " << r.before << ", other rows " << r.other_rows << ", at " << r.at);
+    CHECK(r.at > kSeen);
+    if (later) {
+      CHECK(std::max(r.before, r.other_rows) > kLeak);
+    } else {
+      CHECK(r.before < kUnchanged);
+      if (!rows) CHECK(r.other_rows < kUnchanged);
+    }
+  }
+}
+
 void check_lm(const std::string& extra, ExpertChoice experts = ExpertChoice::mixture, bool leaks = false) {
   INFO("transformer_lm " << extra);
   const TransformerLm lm(TransformerLmConfig::from_yaml(YAML::Load(kLmBase + extra + "}")));
@@ -136,8 +164,19 @@ TEST_CASE("causality: MoA and MoE FFN LMs", "[models][causal][moe]") {
   check_lm(kMoa + ", attention_dropout: 0.3");
   check_lm(kMoe);
   check_lm(kHierMoe);
-  // Batchwise gating ranks the rows of the batch per expert in training (by design); inference is per token.
-  check_lm(", ffn: {type: moe, experts: 4, k: 2, hidden: 16, gating: batchwise}", ExpertChoice::mixture, true);
+}
+
+TEST_CASE("causality: decoder-only LMs refuse routers that see later tokens, naming the key",
+          "[models][causal][moe][router]") {
+  // Batchwise gating ranks the batch's tokens per expert in training.
+  CHECK_THROWS_WITH(TransformerLm(TransformerLmConfig::from_yaml(
+                        YAML::Load(kLmBase + ", ffn: {type: moe, experts: 4, k: 2, hidden: 16, gating: batchwise}}"))),
+                    Catch::Contains("model.ffn.gating: batchwise") && Catch::Contains("later tokens") &&
+                        Catch::Contains("transformer_lm"));
+  CHECK_THROWS_WITH(LstmLm(LstmLmConfig::from_yaml(YAML::Load(
+                        "{vocab: 12, embed_dim: 16, hidden: 16, layers: 2, moe_after: [0], moe: {type: moe, gating: "
+                        "batchwise}}"))),
+                    Catch::Contains("model.moe.gating: batchwise") && Catch::Contains("lstm_lm"));
 }
 
 TEST_CASE("causality: LSTM LMs, plain and with MoE layers", "[models][causal][lstm]") {
@@ -171,8 +210,8 @@ TEST_CASE("causality: the LSTM encoder-decoder's decoder", "[models][causal][mt]
     const LstmSeq2seq net(LstmSeq2seqConfig::from_yaml(
         YAML::Load("{src_vocab: 12, tgt_vocab: 12, d_model: 8, hidden: 8, enc_layers: 2, dropout: 0" + extra + "}")));
     ParameterStore store(Device::cpu(), 14);
-    // Batchwise gating ranks the batch's tokens per expert in training (by design); inference is per token.
-    const bool batchwise = extra.find("batchwise") != std::string::npos;
-    check(mt_probe(net), store, !batchwise, batchwise);
+    // Batchwise gating ranks the batch's tokens per expert in training (by design); inference is per token:
+    // the decoder's site says so (RoutingScope batch, then token).
+    check_routed(mt_probe(net), store, net.routed_sites());
   }
 }
