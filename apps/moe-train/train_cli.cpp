@@ -9,6 +9,7 @@
 #include "cli/program.h"
 #include "common/stop_signal.h"
 #include "config/recipe_args.h"
+#include "layers/sites.h"
 #include "moe-train/bleu_decoder.h"
 #include "tensor/cuda_runtime.h"
 #include "tensor/device.h"
@@ -48,7 +49,8 @@ int train_main(int argc, char** argv) {
   app.footer(
       "Recipe arguments: --config FILE (-c; repeatable, merged in order), then any key as --section.key "
       "value (or --section.key=value; a bool key alone means true):\n\n" +
-      schema.help_text());
+      schema.help_text() + "\nFeed-forward and mixture-of-experts options (inside model.ffn / model.moe):\n" +
+      SiteRegistry::instance().help_text());
   CLI11_PARSE(app, argc, argv);
   try {
     const config::CommandLine cmd = config::parse_command_line(schema, app.remaining());

@@ -7,7 +7,11 @@
 //   moa: probs = the router softmax [B, T, E]; experts/gates = the top-k selection per token;
 //   moe: probs = the sparse gate G(x) (the selected experts' gates, 0 elsewhere; hierarchical: the
 //        products G_p G_i over all groups' experts), [..., E] as the site's input rows; experts/gates
-//        = the routed experts per token by descending gate (batchwise: up to its inference cap).
+//        = the routed experts per token by descending gate (batchwise: up to its inference cap; expert
+//        choice: the experts that took the token, any number); max_per_token bounds a token's nonzero
+//        gates (top-k routers: k; 0: no bound); routers where tokens pick experts and a capacity factor
+//        is set report what the token capacity drops of the call's (token, slot) pairs: the capacity
+//        applied (eval_capacity_factor), or at training's capacity_factor when none is applied.
 // Covered by tests/layers/mae_test.cpp ("recorder") and tests/layers/gate_recorder_test.cpp.
 #pragma once
 #include <map>
@@ -18,6 +22,14 @@
 
 namespace moe {
 
+/// A token capacity over one call's routed (token, slot) pairs (moe_capacity.h): C per expert, the pairs,
+/// those past C, the pairs kept (sum over experts of min(count, C)) and the slots (experts x C).
+struct CapacityRecord {
+  double factor = 0;     // 0: no capacity measured
+  bool applied = false;  // true: the layer dropped them; false: measured at training's factor only
+  int64_t capacity = 0, pairs = 0, dropped = 0, kept = 0, slots = 0;
+};
+
 struct GateRecord {
   std::string family;    // mae | moa | moe
   Tensor probs;          // f32 CPU: [B, E] (one gate per sentence) or [B, T, E] / [N, E] (one per token)
@@ -25,6 +37,8 @@ struct GateRecord {
   std::string policy;    // MAE: the gate-input policy (full_mean, ..., uniform); moa: "top<k>"; moe: its gating
   Tensor experts;        // i32 CPU [..., k]: top-k routers' selected experts (-1: an empty slot); else undefined
   Tensor gates;          // f32 CPU [..., k]: their gates (0 in empty slots)
+  int max_per_token = 0;  // moe: a token's gate has at most this many nonzeros (0: no bound)
+  CapacityRecord capacity;
 };
 
 class GateRecorder {

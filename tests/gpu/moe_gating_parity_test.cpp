@@ -111,7 +111,7 @@ TEST_CASE("moe layer parity (batchwise: thresholds at inference, the batchwise m
           "[gpu][moe][batchwise]") {
   const int64_t N = 200, d = 40, h = 72;
   MoeOptions opt;
-  opt.dim = d, opt.experts = 16, opt.k = 2, opt.hidden = h, opt.gating = MoeGating::batchwise;
+  opt.dim = d, opt.experts = 16, opt.k = 2, opt.hidden = h, opt.router = moe_router("batchwise");
   // Experts 0-4 with a low threshold, 5-15 with a high one, and rows of two scales: flat gates (the first
   // 100 rows) pass more than 2k = 4 thresholds, and some spread ones (the rest) pass none.
   std::vector<double> xv = test::random_tensor(Shape{N, d}, 11).to_vector<double>(), tv(16);
@@ -148,7 +148,7 @@ TEST_CASE("moe layer parity (batchwise: thresholds at inference, the batchwise m
       MoeWeights w{f32(in[1]), {}, {}, {}, f32(in[2]), {{in[3], in[4]}, {}}};
       MoeOutput o = moe_forward(in[0], w, opt, {}, {}, training);
       if (!training) return reshape(o.y, {N * d});
-      return concat({reshape(o.y, {N * d}), reshape(cast(o.threshold_loss, in[0].dtype()), {1})}, 0);
+      return concat({reshape(o.y, {N * d}), reshape(cast(o.router_loss, in[0].dtype()), {1})}, 0);
     };
     const std::vector<int> grads = training ? std::vector<int>{0, 1, 2, 3, 4} : std::vector<int>{};
     auto r = test::parity(inputs, build, DType::f32, grads, training);

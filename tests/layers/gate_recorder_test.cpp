@@ -87,13 +87,13 @@ TEST_CASE("gate recorder: the MoE FFN site reports its routing", "[layers][recor
       const GateRecord& r = rec.records().at("decoder.l1.ffn").at(0);
       CHECK(r.family == "moe");
       CHECK(r.probs.shape() == Shape({2, 3, int64_t{o.experts}}));
-      const int64_t k = o.gating == MoeGating::batchwise ? 2 : o.groups > 1 ? o.k * o.k_secondary : o.k;
-      CHECK(r.policy == (o.gating == MoeGating::batchwise ? "batchwise"
-                         : o.groups > 1                   ? "hierarchical_topk"
-                                                          : "noisy_topk"));
+      const bool batchwise = o.router->name() == "batchwise";
+      const int64_t k = batchwise ? 2 : o.groups > 1 ? o.k * o.k_secondary : o.k;
+      CHECK(r.policy == (batchwise ? "batchwise" : o.groups > 1 ? "hierarchical_topk" : "noisy_topk"));
+      CHECK(r.max_per_token == k);
       CHECK(r.experts.shape() == Shape({2, 3, k}));
       for (double s : check_consistent(r)) CHECK(s == Approx(1.0).epsilon(1e-5));
-      if (o.groups > 1 || o.gating == MoeGating::batchwise) continue;
+      if (o.groups > 1 || batchwise) continue;
       // Flat top-k without noise at inference: the two largest logits of x W_g, softmax over them.
       const auto xv = x.to_vector<double>(), w = store.value("decoder.l1.ffn.gate.w").to_vector<double>();
       const auto ex = r.experts.to_vector<int32_t>();

@@ -94,7 +94,7 @@ TEST_CASE("moe batchwise: the layer's inference output is the dense sum of eq. 1
           "[layers][moe][batchwise]") {
   const int64_t d = kN, h = 5;
   MoeOptions opt;
-  opt.dim = d, opt.experts = kN, opt.k = kK, opt.hidden = h, opt.gating = MoeGating::batchwise;
+  opt.dim = d, opt.experts = kN, opt.k = kK, opt.hidden = h, opt.router = moe_router("batchwise");
   Graph g(Device::cpu(), nullptr, GraphOptions{.training = false});
   // x = log G_sigma and W_g = I: the logits are the hand-made ones.
   Vec xv(kGates.size()), eye(static_cast<size_t>(d * kN), 0.0);

@@ -412,7 +412,7 @@ TEST_CASE("moe: the 1B-word LM block is x + dropout(sigmoid(moe(x)))", "[layers]
 TEST_CASE("moe: batchwise rows that no expert takes get a zero output", "[layers][moe][batchwise][edge]") {
   const int64_t R = 12, d = 3, h = 5;
   MoeOptions opt = small_options(4, 1, d, h);  // m = k R / n = 3 rows per expert
-  opt.gating = MoeGating::batchwise;
+  opt.router = moe_router("batchwise");
   Graph g(Device::cpu(), nullptr, GraphOptions{.training = false});
   Expr x = g.input(test::random_tensor(Shape{R, d}, 95));
   Expr wg = g.input(Tensor::zeros(Shape{d, 4}, DType::f64, Device::cpu()));  // ties: all experts take rows 0-2

@@ -1,0 +1,16 @@
+// The built-in MoE routers (model.ffn.gating): each router's family function, defined in its own file
+// (moe_router_<name>.cpp), and its registration line. A new router adds its file and its two lines here.
+// Covered by tests/layers/moe_router_test.cpp.
+#include "layers/moe_router.h"
+
+namespace moe {
+
+RouterFamily noisy_topk_router();     // moe_router_topk.cpp
+RouterFamily batchwise_router();      // moe_router_batchwise.cpp
+
+void register_builtin_routers(RouterRegistry& r) {
+  r.add(noisy_topk_router());
+  r.add(batchwise_router());
+}
+
+}  // namespace moe
