@@ -3,7 +3,11 @@
 // ordinary layer with all experts on the tokens of all ranks, which every rank computes. Outputs, the
 // gradients of the tokens, of the gates (summed over ranks, as data parallelism does) and of this
 // rank's experts must agree, with the balancing losses of the global batch. Flat top-k and the
-// hierarchical gate, with and without expert biases; ctest runs it with 1, 2 and 4 processes.
+// hierarchical gate, with and without expert biases. The routers after 2017 (Switch with a token capacity,
+// expert choice within sentences, shared experts, the z-loss)
+// against the same layer in one process holding every expert on the rank's own tokens, with the
+// statistics of the global batch (a token capacity is per rank's batch, as GShard's per group): one
+// process equals the expert-parallel ranks. ctest runs it with 1, 2 and 4 processes.
 #include <catch2/catch.hpp>
 
 #include "dist/collective_exprs.h"
@@ -132,6 +136,99 @@ TEST_CASE("dist: expert-parallel MoE layer equals the single-process layer", "[d
     opt.k = 1;
     opt.k_secondary = 2;
     if (comm().world() > 1) check_layer(opt);
+  }
+}
+
+namespace {
+/// The layer on this rank's sentences (rank + 1 rows of 4 tokens, the last token of odd rows padding) with
+/// every expert (`local` false) or this rank's experts, expert-parallel; both with the global statistics.
+/// Loss: sum(y * c) + the aux losses weighted by this rank's share of the tokens. Parameters in `out.dw`:
+/// the gate, the shared experts (replicated), then the experts; `bias` gets the loss-free bias after the step.
+Result run_routed(const MoeOptions& opt, bool local, std::vector<float>* bias) {
+  dist::Communicator& c = comm();
+  const int rank = c.rank();
+  const int64_t B = rank + 1, T = 4, rows = B * T, d = opt.dim, n = opt.experts, h = opt.hidden;
+  int64_t all_rows = 0;
+  for (int r = 0; r < c.world(); ++r) all_rows += (r + 1) * T;
+  Graph g(Device::cpu(), nullptr, GraphOptions{.training = true});
+  std::vector<Expr> params;
+  auto leaf = [&](const Tensor& t) {
+    params.push_back(g.input(t, true));
+    return params.back();
+  };
+  MoeWeights w;
+  w.w_gate = leaf(test::random_normal(Shape{d, n}, 11, 0.5f));
+  for (int l = 0; opt.shared > 0 && l <= 1; ++l)
+    w.shared.layers.push_back(
+        leaf(test::random_normal(Shape{opt.shared, l == 0 ? d : h, l == 0 ? h : d}, 60 + l, 0.3f)));
+  for (int l = 0; l <= 1; ++l) {
+    const Tensor full = test::random_normal(Shape{n, l == 0 ? d : h, l == 0 ? h : d}, 20 + l, 0.3f);
+    const int64_t e = opt.experts_per_rank;
+    w.experts.layers.push_back(leaf(local && c.world() > 1 ? full.rows(rank * e, e).clone() : full));
+  }
+  const Tensor b0 = Tensor::from_vector(std::vector<float>{0.1f, -0.1f, 0.f, 0.2f, 0.f, 0.f, -0.2f, 0.f}, Shape{8});
+  MoeOptions o = opt;
+  if (!local) o.experts_per_rank = 0;
+  std::vector<uint8_t> pad(static_cast<size_t>(rows), 1);
+  for (int64_t r = 1; r < B; r += 2) pad[static_cast<size_t>(r * T + T - 1)] = 0;
+  RouterContext ctx;
+  ctx.training = true;
+  ctx.lead = Shape{B, T};
+  ctx.padding = Tensor::from_vector(pad, Shape{B, T});
+  ctx.comm = &c;
+  const Expr x = g.input(test::random_normal(Shape{rows, d}, 7 + rank), true);
+  const MoeOutput out = moe_forward(x, w, o, ctx);
+  Expr loss = sum_all(out.y * g.input(test::random_normal(Shape{rows, d}, 8 + rank)));
+  const float share = static_cast<float>(rows) / static_cast<float>(all_rows);
+  for (const Expr& l : {out.router_loss, out.z_loss, out.importance_loss})
+    if (l.defined()) loss = loss + scale(l, 0.1f * share);
+  g.backward(loss);
+  Result r;
+  r.y = out.y.val().to_vector<float>();
+  r.dx = x.grad().to_vector<float>();
+  for (const Expr& p : params) r.dw.push_back(p.grad().to_vector<float>());
+  if (bias) *bias = b0.to_vector<float>();
+  return r;
+}
+
+void check_routed(MoeOptions opt) {
+  dist::Communicator& c = comm();
+  opt.experts = 8;
+  opt.experts_per_rank = c.world() <= 2 ? 8 / c.world() : 2;
+  if (c.world() > 4) return;
+  if (c.world() == 4) opt.experts_per_rank = 2;
+  if (c.world() == 3) return;  // 8 experts do not spread over 3 ranks
+  validate(opt);
+  std::vector<float> bias_ref, bias_ep;
+  const Result ref = run_routed(opt, false, &bias_ref);
+  const Result mine = run_routed(opt, true, &bias_ep);
+  check_close(mine.y, ref.y, "outputs");
+  check_close(mine.dx, ref.dx, "token gradients");
+  CHECK(bias_ep == bias_ref);  // the loss-free step reads the global load on both
+  const size_t replicated = 1 + (opt.shared > 0 ? 2 : 0);
+  REQUIRE(mine.dw.size() == ref.dw.size());
+  for (size_t p = 0; p < ref.dw.size(); ++p) {
+    auto summed = [&](std::vector<float> v) {  // data parallelism sums the ranks' gradients
+      Tensor t = Tensor::from_vector(v, Shape{static_cast<int64_t>(v.size())});
+      c.all_reduce(t);
+      return t.to_vector<float>();
+    };
+    std::vector<float> want = summed(ref.dw[p]), got = p < replicated ? summed(mine.dw[p]) : mine.dw[p];
+    if (p >= replicated && c.world() > 1) {  // this rank's experts: its rows of the summed full gradient
+      const size_t per = want.size() / 8 * static_cast<size_t>(opt.experts_per_rank);
+      want = std::vector<float>(want.begin() + c.rank() * per, want.begin() + (c.rank() + 1) * per);
+    }
+    check_close(got, want, p < replicated ? "replicated gradients" : "expert gradients");
+  }
+}
+}  // namespace
+
+TEST_CASE("dist: expert-parallel ranks equal one process for the routers after 2017", "[dist][expert_parallel]") {
+  for (const std::string yaml : {"{type: moe, gating: switch, k: 1, capacity_factor: 1.0, z_loss: 0.01}",
+                                 "{type: moe, k: 2, noisy: false, capacity_factor: 0.75}",
+                                 "{type: moe, gating: expert_choice, k: 2, shared: 2}"}) {
+    INFO(yaml);
+    check_routed(moe_options_from_yaml(YAML::Load(yaml), 8, 6));
   }
 }
 

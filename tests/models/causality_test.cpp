@@ -10,9 +10,12 @@
 // Controls, which show the probe can fail: MAE gates with gate_norm batch (the paper's BatchNorm)
 // leak in training, and the strictly balanced batchwise MoE gate couples the batch in training
 // (by design, docs/MODELS.md §3.10: it ranks rows per expert over the batch); both are causal in inference.
-// What the probe expects of routed sites is read from the models' descriptions (Model::routed_sites: each
-// site's RoutingScope in training and inference), never from option names; a router that sees later
-// tokens (batchwise) is refused by decoder-only LMs with an error naming the key.
+// The MoE routers after 2017 (Switch, shared experts, moe_every, a token capacity):
+// what the probe expects is read from the models' routed sites (Model::routed_sites: each site's
+// RoutingScope in training and inference), never from option names: a capacity (scope `earlier`) keeps
+// every earlier position as it was but lets one row move another's routing; a router that sees later
+// tokens (batchwise, expert choice) is refused by decoder-only LMs with an error naming the key, and
+// expert choice by translation decoders; translation encoders and masked LMs take it.
 #include "support/causality.h"
 
 #include <catch2/catch.hpp>
@@ -166,17 +169,50 @@ TEST_CASE("causality: MoA and MoE FFN LMs", "[models][causal][moe]") {
   check_lm(kHierMoe);
 }
 
+TEST_CASE("causality: the routers after 2017 in LMs, as their sites describe them", "[models][causal][moe][router]") {
+  for (const std::string ffn :
+       {"{type: moe, experts: 4, k: 1, hidden: 16, gating: switch}",
+        "{type: moe, experts: 4, k: 2, hidden: 16, gating: switch, normalize: true, z_loss: 0.01}",
+        "{type: moe, experts: 8, k: 2, hidden: 8, shared: 1, gating: switch, moe_every: 2}",
+        "{type: moe, experts: 4, k: 2, hidden: 16, capacity_factor: 0.5}",
+        "{type: moe, experts: 4, k: 1, hidden: 16, gating: switch, capacity_factor: 0.5, eval_capacity_factor: 0.5}"}) {
+    INFO("transformer_lm ffn " << ffn);
+    const TransformerLm lm(TransformerLmConfig::from_yaml(YAML::Load(kLmBase + ", ffn: " + ffn + "}")));
+    REQUIRE(!lm.routed_sites().empty());
+    ParameterStore store(Device::cpu(), 11);
+    check_routed(lm_probe(lm), store, lm.routed_sites());
+  }
+  for (const std::string moe : {"{type: moe, experts: 4, k: 1, hidden: 16, gating: switch, capacity_factor: 0.5}",
+                                "{type: moe, experts: 8, k: 2, hidden: 8, groups: 2, k_secondary: 2, z_loss: 0.1}"}) {
+    INFO("lstm_lm moe " << moe);
+    const LstmLm lm(LstmLmConfig::from_yaml(
+        YAML::Load("{vocab: 12, embed_dim: 16, hidden: 16, layers: 2, dropout: 0, moe_after: [0], moe: " + moe + "}")));
+    ParameterStore store(Device::cpu(), 13);
+    check_routed(lm_probe(lm), store, lm.routed_sites());
+  }
+}
+
 TEST_CASE("causality: decoder-only LMs refuse routers that see later tokens, naming the key",
           "[models][causal][moe][router]") {
-  // Batchwise gating ranks the batch's tokens per expert in training.
-  CHECK_THROWS_WITH(TransformerLm(TransformerLmConfig::from_yaml(
-                        YAML::Load(kLmBase + ", ffn: {type: moe, experts: 4, k: 2, hidden: 16, gating: batchwise}}"))),
-                    Catch::Contains("model.ffn.gating: batchwise") && Catch::Contains("later tokens") &&
-                        Catch::Contains("transformer_lm"));
-  CHECK_THROWS_WITH(LstmLm(LstmLmConfig::from_yaml(YAML::Load(
-                        "{vocab: 12, embed_dim: 16, hidden: 16, layers: 2, moe_after: [0], moe: {type: moe, gating: "
-                        "batchwise}}"))),
-                    Catch::Contains("model.moe.gating: batchwise") && Catch::Contains("lstm_lm"));
+  // Batchwise ranks the batch's tokens per expert in training; expert choice a sentence's, always.
+  for (const std::string gating : {"batchwise", "expert_choice"}) {
+    INFO(gating);
+    CHECK_THROWS_WITH(TransformerLm(TransformerLmConfig::from_yaml(YAML::Load(
+                          kLmBase + ", ffn: {type: moe, experts: 4, k: 2, hidden: 16, gating: " + gating + "}}"))),
+                      Catch::Contains("model.ffn.gating: " + gating) && Catch::Contains("later tokens") &&
+                          Catch::Contains("transformer_lm"));
+    CHECK_THROWS_WITH(
+        LstmLm(LstmLmConfig::from_yaml(YAML::Load(
+            "{vocab: 12, embed_dim: 16, hidden: 16, layers: 2, moe_after: [0], moe: {type: moe, gating: " + gating +
+            "}}"))),
+        Catch::Contains("model.moe.gating: " + gating) && Catch::Contains("lstm_lm"));
+  }
+  // A masked LM sees the whole block anyway: expert choice is fine there.
+  const TransformerLm mlm(
+      TransformerLmConfig::from_yaml(YAML::Load("{type: transformer_mlm, vocab: 12, d_model: 16, ffn_dim: 32, heads: "
+                                                "4, layers: 2, max_positions: 32, ffn: {type: "
+                                                "moe, experts: 4, k: 2, hidden: 16, gating: expert_choice}}")));
+  CHECK(mlm.routed_sites().size() == 2);
 }
 
 TEST_CASE("causality: LSTM LMs, plain and with MoE layers", "[models][causal][lstm]") {
@@ -201,6 +237,32 @@ TEST_CASE("causality: translation decoders", "[models][causal][mt]") {
   for (const ExpertChoice experts : {ExpertChoice::mixture, ExpertChoice::sample}) check_mt(kMae + "}", experts);
   check_mt(kMae + ", gate_norm: {decoder_self: none, decoder_cross: none}}");
   check_mt(kMae + ", gate_norm: batch}", ExpertChoice::mixture, true);  // the paper's (and the control)
+}
+
+TEST_CASE("causality: translation decoders with the routers after 2017; expert choice in the encoder only",
+          "[models][causal][mt][router]") {
+  const std::string base =
+      "{src_vocab: 12, tgt_vocab: 12, d_model: 16, ffn_dim: 32, heads: 4, enc_layers: 2, dec_layers: 2, dropout: 0, "
+      "max_positions: 32, ffn: ";
+  for (const std::string ffn :
+       {"{type: moe, experts: 4, k: 2, hidden: 16, gating: {encoder: expert_choice, decoder: switch}}",
+        "{type: moe, experts: 4, k: 1, hidden: 16, gating: switch, capacity_factor: 0.5}",
+        "{type: moe, experts: 8, k: 2, hidden: 8, shared: 1, gating: {encoder: expert_choice, decoder: noisy_topk}}"}) {
+    INFO("transformer ffn " << ffn);
+    const TransformerModel net(TransformerConfig::from_yaml(YAML::Load(base + ffn + "}")));
+    ParameterStore store(Device::cpu(), 12);
+    check_routed(mt_probe(net), store, net.routed_sites());
+  }
+  CHECK_THROWS_WITH(TransformerModel(TransformerConfig::from_yaml(
+                        YAML::Load(base + "{type: moe, experts: 4, k: 2, hidden: 16, gating: expert_choice}}"))),
+                    Catch::Contains("model.ffn.gating: expert_choice") && Catch::Contains("decoder") &&
+                        Catch::Contains("incremental decoding"));
+  // The LSTM encoder-decoder: expert choice between encoder LSTMs reads the whole source sentence.
+  const LstmSeq2seq lstm(LstmSeq2seqConfig::from_yaml(YAML::Load(
+      "{src_vocab: 12, tgt_vocab: 12, d_model: 8, hidden: 8, enc_layers: 2, dropout: 0, moe: {type: moe, experts: 4, "
+      "k: 2, hidden: 8, gating: {encoder: expert_choice, decoder: switch}}}")));
+  ParameterStore store(Device::cpu(), 14);
+  check_routed(mt_probe(lstm), store, lstm.routed_sites());
 }
 
 TEST_CASE("causality: the LSTM encoder-decoder's decoder", "[models][causal][mt][seq2seq]") {
