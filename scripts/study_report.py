@@ -6,7 +6,8 @@ perplexity (the last validation of metrics.jsonl), test BLEU and chrF (translati
 (the train lines' tokens over their seconds), moe-train's wall seconds less validation, parameters total and active per
 token (moe-train --dry-run); each figure the mean +- the sample standard deviation over the seeds that
 ran (n given). Then the experts of each mixture model (seed 1, equal updates): mean gate entropy over
-its sites against its maximum (ln k for top-k gates, else ln E), the load CV (routed pairs for top-k routers, else argmax choices) and the
+its sites against its maximum (ln k for top-k gates, else ln E), the load CV (routed pairs for top-k routers, else argmax choices),
+the (token, slot) pairs a token capacity drops and the tokens no expert took (expert choice), and the
 tokens of highest PMI for the first experts of the first site; and the figures, copied beside the file.
 Readings written by hand live in docs/results/readings.md under '## mt', '## lm', '## lstm' and are
 inserted below their task's tables. Covered by tests/scripts/study_smoke.sh.
@@ -74,9 +75,23 @@ def table(rows, task, arm, order):
     return "\n".join(out)
 
 
+def dropped_cell(sites):
+    """The mean over sites of a token capacity's dropped (token, slot) pairs (training's factor unless applied)
+    and of the tokens no expert took; '-' where neither applies."""
+    parts = []
+    dropped = [s["dropped_fraction"] for s in sites if "dropped_fraction" in s]
+    if dropped:
+        parts.append(f"{100 * sum(dropped) / len(dropped):.1f}% at capacity {sites[0].get('capacity_factor', 0):g}")
+    unrouted = [s["unrouted_fraction"] for s in sites if "unrouted_fraction" in s]
+    if unrouted and sum(unrouted) > 0:
+        parts.append(f"{100 * sum(unrouted) / len(unrouted):.1f}% of tokens")
+    return "; ".join(parts) if parts else "-"
+
+
 def expert_rows(cells_dir: Path, order):
-    out = ["| model | sites | gate entropy (mean) | its maximum | load CV | tokens of highest PMI, first site, experts 0-2 |",
-           "|---|---|---|---|---|---|"]
+    out = ["| model | sites | gate entropy (mean) | its maximum | load CV | dropped; no expert | "
+           "tokens of highest PMI, first site, experts 0-2 |",
+           "|---|---|---|---|---|---|---|"]
     for model in order:
         path = cells_dir / f"{model}-updates-s1" / "experts.jsonl"
         if not path.exists():
@@ -88,12 +103,12 @@ def expert_rows(cells_dir: Path, order):
         top = sum(s.get("max_entropy_k", s["max_entropy"]) for s in sites) / len(sites)  # ln k for top-k gates
         if all(abs(s["entropy"] - s.get("max_entropy_k", s["max_entropy"])) < 1e-6 for s in sites):
             # UNI-MAE: constant uniform weights, so every argmax is a tie and "load" and PMI mean nothing
-            out.append(f"| {model} | {len(sites)} | {ent:.3f} | {top:.3f} | - | uniform gate by construction (no routing) |")
+            out.append(f"| {model} | {len(sites)} | {ent:.3f} | {top:.3f} | - | - | uniform gate by construction (no routing) |")
             continue
         cv = sum(s.get("routed_cv", s["argmax_cv"]) for s in sites) / len(sites)
         pmi = "; ".join(
             f"{e}: " + ", ".join(t["token"] for t in toks[:4]) for e, toks in enumerate(sites[0]["top_tokens"][:3]))
-        out.append(f"| {model} | {len(sites)} | {ent:.3f} | {top:.3f} | {cv:.3f} | {pmi} |")
+        out.append(f"| {model} | {len(sites)} | {ent:.3f} | {top:.3f} | {cv:.3f} | {dropped_cell(sites)} | {pmi} |")
     return "\n".join(out) if len(out) > 2 else ""
 
 

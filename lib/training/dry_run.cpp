@@ -8,13 +8,11 @@
 
 #include <cmath>
 #include <filesystem>
-#include <regex>
+#include <map>
 
 #include "common/error.h"
 #include "data/vocab.h"
 #include "graph/graph.h"
-#include "layers/moa.h"
-#include "layers/moe_ffn.h"
 #include "layers/sites.h"
 #include "models/model_registry.h"
 #include "training/dry_run_count.h"
@@ -33,55 +31,12 @@ int64_t vocab_size(const std::string& path, int64_t fallback, const std::string&
   return fallback;
 }
 
-/// The routed experts of the model's sites: E and the experts each token uses, and which parameters
-/// hold experts (their first axis is E).
-struct ExpertLayout {
-  int experts = 0;
-  double active = 0;
-  std::regex names;
-};
-
-/// Whether an LSTM model places MoE layers (its `moe` map, of type moe unless it says otherwise).
-bool has_moe_layers(const YAML::Node& config) {
-  for (const char* key : {"moe_after", "encoder_moe_after", "decoder_moe_after"})
-    if (config[key] && config[key].size() > 0) return true;
-  return false;
-}
-
-ExpertLayout expert_layout(const YAML::Node& config) {
-  ExpertLayout l;
-  const YAML::Node ffn = config["ffn"], lstm_moe = config["moe"];
-  const YAML::Node n = ffn && ffn.IsMap() && site_type(ffn, "dense") == "moe" ? ffn
-                       : has_moe_layers(config) && lstm_moe.IsMap() && site_type(lstm_moe, "moe") == "moe"
-                           ? lstm_moe
-                           : YAML::Node();
-  if (n.IsMap()) {
-    const MoeOptions m = moe_options_from_yaml(n, 1, 1);
-    l.experts = m.experts;
-    l.active = m.gating == MoeGating::noisy_topk && m.groups > 1 ? m.k * m.k_secondary : m.k;  // as moe_ffn.cpp
-    l.names = std::regex(R"(.*\.expert\.[wb]\d+$|^expert\.[wb]\d+$)");
-    return l;
-  }
-  const YAML::Node a = config["attention"];
-  if (a && a.IsMap() && site_type(a, "mha") == "moa") {
-    const MoaOptions o = MoaOptions::from_yaml(a, config["heads"] ? config["heads"].as<int>() : 8);
-    l.experts = o.experts;
-    l.active = o.k;
-    l.names = std::regex(R"((.*\.)?(q|o)\.w$)");
-  }
-  return l;
-}
-
-/// Expert parallelism: the experts per rank of the model's MoE site (0: none); clears it in `section`.
-int take_experts_per_rank(YAML::Node& section) {
-  for (const char* key : {"ffn", "moe"}) {
-    YAML::Node n = section[key];
-    if (!n || !n.IsMap() || !n["experts_per_rank"]) continue;
-    const int e = n["experts_per_rank"].as<int>();
-    n.remove("experts_per_rank");
-    return e;
-  }
-  return 0;
+/// The routed site whose parameters `name` is one of ("<prefix>.<expert leaf>"), or nullptr.
+const ModelRoutedSite* expert_site_of(const std::string& name, const std::vector<ModelRoutedSite>& sites) {
+  for (const ModelRoutedSite& s : sites)
+    for (const std::string& leaf : s.site.expert_params)
+      if (name == s.prefix + "." + leaf) return &s;
+  return nullptr;
 }
 
 /// Updates per epoch from the data (-1 when the data or a vocabulary is missing).
@@ -170,22 +125,24 @@ TrainBatch dry_run_batch(const TrainOptions& o, const YAML::Node& config) {
 
 DryRunReport dry_run(const TrainOptions& o, const DryRunOptions& dry) {
   DryRunReport r;
-  YAML::Node section = dry_run_model_section(o, dry);
-  const int per_rank = take_experts_per_rank(section);
-  const std::unique_ptr<Model> model = create_model(section);
+  // Built without a communicator, every MoE layer declares all its experts (one process's layout).
+  const std::unique_ptr<Model> model = create_model(dry_run_model_section(o, dry));
   const YAML::Node config = model->config_yaml();
   r.model_type = model->type();
   r.src_vocab = config["src_vocab"] ? config["src_vocab"].as<int64_t>() : config["vocab"].as<int64_t>();
   r.tgt_vocab = config["tgt_vocab"] ? config["tgt_vocab"].as<int64_t>() : r.src_vocab;
-  const ExpertLayout experts = expert_layout(config);
-  r.experts = experts.experts;
-  r.active = experts.active;
-  r.ranks = dry.ranks > 0 ? dry.ranks : per_rank > 0 ? experts.experts / per_rank : 1;
-  MOE_CHECK(per_rank == 0 || experts.experts > 0, "moe-train --dry-run: experts_per_rank ", per_rank,
-            " is set but the model has no MoE layer");
-  MOE_CHECK(per_rank == 0 || r.ranks * per_rank == experts.experts, "moe-train --dry-run: experts_per_rank ", per_rank,
-            " with ", experts.experts, " experts needs ", experts.experts / std::max(1, per_rank), " ranks, not ",
-            r.ranks);
+  // What the routed sites say of themselves (layers/sites.h): E, experts per token, expert parameters.
+  const std::vector<ModelRoutedSite> sites = model->routed_sites();
+  const RoutedSite* first = sites.empty() ? nullptr : &sites.front().site;
+  r.experts = first ? first->experts : 0;
+  r.active = first ? first->active : 0;
+  r.shared = first ? first->shared : 0;
+  for (const ModelRoutedSite& s : sites)
+    if (s.site.experts != r.experts || s.site.active != r.active) r.mixed_sites = true;
+  const int per_rank = first ? first->experts_per_rank : 0;
+  r.ranks = dry.ranks > 0 ? dry.ranks : per_rank > 0 ? r.experts / per_rank : 1;
+  MOE_CHECK(per_rank == 0 || r.ranks * per_rank == r.experts, "moe-train --dry-run: experts_per_rank ", per_rank,
+            " with ", r.experts, " experts needs ", r.experts / std::max(1, per_rank), " ranks, not ", r.ranks);
 
   ParameterStore store(Device::cpu(), o.seed);  // declared, never allocated
   const DType compute = o.dtype_auto ? (dry.gpu ? DType::bf16 : DType::f32) : o.dtype;
@@ -201,20 +158,19 @@ DryRunReport dry_run(const TrainOptions& o, const DryRunOptions& dry) {
   r.batch_length = o.task == TrainTaskKind::translation ? std::get<data::Batch>(batch.data).tgt_out.shape()[1]
                                                         : std::get<data::LmBatch>(batch.data).input.shape()[1];
 
+  double inactive = 0;  // expert parameters a token does not use: (1 - active / E) of each site's
+  std::map<std::string, int64_t> per_site;
   for (const ParamEntry& e : store.entries()) {
     if (e.state) continue;
     r.parameters += e.shape.numel();
-    if (r.experts > 0 && std::regex_match(e.name, experts.names) && e.shape.ndim() >= 2 && e.shape[0] == r.experts)
-      r.expert_parameters += e.shape.numel();
+    const ModelRoutedSite* s = expert_site_of(e.name, sites);
+    if (!s || e.shape.ndim() < 2 || e.shape[0] != s->site.experts) continue;
+    r.expert_parameters += e.shape.numel();
+    per_site[s->prefix] += e.shape.numel();
+    inactive += static_cast<double>(e.shape.numel()) * (1 - std::min(1.0, s->site.active / s->site.experts));
   }
-  if (r.experts > 0 && r.expert_parameters > 0) {
-    const std::regex router(R"((.*\.)?(gate\.w|router\.w)$)");
-    int sites = 0;
-    for (const ParamEntry& e : store.entries()) sites += std::regex_match(e.name, router);
-    r.per_expert = r.expert_parameters / (static_cast<int64_t>(r.experts) * std::max(1, sites));
-  }
-  r.active_per_token = r.parameters - static_cast<int64_t>(std::llround(static_cast<double>(r.expert_parameters) *
-                                                                        (1 - r.active / std::max(1, r.experts))));
+  if (!sites.empty() && per_site.count(sites.front().prefix)) r.per_expert = per_site[sites.front().prefix] / r.experts;
+  r.active_per_token = r.parameters - static_cast<int64_t>(std::llround(inactive));
   std::vector<int64_t> widths = {r.tgt_vocab};
   if (const int64_t k = config["sampled_softmax"] ? config["sampled_softmax"].as<int64_t>() : 0; k > 0)
     widths.insert(widths.end(), {k, k + 1});

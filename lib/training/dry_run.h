@@ -5,7 +5,10 @@
 // never allocates and a lazy graph that never runs, so every parameter and every node's shape and
 // dtype are known and nothing is computed. From them:
 //   parameters   total, per expert (one site's expert tensors / E: MoE FFN experts, MoA heads) and
-//                active per token (total - (1 - active / E) * expert tensors; hierarchical MoE: k * k2);
+//                active per token (total - sum over sites of (1 - active / E) * the site's expert tensors;
+//                hierarchical MoE: k * k2; shared experts count as always active), each routed site as it
+//                describes itself (Model::routed_sites, layers/sites.h: a token capacity's buffers and
+//                expert choice's picks show in the FLOPs, which count the graph's nodes);
 //   FLOPs        forward multiply-adds x 2 of the graph's matmul, linear, grouped GEMM and attention
 //                nodes per target token; training = 3 x forward (backward = 2 x forward);
 //   memory       per GPU, each buffer rounded as the device's caching allocator rounds it:
@@ -53,8 +56,10 @@ struct DryRunReport {
   int ranks = 1;
   int64_t batch_rows = 0, batch_length = 0, batch_targets = 0;
   int64_t parameters = 0, expert_parameters = 0, per_expert = 0, active_per_token = 0;
-  int experts = 0;    // per site (0: no routed experts)
-  double active = 0;  // experts active per token (per site)
+  int experts = 0;           // per site (0: no routed experts), the first routed site's
+  double active = 0;         // experts active per token (per site)
+  int shared = 0;            // shared experts per site (always active)
+  bool mixed_sites = false;  // the routed sites differ in experts or experts per token
   double forward_flops_per_token = 0, train_flops_per_token = 0;
   int64_t updates_per_epoch = -1;  // -1: unknown (no data)
   std::string schedule;            // e.g. "linear, 2000 warm-up, over 60 epochs x 1234 updates"

@@ -39,9 +39,10 @@ std::string DryRunReport::render() const {
                               tgt_vocab != src_vocab ? fmt::format(" -> {}", tgt_vocab) : std::string());
   s += fmt::format("parameters       {} total", count(static_cast<double>(parameters)));
   if (experts > 0 && expert_parameters > 0)
-    s += fmt::format(", {} per expert ({} experts per site, {:g} active), {} active per token",
+    s += fmt::format(", {} per expert ({} experts per site, {:g} active{}{}), {} active per token",
                      count(static_cast<double>(per_expert)), experts, active,
-                     count(static_cast<double>(active_per_token)));
+                     shared > 0 ? fmt::format(" + {} shared", shared) : std::string(),
+                     mixed_sites ? "; other sites differ" : "", count(static_cast<double>(active_per_token)));
   s += "\n";
   s += fmt::format("FLOPs            {} per target token forward, {} training (3x)\n", count(forward_flops_per_token),
                    count(train_flops_per_token));

@@ -79,6 +79,7 @@ void ExpertCollector::add(const std::string& group, const GateRecorder& recorder
         it = sites_.end() - 1;
       }
       SiteStats& st = **it;
+      st.add_record_info(r);
       MOE_CHECK(st.experts() == e && st.per_sentence() == per_sentence, "experts: site ", site, " reported gates ",
                 r.probs.shape(), " after gates over ", st.experts(), " experts");
       const std::vector<float> probs = r.probs.to_vector<float>();

@@ -80,8 +80,9 @@ void write_expert_text(std::ostream& out, const ExpertReport& r) {
         << (routed ? std::to_string(s.k) : "") << "]\n"
         << "instances " << s.instances << ", entropy " << fixed(s.entropy, 4)
         << " nats (ln E = " << fixed(s.max_entropy, 4) << ")";
-    if (s.family == "moe")
-      out << "; the sparse gate has at most k = " << s.k << " nonzeros: ln k = " << fixed(std::log(s.k), 4);
+    if (s.max_per_token > 0)
+      out << "; the sparse gate has at most k = " << s.max_per_token
+          << " nonzeros: ln k = " << fixed(std::log(s.max_per_token), 4);
     if (routed) out << ", routed pairs " << s.routed_pairs;
     out << "\n  expert   argmax%  importance%" << (routed ? "   routed%" : "") << "\n";
     for (int64_t e = 0; e < s.experts; ++e) {
@@ -94,7 +95,17 @@ void write_expert_text(std::ostream& out, const ExpertReport& r) {
     out << "  balance: argmax " << balance_cells(s.argmax_share, s.argmax_balance) << "; importance "
         << balance_cells(s.importance_share, s.importance_balance);
     if (routed) out << "; routed " << balance_cells(s.routed_share, s.routed_balance);
-    out << "\n  top tokens by PMI (pmi n(t,e)/n(t)):\n";
+    out << "\n";
+    if (routed && s.unrouted > 0)
+      out << "  tokens with no expert: " << fixed(100.0 * s.unrouted / s.routed_tokens, 2) << "% (" << s.unrouted
+          << " of " << s.routed_tokens << ")\n";
+    if (const CapacityRecord& c = s.capacity; c.factor > 0)
+      out << "  capacity factor " << c.factor
+          << (c.applied ? " (applied)" : " (training's, measured: inference keeps every token's experts)")
+          << ": dropped " << fixed(100.0 * static_cast<double>(c.dropped) / std::max<int64_t>(1, c.pairs), 2) << "% of "
+          << c.pairs << " (token, slot) pairs; capacity use "
+          << fixed(100.0 * static_cast<double>(c.kept) / std::max<int64_t>(1, c.slots), 2) << "% of the slots\n";
+    out << "  top tokens by PMI (pmi n(t,e)/n(t)):\n";
     for (int64_t e = 0; e < s.experts; ++e) {
       out << "  e" << e << ":";
       if (s.top_tokens[static_cast<size_t>(e)].empty()) out << "  -";
@@ -115,7 +126,17 @@ void write_expert_json(std::ostream& out, const ExpertReport& r) {
     o.add("argmax_cv", s.argmax_balance.cv).add("argmax_max_over_mean", s.argmax_balance.max_over_mean);
     o.add("importance_share", s.importance_share).add("importance_cv", s.importance_balance.cv);
     o.add("importance_max_over_mean", s.importance_balance.max_over_mean);
-    if (s.family == "moe") o.add("max_entropy_k", std::log(static_cast<double>(s.k)));
+    if (s.max_per_token > 0) {
+      o.add("max_per_token", s.max_per_token);
+      o.add("max_entropy_k", std::log(static_cast<double>(s.max_per_token)));
+    }
+    if (!s.routed_share.empty() && s.routed_tokens > 0)
+      o.add("unrouted_fraction", static_cast<double>(s.unrouted) / static_cast<double>(s.routed_tokens));
+    if (const CapacityRecord& c = s.capacity; c.factor > 0) {
+      o.add("capacity_factor", c.factor).add("capacity_applied", c.applied);
+      o.add("dropped_fraction", static_cast<double>(c.dropped) / static_cast<double>(std::max<int64_t>(1, c.pairs)));
+      o.add("capacity_use", static_cast<double>(c.kept) / static_cast<double>(std::max<int64_t>(1, c.slots)));
+    }
     if (!s.routed_share.empty()) {
       o.add("k", s.k).add("routed_pairs", s.routed_pairs).add("routed_share", s.routed_share);
       o.add("routed_cv", s.routed_balance.cv).add("routed_max_over_mean", s.routed_balance.max_over_mean);

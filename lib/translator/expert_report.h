@@ -3,7 +3,9 @@
 // Lines (--format json): one object per site ("type": "site"), then one summary object ("type":
 // "summary": the run, and per group the mean over its sites of the average gate entropy next to the
 // mean ln E, as MAE §5.1 averages over layers). Expert indices are 0-based; numbers are JSON numbers.
-// MoE sites also give ln k, the largest entropy of a gate with k nonzeros.
+// Sites whose gates have at most k nonzeros (top-k routers) also give ln k, the largest entropy of such a
+// gate; routers report the tokens no expert took, and a token capacity its dropped (token, slot) pairs and
+// the use of its slots (expert_stats.h), beside the load and the entropy.
 // Covered by tests/translator/experts_command_test.cpp.
 #pragma once
 #include <iosfwd>

@@ -115,12 +115,30 @@ void SiteStats::add_routed(std::span<const int32_t> experts_, std::span<const fl
   MOE_CHECK(experts_.size() == gates.size(), "site ", s_.site, ": ", experts_.size(), " routed experts but ",
             gates.size(), " gates");
   max_slots_ = std::max(max_slots_, static_cast<int>(experts_.size()));
+  int pairs = 0;
   for (size_t j = 0; j < experts_.size(); ++j) {
     if (experts_[j] < 0 || gates[j] <= 0) continue;
     MOE_CHECK(experts_[j] < experts(), "site ", s_.site, ": routed expert ", experts_[j], " of ", experts());
     routed_[static_cast<size_t>(experts_[j])] += 1;
     ++s_.routed_pairs;
+    ++pairs;
   }
+  ++s_.routed_tokens;
+  if (pairs == 0) ++s_.unrouted;
+}
+
+void SiteStats::add_record_info(const GateRecord& r) {
+  s_.max_per_token = std::max(s_.max_per_token, r.max_per_token);
+  const CapacityRecord& c = r.capacity;
+  if (c.factor <= 0) return;
+  CapacityRecord& t = s_.capacity;
+  t.factor = c.factor;
+  t.applied = c.applied;
+  t.capacity = c.capacity;  // the last call's
+  t.pairs += c.pairs;
+  t.dropped += c.dropped;
+  t.kept += c.kept;
+  t.slots += c.slots;
 }
 
 void SiteStats::add_event(const std::string& token, int expert, int64_t n) {

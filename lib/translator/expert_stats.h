@@ -8,6 +8,12 @@
 //   importance share m_e = sum over instances of g_e / #instances (the mean gate probability)
 //   routed share     r_e = #{routed (token, slot) pairs on e} / #routed pairs (top-k routers; pairs with
 //                    gate 0, e.g. batchwise gates under their thresholds, are not routed)
+//   unrouted         the share of a router's tokens with no routed pair (expert choice, batchwise: no expert
+//                    took them; a token capacity's drops are counted apart)
+//   capacity         a token capacity C per expert (MoE routers where tokens pick experts, capacity_factor):
+//                    dropped = sum_e max(0, n_e - C) / sum_e n_e of the routed (token, slot) pairs, and
+//                    capacity use = sum_e min(n_e, C) / (E C), summed over the recorded calls (applied at
+//                    inference with eval_capacity_factor, else measured at training's factor)
 //   load balance of a share vector x (mean 1/E): CV = sqrt(mean_e (x_e - mean)^2) / mean (population
 //                    standard deviation, as the MoE paper's CV), and max/mean = max_e x_e / mean
 //   PMI(t, e)        = ln( n(t,e) N / (n(t) n(e)) ) over a table of (token, expert) events with
@@ -22,6 +28,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include "layers/gate_recorder.h"
 
 namespace moe {
 
@@ -54,6 +62,9 @@ struct SiteSummary {
   bool per_sentence = false;
   int64_t experts = 0, instances = 0, routed_pairs = 0, pmi_events = 0;
   int k = 0;                                                         // slots per token of a top-k router (0: no router)
+  int max_per_token = 0;                    // a token's gate has at most this many nonzeros (the record's; 0: no bound)
+  int64_t routed_tokens = 0, unrouted = 0;  // a router's token instances, and those with no routed pair
+  CapacityRecord capacity;                  // summed over the calls (factor 0: none)
   double entropy = 0, max_entropy = 0;                               // mean H(g); ln E
   std::vector<double> argmax_share, importance_share, routed_share;  // routed: empty without a router
   Balance argmax_balance, importance_balance, routed_balance;
@@ -69,6 +80,8 @@ class SiteStats {
   int add_gate(std::span<const float> g);
   /// One token's routed slots: experts (-1 = empty) and gates; slots with gate <= 0 are not routed.
   void add_routed(std::span<const int32_t> experts, std::span<const float> gates);
+  /// A record's bound on nonzero gates and its token capacity (GateRecord::max_per_token, capacity).
+  void add_record_info(const GateRecord& r);
   /// One (token, expert) event for the PMI table.
   void add_event(const std::string& token, int expert, int64_t n = 1);
   SiteSummary summary(int64_t min_count, int top) const;

@@ -135,13 +135,44 @@ TEST_CASE("dry run: an LSTM's MoE layer counts as experts without a type; none w
   CHECK(r.experts == 8);
   CHECK(r.active == 4);  // hierarchical: 2 groups x 2 experts
   CHECK(r.expert_parameters == 8 * 2 * 16 * 32);
-  // The same map with no layer placed (moe_after: []) is no expert at all, and experts_per_rank says so.
+  // The same map with no layer placed (moe_after: []) is no expert at all.
   const TrainOptions none = options("1b-word-moe-4.yml", {{"model.moe", moe}, {"model.moe_after", "[]"},
                                                           {"model.embed_dim", "16"}, {"model.hidden", "16"}});
   CHECK(dry_run(none, on_cpu()).experts == 0);
-  const TrainOptions placed = options(
-      "1b-word-moe-4.yml", {{"model.moe", "{experts: 8, experts_per_rank: 4}"}, {"model.moe_after", "[]"}});
-  CHECK_THROWS_WITH(dry_run(placed, on_cpu()), Catch::Contains("has no MoE layer"));
+  // Expert parallelism: the ranks follow from the site's experts_per_rank.
+  const TrainOptions placed = options("1b-word-moe-4.yml", {{"model.moe", "{experts: 8, experts_per_rank: 4}"},
+                                                            {"model.embed_dim", "16"},
+                                                            {"model.hidden", "16"},
+                                                            {"model.sampled_softmax", "0"}});
+  CHECK(dry_run(placed, on_cpu()).ranks == 2);
+}
+
+TEST_CASE("dry run: the routers after 2017, as their sites describe themselves", "[training][dry_run][router]") {
+  // ci-tiny (2 + 2 layers, d 64): MoE in every second layer (l1 of each stack), 8 experts of 64 -> 128 -> 64,
+  // k 2, one shared expert of the same size (always active: never counted out).
+  const DryRunReport r = dry_run(
+      options("ci-tiny.yml", {{"model.ffn", "{type: moe, experts: 8, k: 2, hidden: 128, moe_every: 2, shared: 1}"}}),
+      on_cpu());
+  CHECK(r.experts == 8);
+  CHECK(r.shared == 1);
+  CHECK(r.per_expert == 2 * 64 * 128);
+  CHECK(r.expert_parameters == 2 * 8 * 2 * 64 * 128);
+  CHECK(r.active_per_token == r.parameters - 2 * 6 * 2 * 64 * 128);
+  CHECK_THAT(r.render(), Catch::Contains("2 active + 1 shared"));
+  // Expert choice in the encoder (k 1: one expert per token on average), Switch top-2 in the decoder.
+  const DryRunReport mixed = dry_run(
+      options("ci-tiny.yml", {{"model.ffn",
+                               "{type: moe, experts: 8, k: 1, hidden: 128, gating: {encoder: expert_choice, decoder: "
+                               "switch}}"}}),
+      on_cpu());
+  CHECK(mixed.active_per_token == mixed.parameters - 4 * 7 * 2 * 64 * 128);
+  // A token capacity runs every expert on C rows: the FLOPs grow with the factor.
+  const auto flops = [](const std::string& ffn) {
+    return dry_run(options("ci-tiny.yml", {{"model.ffn", ffn}}), on_cpu()).forward_flops_per_token;
+  };
+  const double dropless = flops("{type: moe, gating: switch, experts: 8, k: 1, hidden: 128}");
+  const double doubled = flops("{type: moe, gating: switch, experts: 8, k: 1, hidden: 128, capacity_factor: 2.0}");
+  CHECK(doubled > dropless * 1.1);
 }
 
 TEST_CASE("dry run: vocabulary sizes and memory sizes", "[training][dry_run]") {
