@@ -4,7 +4,7 @@
 // gradients of the tokens, of the gates (summed over ranks, as data parallelism does) and of this
 // rank's experts must agree, with the balancing losses of the global batch. Flat top-k and the
 // hierarchical gate, with and without expert biases. The routers after 2017 (Switch with a token capacity,
-// expert choice within sentences, shared experts, the z-loss)
+// expert choice within sentences, loss-free balancing with its bias step, shared experts, the z-loss)
 // against the same layer in one process holding every expert on the rank's own tokens, with the
 // statistics of the global batch (a token capacity is per rank's batch, as GShard's per group): one
 // process equals the expert-parallel ranks. ctest runs it with 1, 2 and 4 processes.
@@ -167,6 +167,7 @@ Result run_routed(const MoeOptions& opt, bool local, std::vector<float>* bias) {
     w.experts.layers.push_back(leaf(local && c.world() > 1 ? full.rows(rank * e, e).clone() : full));
   }
   const Tensor b0 = Tensor::from_vector(std::vector<float>{0.1f, -0.1f, 0.f, 0.2f, 0.f, 0.f, -0.2f, 0.f}, Shape{8});
+  if (opt.router->name() == "loss_free") w.router["gate.bias"] = g.input(b0);
   MoeOptions o = opt;
   if (!local) o.experts_per_rank = 0;
   std::vector<uint8_t> pad(static_cast<size_t>(rows), 1);
@@ -230,6 +231,12 @@ TEST_CASE("dist: expert-parallel ranks equal one process for the routers after 2
     INFO(yaml);
     check_routed(moe_options_from_yaml(YAML::Load(yaml), 8, 6));
   }
+}
+
+TEST_CASE("dist: expert-parallel ranks equal one process for loss-free balancing, its bias step included",
+          "[dist][expert_parallel]") {
+  check_routed(
+      moe_options_from_yaml(YAML::Load("{type: moe, gating: loss_free, k: 2, bias_rate: 0.5, shared: 2}"), 8, 6));
 }
 
 TEST_CASE("dist: all_reduce_sum and all_to_all_rows nodes", "[dist]") {

@@ -1,7 +1,8 @@
 // CPU-vs-CUDA parity of the MoE layer with the routers after 2017 and what it adds around any router
 // (lib/layers/moe_router_*.cpp, moe_capacity.cpp, moe_ffn.cpp): Switch top-1 with a token capacity and its
 // balancing loss, top-2 noisy_topk (noise off) with a capacity and the z-loss, expert choice within padded
-// sentences, shared experts; outputs and the gradients of tokens, gate and experts in f32 and bf16, in training and at
+// sentences, loss-free routing with a bias and its in-place step (sgd_update on the device), shared
+// experts; outputs and the gradients of tokens, gate and experts in f32 and bf16, in training and at
 // inference. Inputs are rounded to bf16 first so both devices route the same way. Skipped without a GPU.
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -38,6 +39,9 @@ test::Builder layer_of(const MoeOptions& o, const RouterContext& base) {
     w.w_gate = f32(in[1]);
     w.experts.layers = {in[2], in[3]};
     if (o.shared > 0) w.shared.layers = {in[4], in[5]};
+    if (o.router->name() == "loss_free")
+      w.router["gate.bias"] = g.input(
+          Tensor::from_vector(std::vector<float>{0.05f, 0, -0.05f, 0, 0.1f, 0, 0, -0.1f}, Shape{8}, g.device()));
     RouterContext c = base;
     c.training = g.training();
     const MoeOutput out = moe_forward(in[0], w, o, c);
@@ -79,4 +83,29 @@ TEST_CASE("moe routers parity: switch, capacity, z-loss, expert choice, shared e
         "{type: moe, experts: 8, k: 2, noisy: false, capacity_factor: 0.75, z_loss: 0.001}",
         "{type: moe, gating: expert_choice, experts: 8, k: 2, shared: 2}"})
     check_layer_parity(yaml);
+}
+
+TEST_CASE("moe routers parity: loss-free routing; its bias steps alike on both devices", "[gpu][moe][router]") {
+  check_layer_parity("{type: moe, gating: loss_free, experts: 8, k: 2, bias_rate: 0, shared: 2}");
+  const MoeOptions o =
+      moe_options_from_yaml(YAML::Load("{type: moe, gating: loss_free, experts: 8, k: 2, bias_rate: 0.25}"), kD, kH);
+  const std::vector<Tensor> inputs = layer_inputs(8, 41);
+  std::vector<float> after[2];  // a training forward with bias_rate 0.25
+  for (int dev = 0; dev < 2; ++dev) {
+    const Device device = dev == 0 ? Device::cpu() : Device::cuda(0);
+    Graph g(device, nullptr, GraphOptions{.training = true});
+    auto f32 = [&](const Tensor& t) {
+      return g.input(Tensor::from_vector(t.to_vector<double>(), t.shape(), device, DType::f32));
+    };
+    MoeWeights w;
+    w.w_gate = f32(inputs[1]);
+    w.experts.layers = {f32(inputs[2]), f32(inputs[3])};
+    const Tensor bias = Tensor::zeros(Shape{8}, DType::f32, device);
+    w.router["gate.bias"] = g.input(bias);
+    moe_forward(f32(inputs[0]), w, o, {}, {}, true);
+    g.forward();
+    after[dev] = bias.to_vector<float>();
+  }
+  CHECK(after[0] == after[1]);
+  CHECK(std::count(after[0].begin(), after[0].end(), 0.f) < 8);  // it moved
 }

@@ -1,4 +1,4 @@
-// The MoE routers after 2017 (lib/layers/moe_router*.cpp) and
+// The MoE routers after 2017 (lib/layers/moe_router*.cpp; loss_free: moe_router_loss_free_test.cpp) and
 // what the layer adds around any router (moe_ffn.cpp): each routing against a direct computation on small
 // inputs (which tokens go where, the combine weights, the losses), finite-difference gradients (f64), the
 // router z-loss, shared experts, moe_every and the sites' descriptions; the registry, its keys and errors.

@@ -10,7 +10,7 @@
 // Controls, which show the probe can fail: MAE gates with gate_norm batch (the paper's BatchNorm)
 // leak in training, and the strictly balanced batchwise MoE gate couples the batch in training
 // (by design, docs/MODELS.md §3.10: it ranks rows per expert over the batch); both are causal in inference.
-// The MoE routers after 2017 (Switch, shared experts, moe_every, a token capacity):
+// The MoE routers after 2017 (Switch, shared experts, moe_every, a token capacity; loss-free balancing):
 // what the probe expects is read from the models' routed sites (Model::routed_sites: each site's
 // RoutingScope in training and inference), never from option names: a capacity (scope `earlier`) keeps
 // every earlier position as it was but lets one row move another's routing; a router that sees later
@@ -276,4 +276,28 @@ TEST_CASE("causality: the LSTM encoder-decoder's decoder", "[models][causal][mt]
     // the decoder's site says so (RoutingScope batch, then token).
     check_routed(mt_probe(net), store, net.routed_sites());
   }
+}
+
+TEST_CASE("causality: loss-free balancing routes each token on its own", "[models][causal][moe][router]") {
+  // bias_rate 0: the probe runs a graph twice, and a stepped bias would move everything between the runs
+  // (a batch routes by the bias of before it; the bias steps after the batch's forward).
+  for (const std::string ffn : {"{type: moe, experts: 4, k: 2, hidden: 16, gating: loss_free, bias_rate: 0}",
+                                "{type: moe, experts: 4, k: 2, hidden: 16, gating: loss_free, bias_rate: 0, "
+                                "capacity_factor: 0.75}"}) {
+    INFO("transformer_lm ffn " << ffn);
+    const TransformerLm lm(TransformerLmConfig::from_yaml(YAML::Load(kLmBase + ", ffn: " + ffn + "}")));
+    ParameterStore store(Device::cpu(), 11);
+    check_routed(lm_probe(lm), store, lm.routed_sites());
+  }
+  const LstmLm lstm(LstmLmConfig::from_yaml(
+      YAML::Load("{vocab: 12, embed_dim: 16, hidden: 16, layers: 2, dropout: 0, moe_after: [0], moe: {type: moe, "
+                 "experts: 4, k: 2, hidden: 16, gating: loss_free, bias_rate: 0}}")));
+  ParameterStore store(Device::cpu(), 13);
+  check_routed(lm_probe(lstm), store, lstm.routed_sites());
+  const TransformerModel mt(TransformerConfig::from_yaml(YAML::Load(
+      "{src_vocab: 12, tgt_vocab: 12, d_model: 16, ffn_dim: 32, heads: 4, enc_layers: 2, dec_layers: 2, dropout: 0, "
+      "max_positions: 32, ffn: {type: moe, experts: 8, k: 2, hidden: 8, shared: 1, bias_rate: 0, gating: {encoder: "
+      "expert_choice, decoder: loss_free}}}")));
+  ParameterStore mt_store(Device::cpu(), 12);
+  check_routed(mt_probe(mt), mt_store, mt.routed_sites());
 }

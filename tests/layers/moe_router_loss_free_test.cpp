@@ -1,0 +1,181 @@
+// Router loss_free (lib/layers/moe_router_loss_free.cpp; DeepSeek-V3's balancing without an auxiliary
+// loss): the bias chooses the experts and the gates ignore it (against a direct computation with sigmoid
+// and softmax scores), the bias steps by bias_rate against the load once a training graph ran (in place,
+// a state of the store that checkpoints keep), finite-difference gradients (f64), its keys and the z-loss.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <numeric>
+
+#include "graph/expr/shape_ops.h"
+#include "layers/moe_ffn.h"
+#include "layers/sites.h"
+#include "support/gradcheck.h"
+
+using namespace moe;
+
+namespace {
+using Vec = std::vector<double>;
+
+MoeOptions options(const std::string& yaml, int64_t d, int64_t h) {
+  return moe_options_from_yaml(YAML::Load(yaml), d, h);
+}
+
+/// Host expert e: relu(x W1[e]) W2[e] * (h/d)^-1/2 (autoscale).
+Vec host_expert(const Vec& x, const Vec& w1, const Vec& w2, int e, int64_t d, int64_t h) {
+  Vec hid(static_cast<size_t>(h), 0.0), y(static_cast<size_t>(d), 0.0);
+  for (int64_t j = 0; j < h; ++j) {
+    for (int64_t i = 0; i < d; ++i) hid[j] += x[i] * w1[(e * d + i) * h + j];
+    hid[j] = std::max(hid[j], 0.0);
+  }
+  const double s = 1.0 / std::sqrt(double(h) / double(d));
+  for (int64_t i = 0; i < d; ++i)
+    for (int64_t j = 0; j < h; ++j) y[i] += hid[j] * w2[(e * h + j) * d + i] * s;
+  return y;
+}
+
+/// Rows of x W (host): [R, n].
+Vec host_logits(const Vec& x, const Vec& w, int64_t rows, int64_t d, int64_t n) {
+  Vec l(static_cast<size_t>(rows * n), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t e = 0; e < n; ++e)
+      for (int64_t i = 0; i < d; ++i) l[r * n + e] += x[r * d + i] * w[i * n + e];
+  return l;
+}
+
+Vec softmax_rows(const Vec& l, int64_t rows, int64_t n) {
+  Vec p(l.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double mx = -1e300, z = 0;
+    for (int64_t e = 0; e < n; ++e) mx = std::max(mx, l[r * n + e]);
+    for (int64_t e = 0; e < n; ++e) z += std::exp(l[r * n + e] - mx);
+    for (int64_t e = 0; e < n; ++e) p[r * n + e] = std::exp(l[r * n + e] - mx) / z;
+  }
+  return p;
+}
+
+/// Indices of the k largest of v (ties: lower index first).
+std::vector<int> top_indices(const Vec& v, int k) {
+  std::vector<int> order(v.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return v[a] > v[b]; });
+  order.resize(static_cast<size_t>(k));
+  return order;
+}
+
+struct Layer {
+  int64_t rows, d, h;
+  int n;
+  Tensor x, wg, w1, w2;
+};
+Layer layer(int64_t rows, int64_t d, int64_t h, int n, uint32_t seed) {
+  return {rows,
+          d,
+          h,
+          n,
+          test::random_tensor(Shape{rows, d}, seed),
+          test::random_tensor(Shape{d, n}, seed + 1, -2, 2),
+          test::random_tensor(Shape{n, d, h}, seed + 2),
+          test::random_tensor(Shape{n, h, d}, seed + 3)};
+}
+
+/// y on the host from (expert, token, weight) assignments.
+Vec host_combine(const Layer& L, const std::vector<std::tuple<int, int, double>>& assignments) {
+  const Vec X = L.x.to_vector<double>(), W1 = L.w1.to_vector<double>(), W2 = L.w2.to_vector<double>();
+  Vec y(static_cast<size_t>(L.rows * L.d), 0.0);
+  for (const auto& [e, t, w] : assignments) {
+    const Vec xt(X.begin() + t * L.d, X.begin() + (t + 1) * L.d);
+    const Vec o = host_expert(xt, W1, W2, e, L.d, L.h);
+    for (int64_t c = 0; c < L.d; ++c) y[t * L.d + c] += w * o[c];
+  }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("moe router loss_free: registered with its keys", "[layers][moe][router]") {
+  CHECK_THAT(RouterRegistry::instance().names(), Catch::Contains("loss_free"));
+  CHECK(options("{type: moe, gating: loss_free, bias_rate: 0.01, score: softmax}", 8, 16).router->name() ==
+        "loss_free");
+  CHECK_THROWS_WITH(options("{type: moe, gating: loss_free, score: tanh}", 8, 16),
+                    Catch::Contains("model.ffn.score") && Catch::Contains("sigmoid | softmax"));
+  CHECK_THAT(SiteRegistry::instance().help_text(),
+             Catch::Contains("model.ffn.gating: loss_free") && Catch::Contains("bias_rate"));
+  const RoutedSite s = *SiteRegistry::instance()
+                            .ffn(YAML::Load("{type: moe, gating: loss_free, capacity_factor: 1}"), FfnShape{8, 16})
+                            ->routed(FfnRole::lm, 0);
+  CHECK((s.training == RoutingScope::earlier && s.inference == RoutingScope::token));
+}
+
+TEST_CASE("moe router loss_free: the bias chooses the experts, the gates ignore it, the bias steps against the load",
+          "[layers][moe][router]") {
+  const Layer L = layer(10, 4, 5, 4, 50);
+  const std::vector<float> b0 = {0.3f, 0.f, 0.f, -0.3f};
+  for (const std::string score : {"sigmoid", "softmax"}) {
+    INFO(score);
+    const MoeOptions o =
+        options("{type: moe, gating: loss_free, experts: 4, k: 2, bias_rate: 0.125, score: " + score + "}", L.d, L.h);
+    Graph g(Device::cpu());
+    MoeWeights w;
+    w.w_gate = g.input(L.wg);
+    w.experts.layers = {g.input(L.w1), g.input(L.w2)};
+    const Tensor bias = Tensor::from_vector(b0, Shape{4});
+    w.router["gate.bias"] = g.input(bias);
+    const MoeOutput out = moe_forward(g.input(L.x), w, o, {}, {}, true);
+    g.forward();
+    const Vec l = host_logits(L.x.to_vector<double>(), L.wg.to_vector<double>(), L.rows, L.d, L.n);
+    const Vec P = softmax_rows(l, L.rows, L.n);
+    std::vector<std::tuple<int, int, double>> want;
+    Vec load(4, 0.0);
+    for (int64_t t = 0; t < L.rows; ++t) {
+      Vec s(4), biased(4);
+      for (int e = 0; e < 4; ++e) {
+        s[e] = score == "sigmoid" ? 1 / (1 + std::exp(-l[t * 4 + e])) : P[t * 4 + e];
+        biased[e] = s[e] + b0[e];
+      }
+      const std::vector<int> chosen = top_indices(biased, 2);
+      const double z = s[chosen[0]] + s[chosen[1]];
+      for (int e : chosen) {
+        want.emplace_back(e, int(t), score == "sigmoid" ? s[e] / z : s[e]);
+        load[e] += 1;
+      }
+    }
+    const auto ex = out.routing.expert.val().to_vector<int32_t>();
+    const Vec wt = out.routing.weight.val().to_vector<double>();
+    REQUIRE(ex.size() == want.size());
+    for (size_t a = 0; a < ex.size(); ++a) {
+      CHECK(ex[a] == std::get<0>(want[a]));
+      CHECK(wt[a] == Approx(std::get<2>(want[a])).margin(1e-12));
+    }
+    const Vec y = out.y.val().to_vector<double>(), ref = host_combine(L, want);
+    for (size_t i = 0; i < y.size(); ++i) CHECK(y[i] == Approx(ref[i]).margin(1e-12));
+    CHECK(out.losses.empty());
+    // b_i += 0.125 sign(mean load - load_i), in place, once the training graph ran.
+    const std::vector<float> after = bias.to_vector<float>();
+    for (int e = 0; e < 4; ++e) {
+      const double diff = 5.0 - load[e];  // mean load = 10 tokens x 2 / 4 experts
+      CHECK(after[e] == Approx(b0[e] + 0.125 * (diff > 0 ? 1 : diff < 0 ? -1 : 0)));
+    }
+  }
+  // Gradients (rate 0: the bias stays; it takes none itself).
+  const MoeOptions o = options("{type: moe, gating: loss_free, experts: 4, k: 2, bias_rate: 0}", L.d, L.h);
+  auto build = [&](Graph& g, const std::vector<Expr>& in) {
+    MoeWeights v;
+    v.w_gate = in[1];
+    v.experts.layers = {in[2], in[3]};
+    v.router["gate.bias"] = g.input(Tensor::from_vector(b0, Shape{4}));
+    return moe_forward(in[0], v, o, {}, {}, true).y;
+  };
+  CHECK(test::gradcheck({L.x, L.wg, L.w1, L.w2}, build) < 1e-6);
+  // Through the builder the bias is a state of the store, saved with the checkpoint, stepped by training graphs.
+  ParameterStore store(Device::cpu());
+  const MoeOptions fast = options("{type: moe, gating: loss_free, experts: 4, k: 1, bias_rate: 0.5}", 4, 8);
+  for (bool training : {true, false}) {
+    Graph g(Device::cpu(), &store, GraphOptions{.training = training});
+    moe_layer(Builder(g, "moe0"), g.input(test::random_tensor(Shape{16, 4}, 61, -1, 1, DType::f32)), fast);
+    g.forward();
+  }
+  const std::vector<float> stepped = store.value("moe0.gate.bias").to_vector<float>();  // one training step
+  CHECK(std::count_if(stepped.begin(), stepped.end(), [](float v) { return std::abs(v) == 0.5f; }) >= 2);
+  CHECK(store.entry(store.find("moe0.gate.bias")).state);
+}
