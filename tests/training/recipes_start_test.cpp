@@ -61,8 +61,16 @@ const std::map<std::string, Overrides>& reduced_sizes() {
       {"1b-word-moe-4096-h.yml", parallel},
       {"1b-word-moe-34m.yml", parallel},
       {"1b-word-moe-143m.yml", parallel + Overrides{{"model.hidden", "2048"}}},  // LSTM cells (4096)
-      // 8 experts of 512 -> 2048 -> 512 at 12 sites: a hidden layer of 256 (E and k as written).
+      // 8 experts of 512 -> 2048 -> 512 at 12 sites: a hidden layer of 256 (E and k as written); the routers
+      // after 2017 on the same experts likewise (DeepSeekMoE's 32 of 512: 64), and on the WikiText sample.
       {"multi30k-en-de-moe.yml", {{"model.ffn.hidden", "256"}}},
+      {"multi30k-en-de-switch.yml", {{"model.ffn.hidden", "256"}}},
+      {"multi30k-en-de-expert-choice.yml", {{"model.ffn.hidden", "256"}}},
+      {"multi30k-en-de-loss-free.yml", {{"model.ffn.hidden", "256"}}},
+      {"multi30k-en-de-deepseek.yml", {{"model.ffn.hidden", "64"}}},
+      {"wikitext103-sample-switch.yml", {{"model.ffn.hidden", "256"}}},
+      {"wikitext103-sample-loss-free.yml", {{"model.ffn.hidden", "256"}}},
+      {"wikitext103-sample-deepseek.yml", {{"model.ffn.hidden", "64"}}},
       // lstm_seq2seq: LSTMs of 2048 cells (1024 here) with 32 to 2048 experts of 2048.
       {"wmt14-en-fr-moe-32.yml", {{"model.hidden", "1024"}, {"model.moe.hidden", "256"}}},
       {"wmt14-en-fr-moe-512-h.yml", parallel + Overrides{{"model.hidden", "1024"}}},
