@@ -3,8 +3,11 @@
 # cells (task x model x arm x seed) on the CPU and writes docs/RESULTS.md (scripts/study_report.py) with
 # SVG figures (moe-plot). Resumable: a cell with its result.tsv is not run again.
 #   tasks   mt    Multi30k En-De, the CPU demo's model and schedule: recipes/study/mt-*.yml (Transformer,
-#                 MAE-7, UNI-MAE-7, NOBCD-7, MoA, MoE FFN); test BLEU / chrF (test_2016_flickr, beam 5)
-#           lm    WikiText-103 sample: recipes/study/lm-*.yml (Transformer LM, MoE FFN, MAE-7)
+#                 MAE-7, UNI-MAE-7, NOBCD-7, MoA, MoE FFN; the routers after 2017: Switch top-1 with
+#                 capacity 1.25, expert choice in the encoder, shared + fine-grained experts, loss-free
+#                 balancing); test BLEU / chrF (test_2016_flickr, beam 5)
+#           lm    WikiText-103 sample: recipes/study/lm-*.yml (Transformer LM, MoE FFN, MAE-7; Switch,
+#                 shared + fine-grained, loss-free: a decoder-only LM refuses expert choice)
 #           lstm  One Billion Word sample: recipes/study/lstm*.yml (LSTM, LSTM-MoE flat and hierarchical)
 #   models  a model is its recipe's stem (mt-moe); the first of each task is its baseline
 #   arms    updates  every model trains the task's --updates-* updates
@@ -28,8 +31,8 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="$ROOT/runs/study"; BIN="$ROOT/build/bin"; DATA="$ROOT/../shared/data"; TASKS="mt,lm,lstm"; MODELS=""
 SEEDS="1,2,3"; ARMS="updates,time"; TEST_LINES=0; RESULTS="$ROOT/docs/RESULTS.md"; THREADS=0; TRAIN_ARGS=""
 declare -A UPDATES=([mt]=450 [lm]=300 [lstm]=300)
-declare -A GRID=([mt]="mt-transformer mt-mae-7 mt-uni-mae-7 mt-nobcd-7 mt-moa mt-moe"
-                 [lm]="lm-transformer lm-moe lm-mae-7" [lstm]="lstm lstm-moe lstm-moe-h")
+declare -A GRID=([mt]="mt-transformer mt-mae-7 mt-uni-mae-7 mt-nobcd-7 mt-moa mt-moe mt-switch mt-expert-choice mt-shared mt-loss-free"
+                 [lm]="lm-transformer lm-moe lm-mae-7 lm-switch lm-shared lm-loss-free" [lstm]="lstm lstm-moe lstm-moe-h")
 COMMAND="scripts/study.sh $*"
 die() { echo "study.sh: $*" >&2; exit 2; }
 while (( $# )); do
