@@ -35,7 +35,7 @@ TEST_CASE("an MoE layer's forward and backward make no copy to the host and no h
     opt.dim = d, opt.experts = n, opt.k = k, opt.hidden = h;
     const bool hierarchical = std::string(kind) == "hierarchical", batchwise = std::string(kind) == "batchwise inference";
     if (hierarchical) opt.groups = 2, opt.k_secondary = 2;
-    if (batchwise) opt.gating = MoeGating::batchwise;
+    if (batchwise) opt.router = moe_router("batchwise");
     Graph g(gpu);
     auto f32 = [&](Shape s, uint32_t seed) {
       return Tensor::from_vector(test::random_tensor(s, seed).to_vector<float>(), s, gpu, DType::f32);
