@@ -18,6 +18,7 @@
 #include "graph/expr/topk.h"
 #include "graph/expr/unary.h"
 #include "layers/sites.h"
+#include "moe_router_reference.h"
 #include "support/gradcheck.h"
 
 using namespace moe;
@@ -31,18 +32,7 @@ MoeOptions small_options(int n, int k, int64_t d, int64_t h) {
   return o;
 }
 
-/// Host expert e: relu(x W1[e]) W2[e] * (h/d)^-1/2 (autoscale).
-Vec host_expert(const Vec& x, const Vec& w1, const Vec& w2, int e, int64_t d, int64_t h) {
-  Vec hid(h, 0.0), y(d, 0.0);
-  for (int64_t j = 0; j < h; ++j) {
-    for (int64_t i = 0; i < d; ++i) hid[j] += x[i] * w1[(e * d + i) * h + j];
-    hid[j] = std::max(hid[j], 0.0);
-  }
-  const double s = 1.0 / std::sqrt(double(h) / double(d));
-  for (int64_t i = 0; i < d; ++i)
-    for (int64_t j = 0; j < h; ++j) y[i] += hid[j] * w2[(e * h + j) * d + i] * s;
-  return y;
-}
+using test::host_expert;
 
 /// Softmax over the top k of `logits` (ties to the lower index): (expert, gate) pairs.
 std::vector<std::pair<int, double>> host_top_k(const Vec& logits, int k) {
