@@ -22,6 +22,7 @@
 #include "graph/expr/softmax.h"
 #include "graph/expr/topk.h"
 #include "layers/moe_ffn.h"
+#include "layers/moe_router_flat.h"
 
 namespace moe {
 
@@ -65,8 +66,7 @@ class ExpertChoiceRouter : public MoeRouter {
               "in [1, experts = ", o.experts, "]");
   }
   RouterWeights declare(const Builder& b, const MoeOptions& o, DType gate_dtype) const override {
-    const double std = std::sqrt(0.1 / static_cast<double>(o.dim));
-    return {{"gate.w", cast(b.param("gate.w", Shape{o.dim, o.experts}, Init::normal(0, std)), gate_dtype)}};
+    return {{"gate.w", declare_linear_gate(b, o, gate_dtype)}};
   }
   RouterResult route(const Expr& xg, const RouterWeights& w, const MoeOptions& o,
                      const RouterContext& c) const override {

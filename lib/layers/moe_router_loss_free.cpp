@@ -9,7 +9,6 @@
 // routes at inference too. Routing per token (RoutingScope::token: b is fixed within a batch); a token
 // capacity applies. W_g ~ N(0, 0.1 / d). Covered by tests/layers/moe_router_test.cpp ("loss_free") and
 // tests/gpu/moe_routers_parity_test.cpp.
-#include <cmath>
 
 #include "dist/collective_exprs.h"
 #include "graph/expr/binary.h"
@@ -23,6 +22,7 @@
 #include "graph/expr/topk.h"
 #include "graph/expr/unary.h"
 #include "layers/moe_ffn.h"
+#include "layers/moe_router_flat.h"
 #include "ops/optimizer.h"
 
 namespace moe {
@@ -72,12 +72,10 @@ class LossFreeRouter : public MoeRouter {
     return t;
   }
   void validate(const MoeOptions& o) const override {
-    MOE_CHECK(o.groups <= 1, "moe: gating loss_free is flat: groups ", o.groups, " needs gating noisy_topk");
-    MOE_CHECK(o.k >= 1 && o.k <= o.experts, "moe: k = ", o.k, " must be in [1, experts = ", o.experts, "]");
+    validate_flat_topk(o, name());
   }
   RouterWeights declare(const Builder& b, const MoeOptions& o, DType gate_dtype) const override {
-    const double std = std::sqrt(0.1 / static_cast<double>(o.dim));
-    return {{"gate.w", cast(b.param("gate.w", Shape{o.dim, o.experts}, Init::normal(0, std)), gate_dtype)},
+    return {{"gate.w", declare_linear_gate(b, o, gate_dtype)},
             {"gate.bias", b.state("gate.bias", Shape{o.experts}, Init::zeros())}};
   }
   RouterResult route(const Expr& xg, const RouterWeights& w, const MoeOptions& o,

@@ -7,11 +7,9 @@
 // is 1 at perfect balance; the gradient flows through P only. W_g ~ N(0, 0.1 / d) (Switch's scale 0.1).
 // Routing per token (RoutingScope::token); with capacity_factor (1.25 in Switch) a token capacity.
 // Covered by tests/layers/moe_router_test.cpp and tests/gpu/moe_routers_parity_test.cpp.
-#include <cmath>
 
 #include "dist/collective_exprs.h"
 #include "graph/expr/binary.h"
-#include "graph/expr/cast.h"
 #include "graph/expr/matmul.h"
 #include "graph/expr/reduce.h"
 #include "graph/expr/shape_ops.h"
@@ -19,6 +17,7 @@
 #include "graph/expr/topk.h"
 #include "graph/expr/unary.h"
 #include "layers/moe_ffn.h"
+#include "layers/moe_router_flat.h"
 
 namespace moe {
 
@@ -49,12 +48,10 @@ class SwitchRouter : public MoeRouter {
     return t;
   }
   void validate(const MoeOptions& o) const override {
-    MOE_CHECK(o.groups <= 1, "moe: gating switch is flat: groups ", o.groups, " needs gating noisy_topk");
-    MOE_CHECK(o.k >= 1 && o.k <= o.experts, "moe: k = ", o.k, " must be in [1, experts = ", o.experts, "]");
+    validate_flat_topk(o, name());
   }
   RouterWeights declare(const Builder& b, const MoeOptions& o, DType gate_dtype) const override {
-    const double std = std::sqrt(0.1 / static_cast<double>(o.dim));
-    return {{"gate.w", cast(b.param("gate.w", Shape{o.dim, o.experts}, Init::normal(0, std)), gate_dtype)}};
+    return {{"gate.w", declare_linear_gate(b, o, gate_dtype)}};
   }
   RouterResult route(const Expr& xg, const RouterWeights& w, const MoeOptions& o,
                      const RouterContext& c) const override {
