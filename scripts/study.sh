@@ -20,7 +20,7 @@
 #   ln E, load CV, tokens by PMI) and a moe-plot heatmap.
 # usage: scripts/study.sh [--out runs/study] [--bin build/bin] [--data ../shared/data] [--tasks mt,lm,lstm]
 #          [--models mt-transformer,mt-moe] [--seeds 1,2,3] [--arms updates,time] [--updates-mt 450]
-#          [--updates-lm 300] [--updates-lstm 300] [--test-lines N] [--results docs/RESULTS.md]
+#          [--updates-lm 300] [--updates-lstm 300] [--test-lines N] [--results docs/RESULTS.md] [--title T]
 #          [--cpu-threads N] [--train-args "--train.warmup_updates 0"]
 # --test-lines N scores only the first N test lines, --train-args adds moe-train arguments to every cell
 # (both for smoke runs; the report says when test lines were cut).
@@ -30,6 +30,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="$ROOT/runs/study"; BIN="$ROOT/build/bin"; DATA="$ROOT/../shared/data"; TASKS="mt,lm,lstm"; MODELS=""
 SEEDS="1,2,3"; ARMS="updates,time"; TEST_LINES=0; RESULTS="$ROOT/docs/RESULTS.md"; THREADS=0; TRAIN_ARGS=""
+TITLE="Results: the papers' claims at small scale"
 declare -A UPDATES=([mt]=450 [lm]=300 [lstm]=300)
 declare -A GRID=([mt]="mt-transformer mt-mae-7 mt-uni-mae-7 mt-nobcd-7 mt-moa mt-moe mt-switch mt-expert-choice mt-shared mt-loss-free"
                  [lm]="lm-transformer lm-moe lm-mae-7 lm-switch lm-shared lm-loss-free" [lstm]="lstm lstm-moe lstm-moe-h")
@@ -47,6 +48,7 @@ while (( $# )); do
     --updates-mt|--updates-lm|--updates-lstm) UPDATES[${1#--updates-}]="$2"; shift 2 ;;
     --test-lines) TEST_LINES="$2"; shift 2 ;;
     --results) RESULTS="$2"; shift 2 ;;
+    --title) TITLE="$2"; shift 2 ;;
     --cpu-threads) THREADS="$2"; shift 2 ;;
     --train-args) TRAIN_ARGS="$2"; shift 2 ;;
     -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -208,4 +210,4 @@ log "grid done in $(( $(date +%s) - START )) s; writing $RESULTS"
 for task in "${!GRID[@]}"; do printf '%s\t%s\n' "$task" "${GRID[$task]}"; done > "$OUT/grid.tsv"
 python3 "$ROOT/scripts/study_report.py" --cells "$OUT/cells" --grid "$OUT/grid.tsv" --figures "$OUT/figures" --out "$RESULTS" \
   --seeds "$SEEDS" --test-lines "$TEST_LINES" --updates "mt=${UPDATES[mt]},lm=${UPDATES[lm]},lstm=${UPDATES[lstm]}" \
-  --command "$COMMAND"
+  --command "$COMMAND" --title "$TITLE"
