@@ -5,6 +5,7 @@
 #include "serving/worker.h"
 
 #include <catch2/catch.hpp>
+#include <future>
 #include <nlohmann/json.hpp>
 
 #include "serving/responses.h"
@@ -70,6 +71,13 @@ TEST_CASE("the worker batches jobs of the same options and routes each its resul
   ServerMetrics metrics;
   Worker worker(models, Device::cpu(), {.batching = {.max_tokens = 1000, .max_wait = std::chrono::milliseconds(300)}},
                 metrics);
+  // The worker is held in a job of its own until every request below is queued, so that the batches do
+  // not depend on how soon its thread wakes (a request arriving alone would start at once, by itself).
+  std::promise<void> queued;
+  Submitted hold = worker.run_alone(0, 1, [all = queued.get_future().share()] {
+    all.wait();
+    return std::string("{}");
+  });
   const std::vector<TranslateRequest> requests = {request({"w1 w2 w3", "w4"}, 4, 1), request({"w5 w6"}, 4, 3),
                                                   request({"w7 w8 w9 w10", "w2 w2"}, 4, 2),
                                                   request({"w1 w2 w3"}, 2, 1)};
@@ -83,6 +91,8 @@ TEST_CASE("the worker batches jobs of the same options and routes each its resul
   int64_t truncated = 0;
   Submitted abandoned = worker.translate(0, dropped, encode_request(models[0], dropped, truncated));
   abandoned.state->abandoned = true;
+  queued.set_value();
+  CHECK(hold.result.get().json == "{}");
   for (size_t i = 0; i < jobs.size(); ++i) {
     INFO("request " << i);
     const JobResult r = jobs[i].result.get();
