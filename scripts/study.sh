@@ -24,7 +24,8 @@
 #          [--cpu-threads N] [--train-args "--train.warmup_updates 0"]
 # --test-lines N scores only the first N test lines, --train-args adds moe-train arguments to every cell
 # (both for smoke runs; the report says when test lines were cut).
-# The whole grid took about 2 hours on 2 idle cores on 2026-11-28 (docs/RESULTS.md states when and how).
+# The grid without the routers' rows took about 2 hours on 2 idle cores on 2026-11-28 (docs/RESULTS.md states
+# when and how); the routers' rows add 7 models, about 4 minutes a cell on a 2-core AVX2 machine.
 # Covered by tests/scripts/study_smoke.sh (one cell of each task, a few updates, then the report).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
