@@ -52,7 +52,7 @@ while (( $# )); do
     --title) TITLE="$2"; shift 2 ;;
     --cpu-threads) THREADS="$2"; shift 2 ;;
     --train-args) TRAIN_ARGS="$2"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (try --help)" ;;
   esac
 done
