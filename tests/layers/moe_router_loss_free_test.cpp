@@ -21,7 +21,7 @@ using test::softmax_rows;
 using test::top_indices;
 using test::Layer;
 using test::layer;
-using test::host_combine;
+using test::check_routing;
 
 TEST_CASE("moe router loss_free: registered with its keys", "[layers][moe][router]") {
   CHECK_THAT(RouterRegistry::instance().names(), Catch::Contains("loss_free"));
@@ -70,15 +70,7 @@ TEST_CASE("moe router loss_free: the bias chooses the experts, the gates ignore 
         load[e] += 1;
       }
     }
-    const auto ex = out.routing.expert.val().to_vector<int32_t>();
-    const Vec wt = out.routing.weight.val().to_vector<double>();
-    REQUIRE(ex.size() == want.size());
-    for (size_t a = 0; a < ex.size(); ++a) {
-      CHECK(ex[a] == std::get<0>(want[a]));
-      CHECK(wt[a] == Approx(std::get<2>(want[a])).margin(1e-12));
-    }
-    const Vec y = out.y.val().to_vector<double>(), ref = host_combine(L, want);
-    for (size_t i = 0; i < y.size(); ++i) CHECK(y[i] == Approx(ref[i]).margin(1e-12));
+    check_routing(out, L, want);
     CHECK(out.losses.empty());
     // b_i += 0.125 sign(mean load - load_i), in place, once the training graph ran.
     const std::vector<float> after = bias.to_vector<float>();

@@ -1,9 +1,10 @@
 // Helpers of the MoE tests (moe_router_test.cpp, moe_router_loss_free_test.cpp, moe_ffn_test.cpp):
 // options from YAML, a direct host computation of an expert relu(x W1[e]) W2[e] (h/d)^-1/2, of gate logits,
-// row softmax and top-k indices, a small random layer, and the layer's output from (expert, token, gate)
-// assignments.
+// row softmax and top-k indices, a small random layer, the layer's output from (expert, token, gate)
+// assignments, and a check of a layer's routing and output against them.
 #pragma once
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -90,4 +91,18 @@ inline Vec host_combine(const Layer& L, const std::vector<std::tuple<int, int, d
   return y;
 }
 
+
+/// The layer's routing (expert and weight of each assignment, in order) and output equal `want`'s.
+inline void check_routing(const MoeOutput& out, const Layer& L,
+                          const std::vector<std::tuple<int, int, double>>& want) {
+  const auto ex = out.routing.expert.val().to_vector<int32_t>();
+  const Vec wt = out.routing.weight.val().to_vector<double>();
+  REQUIRE(ex.size() == want.size());
+  for (size_t a = 0; a < ex.size(); ++a) {
+    CHECK(ex[a] == std::get<0>(want[a]));
+    CHECK(wt[a] == Approx(std::get<2>(want[a])).margin(1e-12));
+  }
+  const Vec y = out.y.val().to_vector<double>(), ref = host_combine(L, want);
+  for (size_t i = 0; i < y.size(); ++i) CHECK(y[i] == Approx(ref[i]).margin(1e-12));
+}
 }  // namespace moe::test

@@ -25,6 +25,7 @@ using test::softmax_rows;
 using test::top_indices;
 using test::Layer;
 using test::layer;
+using test::check_routing;
 using test::host_combine;
 
 namespace {
@@ -85,15 +86,7 @@ TEST_CASE("moe router switch: the softmax's top k, gates p_i(x), the balancing l
         }
         for (int e = 0; e < 4; ++e) mass[e] += p[e];
       }
-      const auto ex = out.routing.expert.val().to_vector<int32_t>();
-      const Vec wt = out.routing.weight.val().to_vector<double>();
-      REQUIRE(ex.size() == want.size());
-      for (size_t a = 0; a < ex.size(); ++a) {
-        CHECK(ex[a] == std::get<0>(want[a]));
-        CHECK(wt[a] == Approx(std::get<2>(want[a])).margin(1e-12));
-      }
-      const Vec y = out.y.val().to_vector<double>(), ref = host_combine(L, want);
-      for (size_t i = 0; i < y.size(); ++i) CHECK(y[i] == Approx(ref[i]).margin(1e-12));
+      check_routing(out, L, want);
       // balance = w n sum_i f_i P_i with f_i = c_i / (k R), P_i = mass_i / R.
       double fp = 0;
       for (int e = 0; e < 4; ++e) fp += counts[e] / (k * L.rows) * mass[e] / L.rows;
