@@ -1,7 +1,7 @@
 // Stopping cleanly on a signal. install_stop_handlers() makes SIGTERM (a scheduler's preemption, kill),
 // SIGINT (Ctrl-C) and SIGUSR1 (what mpirun forwards to its ranks; Slurm's --signal=USR1@T) set a flag
 // instead of ending the process; the programs poll it at points where stopping loses nothing that was
-// promised (moe-train after the update in flight, moe-translate between batches) and exit with
+// promised (moe-train between micro-batches, moe-translate between batches) and exit with
 // kExitStopped. A second SIGINT ends the process at once (the default action: status 130). SIGINT that
 // was ignored when the program started (a background job of a script) stays ignored.
 // The handler only stores the signal number and, for SIGINT, writes one line to stderr (both

@@ -1,11 +1,14 @@
 // What moe-train does on SIGTERM, SIGINT or SIGUSR1 (train.on_signal, parsed once into OnSignal):
-//   save-and-exit (default): finish the update in flight, write checkpoint.last and its training state
-//     (atomically, as every save), log it and exit with status 75 (common/stop_signal.h kExitStopped);
-//     --resume then continues exactly. A second SIGINT exits at once.
+//   save-and-exit (default): stop before the next micro-batch (train.update_freq > 1: the update in
+//     flight is dropped when no optimizer step of it has run, and finished otherwise), write checkpoint.last
+//     and its training state as of the last finished update (atomically, as every save), log it and exit
+//     with status 75 (common/stop_signal.h kExitStopped); --resume then continues exactly. A second SIGINT
+//     exits at once.
 //   exit: the signals keep their default action (the process ends at once; --resume continues from the
 //     last checkpoint saved).
-// With several ranks, every rank calls agreed() at the top of every update: an all-reduce of the ranks'
-// flags, so all of them stop after the same update, even when the signal reached only some of them.
+// With several ranks, every rank calls agreed() at the top of every update and between micro-batches: an
+// all-reduce of the ranks' flags, so all of them stop at the same point, even when the signal reached only
+// some of them.
 // The handlers are installed when the training loop starts: before it, there is nothing to save and a
 // signal ends the process as usual.
 // Covered by tests/training/stop_request_test.cpp and tests/scripts/train_signals.sh (1 and 2 MPI ranks).

@@ -177,8 +177,8 @@ void declare_train(config::Keys<O>& k) {
       .add("train.loss_scale_window", &O::loss_scale_window, "f16: clean updates before the loss scale doubles",
            above<int64_t>(0))
       .add("train.on_signal", &O::on_signal,
-           "on SIGTERM, SIGINT or SIGUSR1: save-and-exit (finish the update, save checkpoint.last, exit with status "
-           "75; --resume continues) | exit (end at once)");
+           "on SIGTERM, SIGINT or SIGUSR1: save-and-exit (stop at the next micro-batch, dropping a partial update, "
+           "save checkpoint.last, exit with status 75; --resume continues exactly) | exit (end at once)");
 }
 
 void declare_valid(config::Keys<O>& k) {

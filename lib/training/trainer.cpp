@@ -226,7 +226,11 @@ TrainEnd Trainer::run_ranks(bool resume) {
   StopRequest stop(o_.on_signal);  // SIGTERM / SIGINT / SIGUSR1: see stop_request.h
   while (!finished()) {
     if (stop.agreed(comm_)) return stop_on_signal(stop);
+    // The position before this update: an update interrupted by a stop signal is saved as not begun.
+    const std::string data_before = st_.data_state;
+    const int64_t epoch_before = st_.epoch, batches_before = st_.batches;
     std::vector<TrainBatch> batches;
+    StopPoll poll{&stop, 0};
     bool epoch_end = false;
     while (static_cast<int64_t>(batches.size()) < o_.update_freq) {
       TrainTask::Item item = task_->next();
@@ -236,10 +240,18 @@ TrainEnd Trainer::run_ranks(bool resume) {
         epoch_end = true;
         break;
       }
+      if (item.batch->size() >= (dp_ ? dp_->world() : 1)) poll.until = batches.size();  // rows on every rank
       batches.push_back(dp_ ? rank_slice(*item.batch, dp_->rank(), dp_->world()) : std::move(*item.batch));
     }
     if (!batches.empty()) {
-      if (train_update(batches)) {
+      const UpdateEnd end = train_update(batches, poll);
+      if (end == UpdateEnd::interrupted) {
+        st_.data_state = data_before;
+        st_.epoch = epoch_before;
+        st_.batches = batches_before;
+        return stop_on_signal(stop, static_cast<int64_t>(batches.size()));
+      }
+      if (end == UpdateEnd::stepped) {
         skipped_in_a_row_ = 0;
         after_update();
       } else {
@@ -262,7 +274,8 @@ TrainEnd Trainer::run_ranks(bool resume) {
   return TrainEnd::completed;
 }
 
-Trainer::PassResult Trainer::accumulate(const std::vector<TrainBatch>& batches, int64_t expected, const Pass& kind) {
+Trainer::PassResult Trainer::accumulate(const std::vector<TrainBatch>& batches, int64_t expected, const Pass& kind,
+                                        StopPoll poll) {
   store_->zero_grads();
   PassResult pass;
   if (dp_) dp_->begin();
@@ -272,6 +285,10 @@ Trainer::PassResult Trainer::accumulate(const std::vector<TrainBatch>& batches, 
   for (size_t i = 0; i < batches.size(); ++i)
     if (batches[i].size() > 0) last = i;
   for (size_t i = 0; i < batches.size(); ++i) {
+    if (poll.request && i > 0 && i <= poll.until && poll.request->agreed(comm_)) {
+      pass.interrupted = true;
+      return pass;
+    }
     const TrainBatch& batch = batches[i];
     ++st_.batches;
     if (batch.size() == 0) continue;  // this rank's slice of a small global batch is empty
@@ -306,7 +323,7 @@ Trainer::PassResult Trainer::accumulate(const std::vector<TrainBatch>& batches, 
   return pass;
 }
 
-bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
+Trainer::UpdateEnd Trainer::train_update(const std::vector<TrainBatch>& batches, StopPoll poll) {
   int64_t expected = 0;
   for (const auto& b : batches) expected += b.tokens();
   if (dp_) expected = dp_->global(expected);  // losses are normalised by the global batch's tokens
@@ -315,8 +332,10 @@ bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
   // The schedule's side passes step what they train themselves (MAE: G passes, the gates); the last pass
   // is the update, stepped by the main optimizer.
   const std::vector<Pass> passes = update_schedule_->passes(st_.epoch + 1);
+  // Only the first pass may be interrupted: a later one follows an optimizer step of this update.
   for (size_t i = 0; i + 1 < passes.size(); ++i) {
-    const PassResult side = accumulate(batches, expected, passes[i]);
+    const PassResult side = accumulate(batches, expected, passes[i], i == 0 ? poll : StopPoll{});
+    if (side.interrupted) return UpdateEnd::interrupted;
     if (!side.used) continue;
     const double gnorm = update_schedule_->side_step(*store_, passes[i], side.grad_scale);
     if (!std::isfinite(gnorm))
@@ -326,8 +345,9 @@ bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
       step_hook_(*store_, passes[i].kind);
   }
   const Pass& step = passes.back();
-  const PassResult pass = accumulate(batches, expected, step);
-  if (pass.used == 0) return false;
+  const PassResult pass = accumulate(batches, expected, step, passes.size() == 1 ? poll : StopPoll{});
+  if (pass.interrupted) return UpdateEnd::interrupted;
+  if (pass.used == 0) return UpdateEnd::skipped;
   const double lr = schedule_.at(st_.update + 1);
   const double gnorm = opt_->step(*store_, update_schedule_->main_ranges(), lr, o_.clip_norm, pass.grad_scale);
   const bool overflow = !std::isfinite(gnorm);
@@ -340,14 +360,14 @@ bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
     st_.loss_scale_clean = scaler_.clean_updates();
     spdlog::info("moe-train: f16 gradient overflow at update {}: update skipped, loss scale {} -> {}", st_.update + 1,
                  before, scaler_.scale());
-    return false;
+    return UpdateEnd::skipped;
   }
   if (overflow) {
     MOE_CHECK(o_.skip_nan_batches, "moe-train: the gradient norm is ", gnorm, " at update ", st_.update + 1,
               " (finite loss ", pass.loss_sum / static_cast<double>(pass.used),
               "); stopping without writing a checkpoint");
     spdlog::warn("moe-train: skipping update {}: gradient norm {}", st_.update + 1, gnorm);
-    return false;
+    return UpdateEnd::skipped;
   }
   update_schedule_->after_main_step(*store_, step, pass.grad_scale);
   if (dp_) dp_->after_step();  // sharded optimizer: every rank's updated shard to everyone
@@ -362,7 +382,7 @@ bool Trainer::train_update(const std::vector<TrainBatch>& batches) {
   st_.window_gnorm += gnorm;
   ++st_.window_updates;
   bar_->show(st_.update, pass.loss_sum / static_cast<double>(pass.used));
-  return true;
+  return UpdateEnd::stepped;
 }
 
 void Trainer::after_update() {

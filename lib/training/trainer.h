@@ -12,7 +12,9 @@
 // train.trainable select the starting point and the trained parameters (fine_tuning.h). Launched
 // with several ranks (mpirun / srun; dist.*), it trains data-parallel and, with experts_per_rank,
 // expert-parallel (data_parallel.h, expert_placement.h; tests/dist/). SIGTERM / SIGINT / SIGUSR1 stop it
-// after the update in flight with checkpoint.last saved (stop_request.h); the run folder is checked for
+// with checkpoint.last saved (stop_request.h): between updates, or between the micro-batches of an update
+// (train.update_freq > 1) before its first optimizer step, dropping that update's partial gradients and
+// saving the state from before it, so that --resume repeats it exactly; the run folder is checked for
 // room at start and out-of-memory errors name the keys that reduce memory (run_limits.h).
 // Covered by tests/training/resume_test.cpp, lm_train_test.cpp, bcd_trainer_test.cpp,
 // fine_tuning_test.cpp, tests/scripts/e2e_translation.sh, e2e_lm.sh, train_signals.sh and disk_faults.sh.
@@ -94,17 +96,30 @@ class Trainer {
   TrainEnd run_ranks(bool resume);  // run() after setup_dist(): an error here aborts a job of several ranks
   void abort_other_ranks(const std::exception& e);
   void check_disk_room();                            // run_limits.h, once the model is known
-  TrainEnd stop_on_signal(const StopRequest& stop);  // saves checkpoint.last (trainer_io.cpp)
+  /// Saves checkpoint.last (trainer_io.cpp); `dropped`: the micro-batches of an interrupted update.
+  TrainEnd stop_on_signal(const StopRequest& stop, int64_t dropped = 0);
   void restore(const std::string& checkpoint);
-  /// One update over `batches`; false when it was skipped (NaN batches, f16 overflow).
-  bool train_update(const std::vector<TrainBatch>& batches);
+  /// How an update attempt ended: stepped, skipped (NaN batches, f16 overflow), or interrupted by a stop
+  /// signal between its micro-batches, before any optimizer step (nothing changed but the gradients).
+  enum class UpdateEnd { stepped, skipped, interrupted };
+  /// Where a pass polls for a stop signal: before its batches 1..until, those before every rank's last batch
+  /// with rows (whose backward starts the gradient all-reduce), the same on every rank (a collective).
+  struct StopPoll {
+    StopRequest* request = nullptr;
+    size_t until = 0;
+  };
+  /// One update over `batches`; `poll` applies to its first pass only (a later one follows a step).
+  UpdateEnd train_update(const std::vector<TrainBatch>& batches, StopPoll poll);
   /// Forward and backward over `batches` as `pass` builds them: summed loss and tokens of the finite
   /// batches, and the factor that turns the gradients into those of their mean.
+  /// A stop signal agreed where `poll` says ends the pass early, `interrupted`.
   struct PassResult {
     double loss_sum = 0, grad_scale = 0;
     int64_t used = 0;
+    bool interrupted = false;
   };
-  PassResult accumulate(const std::vector<TrainBatch>& batches, int64_t expected, const Pass& pass);
+  PassResult accumulate(const std::vector<TrainBatch>& batches, int64_t expected, const Pass& pass,
+                        StopPoll poll);
   void after_update();
   void log_window();
   void validate();

@@ -7,7 +7,7 @@
 // anywhere in between leaves a checkpoint beside a state of the same update (the current or the previous one),
 // and restore() takes whichever matches, then puts the pair back in order. A write that fails (a full disk, an I/O
 // error) puts the previous pair back as it was and stops the run with an error naming the file. A stop signal
-// saves checkpoint.last after the update in flight (stop_on_signal).
+// saves checkpoint.last as of the last finished update (stop_on_signal).
 // Covered by tests/training/resume_test.cpp, tests/scripts/e2e_translation.sh, train_signals.sh and disk_faults.sh.
 #include <spdlog/spdlog.h>
 
@@ -133,8 +133,11 @@ void Trainer::save_all(SaveAt at) {
   spdlog::info("moe-train: saved {} at update {}", path_in_run("checkpoint.last.safetensors"), st_.update);
 }
 
-TrainEnd Trainer::stop_on_signal(const StopRequest& stop) {
+TrainEnd Trainer::stop_on_signal(const StopRequest& stop, int64_t dropped) {
   bar_->clear();
+  if (dropped > 0)
+    spdlog::info("moe-train: {} arrived during update {}: its {} micro-batches are dropped (--resume repeats it)",
+                 stop.cause(), st_.update + 1, dropped);
   if (st_.update == 0 && last_save_ < 0) {  // a fresh run
     spdlog::info("moe-train: stopped by {} before the first update: nothing to save (start again without --resume)",
                  stop.cause());

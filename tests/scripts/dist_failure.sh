@@ -9,7 +9,8 @@
 #  3. an error on rank 0 before any collective (a missing training file): the job aborts at once with
 #     the error, instead of the other rank waiting for rank 0 forever (it did, in MPI_Comm_dup).
 #  4. SIGTERM to rank 1 alone at a random moment of training (SIGNAL_SEED=N repeats it): both ranks stop
-#     after the same update with checkpoint.last saved, the job exits 75, and --resume ends with the
+#     at the same point (updates of 2 micro-batches: between updates, or dropping an update between its
+#     micro-batches) with checkpoint.last saved, the job exits 75, and --resume ends with the
 #     uninterrupted run's checkpoint (training/stop_request.h; one process: train_signals.sh).
 # Usage (ctest passes both): dist_failure.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped (no mpirun or data).
 set -euo pipefail
@@ -28,7 +29,7 @@ trap 'rm -rf "$WORK"' EXIT
 head -n 1000 "$DATA/train.en" > "$WORK/train.en"; head -n 1000 "$DATA/train.de" > "$WORK/train.de"
 args=(--config "$RECIPE" --data.train.src "$WORK/train.en" --data.train.tgt "$WORK/train.de"
       --data.vocab.src "$WORK/vocab.spm" --data.vocab.tgt "$WORK/vocab.spm" --model.dropout 0
-      --train.max_tokens 600 --train.log_every 1 --train.save_every 10 --train.keep_last 0 --dist.backend mpi)
+      --train.max_tokens 300 --train.update_freq 2 --train.log_every 1 --train.save_every 10 --train.keep_last 0 --dist.backend mpi)
 train() { mpirun --oversubscribe -np 2 "$BIN/moe-train" "${args[@]}" "$@"; }
 rank_pid() {  # pid of the moe-train of rank $2 whose command line names run folder $1
   local p
@@ -111,7 +112,8 @@ victim="$(rank_pid "$WORK/sig" 1)"
 status=0; wait $job || status=$?
 if [[ $status -eq 75 ]]; then
   grep -q "stopped by a stop signal on another rank after update" "$WORK/sig.log" || { cat "$WORK/sig.log"; e2e_fail "no stop message"; }
-  echo "dist_failure: SIGTERM to rank 1 $delay s into training (SIGNAL_SEED=$SEED): $(grep -o 'after update [0-9]*' "$WORK/sig.log")"
+  echo "dist_failure: SIGTERM to rank 1 $delay s into training (SIGNAL_SEED=$SEED): $(grep -o 'after update [0-9]*' "$WORK/sig.log")" \
+       "$(grep -o 'during update [0-9]*: its 2 micro-batches are dropped' "$WORK/sig.log" | head -n 1)"
 else
   [[ $status -eq 0 ]] || { cat "$WORK/sig.log"; e2e_fail "the job exited $status after SIGTERM to rank 1"; }
   echo "dist_failure: SIGTERM $delay s into training came after the run had ended (SIGNAL_SEED=$SEED)"

@@ -4,6 +4,8 @@
 #  1. moe-train gets SIGTERM at two random moments of its training: it exits with status 75 after saving
 #     checkpoint.last (0 when the run ended first), and --resume ends with a checkpoint and training state
 #     byte-identical to an uninterrupted run's. (With 2 MPI ranks: tests/scripts/dist_failure.sh.)
+#     With train.update_freq 30, SIGTERM in the middle of an update drops it (stopping between micro-batches)
+#     and --resume repeats it: the same byte-identical end.
 #  2. a second SIGINT ends moe-train at once (status 130); with train.on_signal exit, SIGTERM does (143).
 #  3. moe-translate on SIGTERM: status 75, and the lines written are complete and the first lines of the
 #     uninterrupted output; a SIGINT it ignores (a background job of a script) does not stop it.
@@ -64,6 +66,34 @@ for k in 1 2; do
   done
 done
 echo "train_signals: both resumed runs end with the uninterrupted run's checkpoint and state, byte for byte"
+
+# 1b. Between micro-batches: an update of 30 batches (train.update_freq) gets SIGTERM in its middle; it is
+#     dropped (the state saved is the previous update's), and --resume repeats it, byte for byte.
+long=("${TINY[@]}" --train.max_tokens 100 --train.update_freq 30 --train.max_updates 3 --train.log_every 1
+      --train.save_every 1 --train.keep_last 0 --train.valid_every 0)
+"$BIN/moe-train" "${long[@]}" --run_dir "$WORK/long" > "$WORK/long.log" 2>&1 &
+job=$!
+wait_for_training "$WORK/long"
+start=$(now)
+wait_status $job
+[[ $status -eq 0 ]] || { cat "$WORK/long.log"; e2e_fail "moe-train with update_freq 30"; }
+third=$(awk -v a="$start" -v b="$(now)" 'BEGIN {printf "%.2f", (b - a) / 6}')  # a third of one update
+"$BIN/moe-train" "${long[@]}" --run_dir "$WORK/longpart" > "$WORK/longpart.log" 2>&1 &
+job=$!
+wait_for_training "$WORK/longpart"
+sleep "$third"
+kill -TERM $job 2> /dev/null || true
+wait_status $job
+[[ $status -eq 75 ]] || { cat "$WORK/longpart.log"; e2e_fail "update_freq 30: moe-train exited $status after SIGTERM, not 75"; }
+grep -q "SIGTERM arrived during update 2: its 30 micro-batches are dropped" "$WORK/longpart.log" &&
+  grep -q "stopped by SIGTERM after update 1" "$WORK/longpart.log" ||
+  { cat "$WORK/longpart.log"; e2e_fail "update_freq 30: SIGTERM $third s into update 2 did not stop it between micro-batches"; }
+"$BIN/moe-train" "${long[@]}" --run_dir "$WORK/longpart" --resume > "$WORK/longpart.resume.log" 2>&1 ||
+  { cat "$WORK/longpart.resume.log"; e2e_fail "moe-train --resume after a dropped update"; }
+for f in checkpoint.last.safetensors checkpoint.last.state.safetensors; do
+  cmp "$WORK/long/$f" "$WORK/longpart/$f" || e2e_fail "$f after a dropped update and --resume differs from the uninterrupted run's"
+done
+echo "train_signals: SIGTERM $third s into an update of 30 micro-batches dropped it; --resume ends byte-identical"
 
 # 2. A second SIGINT exits at once (SIGINT's default disposition restored: a script's background jobs ignore it);
 #    train.on_signal exit leaves SIGTERM fatal.
