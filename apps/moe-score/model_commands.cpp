@@ -4,9 +4,10 @@
 // corpus summary on stderr (--summary prints only the summary, on stdout), and with several -m scores
 // their ensemble step by step (translator/stepwise_scores.h, --weights); experts prints the gate
 // statistics of translator/expert_report.h: translation models are run teacher-forced on --src/--tgt,
-// or, given only -i SRC, on their own translations (beam search, --beam 1 = greedy, by default);
+// or, given only -i SRC, on their own translations (beam search with moe-translate's search flags);
 // language models over the windows of ppl. pairs and experts take --mae-inference like moe-translate
-// (cli/mae_inference_option.h); every model command warns on stderr when the model's MAE gates see
+// (cli/mae_inference_option.h); --device, --dtype, --max-tokens and the search flags are the shared
+// decoding options (cli/decoding_options.h). Every model command warns on stderr when the model's MAE gates see
 // future target tokens in these teacher-forced passes (Model::future_sites: MAE gate_input paper). On SIGTERM,
 // SIGINT or SIGUSR1 they stop after the batch in flight, having written nothing (exit status 75).
 // Covered by tests/translator/scoring_test.cpp, experts_command_test.cpp and mae_scoring_test.cpp.
@@ -18,6 +19,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "cli/decoding_options.h"
 #include "cli/ensemble_options.h"
 #include "cli/enum_option.h"
 #include "cli/mae_inference_option.h"
@@ -38,33 +40,34 @@ namespace {
 struct ModelOptions {
   std::vector<std::string> models;  // one, or (pairs) several scored as an ensemble
   std::vector<double> weights;      // pairs' --weights
-  std::string device = "auto", dtype = "f32";
+  DecodingOptions decoding;         // --device and --dtype; the command's own keys besides
   Quantize quantize = Quantize::none;
   const std::string& model() const { return models.front(); }
 };
 
-/// -m once, or with `ensemble` (pairs) once per model, with --weights.
-void add_model_options(CLI::App& sub, ModelOptions& m, bool ensemble = false) {
+/// -m once, or with `ensemble` (pairs) once per model, with --weights; --device, --dtype and the decoding
+/// options `keys` besides.
+void add_model_options(CLI::App& sub, ModelOptions& m, bool ensemble = false,
+                       std::vector<std::string> keys = {}) {
   if (ensemble) {
     cli::add_ensemble_options(sub, m.models, m.weights, " (an ensemble is scored step by step)");
   } else {
     sub.add_option("-m,--model", m.models, "checkpoint (.safetensors)")->required()->expected(1);
   }
-  sub.add_option("--device", m.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
-  sub.add_option("--dtype", m.dtype, "compute dtype on the GPU")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"f32", "bf16"}));
+  keys.insert(keys.end(), {"device", "dtype"});
+  cli::add_decoding_options(sub, m.decoding, keys);
   cli::add_enum_option(sub, "--quantize", m.quantize,
                        "int8: weights and activations in int8 on the CPU (models/int8_model.h)");
 }
 
 /// Resolved device and dtype; bf16 needs a GPU.
 std::pair<Device, DType> placement(const ModelOptions& m, const char* cmd) {
-  const Device device = Device::parse(m.device);
-  const DType dtype = dtype_from_name(m.dtype);
-  MOE_CHECK(dtype == DType::f32 || device.is_cuda(), cmd, ": --dtype ", m.dtype,
-            " needs a GPU (the CPU computes in f32); use --device cuda or --dtype f32");
-  return {device, dtype};
+  try {
+    const Placement p = decoding_placement(m.decoding, cli::flag_naming());
+    return {p.device, p.dtype};
+  } catch (const Error& e) {
+    MOE_FAIL(cmd, ": ", e.what());
+  }
 }
 
 /// Warns on `err` when the MAE gates of the checkpoint's model see future target tokens in `what`.
@@ -188,15 +191,16 @@ struct PairsArgs {
 
 cli::SubcommandRunner setup_pairs(CLI::App& sub) {
   auto a = std::make_shared<PairsArgs>();
-  add_model_options(sub, a->m, true);
+  add_model_options(sub, a->m, true, {"max_tokens"});
+  sub.get_option("--max-tokens")->description("padded (source + target) tokens per batch");
   sub.add_option("--src", a->src, "source sentences, one per line")->required();
   sub.add_option("--tgt", a->tgt, "their translations, line-aligned")->required();
-  sub.add_option("--max-tokens", a->opt.max_tokens, "padded tokens per batch")->capture_default_str();
   sub.add_flag("--summary", a->summary, "print only the corpus summary (on stdout)");
   cli::add_mae_inference_option(sub, a->opt.experts);
   return [a](std::ostream& out, std::ostream& err) {
     const auto [device, dtype] = placement(a->m, "pairs");
     a->opt.dtype = dtype;
+    a->opt.max_tokens = a->m.decoding.max_tokens;
     a->opt.after_batch = stop_points("pairs");
     const auto src_lines = metrics::read_lines(a->src), tgt_lines = metrics::read_lines(a->tgt);
     MOE_CHECK(src_lines.size() == tgt_lines.size(), "'", a->src, "' has ", src_lines.size(), " lines but '", a->tgt,
@@ -238,19 +242,22 @@ struct ExpertsArgs {
   std::string input, src, tgt, format = "text";
   ExpertAnalysisOptions opt;
   int64_t min_count = 5;
-  int top = 10, beam = 1;
+  int top = 10;
 };
 
 cli::SubcommandRunner setup_experts(CLI::App& sub) {
   auto a = std::make_shared<ExpertsArgs>();
-  add_model_options(sub, a->m);
+  std::vector<std::string> keys = search_key_names();
+  std::erase(keys, "n_best");  // the best translation is analysed
+  keys.push_back("max_tokens");
+  add_model_options(sub, a->m, false, keys);
+  sub.get_option("--beam")->description("beam size of the translations of -i (1 = greedy)");
+  sub.get_option("--max-tokens")->description("padded tokens per batch");
   sub.add_option("-i,--input", a->input,
                  "language models: running text; translation models: source sentences, translated first "
                  "(--beam) unless --tgt is given");
   sub.add_option("--src", a->src, "translation: source sentences (teacher forcing with --tgt)");
   sub.add_option("--tgt", a->tgt, "translation: their translations, line-aligned");
-  sub.add_option("--beam", a->beam, "beam size of the translations of -i (1 = greedy)")->capture_default_str();
-  sub.add_option("--max-tokens", a->opt.max_tokens, "padded tokens per batch")->capture_default_str();
   CLI::Option* context = sub.add_option("--context", a->opt.context,
                                         "language models: window length; default: the checkpoint's validation "
                                         "windows, else 512");
@@ -266,10 +273,11 @@ cli::SubcommandRunner setup_experts(CLI::App& sub) {
       ->capture_default_str();
   cli::add_mae_inference_option(sub, a->opt.experts);
   return [a, context, stride](std::ostream& out, std::ostream& err) {
-    MOE_CHECK(a->min_count >= 1 && a->top >= 0 && a->beam >= 1, "experts: --min-count ", a->min_count, ", --top ",
-              a->top, " and --beam ", a->beam, " must be >= 1, >= 0 and >= 1");
+    MOE_CHECK(a->min_count >= 1 && a->top >= 0, "experts: --min-count ", a->min_count, " and --top ", a->top,
+              " must be >= 1 and >= 0");
     const auto [device, dtype] = placement(a->m, "experts");
     a->opt.dtype = dtype;
+    a->opt.max_tokens = a->m.decoding.max_tokens;
     a->opt.model_name = a->m.model();
     a->opt.after_batch = stop_points("experts");
     LoadedCheckpoint ck = load_checkpoint(a->m.model(), device);
@@ -310,10 +318,8 @@ cli::SubcommandRunner setup_experts(CLI::App& sub) {
         tgt = encode_lines(tgt_lines, tv);
         report.input = "pairs";
       } else {
-        TranslatorOptions to;
-        to.search.beam = a->beam;
-        to.max_tokens = a->opt.max_tokens;
-        to.dtype = dtype;
+        TranslatorOptions to = translator_options(a->m.decoding);
+        to.search.n_best = 1;
         to.experts = a->opt.experts;
         const EncoderDecoder* net = ck.model->encoder_decoder();
         MOE_CHECK(net, "experts: a ", ck.model->type(), " model has no encoder-decoder to translate with");

@@ -115,7 +115,7 @@ httplib::Server::Handler guarded(Handler handler) {
 
 void add_routes(httplib::Server& server, ServeContext& c) {
   server.Post("/v1/translate", guarded([&c](const httplib::Request& req, httplib::Response& res) {
-                const serving::TranslateRequest t = serving::parse_translate_request(req.body, c.limits);
+                const serving::TranslateRequest t = serving::parse_translate_request(req.body, c.limits, c.search);
                 const size_t m = model_index(c, t.model);
                 if (!c.models[m].translates())
                   throw RequestError("model", "'" + c.models[m].name + "' is a language model: use /v1/score");

@@ -23,6 +23,7 @@ struct ServeContext {
   serving::Worker& worker;
   serving::ServerMetrics& metrics;
   serving::RequestLimits limits;
+  SearchOptions search;  // the defaults of translate requests (--beam, ...)
   std::chrono::milliseconds request_timeout;
   DType dtype;
 };

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "cli/decoding_options.h"
 #include "cli/program.h"
 #include "common/cpu_threads.h"
 #include "common/stop_signal.h"
@@ -20,8 +21,7 @@
 
 namespace moe {
 
-namespace {
-void add_options(CLI::App& app, ServeOptions& o) {
+void add_serve_options(CLI::App& app, ServeOptions& o) {
   app.add_option("-m,--model", o.models, "checkpoint (.safetensors) to serve; repeat for several")->required();
   app.add_option("--name", o.names, "the name of each -m in requests' \"model\" (default: the file's stem)");
   app.add_option("--host", o.host, "address to listen on")->capture_default_str();
@@ -29,16 +29,15 @@ void add_options(CLI::App& app, ServeOptions& o) {
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
   app.add_option("--port-file", o.port_file, "write the port listened on to this file once listening");
-  app.add_option("--device", o.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
-  app.add_option("--dtype", o.dtype, "compute dtype on the GPU")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"f32", "bf16"}));
+  cli::add_decoding_options(app, o.decoding);
+  app.get_option("--max-tokens")->description("source tokens decoded together (several requests' sentences)");
+  for (const std::string& key : search_key_names()) {
+    CLI::Option* opt = app.get_option(cli::flag_naming()(key));
+    opt->description(opt->get_description() + " (the default of requests' \"" + key + "\")");
+  }
   cli::add_cpu_threads_option(app);
   app.get_option("--cpu-threads")
       ->description("threads of CPU ops (0 = the physical cores; default: one core fewer, left to the HTTP threads)");
-  app.add_option("--max-tokens", o.max_tokens, "source tokens decoded together (several requests' sentences)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
   app.add_option("--max-wait-ms", o.max_wait_ms,
                  "the longest a request waits for others to batch with (none when it arrives alone)")
       ->capture_default_str()
@@ -68,6 +67,7 @@ void add_options(CLI::App& app, ServeOptions& o) {
   app.add_flag("-q,--quiet", o.quiet, "no request log on stderr");
 }
 
+namespace {
 /// The CPU threads of the worker's ops unless --cpu-threads is given: one physical core fewer than the
 /// machine has (at least 1), left to the HTTP threads (parsing, JSON, sockets) and whatever else runs
 /// beside the worker. An OpenMP team that takes every core stalls at each of the many small regions of a
@@ -85,9 +85,13 @@ std::string stem_of(const std::string& path) {
 int run_serve(const ServeOptions& o) {
   MOE_CHECK(o.names.empty() || o.names.size() == o.models.size(), "--name given ", o.names.size(), " times for ",
             o.models.size(), " models (-m): name all or none");
-  const Device device = Device::parse(o.device);
-  const DType dtype = dtype_from_name(o.dtype);
-  MOE_CHECK(dtype == DType::f32 || device.is_cuda(), "--dtype ", o.dtype, " needs a GPU (the CPU computes in f32)");
+  check_decoding_options(o.decoding, cli::flag_naming());
+  const serving::RequestLimits limits{.max_lines = o.max_lines, .max_line_bytes = o.max_line_bytes};
+  MOE_CHECK(o.decoding.search.beam <= limits.max_beam, "--beam ", o.decoding.search.beam, " is past the ",
+            limits.max_beam, " a request may ask for");
+  const Placement placement = decoding_placement(o.decoding, cli::flag_naming());
+  const Device device = placement.device;
+  const DType dtype = placement.dtype;
   std::vector<serving::ServedModel> models;
   for (size_t i = 0; i < o.models.size(); ++i) {
     models.push_back(
@@ -98,7 +102,7 @@ int run_serve(const ServeOptions& o) {
   }
   serving::ServerMetrics metrics;
   serving::Worker worker(models, device,
-                         {.batching = {.max_tokens = o.max_tokens,
+                         {.batching = {.max_tokens = o.decoding.max_tokens,
                                        .max_wait = std::chrono::milliseconds(o.max_wait_ms),
                                        .max_lines = o.max_queue_lines},
                           .dtype = dtype},
@@ -106,7 +110,8 @@ int run_serve(const ServeOptions& o) {
   ServeContext context{models,
                        worker,
                        metrics,
-                       serving::RequestLimits{.max_lines = o.max_lines, .max_line_bytes = o.max_line_bytes},
+                       limits,
+                       o.decoding.search,
                        std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_s * 1000)),
                        dtype};
   httplib::Server server;
@@ -122,7 +127,7 @@ int run_serve(const ServeOptions& o) {
   raise_listen_backlog(port);
   if (!o.port_file.empty()) std::ofstream(o.port_file) << port << '\n';
   spdlog::info("listening on http://{}:{} ({} model(s), device {}, {} CPU threads, --max-tokens {}, --max-wait-ms {})",
-               o.host, port, models.size(), device.str(), cpu_threads(), o.max_tokens, o.max_wait_ms);
+               o.host, port, models.size(), device.str(), cpu_threads(), o.decoding.max_tokens, o.max_wait_ms);
   if (o.quiet) spdlog::set_level(spdlog::level::warn);  // the request log is at info level
   std::atomic<bool> done{false};
   std::thread watcher([&] {  // SIGTERM / SIGINT: stop accepting; listen_after_bind returns once handlers end
@@ -144,7 +149,7 @@ int run_serve(const ServeOptions& o) {
 int serve_main(int argc, char** argv) {
   ServeOptions o;
   CLI::App app("moe-serve: translate and score over HTTP/1.1 + JSON, batching concurrent requests", "moe-serve");
-  add_options(app, o);
+  add_serve_options(app, o);
   CLI11_PARSE(app, argc, argv);
   if (app.count("--cpu-threads") == 0) set_cpu_threads(default_cpu_threads());
   install_stop_handlers("moe-serve");

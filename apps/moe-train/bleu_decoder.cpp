@@ -7,13 +7,8 @@
 namespace moe {
 
 BleuDecoder translator_bleu_decoder(const ValidOptions& valid) {
-  TranslatorOptions to;
-  to.search.beam = valid.beam;
+  TranslatorOptions to = translator_options(valid.decoding);
   to.search.n_best = 1;
-  to.search.lenpen = valid.lenpen;
-  to.search.max_len_a = valid.max_len_a;
-  to.search.max_len_b = valid.max_len_b;
-  to.max_tokens = valid.max_tokens;
   return [to](const Model& model, ParameterStore& store, DType compute_dtype,
               const std::vector<std::vector<int32_t>>& sources, const BuildContext& context) {
     const EncoderDecoder* net = model.encoder_decoder();

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <optional>
 
+#include "cli/decoding_options.h"
 #include "cli/ensemble_options.h"
 #include "cli/enum_option.h"
 #include "cli/mae_inference_option.h"
@@ -76,22 +77,10 @@ class PrefixLines {
 void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream& out, std::ostream& err) {
   const auto t0 = std::chrono::steady_clock::now();
   MOE_CHECK(o.chunk_lines >= 1, "--chunk-lines must be positive, got ", o.chunk_lines);
-  const Device device = Device::parse(o.device);
-  const DType dtype = dtype_from_name(o.dtype);
-  MOE_CHECK(dtype == DType::f32 || device.is_cuda(), "--dtype ", o.dtype,
-            " needs a GPU (the CPU computes in f32); use --device cuda or --dtype f32");
-  TranslatorOptions to;
-  to.search.beam = o.beam;
-  to.search.n_best = o.n_best;
-  to.search.lenpen = o.lenpen;
-  to.search.penalty = length_penalty_from_name(o.length_penalty);
-  to.search.max_len_a = o.max_len_a;
-  to.search.max_len_b = o.max_len_b;
-  to.search.min_len = o.min_len;
-  to.max_tokens = o.max_tokens;
-  to.dtype = dtype;
+  check_decoding_options(o.decoding, cli::flag_naming());
+  const Device device = decoding_placement(o.decoding, cli::flag_naming()).device;
+  TranslatorOptions to = translator_options(o.decoding);
   to.experts = o.mae_inference;
-  MOE_CHECK(o.n_best >= 1 && o.n_best <= o.beam, "--n-best ", o.n_best, " must be in [1, --beam = ", o.beam, "]");
 
   const TranslationModels models = load_translation_models(o.models, o.weights, device, o.quantize);
   const data::Vocab& src_vocab = models.src_vocab();
@@ -142,7 +131,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
     const int64_t first = stats.lines;
     const std::vector<std::string> chunk_prefixes = prefixes.next(chunk.size(), first);
     for (const std::string& r :
-         translate_lines(translator, src_vocab, tgt_vocab, chunk, o.n_best, first, stats, on_batch, chunk_prefixes))
+         translate_lines(translator, src_vocab, tgt_vocab, chunk, o.decoding.search.n_best, first, stats, on_batch, chunk_prefixes))
       *os << r << '\n';
     done_lines = stats.lines;  // empty lines too (they are not decoded)
     os->flush();
@@ -162,7 +151,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
     const double rate = secs > 0 ? 1.0 / secs : 0.0;
     err << "moe-translate: " << stats.lines << " lines (" << stats.empty_lines << " empty), " << stats.src_words
         << " source words, " << stats.src_tokens << " source tokens, " << stats.tgt_tokens << " target tokens in "
-        << secs << " s on " << device << " (" << models.compute_type(o.dtype) << ", beam " << o.beam
+        << secs << " s on " << device << " (" << models.compute_type(enum_name(o.decoding.dtype)) << ", beam " << o.decoding.search.beam
         << "): " << static_cast<int64_t>(stats.src_words * rate) << " words/s, "
         << static_cast<int64_t>(stats.tgt_tokens * rate) << " tokens/s; loading took " << load << " s\n";
     const AllocatorStats mem = allocator_for(device).stats();
@@ -171,47 +160,35 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   }
 }
 
-int translate_main(int argc, char** argv) {
-  TranslateCliOptions o;
-  CLI::App app("moe-translate: translate raw text with a trained checkpoint (beam search)", "moe-translate");
+void add_translate_options(CLI::App& app, TranslateCliOptions& o) {
   cli::add_ensemble_options(app, o.models, o.weights, " of a translation model");
   app.add_option("-i,--input", o.input, "raw source text, one sentence per line ('-' = stdin)");
   app.add_option("-o,--output", o.output, "detokenised translations, one line per input line ('-' = stdout)");
   app.add_option("--prefix", o.prefix,
                  "target prefixes, one per input line (tokenized like the target; empty = none): each output "
                  "begins with its prefix, the search continues after it; an empty input line stays an empty output line");
-  app.add_option("--beam", o.beam, "beam size (1 = greedy)")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--n-best", o.n_best, "hypotheses per input; > 1 writes 'index<TAB>score<TAB>text' lines")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--lenpen", o.lenpen, "length penalty exponent (score / len^lenpen; GNMT alpha)")
-      ->capture_default_str();
-  app.add_option("--length-penalty", o.length_penalty, "fairseq: score / len^lenpen; gnmt: score / ((5+len)/6)^lenpen")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"fairseq", "gnmt"}));
-  app.add_option("--max-len-a", o.max_len_a, "max output tokens = a * source tokens + b")->capture_default_str();
-  app.add_option("--max-len-b", o.max_len_b, "max output tokens = a * source tokens + b")->capture_default_str();
-  app.add_option("--min-len", o.min_len, "fewest output tokens before </s>")->capture_default_str();
-  app.add_option("--max-tokens", o.max_tokens, "padded source tokens per batch")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  cli::add_decoding_options(app, o.decoding);
+  app.get_option("--n-best")->description(
+      "hypotheses per input (at most --beam); > 1 writes 'index<TAB>score<TAB>text' lines");
   app.add_option("--chunk-lines", o.chunk_lines, "input lines sorted and translated together")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--device", o.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   cli::add_mae_inference_option(app, o.mae_inference);
   cli::add_enum_option(app, "--quantize", o.quantize,
                        "int8: dense and expert weights int8 per output channel, activations per row, on the CPU");
   cli::add_cpu_threads_option(app);
-  app.add_option("--dtype", o.dtype, "compute dtype on the GPU")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_flag("-q,--quiet", o.quiet, "no summary or progress on stderr");
   app.add_option("--log-every", o.log_every,
                  "seconds between progress lines on stderr when it is not a terminal (0 = none; on a terminal one "
                  "line is redrawn in place)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+}
+
+int translate_main(int argc, char** argv) {
+  TranslateCliOptions o;
+  CLI::App app("moe-translate: translate raw text with a trained checkpoint (beam search)", "moe-translate");
+  add_translate_options(app, o);
   CLI11_PARSE(app, argc, argv);
   install_stop_handlers("moe-translate");
   try {
@@ -220,8 +197,8 @@ int translate_main(int argc, char** argv) {
     std::cerr << e.what() << "\n";
     return kExitStopped;
   } catch (const OutOfMemory& e) {
-    std::cerr << "moe-translate: error: " << e.what() << "; lower --max-tokens (now " << o.max_tokens
-              << ") or --beam (now " << o.beam << ")\n";
+    std::cerr << "moe-translate: error: " << e.what() << "; lower --max-tokens (now " << o.decoding.max_tokens
+              << ") or --beam (now " << o.decoding.search.beam << ")\n";
     return 1;
   } catch (const Error& e) {
     std::cerr << "moe-translate: error: " << e.what() << "\n";

@@ -4,7 +4,8 @@
 // default) one line per input line, in input order, in chunks so that long inputs stream; shows
 // progress on stderr while it runs (common/progress_meter.h) and reports lines, words/s and tokens/s
 // (and truncated lines) there at the end. --prefix FILE forces the beginning of each output
-// (translator/target_prefix.h), read line by line beside the input.
+// (translator/target_prefix.h), read line by line beside the input. The search, batching and device
+// flags are the shared decoding options (models/decoding_options.h, cli/decoding_options.h).
 // Covered by tests/translator/translate_cli_test.cpp.
 #pragma once
 #include <cstdint>
@@ -13,7 +14,12 @@
 #include <vector>
 
 #include "layers/build_context.h"
+#include "models/decoding_options.h"
 #include "models/int8_model.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace moe {
 
@@ -22,14 +28,8 @@ struct TranslateCliOptions {
   std::vector<double> weights;      // --weights, one per model (empty = equal)
   std::string input = "-", output = "-";
   std::string prefix;  // --prefix FILE: one target prefix per input line ("" = none)
-  int beam = 5, n_best = 1;
-  double lenpen = 1.0;
-  std::string length_penalty = "fairseq";  // fairseq | gnmt
-  double max_len_a = 0.0;
-  int64_t max_len_b = 200, min_len = 1;
-  int64_t max_tokens = 4096;
+  DecodingOptions decoding;     // --beam, --n-best, ..., --max-tokens, --device, --dtype
   int64_t chunk_lines = 10000;  // input lines read, sorted and translated at a time
-  std::string device = "auto", dtype = "f32";
   Quantize quantize = Quantize::none;                  // int8: CPU int8 inference (models/int8_model.h)
   ExpertChoice mae_inference = ExpertChoice::mixture;  // MAE models: mixture | argmax (the most-weighted expert)
   bool quiet = false;                                  // no summary or progress on stderr
@@ -39,6 +39,9 @@ struct TranslateCliOptions {
 /// Runs a translation job; results go to options.output (or `out` when it is "-"), the summary and
 /// warnings to `err`. Errors are thrown as moe::Error.
 void run_translate(const TranslateCliOptions& options, std::istream& in, std::ostream& out, std::ostream& err);
+
+/// Adds every option of moe-translate to `app`, bound to `o`.
+void add_translate_options(CLI::App& app, TranslateCliOptions& o);
 
 /// main() of moe-translate: parses argv, runs, prints errors as "moe-translate: error: ...".
 int translate_main(int argc, char** argv);

@@ -214,6 +214,21 @@ class Keys {
         },
         [get](const S& s) { return detail::to_yaml(static_cast<const T&>(get(const_cast<S&>(s)))); });
   }
+  /// The keys `names` of another table, over the options `get(s)` returns, as `prefix.name`, each with
+  /// `help_prefix` before its help: one declaration shared by several sections (the decoding options).
+  template <class Sub, class Get>
+  Keys& add_table(const std::string& prefix, Get get, const Keys<Sub>& table, const std::vector<std::string>& names,
+                  const std::string& help_prefix = "") {
+    for (const std::string& name : names) {
+      const auto* k = table.find(name);
+      MOE_CHECK(k, "no option key '", name, "' to add as ", prefix, ".", name);
+      add_custom(
+          prefix + "." + name, k->type, help_prefix + k->help,
+          [get, read = k->read](const YAML::Node& v, S& s, const std::string& key) { read(v, get(s), key); },
+          [get, write = k->write](const S& s) { return write(get(const_cast<S&>(s))); });
+    }
+    return *this;
+  }
   /// A key read and written by hand (a value spread over several members, aliases, ...).
   Keys& add_custom(std::string name, ValueType type, std::string help, Reader read, Writer write) {
     MOE_CHECK(!find(name), "option key '", name, "' declared twice");

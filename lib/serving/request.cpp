@@ -112,9 +112,8 @@ using Setter = std::function<void(R&, const json&, const std::string&, const Req
 
 template <class R>
 R parse_fields(std::string_view body, const RequestLimits& limits,
-               const std::vector<std::pair<std::string, Setter<R>>>& table) {
+               const std::vector<std::pair<std::string, Setter<R>>>& table, R r = {}) {
   const json j = parse_object(body);
-  R r;
   for (auto field = j.begin(); field != j.end(); ++field) {
     const std::string& key = field.key();  // not a structured binding: clang 14 cannot capture one
     auto it = std::find_if(table.begin(), table.end(), [&](const auto& e) { return e.first == key; });
@@ -134,7 +133,8 @@ ExpertChoice mae_choice(const json& v, const std::string& f) {
 }
 }  // namespace
 
-TranslateRequest parse_translate_request(std::string_view body, const RequestLimits& limits) {
+TranslateRequest parse_translate_request(std::string_view body, const RequestLimits& limits,
+                                         const SearchOptions& defaults) {
   using R = TranslateRequest;
   static const std::vector<std::pair<std::string, Setter<R>>> table = {
       {"text", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.text = lines(v, f, l); }},
@@ -147,9 +147,7 @@ TranslateRequest parse_translate_request(std::string_view body, const RequestLim
                     const RequestLimits&) { r.search.lenpen = number(v, f, -std::numeric_limits<double>::max()); }},
       {"length_penalty",
        [](R& r, const json& v, const std::string& f, const RequestLimits&) {
-         const std::string s = string(v, f);
-         if (s != "fairseq" && s != "gnmt") throw RequestError(f, "'" + s + "' is not one of fairseq, gnmt");
-         r.search.penalty = length_penalty_from_name(s);
+         r.search.penalty = choice(v, f, {LengthPenalty::fairseq, LengthPenalty::gnmt});
        }},
       {"max_len_a",
        [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.search.max_len_a = number(v, f, 0.0); }},
@@ -160,7 +158,9 @@ TranslateRequest parse_translate_request(std::string_view body, const RequestLim
       {"mae_inference",
        [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.experts = mae_choice(v, f); }},
       {"prefix", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.prefix = lines(v, f, l); }}};
-  R r = parse_fields(body, limits, table);
+  R initial;
+  static_cast<SearchOptions&>(initial.search) = defaults;
+  R r = parse_fields(body, limits, table, std::move(initial));
   if (r.text.empty()) throw RequestError("text", "is required: an array of source sentences");
   if (!r.prefix.empty() && r.prefix.size() != r.text.size())
     throw RequestError("prefix", "has " + std::to_string(r.prefix.size()) + " lines but text has " +

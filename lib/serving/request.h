@@ -1,7 +1,8 @@
 // The requests of moe-serve's JSON API (docs/SERVING.md), parsed once into typed structs at the edge:
 // POST /v1/translate {"text": [...], "beam", "n_best", "lenpen", "length_penalty", "max_len_a",
 // "max_len_b", "min_len", "mae_inference", "model", "prefix"} and POST /v1/score {"src": [...], "tgt":
-// [...]} (a translation model) or {"text": [...]} (a language model). Defaults are moe-translate's (BeamOptions).
+// [...]} (a translation model) or {"text": [...]} (a language model). A field left out takes the server's
+// default: moe-serve's search flags, whose defaults are moe-translate's (models/decoding_options.h).
 // Anything a client may get wrong is a RequestError naming the field ("text[3]", "beam", "body"): bad
 // JSON (with its byte offset), invalid UTF-8, a wrong type, an unknown field, a value out of range, too
 // many lines or too long a line. Covered by tests/serving/request_test.cpp and tests/fuzz/serve_request.cpp.
@@ -52,7 +53,9 @@ struct ScoreRequest {
   ExpertChoice experts = ExpertChoice::mixture;
 };
 
-TranslateRequest parse_translate_request(std::string_view body, const RequestLimits& limits);
+/// `defaults`: the search options of the fields the request leaves out.
+TranslateRequest parse_translate_request(std::string_view body, const RequestLimits& limits,
+                                         const SearchOptions& defaults = {});
 ScoreRequest parse_score_request(std::string_view body, const RequestLimits& limits);
 
 /// The JSON body of an error response: {"error": {"field": ..., "message": ...}}.

@@ -15,7 +15,6 @@ using config::above;
 using config::at_least;
 using O = TrainOptions;
 using D = DataOptions;
-using V = ValidOptions;
 
 config::Check<std::string> not_empty() {
   return [](const std::string& v, const std::string& key) { MOE_CHECK(!v.empty(), key, " must not be empty"); };
@@ -181,13 +180,20 @@ void declare_train(config::Keys<O>& k) {
            "save checkpoint.last, exit with status 75; --resume continues exactly) | exit (end at once)");
 }
 
+/// BLEU validation's search keys: every search key but n_best (the best hypothesis is scored).
+std::vector<std::string> valid_search_keys() {
+  std::vector<std::string> keys = search_key_names();
+  std::erase(keys, "n_best");
+  return keys;
+}
+
 void declare_valid(config::Keys<O>& k) {
+  using V = ValidOptions;
   k.add("valid.metric", &O::valid, &V::metric, "the metric of early stopping and checkpoint.best")
-      .add("valid.max_tokens", &O::valid, &V::max_tokens, "tokens per validation batch", above<int64_t>(0))
-      .add("valid.beam", &O::valid, &V::beam, "beam size of BLEU validation", above(0))
-      .add("valid.lenpen", &O::valid, &V::lenpen, "length penalty of BLEU validation")
-      .add("valid.max_len_a", &O::valid, &V::max_len_a, "BLEU validation: at most a * source length + b output tokens")
-      .add("valid.max_len_b", &O::valid, &V::max_len_b, "BLEU validation: see valid.max_len_a")
+      .add_table("valid", [](O& o) -> DecodingOptions& { return o.valid.decoding; }, decoding_keys(), {"max_tokens"},
+                 "validation: ")
+      .add_table("valid", [](O& o) -> DecodingOptions& { return o.valid.decoding; }, decoding_keys(),
+                 valid_search_keys(), "BLEU validation: ")
       .add("valid.bleu_lines", &O::valid, &V::bleu_lines, "BLEU validation on the first N lines (0 = all)",
            at_least<int64_t>(0))
       .add("valid.bleu", &O::valid, &V::bleu,
@@ -205,8 +211,8 @@ void declare_eval(config::Keys<O>& k) {
   k.add("eval.average_last", &O::eval, &E::average_last,
         "scripts/evaluate.sh: average the last N numbered checkpoints, as the paper (0: checkpoint.best)",
         at_least<int64_t>(0))
-      .add("eval.beam", &O::eval, &E::beam, "scripts/evaluate.sh: beam size", above(0))
-      .add("eval.lenpen", &O::eval, &E::lenpen, "scripts/evaluate.sh: length penalty")
+      .add_table("eval", [](O& o) -> DecodingOptions& { return o.eval.decoding; }, decoding_keys(), {"beam", "lenpen"},
+                 "scripts/evaluate.sh (moe-translate): ")
       .add("eval.paper_bleu", &O::eval, &E::paper_bleu,
            "scripts/evaluate.sh: the paper's BLEU beside sacreBLEU: none | tokenized (the tokenized text as it is) | "
            "compound_split (13a tokens, hyphens split as ##AT##: WMT14 En-De)");

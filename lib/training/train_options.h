@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "config/keys.h"
 #include "data/mlm.h"
+#include "models/decoding_options.h"
 #include "models/model_registry.h"
 #include "tensor/dtype.h"
 #include "training/dist_options.h"
@@ -75,10 +76,10 @@ struct DataOptions {
 
 struct ValidOptions {
   ValidMetric metric = ValidMetric::loss;
-  int64_t max_tokens = 4096;
-  int beam = 4;
-  double lenpen = 1.0, max_len_a = 1.2;
-  int64_t max_len_b = 10;
+  /// valid.max_tokens (every validation batch) and BLEU validation's search: valid.beam, valid.lenpen,
+  /// valid.length_penalty, valid.max_len_a, valid.max_len_b, valid.min_len; moe-translate's defaults.
+  /// The device and dtype are the training's (train.device, train.dtype); n_best is 1.
+  DecodingOptions decoding;
   int64_t bleu_lines = 0;  // 0 = the whole valid set
   bool bleu = false;       // decode for BLEU at every validation (always when metric == bleu)
   int64_t context = 0;     // LM windows: tokens per window (0 = data.tokens_per_sample)
@@ -90,8 +91,7 @@ struct ValidOptions {
 /// keeps them in the run's config.yml, where evaluate.sh reads them.
 struct EvalOptions {
   int64_t average_last = 0;  // average the last N numbered checkpoints (0: checkpoint.best alone)
-  int beam = 5;
-  double lenpen = 1.0;
+  DecodingOptions decoding;  // eval.beam and eval.lenpen: moe-translate's --beam and --lenpen
   PaperBleu paper_bleu = PaperBleu::none;
 };
 

@@ -13,12 +13,6 @@
 
 namespace moe {
 
-LengthPenalty length_penalty_from_name(const std::string& name) {
-  if (name == "fairseq") return LengthPenalty::fairseq;
-  if (name == "gnmt") return LengthPenalty::gnmt;
-  MOE_FAIL("unknown length penalty '", name, "' (known: fairseq, gnmt)");
-}
-
 double normalized_score(double log_prob, int64_t length, LengthPenalty kind, double lenpen) {
   const double len = static_cast<double>(length);
   if (kind == LengthPenalty::gnmt) return log_prob / std::pow((5.0 + len) / 6.0, lenpen);

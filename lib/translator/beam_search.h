@@ -6,32 +6,24 @@
 // hypotheses or reached its maximum length (the scorer's state is reordered with fewer rows).
 // Length normalisation: fairseq score / len^lenpen, or GNMT score / ((5 + len) / 6)^lenpen, where
 // len counts the output tokens and </s>. Beam 1 is greedy decoding. Forced target prefixes:
-// target_prefix.h. Covered by tests/translator/beam_search_test.cpp.
+// target_prefix.h. The options a user gives (SearchOptions) are declared in models/decoding_options.h.
+// Covered by tests/translator/beam_search_test.cpp.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "models/decoding_options.h"
 #include "tensor/tensor.h"
 
 namespace moe {
 
-enum class LengthPenalty { fairseq, gnmt };
-/// "fairseq" or "gnmt"; anything else is an error naming the text.
-LengthPenalty length_penalty_from_name(const std::string& name);
-
 /// The normalised score of a hypothesis with summed log-prob `log_prob` and `length` tokens (with </s>).
 double normalized_score(double log_prob, int64_t length, LengthPenalty kind, double lenpen);
 
-struct BeamOptions {
-  int beam = 5;
-  int n_best = 1;       // hypotheses returned per sentence (<= beam)
-  double lenpen = 1.0;  // fairseq --lenpen / GNMT alpha
-  LengthPenalty penalty = LengthPenalty::fairseq;
-  double max_len_a = 0.0;  // max output tokens = min(a * src_len + b, max_positions - 1)
-  int64_t max_len_b = 200;
-  int64_t min_len = 1;           // fewest output tokens before </s> may be chosen
+/// The user's search options and what the model adds.
+struct BeamOptions : SearchOptions {
   int64_t max_positions = 1024;  // the decoder's position limit (step t reads position t)
   int32_t pad_id = 0, bos_id = 2, eos_id = 3;
   bool operator==(const BeamOptions&) const = default;

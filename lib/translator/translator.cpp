@@ -8,6 +8,14 @@
 
 namespace moe {
 
+TranslatorOptions translator_options(const DecodingOptions& o) {
+  TranslatorOptions to;
+  static_cast<SearchOptions&>(to.search) = o.search;
+  to.max_tokens = o.max_tokens;
+  to.dtype = dtype_of(o.dtype);
+  return to;
+}
+
 std::vector<std::vector<size_t>> token_batches(const std::vector<int64_t>& lengths, int64_t max_tokens) {
   MOE_CHECK(max_tokens >= 1, "translate: --max-tokens must be positive, got ", max_tokens);
   std::vector<size_t> order(lengths.size());

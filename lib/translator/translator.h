@@ -25,6 +25,10 @@ struct TranslatorOptions {
   dist::Communicator* comm = nullptr;            // a training run's ranks (BLEU validation with expert parallelism)
 };
 
+/// The translator options of the user's decoding options (models/decoding_options.h): the search,
+/// max_tokens and the compute dtype.
+TranslatorOptions translator_options(const DecodingOptions& o);
+
 /// Batches of input indices: sorted by length (longest first, stable), each batch's
 /// count x longest length <= max_tokens (a longer single sentence forms its own batch).
 std::vector<std::vector<size_t>> token_batches(const std::vector<int64_t>& lengths, int64_t max_tokens);

@@ -1,6 +1,7 @@
 // Option keys declared once (config/keys.h) and named enums (common/named_enum.h): reading a YAML map
 // (nested keys, absent keys keep their values, unknown keys with the nearest one, wrong types, checks,
-// enums with their choices), writing back, registering in a Schema and reading a merged Config.
+// enums with their choices), writing back, registering in a Schema and reading a merged Config; a
+// table's keys shared under other sections (add_table).
 #include "config/keys.h"
 
 #include <catch2/catch.hpp>
@@ -114,4 +115,29 @@ TEST_CASE("keys: declared in a schema, read back from a merged recipe", "[config
   CHECK(o.inner.rate == 0.5);
   c.set_text("model.color", "purple");
   CHECK_THROWS_WITH(opts_keys().read(c, o, "model"), Catch::Contains("model.color: 'purple' is not one of"));
+}
+
+TEST_CASE("keys: a table's keys shared under another section (add_table)", "[config][keys]") {
+  struct Outer {
+    Opts a, b;
+  };
+  Keys<Outer> k("outer");
+  k.add_table("a", [](Outer& o) -> Opts& { return o.a; }, opts_keys(), {"width", "color"}, "A: ")
+      .add_table("b", [](Outer& o) -> Opts& { return o.b; }, opts_keys(), {"width"});
+  CHECK(k.names() == std::vector<std::string>{"a.width", "a.color", "b.width"});
+  CHECK(k.find("a.width")->help == "A: width");
+  Outer o;
+  k.read(YAML::Load("{a: {width: 7, color: red}, b: {width: 9}}"), o, "");
+  CHECK(o.a.width == 7);
+  CHECK(o.a.color == Color::red);
+  CHECK(o.b.width == 9);
+  CHECK(o.b.color == Color::green);  // not declared under b: untouched
+  CHECK_THROWS_WITH(k.read(YAML::Load("{b: {width: 0}}"), o, ""), Catch::Contains("b.width must be > 0"));
+  CHECK_THROWS_WITH(k.read(YAML::Load("{b: {color: red}}"), o, ""), Catch::Contains("'b.color'"));
+  Schema schema;
+  k.declare(schema, "s");
+  CHECK(schema.at("s.a.width").default_value.as<int64_t>() == 4);
+  CHECK(k.write(o)["a"]["width"].as<int64_t>() == 7);
+  CHECK_THROWS_WITH(k.add_table("c", [](Outer& x) -> Opts& { return x.a; }, opts_keys(), {"depth"}),
+                    Catch::Contains("'depth'"));
 }

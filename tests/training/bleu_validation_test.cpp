@@ -24,7 +24,7 @@ TEST_CASE("bleu validation: decodes the valid set and scores it", "[training][bl
   TrainOptions o = test::tiny_options(dir);
   o.valid.metric = ValidMetric::bleu;
   o.valid.bleu = true;
-  o.valid.beam = 2;
+  o.valid.decoding.search.beam = 2;
   o.max_updates = 8;
   // Without a decoder (training alone does not depend on the translator) BLEU validation is refused.
   CHECK_THROWS_WITH(Trainer(o).run(false), Catch::Contains("BLEU validation") && Catch::Contains("no decoder"));

@@ -90,9 +90,9 @@ TEST_CASE("train.ema_decay: the smoothed parameters follow the closed form", "[t
   // checkpoint.ema.safetensors translates.
   TranslateCliOptions to;
   to.models = {o.run_dir + "/checkpoint.ema.safetensors"};
-  to.device = "cpu";
+  to.decoding.device = Device::cpu();
   to.quiet = true;
-  to.max_len_b = 5;
+  to.decoding.search.max_len_b = 5;
   std::istringstream in("w1 w2 w3\nw4 w5\n");
   std::ostringstream out, err;
   run_translate(to, in, out, err);

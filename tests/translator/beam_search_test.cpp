@@ -54,8 +54,9 @@ TEST_CASE("length penalty arithmetic", "[translator][beam]") {
   CHECK(normalized_score(-2.0, 7, LengthPenalty::gnmt, 1.0) == Approx(-1.0));  // (5+7)/6 = 2
   CHECK(normalized_score(-2.0, 4, LengthPenalty::gnmt, 0.6) == Approx(-2.0 / std::pow(1.5, 0.6)));
   CHECK(normalized_score(-2.0, 1, LengthPenalty::gnmt, 0.6) == Approx(-2.0));  // (5+1)/6 = 1
-  CHECK(length_penalty_from_name("gnmt") == LengthPenalty::gnmt);
-  CHECK_THROWS_WITH(length_penalty_from_name("marian"), Catch::Contains("'marian'") && Catch::Contains("fairseq"));
+  CHECK(parse_enum<LengthPenalty>("gnmt", "--length-penalty") == LengthPenalty::gnmt);
+  CHECK_THROWS_WITH(parse_enum<LengthPenalty>("marian", "--length-penalty"),
+                    Catch::Contains("'marian'") && Catch::Contains("fairseq"));
 }
 
 TEST_CASE("max output length", "[translator][beam]") {

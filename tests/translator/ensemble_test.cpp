@@ -128,9 +128,9 @@ TEST_CASE("moe-translate and moe-score pairs with several -m", "[translator][ens
     o.models = std::move(models);
     o.weights = std::move(weights);
     o.quantize = quantize;
-    o.device = "cpu";
+    o.decoding.device = Device::cpu();
     o.quiet = true;
-    o.n_best = 2;
+    o.decoding.search.n_best = 2;
     std::istringstream in(input);
     std::ostringstream out, err;
     run_translate(o, in, out, err);

@@ -86,10 +86,10 @@ TEST_CASE("moe-translate --prefix", "[translator][prefix][cli]") {
   const auto dir = test::temp_dir("prefix");
   TranslateCliOptions o;
   o.models = {test::save_tiny(m, dir)};
-  o.device = "cpu";
+  o.decoding.device = Device::cpu();
   o.quiet = true;
-  o.n_best = 3;
-  o.beam = 3;
+  o.decoding.search.n_best = 3;
+  o.decoding.search.beam = 3;
   o.chunk_lines = 2;  // prefixes read in step with several chunks
   const std::vector<std::string> prefixes = {"w5 w6", "", "w17", "w1 w1 w1", ""};
   std::string input = "w1 w2 w3\nw4\nw9 w8 w7 w6\n\nw11 w12\n", pre;

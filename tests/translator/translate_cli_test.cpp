@@ -26,9 +26,9 @@ std::vector<std::string> split_lines(const std::string& s) {
 TranslateCliOptions tiny_cli(const test::TinyModel& m, const std::filesystem::path& dir) {
   TranslateCliOptions o;
   o.models = {test::save_tiny(m, dir)};
-  o.device = "cpu";
-  o.max_len_b = 6;
-  o.max_tokens = 12;
+  o.decoding.device = Device::cpu();
+  o.decoding.search.max_len_b = 6;
+  o.decoding.max_tokens = 12;
   return o;
 }
 }  // namespace
@@ -37,7 +37,7 @@ TEST_CASE("moe-translate keeps lines, order and empties", "[translator][cli]") {
   auto m = test::tiny_model(13, 10);
   const auto dir = test::temp_dir("cli");
   TranslateCliOptions o = tiny_cli(m, dir);
-  o.beam = 3;
+  o.decoding.search.beam = 3;
   o.chunk_lines = 4;  // several chunks
   std::string input;
   std::vector<std::string> lines;
@@ -74,7 +74,7 @@ TEST_CASE("moe-translate keeps lines, order and empties", "[translator][cli]") {
   test::write_file(dir / "in.txt", input);
   o.input = (dir / "in.txt").string();
   o.output = (dir / "out.txt").string();
-  o.n_best = 3;
+  o.decoding.search.n_best = 3;
   o.quiet = true;
   std::istringstream unused;
   std::ostringstream none, err2;
@@ -121,15 +121,17 @@ TEST_CASE("moe-translate translates lines that are not UTF-8 and names them", "[
   const auto dir = test::temp_dir("cli-utf8");
   TranslateCliOptions o;
   o.models = {test::save_tiny(m, dir)};
-  o.device = "cpu";
-  o.max_len_b = 5;
+  o.decoding.device = Device::cpu();
+  o.decoding.search.max_len_b = 5;
   o.chunk_lines = 2;  // line numbers run on across chunks
   std::istringstream in("w1 w2\n\xFF w3\nw4\n\xC0\xAF w5\n");
   std::ostringstream out, err;
   run_translate(o, in, out, err);
   const auto got = split_lines(out.str());
   REQUIRE(got.size() == 4);
-  Translator tr(m.net(), *m.params, Device::cpu(), TranslatorOptions{.search = {.max_len_b = 5}});
+  TranslatorOptions tro;
+  tro.search.max_len_b = 5;
+  Translator tr(m.net(), *m.params, Device::cpu(), tro);
   TranslateStats st;
   CHECK(got == translate_lines(tr, *m.vocab, *m.vocab, {"w1 w2", "\uFFFD w3", "w4", "\uFFFD\uFFFD w5"}, 1, 0, st));
   CHECK(err.str().find("warning: 2 input line(s) of '-' were not valid UTF-8 (line 2 4)") != std::string::npos);
@@ -141,18 +143,15 @@ TEST_CASE("moe-translate option errors", "[translator][cli]") {
   const auto dir = test::temp_dir("cli-errors");
   TranslateCliOptions o;
   o.models = {test::save_tiny(m, dir)};
-  o.device = "cpu";
+  o.decoding.device = Device::cpu();
   std::istringstream in("w1\n");
   std::ostringstream out, err;
-  o.dtype = "bf16";
+  o.decoding.dtype = ComputeDType::bf16;
   CHECK_THROWS_WITH(run_translate(o, in, out, err), Catch::Contains("--dtype bf16 needs a GPU"));
-  o.dtype = "f32";
-  o.n_best = 6;
+  o.decoding.dtype = ComputeDType::f32;
+  o.decoding.search.n_best = 6;
   CHECK_THROWS_WITH(run_translate(o, in, out, err), Catch::Contains("--n-best 6") && Catch::Contains("--beam = 5"));
-  o.n_best = 1;
-  o.length_penalty = "average";
-  CHECK_THROWS_WITH(run_translate(o, in, out, err), Catch::Contains("'average'"));
-  o.length_penalty = "fairseq";
+  o.decoding.search.n_best = 1;
   o.input = (dir / "missing.txt").string();
   CHECK_THROWS_WITH(run_translate(o, in, out, err),
                     Catch::Contains("cannot open input") && Catch::Contains("missing.txt"));

@@ -1,0 +1,42 @@
+// decoding_options.h implementation. Covered by tests/translator/decoding_options_test.cpp.
+#include "cli/decoding_options.h"
+
+#include <CLI/CLI.hpp>
+
+namespace moe::cli {
+
+namespace {
+const char* flag_type(config::ValueType t) {
+  switch (t) {
+    case config::ValueType::Int:
+      return "INT";
+    case config::ValueType::Float:
+      return "FLOAT";
+    default:
+      return "TEXT";
+  }
+}
+}  // namespace
+
+void add_decoding_options(CLI::App& app, DecodingOptions& o, const std::vector<std::string>& keys) {
+  const config::Keys<DecodingOptions>& table = decoding_keys();
+  for (const std::string& name : keys.empty() ? table.names() : keys) {
+    const auto* key = table.find(name);
+    MOE_CHECK(key, "no decoding option '", name, "'");
+    const std::string flag = flag_naming()(name);
+    app.add_option_function<std::string>(
+           flag,
+           [&o, read = key->read, flag](const std::string& value) {
+             try {
+               read(YAML::Node(value), o, flag);
+             } catch (const Error& e) {
+               throw CLI::ValidationError(e.what());
+             }
+           },
+           key->help)
+        ->type_name(flag_type(key->type))
+        ->default_str(YAML::Dump(key->write(o)));
+  }
+}
+
+}  // namespace moe::cli

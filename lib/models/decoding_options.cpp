@@ -1,0 +1,77 @@
+// decoding_options.h implementation: the key table of the decoding options (help, checks) and the
+// checks across keys. Covered by tests/translator/decoding_options_test.cpp.
+#include "models/decoding_options.h"
+
+namespace moe {
+
+DType dtype_of(ComputeDType d) { return d == ComputeDType::bf16 ? DType::bf16 : DType::f32; }
+
+DeviceChoice DeviceChoice::parse(const std::string& text, const std::string& key) {
+  if (text == "auto") return {};
+  try {
+    return Device::parse(text);
+  } catch (const Error& e) {
+    MOE_FAIL(key, ": ", e.what());
+  }
+}
+
+Device DeviceChoice::resolve() const { return fixed ? *fixed : Device::parse("auto"); }
+
+std::string DeviceChoice::str() const { return fixed ? fixed->str() : "auto"; }
+
+const config::Keys<DecodingOptions>& decoding_keys() {
+  using config::above;
+  using config::at_least;
+  using D = DecodingOptions;
+  using S = SearchOptions;
+  static const config::Keys<D> keys = [] {
+    config::Keys<D> k("the decoding options");
+    k.add("beam", &D::search, &S::beam, "beam size (1 = greedy)", above(0))
+        .add("n_best", &D::search, &S::n_best, "hypotheses per input (at most beam)", above(0))
+        .add("lenpen", &D::search, &S::lenpen, "length penalty exponent (score / len^lenpen; GNMT alpha)")
+        .add("length_penalty", &D::search, &S::penalty,
+             "length normalisation: fairseq score / len^lenpen, gnmt score / ((5+len)/6)^lenpen")
+        .add("max_len_a", &D::search, &S::max_len_a, "max output tokens = a * source tokens + b", at_least(0.0))
+        .add("max_len_b", &D::search, &S::max_len_b, "max output tokens = a * source tokens + b",
+             at_least<int64_t>(0))
+        .add("min_len", &D::search, &S::min_len, "fewest output tokens before </s>", at_least<int64_t>(0))
+        .add("max_tokens", &D::max_tokens, "padded tokens per batch (source tokens when translating)", above<int64_t>(0))
+        .add_custom(
+            "device", config::ValueType::String, "cpu, cuda, cuda:N or auto (a GPU when present)",
+            [](const YAML::Node& v, D& o, const std::string& key) {
+              o.device = DeviceChoice::parse(config::detail::from_yaml<std::string>(v, key), key);
+            },
+            [](const D& o) { return YAML::Node(o.device.str()); })
+        .add("dtype", &D::dtype, "compute dtype (bf16 on a GPU)");
+    return k;
+  }();
+  return keys;
+}
+
+const std::vector<std::string>& search_key_names() {
+  static const std::vector<std::string> names = {"beam",      "n_best",    "lenpen", "length_penalty",
+                                                 "max_len_a", "max_len_b", "min_len"};
+  return names;
+}
+
+std::string KeyNaming::operator()(const std::string& key) const {
+  if (!flags) return section.empty() ? key : section + "." + key;
+  std::string flag = "--" + key;
+  for (char& c : flag)
+    if (c == '_') c = '-';
+  return flag;
+}
+
+void check_decoding_options(const DecodingOptions& o, const KeyNaming& name) {
+  MOE_CHECK(o.search.n_best <= o.search.beam, name("n_best"), " ", o.search.n_best, " must be in [1, ", name("beam"),
+            " = ", o.search.beam, "]");
+}
+
+Placement decoding_placement(const DecodingOptions& o, const KeyNaming& name) {
+  const Placement p{o.device.resolve(), dtype_of(o.dtype)};
+  MOE_CHECK(p.dtype == DType::f32 || p.device.is_cuda(), name("dtype"), " ", enum_name(o.dtype),
+            " needs a GPU (the CPU computes in f32); use ", name("device"), " cuda or ", name("dtype"), " f32");
+  return p;
+}
+
+}  // namespace moe
