@@ -108,14 +108,20 @@ Int8Matrix quantize_int8(const Tensor& weight, bool per_row) {
 }
 
 Tensor dequantize_int8(const Int8Matrix& m) {
-  std::vector<float> v(m.q.size());
+  Tensor out = Tensor::empty(m.shape, DType::f32, Device::cpu());
+  const auto numel = static_cast<int64_t>(m.q.size());
+  dequantize_int8_strided(m, out.data<float>(), 1, numel, numel, 0);
+  return out;
+}
+
+void dequantize_int8_strided(const Int8Matrix& m, float* out, int64_t outer, int64_t len, int64_t full, int64_t off) {
   const int64_t k = m.k(), n = m.n();
-  for (size_t i = 0; i < v.size(); ++i) {
-    const int64_t idx = static_cast<int64_t>(i);
-    const int64_t j = m.per_row ? idx / k : idx % n, e = m.per_row ? 0 : idx / (k * n);
-    v[i] = float(m.q[i]) * m.scale[static_cast<size_t>(e * n + j)];
-  }
-  return Tensor::from_vector(v, m.shape);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < len; ++i) {
+      const int64_t idx = o * full + off + i;
+      const int64_t j = m.per_row ? idx / k : idx % n, e = m.per_row ? 0 : idx / (k * n);
+      out[o * len + i] = float(m.q[static_cast<size_t>(idx)]) * m.scale[static_cast<size_t>(e * n + j)];
+    }
 }
 
 void Int8Weights::add(const Tensor& f32_weight, Int8Matrix m) {

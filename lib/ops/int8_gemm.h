@@ -34,6 +34,9 @@ struct Int8Matrix {
 Int8Matrix quantize_int8(const Tensor& weight, bool per_row);
 /// The f32 values q * scale (what a pre-quantized checkpoint puts into the parameter store).
 Tensor dequantize_int8(const Int8Matrix& m);
+/// Part of them, as a strided copy reads it: out[o * len + i] = value at flat index o * full + off + i,
+/// for o < outer, i < len (a slice of a weight whose f32 values int8 inference released or replaces).
+void dequantize_int8_strided(const Int8Matrix& m, float* out, int64_t outer, int64_t len, int64_t full, int64_t off);
 
 /// A model's quantized weights, by the f32 weight tensors they replace.
 class Int8Weights {

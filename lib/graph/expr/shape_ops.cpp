@@ -1,9 +1,11 @@
 // Graph nodes for concat / split / slice / transpose / reshape (math in shape_ops.h). Every copy is
-// an (outer, axis, inner) strided copy: a block of `outer` rows, each `size * inner` long.
+// an (outer, axis, inner) strided copy: a block of `outer` rows, each `size * inner` long. A slice of a
+// weight held by int8 inference reads its int8 form (ops/int8_gemm.h; tests/translator/int8_release_test.cpp).
 #include "graph/expr/shape_ops.h"
 
 #include <sstream>
 
+#include "ops/int8_gemm.h"
 #include "ops/shape_ops.h"
 
 namespace moe {
@@ -51,7 +53,14 @@ Expr slice(const Expr& x, int axis_in, int64_t begin, int64_t length) {
   const int64_t off = begin * inner;
   return x.graph().add(
       "slice", s.with(axis, length), x.dtype(), {x},
-      [=](Node& n) { strided_copy(n.in(0), n.alloc_val(), outer, len, full, len, off, 0); },
+      [=](Node& n) {
+        // A slice of a weight int8 inference holds (the LSTM decoder's input weights): its values q * scale,
+        // as the int8 GEMMs see it, read without its f32 values (which may be released: int8_model.h).
+        if (const Int8Matrix* m = active_int8_weight(n.in(0)))
+          dequantize_int8_strided(*m, n.alloc_val().data<float>(), outer, len, full, off);
+        else
+          strided_copy(n.in(0), n.alloc_val(), outer, len, full, len, off, 0);
+      },
       [=](Node& n) { strided_copy(n.grad, n.grad_of(0), outer, len, len, full, 0, off, true); });
 }
 
