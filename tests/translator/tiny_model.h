@@ -30,6 +30,23 @@ inline std::vector<std::string> tiny_words() {
   return w;
 }
 
+/// A model of configuration `cfg` (model.* keys; src_vocab / tgt_vocab are set to the 24 words) with random
+/// parameters drawn from `seed`, all declared (one inference pass of the training loss).
+inline TinyModel model_of(YAML::Node cfg, uint64_t seed) {
+  TinyModel m;
+  m.vocab = std::make_unique<data::WordVocab>(tiny_words());
+  cfg["src_vocab"] = m.vocab->size();
+  cfg["tgt_vocab"] = m.vocab->size();
+  m.model = create_model(cfg);
+  m.params = std::make_unique<ParameterStore>(Device::cpu(), seed);
+  const std::vector<int32_t> x = {4, 5, 6}, y = {7, 8};
+  data::Batch b = data::make_batch({std::span<const int32_t>(x)}, {std::span<const int32_t>(y)}, {0}, 0, 2, 3);
+  Graph g(Device::cpu(), m.params.get(), GraphOptions{.training = false});
+  Builder builder(g);
+  m.model->loss(builder, b, 0.f);
+  return m;
+}
+
 /// max_positions 32 unless given; `seed` changes the random parameters; `eos_scale` multiplies the
 /// </s> row of the (tied) target embedding, which makes </s> decisions sharper (varied lengths).
 /// `attention`: a model.attention YAML map (e.g. "{type: mae, name: MAE-1}"), empty for plain MHA.
@@ -37,12 +54,8 @@ inline std::vector<std::string> tiny_words() {
 /// (4 experts), the output matrix tied to the target embedding; `attention` is not read.
 inline TinyModel tiny_model(uint64_t seed = 5, int64_t max_positions = 32, float eos_scale = 1.f,
                             const std::string& attention = "", const std::string& type = "transformer") {
-  TinyModel m;
-  m.vocab = std::make_unique<data::WordVocab>(tiny_words());
   YAML::Node cfg;
   cfg["type"] = type;
-  cfg["src_vocab"] = m.vocab->size();
-  cfg["tgt_vocab"] = m.vocab->size();
   cfg["d_model"] = 16;
   cfg["enc_layers"] = 2;
   cfg["dec_layers"] = 2;
@@ -57,14 +70,7 @@ inline TinyModel tiny_model(uint64_t seed = 5, int64_t max_positions = 32, float
     cfg["heads"] = 2;
   }
   if (!attention.empty()) cfg["attention"] = YAML::Load(attention);
-  m.model = create_model(cfg);
-  m.params = std::make_unique<ParameterStore>(Device::cpu(), seed);
-  // Declare every parameter with one inference pass of the training loss.
-  const std::vector<int32_t> x = {4, 5, 6}, y = {7, 8};
-  data::Batch b = data::make_batch({std::span<const int32_t>(x)}, {std::span<const int32_t>(y)}, {0}, 0, 2, 3);
-  Graph g(Device::cpu(), m.params.get(), GraphOptions{.training = false});
-  Builder builder(g);
-  m.model->loss(builder, b, 0.f);
+  TinyModel m = model_of(cfg, seed);
   Tensor e = m.params->value("embed.tgt");
   auto v = e.to_vector<float>();
   for (int64_t d = 0; d < 16; ++d) v[3 * 16 + d] *= eos_scale;
