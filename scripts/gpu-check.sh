@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one command of a lent GPU's first call (docs/GPU-FIRST-RUN.md), and its rehearsal in CI:
 #   scripts/gpu-check.sh OUT [--pack DIR] [--budget SECONDS] [--steps LIST] [--tags T1;T2] [--tools LIST]
-#                        [--models LIST] [--serve-model CKPT]
+#                        [--models LIST] [--serve-model CKPT] [--study-from PATH] [--study-seconds S]
+#                        [--study-seeds LIST] [--study-models LIST]
 #       on the device, carrying gpu-pack/ (scripts/gpu-pack.sh): unpacks it, checks what it relies on,
 #       then runs the steps
 #   scripts/gpu-check.sh --emulate OUT [--bin DIR] [--data DIR] [--budget SECONDS] [--steps LIST]
@@ -22,15 +23,22 @@
 #             tokens/s beside scripts/bench_torch.py (eager and torch.compile)
 #   serve     moe-serve on cuda:0 under 1, 4 and 16 clients, batched and one request at a time
 #             (scripts/bench-serve.sh, beam 5, bf16), with --serve-model or else the e2e step's Transformer
+#   study     scripts/study.sh's GPU grid (--tasks gpu): Multi30k at the full recipe's size, six models, each
+#             trained --study-seconds (default 60) and its equal-updates twin, beam-5 BLEU and chrF, as many
+#             cells as the budget holds, seed by seed (--study-seeds, default 1,2,3); the cells in --study-from
+#             (an earlier call's study.tar.gz or a folder with cells/; default docs/results-gpu/study.tar.gz)
+#             are not run again. OUT/study.tar.gz holds them all (carried ones too) without checkpoints.
 # A step that would overrun the budget (default 450 s, from the start) is skipped and says so; one that
-# runs out of its own share (scaled with the budget) is stopped. OUT ends with two files: summary.md (a table, printed last) and
-# logs.tar.gz (every log). Exit code 0 when no step failed.
+# runs out of its own share (scaled with the budget) is stopped; the study step takes all that is left. OUT ends with
+# summary.md (a table, printed last), logs.tar.gz (every log) and, when the study step ran, study.tar.gz.
+# Exit code 0 when no step failed.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 START=$SECONDS
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; }
 OUT=""; PACK="$ROOT/gpu-pack"; BUDGET=450; EMULATE=0; BIN="$ROOT/build/bin"; DATA="$ROOT/../shared/data"
-STEPS="env,ptx,parity,sanitize,e2e,nccl,bench,serve" SERVE_MODEL="" SAN_TAGS="" SAN_TOOLS="" E2E_MODELS="transformer moe-ffn moa mae-7 lstm-moe-lm"
+STEPS="env,ptx,parity,sanitize,e2e,nccl,bench,serve,study" SERVE_MODEL="" SAN_TAGS="" SAN_TOOLS="" E2E_MODELS="transformer moe-ffn moa mae-7 lstm-moe-lm"
+STUDY_FROM="$ROOT/docs/results-gpu/study.tar.gz" STUDY_SECONDS="" STUDY_SEEDS="1,2,3" STUDY_MODELS=""
 while (( $# )); do
   case "$1" in
     --pack) PACK="$2"; shift 2 ;;
@@ -40,6 +48,10 @@ while (( $# )); do
     --tools) SAN_TOOLS="$2"; shift 2 ;;
     --models) E2E_MODELS="${2//,/ }"; shift 2 ;;
     --serve-model) SERVE_MODEL="$(realpath "$2")"; shift 2 ;;
+    --study-from) STUDY_FROM="$(realpath "$2")"; shift 2 ;;
+    --study-seconds) STUDY_SECONDS="$2"; shift 2 ;;
+    --study-seeds) STUDY_SEEDS="$2"; shift 2 ;;
+    --study-models) STUDY_MODELS="$2"; shift 2 ;;
     --emulate) EMULATE=1; shift ;;
     --bin) BIN="$2"; shift 2 ;;
     --data) DATA="$2"; shift 2 ;;
@@ -50,7 +62,7 @@ while (( $# )); do
 done
 [[ -n "$OUT" ]] || { usage >&2; exit 2; }
 mkdir -p "$OUT" && OUT="$(cd "$OUT" && pwd)"
-rm -rf "$OUT/logs" "$OUT/summary.md" "$OUT/logs.tar.gz"
+rm -rf "$OUT/logs" "$OUT/summary.md" "$OUT/logs.tar.gz" "$OUT/study.tar.gz"
 LOGS="$OUT/logs"
 mkdir -p "$LOGS"
 DEADLINE=$(( START + BUDGET ))
@@ -60,7 +72,7 @@ if (( EMULATE )); then preflight_emulated; else preflight_device; fi
 preflight_rc=$?
 if (( preflight_rc == 0 )); then
   IFS=, read -ra chosen <<< "$STEPS"
-  for step in env ptx parity sanitize e2e nccl bench serve; do
+  for step in env ptx parity sanitize e2e nccl bench serve study; do
     [[ ",$STEPS," == *",$step,"* ]] || continue
     case "$step" in  # the least time each needs to be worth starting, and the most it may take (at 450 s)
       env) run_step env 10 "$(scaled 30)" step_env ;;
@@ -71,10 +83,11 @@ if (( preflight_rc == 0 )); then
       nccl) run_step nccl 10 "$(scaled 40)" step_nccl ;;
       bench) run_step bench 40 "$(scaled 150)" step_bench ;;
       serve) run_step serve 30 "$(scaled 120)" step_serve ;;
+      study) run_step study $(( STUDY_SECONDS + 60 )) $(( DEADLINE - SECONDS )) step_study ;;
     esac
   done
   for step in "${chosen[@]}"; do
-    [[ ",env,ptx,parity,sanitize,e2e,nccl,bench,serve," == *",$step,"* ]] || add_row "$step" "FAILED" 0 "no such step"
+    [[ ",env,ptx,parity,sanitize,e2e,nccl,bench,serve,study," == *",$step,"* ]] || add_row "$step" "FAILED" 0 "no such step"
   done
 fi
 write_summary "$preflight_rc"

@@ -10,8 +10,9 @@ its sites against its maximum (ln k for top-k gates, else ln E), the load CV (ro
 the (token, slot) pairs a token capacity drops and the tokens no expert took (expert choice), and the
 tokens of highest PMI for the first experts of the first site; and the figures, copied beside the file.
 Readings written by hand live in readings.md of the figures' folder (docs/results/ for docs/RESULTS.md:
-the output's name in lower case without .md) under '## mt', '## lm', '## lstm' and are inserted below
-their task's tables. Covered by tests/scripts/study_smoke.sh.
+the output's name in lower case without .md) under '## mt', '## lm', '## lstm', '## gpu' and are inserted
+below their task's tables; a section named otherwise ('## On a GPU') is appended at the end as it is. The GPU grid (task gpu) says under its heading how its arms were made. Covered by
+tests/scripts/study_smoke.sh and, for the GPU grid, tests/scripts/gpu_check_rehearsal.sh.
 """
 import argparse
 import datetime
@@ -27,7 +28,21 @@ TASKS = {
     "mt": "Translation: Multi30k En-De (test_2016_flickr, beam 5)",
     "lm": "Language model: WikiText-103 sample (10k-word vocabulary)",
     "lstm": "LSTM language models: One Billion Word sample (held-out shard, 5,500 / 575 sentences)",
+    "gpu": "Translation on a GPU: Multi30k En-De at the full recipe's size (test_2016_flickr, beam 5)",
 }
+TRANSLATION = ("mt", "gpu")
+CPU_ARMS = ("Equal time: each model trains the updates that take it the baseline's mean time (from the "
+            "equal-updates arm), so its linear decay ends with the budget; the baseline's cells serve both arms.")
+
+
+def gpu_arms(rows):
+    """How the GPU grid's arms were made: the time budget and the baseline's updates in it, per seed."""
+    budgets = sorted({c["budget_seconds"] for k, v in rows.items() if k[0] == "gpu" for c in v if "budget_seconds" in c})
+    return (f"Equal time: every model trains {' / '.join(budgets) or '-'} s of moe-train's training loop "
+            "(train.max_minutes; one validation, at the end). Equal updates: every model trains the updates the "
+            "baseline made in that time, seed by seed; the baseline's cell serves both arms. Until the attention "
+            "and expert kernels are as fast as the dense ones, the equal-time arm measures those kernels as much "
+            "as the models.")
 ARMS = {"updates": "equal updates", "time": "equal training time"}
 
 
@@ -60,7 +75,7 @@ def mean_sd(values):
 
 
 def table(rows, task, arm, order):
-    cols = ["model", "updates", "valid ppl"] + (["BLEU", "chrF"] if task == "mt" else [])
+    cols = ["model", "updates", "valid ppl"] + (["BLEU", "chrF"] if task in TRANSLATION else [])
     cols += ["tokens/s", "train s", "parameters"]  # train s: moe-train's wall time less its validation
     out = [f"| {' | '.join(cols)} |", "|" + "---|" * len(cols)]
     for model in order:
@@ -68,7 +83,7 @@ def table(rows, task, arm, order):
         if not cells:
             continue
         line = [model, " / ".join(sorted({c["updates"] for c in cells})), mean_sd(c["valid_ppl"] for c in cells)]
-        if task == "mt":
+        if task in TRANSLATION:
             line += [mean_sd(c.get("bleu") for c in cells), mean_sd(c.get("chrf") for c in cells)]
         line += [mean_sd(c["tokens_per_s"] for c in cells), mean_sd(c["train_seconds"] for c in cells),
                  cells[0].get("parameters", "-") or "-"]
@@ -146,8 +161,11 @@ def main():
             r = read_cell(cell)
             rows.setdefault((r["task"], r["model"], r["arm"]), []).append(r)
     root = Path(__file__).resolve().parent.parent
-    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    try:  # a GPU's copy of the tree may have no git
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True).stdout.strip() or "unknown"
+    except OSError:
+        commit = "unknown"
     fig_dir = a.out.parent / a.out.stem.lower()
     notes = readings(fig_dir / "readings.md")
     load = os.getloadavg()
@@ -156,14 +174,13 @@ def main():
            f"{platform.node()} ({os.cpu_count()} CPUs, load {load[0]:.1f} when written); seeds {a.seeds}; "
            f"updates of the equal-updates arm: {a.updates}."
            + (f" **Smoke run: only the first {a.test_lines} test lines scored; not comparable.**" if a.test_lines else ""),
-           "", "Each figure: mean ± sample standard deviation over the seeds (n). Equal time: each model trains "
-           "the updates that take it the baseline's mean time (from the equal-updates arm), so its linear "
-           "decay ends with the budget; the baseline's cells serve both arms.", ""]
+           "", "Each figure: mean ± sample standard deviation over the seeds (n)."
+           + (" " + CPU_ARMS if any(k[0] != "gpu" for k in rows) else ""), ""]
     fig_dir.mkdir(parents=True, exist_ok=True)
     for task, title in TASKS.items():
         if not any(k[0] == task for k in rows):
             continue
-        doc += [f"## {title}", ""]
+        doc += [f"## {title}", ""] + ([gpu_arms(rows), ""] if task == "gpu" else [])
         for arm, arm_title in ARMS.items():
             if any(k[0] == task and k[2] == arm for k in rows):
                 doc += [f"### {arm_title}", "", table(rows, task, arm, grid[task]), ""]
@@ -176,6 +193,9 @@ def main():
             shutil.copy(svg, fig_dir / svg.name)
             doc += [f"![{svg.stem}]({fig_dir.name}/{svg.name})", ""]
         doc += ["### reading", "", notes.get(task, "_Not written yet._"), ""]
+    for key, text in notes.items():
+        if key not in TASKS:
+            doc += [f"## {key}", "", text, ""]
     a.out.write_text("\n".join(doc))
     print(f"study_report: wrote {a.out} ({sum(len(v) for v in rows.values())} cells)")
 

@@ -3,7 +3,7 @@
 # commands by the step's end (bounded), writes its findings as lines of LOGS/<step>.figures (note) and
 # returns 0, 1 (failed) or 124 (out of time). Preflights set what the steps run with: RUN_ENV (the
 # library path of moe's programs: the pack's and CUDA's), WORK, the data layout of the pack (WORK/data), the
-# kernel list (KERNELS) and the sizes (e2e: gpu-check-e2e.sh). Covered by the rehearsal,
+# kernel list (KERNELS) and the sizes (e2e: gpu-check-e2e.sh; study: gpu-check-study.sh). Covered by the rehearsal,
 # tests/scripts/gpu_check_rehearsal.sh (scripts/gpu-check.sh --emulate).
 ROWS=()
 RUN_ENV=()
@@ -104,7 +104,7 @@ preflight_device() {
     add_row preflight FAILED $(( SECONDS - t0 )) "missing: $(printf '%s; ' "${missing[@]}" | sed 's/; $//')"
     return 1
   fi
-  e2e_sizes_device
+  e2e_sizes_device; study_sizes_device
   add_row preflight ok $(( SECONDS - t0 )) "pack $(head -1 "$WORK/moe-gpu/MANIFEST"); CUDA libraries from ${dirs[*]}"
 }
 
@@ -133,7 +133,7 @@ preflight_emulated() {
   head -n 300 "$DATA/wikitext-103-sample/wiki.train.tokens" > "$w/wiki.train.tokens"
   head -n 30 "$DATA/wikitext-103-sample/wiki.valid.tokens" > "$w/wiki.valid.tokens"
   KERNELS="$LOGS/launched.txt.compiled" TRACE_LIB=""  # the emulator writes both lists (MOE_KERNEL_TRACE_OUT)
-  e2e_sizes_emulated
+  e2e_sizes_emulated; study_sizes_emulated
   add_row preflight ok $(( SECONDS - t0 )) "emulator build $BIN; tiny Multi30k and WikiText-103 subsets"
 }
 
@@ -295,3 +295,4 @@ step_serve() {
 }
 
 source "$ROOT/scripts/internal/gpu-check-e2e.sh"
+source "$ROOT/scripts/internal/gpu-check-study.sh"

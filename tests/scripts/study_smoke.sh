@@ -3,8 +3,10 @@
 # one seed, 6 updates (both arms), 20 test lines. Checks that every cell wrote its result, that the time
 # arm gave the mixture model the updates its measured time allows, that docs/RESULTS.md-style output has
 # both arms' tables with numbers, the expert table and the figures (curves and heatmaps), that a second
-# run retrains nothing (resumable), and that bad options are refused with a message. Every study recipe
-# (recipes/study/*.yml) must also pass moe-train --dry-run.
+# run retrains nothing (resumable), that --report-only rewrites the report from the cells with a hand-written
+# section of readings.md appended, and that bad options are refused with a message. Every study recipe
+# (recipes/study/*.yml, the GPU grid's full-size ones too) must also pass moe-train --dry-run. The GPU grid's
+# own path (time budgets, --device cuda) runs in tests/scripts/gpu_check_rehearsal.sh, on the emulator.
 # Usage (ctest passes both): study_smoke.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped (no data).
 set -euo pipefail
 BIN="${1:?usage: study_smoke.sh BIN_DIR SHARED_DATA_DIR}"
@@ -61,6 +63,13 @@ before=$(stat -c %Y "$CELLS"/*/result.tsv | sort | md5sum)
 study > "$WORK/out.txt" 2>&1 || fail "the second run exited with an error"
 grep -q "updates arm, seed" "$WORK/out.txt" && fail "the second run trained a cell again"
 [[ "$(stat -c %Y "$CELLS"/*/result.tsv | sort | md5sum)" == "$before" ]] || fail "the second run rewrote results"
+
+printf '## On a GPU\n\nNot run yet.\n' > "$WORK/results/readings.md"
+study --report-only > "$WORK/out.txt" 2>&1 || fail "--report-only exited with an error"
+grep -q "arm, seed" "$WORK/out.txt" && fail "--report-only trained a cell"
+[[ "$(stat -c %Y "$CELLS"/*/result.tsv | sort | md5sum)" == "$before" ]] || fail "--report-only rewrote results"
+grep -q '^| mt-moe | 6 |' "$R" && [[ "$(tail -n 3 "$R")" == "$(printf '## On a GPU\n\nNot run yet.')" ]] ||
+  fail "--report-only did not write the tables and the readings' own section"
 
 for bad in "--tasks mt,speech" "--seeds one" "--arms updates,flops" "--frobnicate"; do
   # shellcheck disable=SC2086
