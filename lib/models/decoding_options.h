@@ -53,7 +53,7 @@ struct SearchOptions {
 
 struct DecodingOptions {
   SearchOptions search;
-  int64_t max_tokens = 4096;  // padded source tokens (with </s>) per batch
+  int64_t max_tokens = 4096;  // padded tokens per batch; translating, the hypotheses': source tokens x beam
   DeviceChoice device;
   ComputeDType dtype = ComputeDType::f32;
   bool operator==(const DecodingOptions&) const = default;

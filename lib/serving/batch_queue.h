@@ -20,7 +20,7 @@
 namespace moe::serving {
 
 struct BatchLimits {
-  int64_t max_tokens = 4096;              // source tokens (with </s>) taken together
+  int64_t max_tokens = 4096;              // jobs' tokens taken together (translation: source tokens x beam)
   std::chrono::milliseconds max_wait{5};  // the longest the oldest job waits for company
   int64_t max_lines = 4096;               // sentences queued at once
 };

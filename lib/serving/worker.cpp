@@ -72,7 +72,7 @@ Submitted Worker::translate(size_t model, const TranslateRequest& request, std::
   job.key = {.model = model, .search = s, .experts = request.experts};
   job.key.search.n_best = s.beam;  // jobs that differ only in n_best share a batch
   job.lines = static_cast<int64_t>(sources.size());
-  for (const auto& ids : sources) job.tokens += static_cast<int64_t>(ids.size()) + 1;
+  for (const auto& ids : sources) job.tokens += (static_cast<int64_t>(ids.size()) + 1) * s.beam;  // hypotheses'
   job.state = std::make_shared<JobState>();
   job.state->sources = std::move(sources);
   job.state->prefixes = std::move(prefixes);

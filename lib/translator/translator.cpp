@@ -100,7 +100,8 @@ std::vector<std::vector<Hypothesis>> Translator::translate(
     nonempty.push_back(i);
     lengths.push_back(static_cast<int64_t>(sources[i].size()) + 1);
   }
-  for (const auto& batch : token_batches(lengths, o_.max_tokens)) {
+  // max_tokens counts the hypotheses' tokens: a beam of b holds b copies of each source's states.
+  for (const auto& batch : token_batches(lengths, std::max<int64_t>(1, o_.max_tokens / o_.search.beam))) {
     std::vector<const std::vector<int32_t>*> srcs;
     TargetPrefixes batch_prefixes;
     for (size_t j : batch) {

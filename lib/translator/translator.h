@@ -19,7 +19,7 @@ namespace moe {
 
 struct TranslatorOptions {
   BeamOptions search;                            // special ids and max_positions are taken from the model
-  int64_t max_tokens = 4096;                     // padded source tokens (with </s>) per batch
+  int64_t max_tokens = 4096;                     // padded source tokens (with </s>) x beam per batch
   DType dtype = DType::f32;                      // compute dtype of the decoding graphs (f32 or bf16)
   ExpertChoice experts = ExpertChoice::mixture;  // MAE sites of the decoding graphs (--mae-inference)
   dist::Communicator* comm = nullptr;            // a training run's ranks (BLEU validation with expert parallelism)

@@ -1,7 +1,8 @@
 // Translator with a tiny random Transformer: beam 1 equals greedy argmax decoding recomputed from
 // scratch (teacher-forced decode of each prefix, no caches), a batch equals its sentences alone (also
 // for an lstm_seq2seq with batchwise MoE layers, beam 5 and the GNMT length penalty),
-// n-best lists are ordered and their log-probs equal forced decoding, token batching, and
+// n-best lists are ordered and their log-probs equal forced decoding, token batching (source tokens x
+// beam), and
 // translate_lines keeps one output line per input line (empty lines, truncation, n-best); an MAE
 // model (default, leak-free gates) decodes consistently with forced scoring, in mixture and argmax
 // inference (score_pairs with the same flags), and mae.inference argmax changes it.
@@ -75,6 +76,24 @@ TEST_CASE("token batches respect the budget and sort by length", "[translator]")
   CHECK(token_batches({50, 2}, 20) == std::vector<std::vector<size_t>>{{0}, {1}});
   CHECK(token_batches({}, 20).empty());
   CHECK_THROWS_WITH(token_batches({1}, 0), Catch::Contains("--max-tokens"));
+}
+
+TEST_CASE("a translator's max_tokens counts the hypotheses' tokens: source tokens x beam", "[translator]") {
+  const auto m = test::tiny_model(13, 32, 4.f);
+  // kSources with </s>: 12, 5, 4, 3, 2 tokens, longest first.
+  auto batches = [&](int beam) {
+    TranslatorOptions o;
+    o.search.beam = beam;
+    o.search.max_len_b = 4;
+    o.max_tokens = 48;
+    std::vector<int64_t> sizes;
+    Translator(m.net(), *m.params, Device::cpu(), o).translate(kSources, [&](int64_t n, int64_t) {
+      sizes.push_back(n);
+    });
+    return sizes;
+  };
+  CHECK(batches(1) == std::vector<int64_t>{4, 1});     // 4 x 12 <= 48
+  CHECK(batches(4) == std::vector<int64_t>{1, 2, 2});  // 12 source tokens: 12 | 2 x 5 | 2 x 3
 }
 
 TEST_CASE("beam 1 with the Transformer equals greedy decoding without caches", "[translator]") {
