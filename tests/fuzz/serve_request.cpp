@@ -35,7 +35,10 @@ void run(std::string_view body, Parse parse, Check check) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
-  run(body, moe::serving::parse_translate_request, [](const moe::serving::TranslateRequest& r) {
+  const auto parse_translate = [](std::string_view b, const moe::serving::RequestLimits& l) {
+    return moe::serving::parse_translate_request(b, l);  // the default search options
+  };
+  run(body, parse_translate, [](const moe::serving::TranslateRequest& r) {
     check_lines(r.text, false);
     FUZZ_REQUIRE(r.search.n_best >= 1 && r.search.n_best <= r.search.beam && r.search.beam <= kLimits.max_beam,
                  "n_best or beam out of range");
