@@ -30,7 +30,8 @@ void add_serve_options(CLI::App& app, ServeOptions& o) {
       ->check(CLI::Range(0, 65535));
   app.add_option("--port-file", o.port_file, "write the port listened on to this file once listening");
   cli::add_decoding_options(app, o.decoding);
-  app.get_option("--max-tokens")->description("source tokens decoded together (several requests' sentences)");
+  app.get_option("--max-tokens")
+      ->description("hypotheses' tokens decoded together (source tokens x beam of several requests' sentences)");
   for (const std::string& key : search_key_names()) {
     CLI::Option* opt = app.get_option(cli::flag_naming()(key));
     opt->description(opt->get_description() + " (the default of requests' \"" + key + "\")");
