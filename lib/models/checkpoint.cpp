@@ -62,19 +62,25 @@ const data::Vocab& LoadedCheckpoint::first_vocab(std::initializer_list<const cha
 }
 
 LoadedCheckpoint load_checkpoint(const std::string& path, Device device) {
-  SafetensorsFile file = load_safetensors(path);
-  auto model_yaml = file.metadata.find("moe.model");
-  MOE_CHECK(model_yaml != file.metadata.end(), path, ": not a moe checkpoint (no 'moe.model' metadata)");
+  // Tensor by tensor: the parameters are declared from the header, the store allocated, then each tensor is
+  // read straight into its place (on a GPU through a buffer of its size), so that a load never holds the
+  // file's tensors beside the parameters (it did: twice the model at the peak of a translation's memory).
+  SafetensorsReader file(path);
+  const std::map<std::string, std::string>& metadata = file.metadata();
+  auto model_yaml = metadata.find("moe.model");
+  MOE_CHECK(model_yaml != metadata.end(), path, ": not a moe checkpoint (no 'moe.model' metadata)");
   LoadedCheckpoint out;
-  out.metadata = file.metadata;
+  out.metadata = metadata;
   out.model = create_model(YAML::Load(model_yaml->second));
   out.params = std::make_unique<ParameterStore>(device);
+  std::vector<std::pair<int, const SafetensorsEntry*>> values;  // f32 parameters: read after allocate()
   const auto tmp_dir = std::filesystem::temp_directory_path() / ("moe-vocab-" + std::to_string(::getpid()));
-  for (const auto& [name, t] : file.tensors) {
+  for (const SafetensorsEntry& e : file.entries()) {
+    const std::string& name = e.name;
     if (name.rfind("vocab.", 0) == 0) {
       const std::string role = name.substr(6);
-      VocabFile v{role, file.metadata.at("moe.vocab." + role),
-                  std::string(static_cast<const char*>(t.raw()), t.bytes())};
+      const Tensor t = file.read(e);
+      VocabFile v{role, metadata.at("moe.vocab." + role), std::string(static_cast<const char*>(t.raw()), t.bytes())};
       std::filesystem::create_directories(tmp_dir);
       const std::string vpath = (tmp_dir / (role + "." + v.file_name)).string();
       std::ofstream(vpath, std::ios::binary) << v.bytes;
@@ -87,19 +93,28 @@ LoadedCheckpoint load_checkpoint(const std::string& path, Device device) {
       return s.size() > suffix.size() && s.ends_with(suffix);
     };
     if (ends_with(name, kInt8ScaleSuffix)) continue;  // read with its weight
-    if (ends_with(name, kInt8Suffix)) {               // a pre-quantized weight
+    if (ends_with(name, kInt8Suffix)) {               // a pre-quantized weight: its values q * scale below
       const std::string stem = name.substr(0, name.size() - kInt8Suffix.size());
-      MOE_CHECK(file.has(stem + kInt8ScaleSuffix), path, ": '", name, "' has no scales '", stem, kInt8ScaleSuffix, "'");
-      auto [param, m] = read_int8_weight(path, name, t, file.get(stem + kInt8ScaleSuffix));
-      out.params->declare(param, m.shape, Init::from_tensor(dequantize_int8(m)));
+      const SafetensorsEntry* scale = file.find(stem + kInt8ScaleSuffix);
+      MOE_CHECK(scale, path, ": '", name, "' has no scales '", stem, kInt8ScaleSuffix, "'");
+      auto [param, m] = read_int8_weight(path, name, file.read(e), file.read(*scale));
+      out.params->declare(param, m.shape, Init::zeros());
       out.int8.emplace(param, std::move(m));
       continue;
     }
-    MOE_CHECK(t.dtype() == DType::f32, path, ": parameter '", name, "' is ", dtype_name(t.dtype()), ", expected f32");
-    out.params->declare(name, t.shape(), Init::from_tensor(t));
+    MOE_CHECK(e.dtype == DType::f32, path, ": parameter '", name, "' is ", dtype_name(e.dtype), ", expected f32");
+    values.emplace_back(out.params->declare(name, e.shape, Init::zeros()), &e);
   }
   std::filesystem::remove_all(tmp_dir);
   out.params->allocate();
+  for (const auto& [index, e] : values) {
+    Tensor value = out.params->value(index);
+    if (value.device().is_cpu())
+      file.read(*e, value);
+    else
+      value.copy_from(file.read(*e));
+  }
+  for (const auto& [param, m] : out.int8) out.params->value(param).copy_from(dequantize_int8(m));
   return out;
 }
 

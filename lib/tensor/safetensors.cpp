@@ -91,19 +91,18 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   });
 }
 
-SafetensorsFile load_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  MOE_CHECK(in.good(), "cannot open checkpoint ", path, ": ", std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  const uint64_t file_size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
+SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path), in_(path, std::ios::binary) {
+  MOE_CHECK(in_.good(), "cannot open checkpoint ", path, ": ", std::strerror(errno));
+  in_.seekg(0, std::ios::end);
+  const uint64_t file_size = static_cast<uint64_t>(in_.tellg());
+  in_.seekg(0);
   unsigned char len[8];
-  MOE_CHECK(file_size >= 8 && in.read(reinterpret_cast<char*>(len), 8), path, ": not a safetensors file (too short)");
+  MOE_CHECK(file_size >= 8 && in_.read(reinterpret_cast<char*>(len), 8), path, ": not a safetensors file (too short)");
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(len[i]) << (8 * i);
   MOE_CHECK(n <= file_size - 8, path, ": not a safetensors file (header length ", n, " exceeds the file size)");
   std::string json(n, '\0');
-  in.read(json.data(), static_cast<std::streamsize>(n));
+  in_.read(json.data(), static_cast<std::streamsize>(n));
   YAML::Node header;
   try {
     header = YAML::Load(json);
@@ -111,8 +110,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
     MOE_FAIL(path, ": corrupt safetensors header: ", e.what());
   }
   MOE_CHECK(header.IsMap(), path, ": corrupt safetensors header (not a JSON object)");
-  const uint64_t data_start = 8 + n;
-  SafetensorsFile file;
+  data_start_ = 8 + n;
   struct Entry {
     uint64_t begin, end;
     std::string name;
@@ -125,7 +123,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
       const std::string name = kv.first.as<std::string>();
       const YAML::Node& e = kv.second;
       if (name == "__metadata__") {
-        for (const auto& m : e) file.metadata[m.first.as<std::string>()] = m.second.as<std::string>();
+        for (const auto& m : e) metadata_[m.first.as<std::string>()] = m.second.as<std::string>();
         continue;
       }
       const YAML::Node offsets = e["data_offsets"];
@@ -155,15 +153,39 @@ SafetensorsFile load_safetensors(const std::string& path) {
     }
     const uint64_t bytes = empty ? 0 : span;
     const Shape shape(e.dims);
-    MOE_CHECK(e.end >= e.begin && e.end - e.begin == bytes && data_start + e.end <= file_size, path, ": tensor '",
+    MOE_CHECK(e.end >= e.begin && e.end - e.begin == bytes && data_start_ + e.end <= file_size, path, ": tensor '",
               e.name, "' has inconsistent offsets [", e.begin, ", ", e.end, ") for shape ", shape,
               " (file truncated?)");
-    Tensor t = Tensor::empty(shape, e.dtype, Device::cpu());
-    in.seekg(static_cast<std::streamoff>(data_start + e.begin));
-    in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(bytes));
-    MOE_CHECK(in.good(), path, ": could not read tensor '", e.name, "'");
-    file.tensors.emplace_back(e.name, t);
+    entries_.push_back({e.name, e.dtype, shape, e.begin, bytes});
   }
+}
+
+const SafetensorsEntry* SafetensorsReader::find(const std::string& name) const {
+  for (const SafetensorsEntry& e : entries_)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+void SafetensorsReader::read(const SafetensorsEntry& e, const Tensor& dst) {
+  MOE_CHECK(dst.device().is_cpu() && dst.dtype() == e.dtype && dst.shape() == e.shape, path_,
+            ": tensor '", e.name, "' (", dtype_name(e.dtype), " ", e.shape, ") read into a ", dtype_name(dst.dtype()),
+            " ", dst.shape(), " tensor");
+  in_.seekg(static_cast<std::streamoff>(data_start_ + e.offset));
+  in_.read(static_cast<char*>(dst.raw()), static_cast<std::streamsize>(e.bytes));
+  MOE_CHECK(in_.good(), path_, ": could not read tensor '", e.name, "'");
+}
+
+Tensor SafetensorsReader::read(const SafetensorsEntry& e) {
+  Tensor t = Tensor::empty(e.shape, e.dtype, Device::cpu());
+  read(e, t);
+  return t;
+}
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  SafetensorsReader reader(path);
+  SafetensorsFile file;
+  file.metadata = reader.metadata();
+  for (const SafetensorsEntry& e : reader.entries()) file.tensors.emplace_back(e.name, reader.read(e));
   return file;
 }
 

@@ -4,6 +4,7 @@
 // Writes are atomic (common/atomic_file.h): a crash mid-write leaves any previous file intact. Covered by
 // tests/unit/safetensors_test.cpp.
 #pragma once
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,7 +27,38 @@ struct SafetensorsFile {
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
-/// Reads a file written by us or by the Python `safetensors` package; errors name the path and what is wrong.
+/// One tensor of a file's header: where its bytes lie (from the start of the data).
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype = DType::f32;
+  Shape shape;
+  uint64_t offset = 0, bytes = 0;
+};
+
+/// A file written by us or by the Python `safetensors` package, opened for reading tensor by tensor: the
+/// header is read and checked at once (errors name the path and what is wrong), each tensor when asked, so
+/// that a caller can put it where it belongs without holding the whole file in memory.
+class SafetensorsReader {
+ public:
+  explicit SafetensorsReader(const std::string& path);
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const std::vector<SafetensorsEntry>& entries() const { return entries_; }  // in file order
+  /// The entry called `name`, or nullptr.
+  const SafetensorsEntry* find(const std::string& name) const;
+  /// Reads the entry's bytes into `dst`: a CPU tensor of its dtype and shape (a view of a larger one too).
+  void read(const SafetensorsEntry& e, const Tensor& dst);
+  /// The entry as a new CPU tensor.
+  Tensor read(const SafetensorsEntry& e);
+
+ private:
+  std::string path_;
+  std::ifstream in_;
+  uint64_t data_start_ = 0;
+  std::map<std::string, std::string> metadata_;
+  std::vector<SafetensorsEntry> entries_;
+};
+
+/// The whole file in memory (SafetensorsReader's tensors, in file order).
 SafetensorsFile load_safetensors(const std::string& path);
 
 }  // namespace moe
