@@ -34,14 +34,21 @@ wait_for_handler() {  # until process $1 catches SIGTERM (bit 15 of SigCgt): its
   e2e_fail "process $1 installed no SIGTERM handler within 30 s"
 }
 
+reference_run() {  # reference_run DIR ARGS...: an uninterrupted run; $elapsed: seconds from its first update to its end
+  local dir="$1" start
+  shift
+  "$BIN/moe-train" "$@" --run_dir "$dir" > "$dir.log" 2>&1 &
+  job=$!
+  wait_for_training "$dir"
+  start=$(now)
+  wait_status $job
+  [[ $status -eq 0 ]] || { cat "$dir.log"; e2e_fail "the uninterrupted run in $dir"; }
+  elapsed=$(awk -v a="$start" -v b="$(now)" 'BEGIN {printf "%.3f", b - a}')
+}
+
 # The uninterrupted reference (it builds the vocabulary the others reuse); its training time bounds the delays.
-"$BIN/moe-train" "${args[@]}" --run_dir "$WORK/full" > "$WORK/full.log" 2>&1 &
-job=$!
-wait_for_training "$WORK/full"
-start=$(now)
-wait_status $job
-[[ $status -eq 0 ]] || { cat "$WORK/full.log"; e2e_fail "moe-train"; }
-span=$(awk -v a="$start" -v b="$(now)" 'BEGIN {printf "%.2f", 0.8 * (b - a)}')
+reference_run "$WORK/full" "${args[@]}"
+span=$(awk -v e="$elapsed" 'BEGIN {printf "%.2f", 0.8 * e}')
 
 # 1. SIGTERM at random moments, then --resume.
 for k in 1 2; do
@@ -71,13 +78,8 @@ echo "train_signals: both resumed runs end with the uninterrupted run's checkpoi
 #     dropped (the state saved is the previous update's), and --resume repeats it, byte for byte.
 long=("${TINY[@]}" --train.max_tokens 100 --train.update_freq 30 --train.max_updates 3 --train.log_every 1
       --train.save_every 1 --train.keep_last 0 --train.valid_every 0)
-"$BIN/moe-train" "${long[@]}" --run_dir "$WORK/long" > "$WORK/long.log" 2>&1 &
-job=$!
-wait_for_training "$WORK/long"
-start=$(now)
-wait_status $job
-[[ $status -eq 0 ]] || { cat "$WORK/long.log"; e2e_fail "moe-train with update_freq 30"; }
-third=$(awk -v a="$start" -v b="$(now)" 'BEGIN {printf "%.2f", (b - a) / 6}')  # a third of one update
+reference_run "$WORK/long" "${long[@]}"
+third=$(awk -v e="$elapsed" 'BEGIN {printf "%.2f", e / 6}')  # a third of one update
 "$BIN/moe-train" "${long[@]}" --run_dir "$WORK/longpart" > "$WORK/longpart.log" 2>&1 &
 job=$!
 wait_for_training "$WORK/longpart"
