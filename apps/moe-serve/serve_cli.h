@@ -1,9 +1,10 @@
 // The moe-serve command line: `moe-serve -m CKPT [--name NAME] [-m CKPT2 --name NAME2 ...] [--host H]
 // [--port P]` plus batching (--max-tokens, --max-wait-ms), limits (body, lines, line length, queue,
 // per-request timeout, slow clients' read timeout), the device and the search flags of moe-translate (the
-// defaults of requests that leave them out): the shared decoding options (cli/decoding_options.h). Loads every model, starts one worker for
-// the device (lib/serving/worker.h) and the HTTP routes (http_routes.h), serves until SIGTERM or SIGINT,
-// then stops accepting, finishes what is queued and in flight, and exits 0. Covered by tests/scripts/serve.sh.
+// defaults of requests that leave them out): the shared decoding options (cli/decoding_options.h). Loads
+// every model, starts one worker for the device (lib/serving/worker.h) and the HTTP routes (http_routes.h),
+// serves until SIGTERM or SIGINT, then stops accepting, finishes what is queued and in flight, and exits 0.
+// Covered by tests/scripts/serve.sh.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -130,8 +130,8 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
     stop_point();
     const int64_t first = stats.lines;
     const std::vector<std::string> chunk_prefixes = prefixes.next(chunk.size(), first);
-    for (const std::string& r :
-         translate_lines(translator, src_vocab, tgt_vocab, chunk, o.decoding.search.n_best, first, stats, on_batch, chunk_prefixes))
+    for (const std::string& r : translate_lines(translator, src_vocab, tgt_vocab, chunk, o.decoding.search.n_best,
+                                                first, stats, on_batch, chunk_prefixes))
       *os << r << '\n';
     done_lines = stats.lines;  // empty lines too (they are not decoded)
     os->flush();
@@ -151,8 +151,8 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
     const double rate = secs > 0 ? 1.0 / secs : 0.0;
     err << "moe-translate: " << stats.lines << " lines (" << stats.empty_lines << " empty), " << stats.src_words
         << " source words, " << stats.src_tokens << " source tokens, " << stats.tgt_tokens << " target tokens in "
-        << secs << " s on " << device << " (" << models.compute_type(enum_name(o.decoding.dtype)) << ", beam " << o.decoding.search.beam
-        << "): " << static_cast<int64_t>(stats.src_words * rate) << " words/s, "
+        << secs << " s on " << device << " (" << models.compute_type(enum_name(o.decoding.dtype)) << ", beam "
+        << o.decoding.search.beam << "): " << static_cast<int64_t>(stats.src_words * rate) << " words/s, "
         << static_cast<int64_t>(stats.tgt_tokens * rate) << " tokens/s; loading took " << load << " s\n";
     const AllocatorStats mem = allocator_for(device).stats();
     err << "moe-translate: memory: peak " << format_bytes(mem.peak_in_use) << " in tensors, "
@@ -164,12 +164,13 @@ void add_translate_options(CLI::App& app, TranslateCliOptions& o) {
   cli::add_ensemble_options(app, o.models, o.weights, " of a translation model");
   app.add_option("-i,--input", o.input, "raw source text, one sentence per line ('-' = stdin)");
   app.add_option("-o,--output", o.output, "detokenised translations, one line per input line ('-' = stdout)");
-  app.add_option("--prefix", o.prefix,
-                 "target prefixes, one per input line (tokenized like the target; empty = none): each output "
-                 "begins with its prefix, the search continues after it; an empty input line stays an empty output line");
+  app.add_option(
+      "--prefix", o.prefix,
+      "target prefixes, one per input line (tokenized like the target; empty = none): each output "
+      "begins with its prefix, the search continues after it; an empty input line stays an empty output line");
   cli::add_decoding_options(app, o.decoding);
-  app.get_option("--n-best")->description(
-      "hypotheses per input (at most --beam); > 1 writes 'index<TAB>score<TAB>text' lines");
+  app.get_option("--n-best")
+      ->description("hypotheses per input (at most --beam); > 1 writes 'index<TAB>score<TAB>text' lines");
   app.add_option("--chunk-lines", o.chunk_lines, "input lines sorted and translated together")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -32,10 +32,10 @@ const config::Keys<DecodingOptions>& decoding_keys() {
         .add("length_penalty", &D::search, &S::penalty,
              "length normalisation: fairseq score / len^lenpen, gnmt score / ((5+len)/6)^lenpen")
         .add("max_len_a", &D::search, &S::max_len_a, "max output tokens = a * source tokens + b", at_least(0.0))
-        .add("max_len_b", &D::search, &S::max_len_b, "max output tokens = a * source tokens + b",
-             at_least<int64_t>(0))
+        .add("max_len_b", &D::search, &S::max_len_b, "max output tokens = a * source tokens + b", at_least<int64_t>(0))
         .add("min_len", &D::search, &S::min_len, "fewest output tokens before </s>", at_least<int64_t>(0))
-        .add("max_tokens", &D::max_tokens, "padded tokens per batch (translating: source tokens x beam, the hypotheses' tokens)", above<int64_t>(0))
+        .add("max_tokens", &D::max_tokens,
+             "padded tokens per batch (translating: source tokens x beam, the hypotheses' tokens)", above<int64_t>(0))
         .add_custom(
             "device", config::ValueType::String, "cpu, cuda, cuda:N or auto (a GPU when present)",
             [](const YAML::Node& v, D& o, const std::string& key) {
