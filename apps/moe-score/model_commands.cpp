@@ -247,8 +247,7 @@ struct ExpertsArgs {
 
 cli::SubcommandRunner setup_experts(CLI::App& sub) {
   auto a = std::make_shared<ExpertsArgs>();
-  std::vector<std::string> keys = search_key_names();
-  std::erase(keys, "n_best");  // the best translation is analysed
+  std::vector<std::string> keys = best_hypothesis_search_keys();  // the best translation is analysed
   keys.push_back("max_tokens");
   add_model_options(sub, a->m, false, keys);
   sub.get_option("--beam")->description("beam size of the translations of -i (1 = greedy)");

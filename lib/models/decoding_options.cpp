@@ -54,6 +54,12 @@ const std::vector<std::string>& search_key_names() {
   return names;
 }
 
+std::vector<std::string> best_hypothesis_search_keys() {
+  std::vector<std::string> keys = search_key_names();
+  std::erase(keys, "n_best");
+  return keys;
+}
+
 std::string KeyNaming::operator()(const std::string& key) const {
   if (!flags) return section.empty() ? key : section + "." + key;
   std::string flag = "--" + key;

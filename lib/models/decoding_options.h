@@ -64,6 +64,9 @@ struct DecodingOptions {
 const config::Keys<DecodingOptions>& decoding_keys();
 /// The search keys (beam .. min_len): what a program that decodes but does not batch or place takes.
 const std::vector<std::string>& search_key_names();
+/// The search keys of a program that uses the best hypothesis only (BLEU validation, moe-score experts):
+/// all but n_best.
+std::vector<std::string> best_hypothesis_search_keys();
 
 /// How an entry point names the keys in its errors: "--n-best" on a command line, "valid.n_best" in a recipe.
 struct KeyNaming {

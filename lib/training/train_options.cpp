@@ -180,20 +180,13 @@ void declare_train(config::Keys<O>& k) {
            "save checkpoint.last, exit with status 75; --resume continues exactly) | exit (end at once)");
 }
 
-/// BLEU validation's search keys: every search key but n_best (the best hypothesis is scored).
-std::vector<std::string> valid_search_keys() {
-  std::vector<std::string> keys = search_key_names();
-  std::erase(keys, "n_best");
-  return keys;
-}
-
 void declare_valid(config::Keys<O>& k) {
   using V = ValidOptions;
   k.add("valid.metric", &O::valid, &V::metric, "the metric of early stopping and checkpoint.best")
       .add_table("valid", [](O& o) -> DecodingOptions& { return o.valid.decoding; }, decoding_keys(), {"max_tokens"},
                  "validation: ")
       .add_table("valid", [](O& o) -> DecodingOptions& { return o.valid.decoding; }, decoding_keys(),
-                 valid_search_keys(), "BLEU validation: ")
+                 best_hypothesis_search_keys(), "BLEU validation: ")
       .add("valid.bleu_lines", &O::valid, &V::bleu_lines, "BLEU validation on the first N lines (0 = all)",
            at_least<int64_t>(0))
       .add("valid.bleu", &O::valid, &V::bleu,
