@@ -18,6 +18,7 @@
 #include "common/ptx.cuh"
 #include "common/tensor_map.cuh"
 #include "ops/grouped_gemm.cuh"
+#include "tensor/cuda_runtime.h"
 
 namespace moe::cuda::grouped {
 namespace {
@@ -233,13 +234,8 @@ bool wgmma_fits(const GroupArgs& g) {
 }
 
 void launch_wgmma(const GroupArgs& g, DType dtype, long long max_tiles, cudaStream_t stream, int device) {
-  static int sms[64] = {};
-  if (!sms[device]) {
-    cudaDeviceProp p;
-    CUDA_CHECK(cudaGetDeviceProperties(&p, device));
-    sms[device] = p.multiProcessorCount;
-  }
-  const unsigned blocks = unsigned(std::max<long long>(1, std::min<long long>(sms[device], max_tiles)));
+  const unsigned blocks =
+      unsigned(std::max<long long>(1, std::min<long long>(multiprocessor_count(device), max_tiles)));
   if (dtype == DType::bf16) launch_for<__nv_bfloat16>(g, blocks, stream, device);
   else launch_for<__half>(g, blocks, stream, device);
 }

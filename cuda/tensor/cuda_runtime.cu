@@ -86,17 +86,30 @@ std::string device_name(int device) {
   return p.name;
 }
 
-int compute_capability(int device) {
+namespace {
+/// f(properties of `device`), computed once per device.
+template <class F>
+int device_property(int device, std::vector<int>& known, F f) {
   static std::mutex mutex;
-  static std::vector<int> known(64, 0);
   std::lock_guard<std::mutex> lock(mutex);
   MOE_CHECK(device >= 0 && device < device_count(), "CUDA device ", device, " is not available");
   if (!known[size_t(device)]) {
     cudaDeviceProp p;
     CUDA_CHECK(cudaGetDeviceProperties(&p, device));
-    known[size_t(device)] = 10 * p.major + p.minor;
+    known[size_t(device)] = f(p);
   }
   return known[size_t(device)];
+}
+}  // namespace
+
+int compute_capability(int device) {
+  static std::vector<int> known(64, 0);
+  return device_property(device, known, [](const cudaDeviceProp& p) { return 10 * p.major + p.minor; });
+}
+
+int multiprocessor_count(int device) {
+  static std::vector<int> known(64, 0);
+  return device_property(device, known, [](const cudaDeviceProp& p) { return p.multiProcessorCount; });
 }
 
 bool has_sm90a_code() {

@@ -14,6 +14,7 @@ int device_count() { return 0; }
 std::string no_gpu_reason() { return "this build has no CUDA support"; }
 std::string device_name(int) { no_cuda(); }
 int compute_capability(int) { no_cuda(); }
+int multiprocessor_count(int) { no_cuda(); }
 bool has_sm90a_code() { return false; }
 void set_device(int) { no_cuda(); }
 void* raw_malloc(size_t, int) { no_cuda(); }

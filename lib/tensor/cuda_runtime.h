@@ -19,6 +19,8 @@ std::string no_gpu_reason();
 std::string device_name(int device);
 /// 10 major + minor: 80 for an A100, 90 for an H100 or H200 (the CUDA emulator's devices report 90).
 int compute_capability(int device);
+/// The device's streaming multiprocessors (132 on an H100 SXM or an H200), for grids sized to fill it.
+int multiprocessor_count(int device);
 /// Whether this build's kernels hold sm_90a code (wgmma, TMA): an architecture list with 90a, or the emulator.
 bool has_sm90a_code();
 void set_device(int device);
