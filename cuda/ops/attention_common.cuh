@@ -154,4 +154,10 @@ void attention_backward_mma(const attn::Params& p, const Tensor& q, const Tensor
                             Tensor& dq_acc, Tensor& dq_count, Tensor& dq, Tensor& dw_acc, Tensor& dk, Tensor& dv);
 /// The query rows of one dQ tile of attention_backward_mma (its arrival counters count per tile).
 int attention_backward_mma_query_tile();
+/// Forward for few query rows (decoding; attention_decode.cu): one block per query row and chunk of keys;
+/// key_rows (i32 [B, Tk]) addresses a decoding cache's rows, or is undefined. No dropout.
+void attention_decode(const attn::Params& p, const Tensor& q, const Tensor& k, const Tensor& v,
+                      const Tensor& head_weight, const Tensor& key_rows, Tensor& out, Tensor& lse);
+/// The keys per block attention_decode gives `rows` query rows over `keys` keys on a GPU of `multiprocessors`.
+int attention_decode_chunk(int rows, int keys, int multiprocessors);
 }  // namespace moe::cuda

@@ -5,7 +5,9 @@
 // out = w * O / l (0 for rows with no visible key), lse = (m + log2 l) * ln 2. Causal mode stops at the
 // last key tile any row of the block can see. Attention dropout scales the weights that enter O (not l)
 // by keep() (attention_dropout.h). bf16/f16 go to a tensor-core kernel: mma.sync
-// (attention_fwd_mma.cu, the default) or wmma (attention_fwd_tc.cu); this one serves f32. Covered by tests/gpu/attention_parity_test.cpp.
+// (attention_fwd_mma.cu, the default) or wmma (attention_fwd_tc.cu); this one serves f32. One query row per
+// sequence (a decoding step) or a decoding cache's row table goes to attention_decode.cu. Covered by
+// tests/gpu/attention_parity_test.cpp.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -159,11 +161,16 @@ attn::Params attention_params(const Tensor& q, const Tensor& k, const Tensor& ke
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
                        float scale, const Tensor& head_weight, Tensor& out, Tensor& lse,
-                       const AttentionDropout& dropout) {
+                       const AttentionDropout& dropout, const Tensor& key_rows) {
   attn::Params p = attention_params(q, k, key_padding, causal, scale, head_weight);
   p.drop = dropout;
   p.vec16 = p.vec16 && reinterpret_cast<uintptr_t>(v.raw()) % 16 == 0;
   if (q.numel() == 0) return;
+  if (key_rows.defined() || (p.Tq == 1 && dropout.rate == 0.f)) {  // decoding: a block per query row
+    p.Tk = int(key_rows.defined() ? key_rows.shape()[1] : k.shape()[1]);
+    attention_decode(p, q, k, v, head_weight, key_rows, out, lse);
+    return;
+  }
   if (k.numel() == 0) {  // no keys at all: every row is empty
     out.zero_();
     std::vector<float> inf(static_cast<size_t>(lse.numel()), -INFINITY);

@@ -14,14 +14,30 @@ struct Dims {
 };
 
 Dims check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding,
-                  const Tensor& head_weight, const AttentionDropout& dropout) {
+                  const Tensor& head_weight, const AttentionDropout& dropout, const Tensor& key_rows = Tensor()) {
   MOE_CHECK(q.defined() && k.defined() && v.defined(), kOp, ": q, k and v are required");
   MOE_CHECK(dropout.rate >= 0.f && dropout.rate < 1.f, kOp, ": the dropout rate ", dropout.rate, " must be in [0, 1)");
   MOE_CHECK(q.shape().ndim() == 4 && k.shape().ndim() == 4 && v.shape().ndim() == 4, kOp,
             ": q, k, v must be [B,T,H,D]; got q ", q.shape(), ", k ", k.shape(), ", v ", v.shape());
-  const Dims d{q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3], k.shape()[1], k.shape()[2]};
-  MOE_CHECK(k.shape()[0] == d.B && k.shape()[3] == d.D, kOp, ": k ", k.shape(), " does not match q ", q.shape(),
-            " (batch and head size must agree)");
+  const bool cached = key_rows.defined();
+  const Dims d{q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3], cached ? key_rows.shape()[1] : k.shape()[1],
+               k.shape()[2]};
+  if (cached) {
+    check_dtype(kOp, "key_rows", key_rows, DType::i32);
+    MOE_CHECK(key_rows.shape().ndim() == 2 && key_rows.shape()[0] == d.B && d.Tk <= k.shape()[1], kOp, ": key_rows ",
+              key_rows.shape(), " must be [", d.B, ", Tk] with Tk at most the cache's ", k.shape()[1], " columns (k ",
+              k.shape(), ")");
+    MOE_CHECK(dropout.rate == 0.f, kOp, ": a decoding cache (key_rows) takes no attention dropout");
+    check_same_device(kOp, q, key_rows);
+    if (key_rows.device().is_cpu()) {
+      const int32_t* r = key_rows.data<int32_t>();
+      for (int64_t i = 0; i < key_rows.numel(); ++i)
+        MOE_CHECK(r[i] >= 0 && r[i] < k.shape()[0], kOp, ": key_rows entry ", r[i], " at position ", i,
+                  " is outside the cache's ", k.shape()[0], " rows");
+    }
+  }
+  MOE_CHECK((cached || k.shape()[0] == d.B) && k.shape()[3] == d.D, kOp, ": k ", k.shape(), " does not match q ",
+            q.shape(), " (batch and head size must agree)");
   check_shape(kOp, "v", v, k.shape());
   MOE_CHECK(d.Hk > 0 && d.H % d.Hk == 0, kOp, ": the query heads (", d.H, " in q ", q.shape(),
             ") must be a multiple of the key heads (", d.Hk, " in k ", k.shape(), ")");
@@ -47,14 +63,14 @@ DType attention_lse_dtype(DType dt) { return dt == DType::f64 ? DType::f64 : DTy
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
                        float scale, const Tensor& head_weight, Tensor& out, Tensor& lse,
-                       const AttentionDropout& dropout) {
-  const Dims d = check_inputs(q, k, v, key_padding, head_weight, dropout);
+                       const AttentionDropout& dropout, const Tensor& key_rows) {
+  const Dims d = check_inputs(q, k, v, key_padding, head_weight, dropout, key_rows);
   check_same_device(kOp, q, out, lse);
   check_shape(kOp, "output", out, q.shape());
   check_dtype(kOp, "output", out, q.dtype());
   check_shape(kOp, "lse", lse, Shape{d.B, d.H, d.Tq});
   check_dtype(kOp, "lse", lse, attention_lse_dtype(q.dtype()));
-  MOE_DISPATCH(q, attention_forward, q, k, v, key_padding, causal, scale, head_weight, out, lse, dropout);
+  MOE_DISPATCH(q, attention_forward, q, k, v, key_padding, causal, scale, head_weight, out, lse, dropout, key_rows);
 }
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,

@@ -8,7 +8,11 @@
 // Attention dropout (training; attention_dropout.h): o_i = sum_j p_ij z_ij v_j with z_ij = 0 or
 // 1 / (1 - rate) drawn by Philox per (b, h, i, j); lse stays that of p. The backward uses
 // dp_ij = w z_ij dout_i.v_j, delta_i = sum_j p_ij dp_ij (= dout_i.out_i), dv_j += p_ij z_ij w dout_i.
-// CPU reference: lib/ops/attention.cpp; CUDA: cuda/ops/attention.cu. Tests: tests/ops/attention_test.cpp,
+// Decoding caches (forward only): with key_rows (i32 [B,Tk]), k and v are [R,C,Hk,D] storage (Tk <= C) and key j of
+// sequence b is k[key_rows[b,j], j] (v likewise): beam search reorders hypotheses by rewriting the small table, not
+// the cache (lib/layers/kv_cache.h).
+// CPU reference: lib/ops/attention_cpu.cpp; CUDA: cuda/ops/attention_fwd*.cu, attention_decode.cu (one query row
+// per block, split over the keys when the rows are few). Tests: tests/ops/attention_test.cpp,
 // tests/gpu/attention_parity_test.cpp.
 #pragma once
 #include "ops/attention_dropout.h"
@@ -19,7 +23,7 @@ namespace moe {
 namespace cpu {
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
                        float scale, const Tensor& head_weight, Tensor& out, Tensor& lse,
-                       const AttentionDropout& dropout = {});
+                       const AttentionDropout& dropout = {}, const Tensor& key_rows = Tensor());
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
                         float scale, const Tensor& head_weight, const Tensor& out, const Tensor& lse,
                         const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dhead_weight,
@@ -28,7 +32,7 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
 namespace cuda {
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
                        float scale, const Tensor& head_weight, Tensor& out, Tensor& lse,
-                       const AttentionDropout& dropout = {});
+                       const AttentionDropout& dropout = {}, const Tensor& key_rows = Tensor());
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
                         float scale, const Tensor& head_weight, const Tensor& out, const Tensor& lse,
                         const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dhead_weight,
@@ -39,10 +43,11 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
 DType attention_lse_dtype(DType dt);
 
 /// Forward. key_padding (u8 [B,Tk]) and head_weight ([B,H] or [B,Tq,H], q's dtype) may be undefined
-/// Tensors. out [B,Tq,H,D] (q's dtype) and lse [B,H,Tq] (attention_lse_dtype) are written.
+/// Tensors. out [B,Tq,H,D] (q's dtype) and lse [B,H,Tq] (attention_lse_dtype) are written. key_rows: see above
+/// (undefined: k and v are [B,Tk,Hk,D]); its entries must lie in [0, R) (checked on the CPU).
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
                        float scale, const Tensor& head_weight, Tensor& out, Tensor& lse,
-                       const AttentionDropout& dropout = {});
+                       const AttentionDropout& dropout = {}, const Tensor& key_rows = Tensor());
 
 /// Backward: dq, dk, dv, dhead_weight are ADDED to; any of them may be undefined (not wanted).
 /// `out` and `lse` are the forward's outputs; dout has out's shape.

@@ -3,13 +3,15 @@
 //   dp_ij = w_i dout_i.v_j, delta_i = sum_j p_ij dp_ij, ds_ij = p_ij (dp_ij - delta_i),
 //   dq_i += scale sum_j ds_ij k_j, dk_j += scale ds_ij q_i, dv_j += p_ij w_i dout_i, dw += dout_i.o_i.
 // Attention dropout multiplies p_ij by z_ij (attention_dropout.h) in the weighted sum and in dp, dv, dw.
+// Keys are addressed through per-key offsets (Geometry::ki), so a decoding cache's row table (key_rows: key j of
+// sequence b in row key_rows[b, j]) runs the same loops as contiguous keys.
 // In f32 on a CPU with AVX-512F (ops/cpu_isa.h) the row loops run hand-vectorised: q.k_j over the keys and
 // o = sum_j p_j v_j forward, dout_i.v_j and the updates of dq, dk, dv backward. Each dot product sums 16 lanes
 // and then across them, with fused multiply-adds, so its last bits differ from the portable loop's; sums over
 // keys still run in order, and a row's result does not depend on the batch, the thread count or the keys
 // beyond its causal limit.
 // Covered by tests/ops/attention_test.cpp (hand-computed values, finite differences in f64, the AVX-512 rows
-// against the portable ones) and tests/ops/attention_dropout_test.cpp.
+// against the portable ones, a cache's row table) and tests/ops/attention_dropout_test.cpp.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -30,17 +32,22 @@ struct Geometry {
   int64_t B, Tq, H, D, Tk, Hk;
   bool causal;
   const uint8_t* pad;
-  bool per_position;  // head_weight is [B,Tq,H]
-  Geometry(const Tensor& q, const Tensor& k, const Tensor& key_padding, bool c, const Tensor& hw)
+  bool per_position;    // head_weight is [B,Tq,H]
+  const int32_t* rows;  // key_rows [B,Tk] of a decoding cache, or nullptr: key j of sequence b is in row b
+  int64_t columns;      // k's axis 1: Tk, or a cache's capacity
+  Geometry(const Tensor& q, const Tensor& k, const Tensor& key_padding, bool c, const Tensor& hw,
+           const Tensor& key_rows = Tensor())
       : B(q.shape()[0]),
         Tq(q.shape()[1]),
         H(q.shape()[2]),
         D(q.shape()[3]),
-        Tk(k.shape()[1]),
+        Tk(key_rows.defined() ? key_rows.shape()[1] : k.shape()[1]),
         Hk(k.shape()[2]),
         causal(c),
         pad(key_padding.defined() ? key_padding.data<uint8_t>() : nullptr),
-        per_position(hw.defined() && hw.shape().ndim() == 3) {}
+        per_position(hw.defined() && hw.shape().ndim() == 3),
+        rows(key_rows.defined() ? key_rows.data<int32_t>() : nullptr),
+        columns(k.shape()[1]) {}
   bool visible(int64_t b, int64_t i, int64_t j) const {
     if (pad && !pad[b * Tk + j]) return false;
     return !causal || j <= i + (Tk - Tq);
@@ -49,7 +56,14 @@ struct Geometry {
     return causal ? std::clamp<int64_t>(i + (Tk - Tq) + 1, 0, Tk) : Tk;
   }
   int64_t qi(int64_t b, int64_t t, int64_t h) const { return ((b * Tq + t) * H + h) * D; }
-  int64_t ki(int64_t b, int64_t t, int64_t hk) const { return ((b * Tk + t) * Hk + hk) * D; }
+  int64_t ki(int64_t b, int64_t t, int64_t hk) const {
+    const int64_t row = rows ? rows[b * Tk + t] : b;
+    return ((row * columns + t) * Hk + hk) * D;
+  }
+  /// off[j] = ki(b, j, hk) for the Tk keys (k and v share the layout).
+  void key_offsets(int64_t b, int64_t hk, std::vector<int64_t>& off) const {
+    for (int64_t j = 0; j < Tk; ++j) off[static_cast<size_t>(j)] = ki(b, j, hk);
+  }
   int64_t wi(int64_t b, int64_t t, int64_t h) const { return per_position ? (b * Tq + t) * H + h : b * H + h; }
 };
 
@@ -57,13 +71,13 @@ constexpr int64_t kKeys = 8;  // keys whose dot products run side by side (indep
 
 MOE_AVX512_BEGIN
 
-/// out[j] = q . k_j for the n keys k_j = k0 + j stride, D floats each: four keys at a time, 16 lanes each.
-MOE_AVX512 void dots_avx512(const float* q, const float* k0, int64_t stride, int64_t n, int64_t D, float* out) {
+/// out[j] = q . k_j for the n keys k_j = k + off[j], D floats each: four keys at a time, 16 lanes each.
+MOE_AVX512 void dots_avx512(const float* q, const float* k, const int64_t* off, int64_t n, int64_t D, float* out) {
   const int64_t full = D & ~int64_t(15);
   const __mmask16 tail = __mmask16((1u << (D - full)) - 1);
   int64_t j = 0;
   for (; j + 4 <= n; j += 4) {
-    const float *ka = k0 + j * stride, *kb = ka + stride, *kc = kb + stride, *kd = kc + stride;
+    const float *ka = k + off[j], *kb = k + off[j + 1], *kc = k + off[j + 2], *kd = k + off[j + 3];
     __m512 a = _mm512_setzero_ps(), b = a, c = a, d = a;
     for (int64_t x = 0; x < full; x += 16) {
       const __m512 qv = _mm512_loadu_ps(q + x);
@@ -85,7 +99,7 @@ MOE_AVX512 void dots_avx512(const float* q, const float* k0, int64_t stride, int
     out[j + 3] = _mm512_reduce_add_ps(d);
   }
   for (; j < n; ++j) {
-    const float* kj = k0 + j * stride;
+    const float* kj = k + off[j];
     __m512 a = _mm512_setzero_ps();
     for (int64_t x = 0; x < full; x += 16) a = _mm512_fmadd_ps(_mm512_loadu_ps(q + x), _mm512_loadu_ps(kj + x), a);
     if (tail) a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, q + full), _mm512_maskz_loadu_ps(tail, kj + full), a);
@@ -93,9 +107,9 @@ MOE_AVX512 void dots_avx512(const float* q, const float* k0, int64_t stride, int
   }
 }
 
-/// o = sum_c p[c] v_kept[c] (D floats, rows of v `stride` apart), keys in order: 64 elements of o in four
+/// o = sum_c p[c] v_kept[c] (D floats; key j at v + off[j]), keys in order: 64 elements of o in four
 /// registers while the keys stream past.
-MOE_AVX512 void weighted_sum_avx512(const float* p, const int64_t* kept, int64_t n, const float* v0, int64_t stride,
+MOE_AVX512 void weighted_sum_avx512(const float* p, const int64_t* kept, int64_t n, const float* v, const int64_t* off,
                                     int64_t D, float* o) {
   for (int64_t x = 0; x < D; x += 64) {
     __mmask16 m[4];
@@ -105,7 +119,7 @@ MOE_AVX512 void weighted_sum_avx512(const float* p, const int64_t* kept, int64_t
     }
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (int64_t c = 0; c < n; ++c) {
-      const float* vr = v0 + kept[c] * stride + x;
+      const float* vr = v + off[kept[c]] + x;
       const __m512 pc = _mm512_set1_ps(p[c]);
       a0 = _mm512_fmadd_ps(pc, _mm512_maskz_loadu_ps(m[0], vr), a0);
       a1 = _mm512_fmadd_ps(pc, _mm512_maskz_loadu_ps(m[1], vr + 16), a1);
@@ -145,21 +159,20 @@ bool simd_rows() {
   return std::is_same_v<T, float> && cpu_isa() == CpuIsa::avx512;
 }
 
-/// Scores of row (b, i, h) into s (visible keys only; others -inf); returns the row maximum. Each dot product
+/// Scores of row (b, i, h) into s (visible keys only; others -inf; key j at k + off[j]); returns the row
+/// maximum. Each dot product
 /// sums over d in order, as one key at a time would; kKeys of them are interleaved, for instruction-level
 /// parallelism, in every block of keys with a visible one.
 /// With `simd` (f32, simd_rows()), the keys up to the causal limit go through dots_avx512, then the mask.
 template <class T>
-T row_scores(const Geometry& g, const T* q, const T* k, int64_t b, int64_t i, int64_t h, T scale, std::vector<T>& s,
-             bool simd) {
-  const int64_t hk = h / (g.H / g.Hk), stride = g.Hk * g.D;
+T row_scores(const Geometry& g, const T* q, const T* k, const int64_t* off, int64_t b, int64_t i, int64_t h, T scale,
+             std::vector<T>& s, bool simd) {
   const T* qr = q + g.qi(b, i, h);
-  const T* k0 = k + g.ki(b, 0, hk);
   const T ninf = -std::numeric_limits<T>::infinity();
   if constexpr (std::is_same_v<T, float>) {
     if (simd) {
       const int64_t n = g.keys_before_limit(i);
-      dots_avx512(qr, k0, stride, n, g.D, s.data());
+      dots_avx512(qr, k, off, n, g.D, s.data());
       T m = ninf;
       for (int64_t j = 0; j < n; ++j) {
         s[j] = g.visible(b, i, j) ? scale * s[j] : ninf;
@@ -180,10 +193,10 @@ T row_scores(const Geometry& g, const T* q, const T* k, int64_t b, int64_t i, in
     T dot[kKeys] = {};
     if (n == kKeys) {
       for (int64_t d = 0; d < g.D; ++d)
-        for (int64_t l = 0; l < kKeys; ++l) dot[l] += qr[d] * k0[(j0 + l) * stride + d];
+        for (int64_t l = 0; l < kKeys; ++l) dot[l] += qr[d] * k[off[j0 + l] + d];
     } else {
       for (int64_t l = 0; l < n; ++l)
-        for (int64_t d = 0; d < g.D; ++d) dot[l] += qr[d] * k0[(j0 + l) * stride + d];
+        for (int64_t d = 0; d < g.D; ++d) dot[l] += qr[d] * k[off[j0 + l] + d];
     }
     for (int64_t l = 0; l < n; ++l) s[j0 + l] = g.visible(b, i, j0 + l) ? scale * dot[l] : ninf;
   }
@@ -195,8 +208,9 @@ T row_scores(const Geometry& g, const T* q, const T* k, int64_t b, int64_t i, in
 
 template <class T>
 void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal, T scale,
-             const Tensor& head_weight, Tensor& out, Tensor& lse, const AttentionDropout& drop) {
-  const Geometry g(q, k, key_padding, causal, head_weight);
+             const Tensor& head_weight, Tensor& out, Tensor& lse, const AttentionDropout& drop,
+             const Tensor& key_rows) {
+  const Geometry g(q, k, key_padding, causal, head_weight, key_rows);
   const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>();
   const T* pw = head_weight.defined() ? head_weight.data<T>() : nullptr;
   T *po = out.data<T>(), *pl = lse.data<T>();
@@ -205,12 +219,12 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
   parallel_for(g.B * g.Tq, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.Tk * g.H * g.D)),
                [&](int64_t r0, int64_t r1) {
                  std::vector<T> s(static_cast<size_t>(g.Tk));
-                 std::vector<int64_t> kept(static_cast<size_t>(g.Tk));
+                 std::vector<int64_t> kept(static_cast<size_t>(g.Tk)), off(static_cast<size_t>(g.Tk));
                  for (int64_t r = r0; r < r1; ++r)
                    for (int64_t h = 0; h < g.H; ++h) {
                      const int64_t b = r / g.Tq, i = r % g.Tq;
-                     const int64_t hk = h / (g.H / g.Hk);
-                     const T m = row_scores(g, pq, pk, b, i, h, scale, s, simd);
+                     if (h == 0 || g.Hk > 1) g.key_offsets(b, h / (g.H / g.Hk), off);
+                     const T m = row_scores(g, pq, pk, off.data(), b, i, h, scale, s, simd);
                      T* o = po + g.qi(b, i, h);
                      for (int64_t d = 0; d < g.D; ++d) o[d] = 0;
                      if (m == -std::numeric_limits<T>::infinity()) {  // no visible key: o = 0, lse = -inf
@@ -227,24 +241,22 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
                        kept[n++] = j;
                      }
                      // o += p v, four keys per pass over o; each o[d] still adds the keys one by one in order
-                     const T* v0 = pv + g.ki(b, 0, hk);
-                     const int64_t stride = g.Hk * g.D;
                      pl[(b * g.H + h) * g.Tq + i] = m + std::log(sum);
                      if constexpr (std::is_same_v<T, float>) {
                        if (simd) {
-                         weighted_sum_avx512(s.data(), kept.data(), n, v0, stride, g.D, o);
+                         weighted_sum_avx512(s.data(), kept.data(), n, pv, off.data(), g.D, o);
                          continue;
                        }
                      }
                      int64_t c = 0;
                      for (; c + 4 <= n; c += 4) {
-                       const T *a = v0 + kept[c] * stride, *e = v0 + kept[c + 1] * stride,
-                               *f = v0 + kept[c + 2] * stride, *u = v0 + kept[c + 3] * stride;
+                       const T *a = pv + off[kept[c]], *e = pv + off[kept[c + 1]], *f = pv + off[kept[c + 2]],
+                               *u = pv + off[kept[c + 3]];
                        const T pa = s[c], pe = s[c + 1], pf = s[c + 2], pu = s[c + 3];
                        for (int64_t d = 0; d < g.D; ++d) o[d] = o[d] + pa * a[d] + pe * e[d] + pf * f[d] + pu * u[d];
                      }
                      for (; c < n; ++c)
-                       for (int64_t d = 0; d < g.D; ++d) o[d] += s[c] * v0[kept[c] * stride + d];
+                       for (int64_t d = 0; d < g.D; ++d) o[d] += s[c] * pv[off[kept[c]] + d];
                    }
                });
 }
@@ -266,18 +278,20 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
   parallel_for(g.B * g.Hk, 1, [&](int64_t p0, int64_t p1) {
     std::vector<T> s(static_cast<size_t>(g.Tk)), dp(static_cast<size_t>(g.Tk)), z(static_cast<size_t>(g.Tk));
     std::vector<T> dov_all(simd ? static_cast<size_t>(g.Tk) : 0);
-    for (int64_t pair = p0; pair < p1; ++pair)
+    std::vector<int64_t> off(static_cast<size_t>(g.Tk));
+    for (int64_t pair = p0; pair < p1; ++pair) {
+      g.key_offsets(pair / g.Hk, pair % g.Hk, off);
       for (int64_t h = pair % g.Hk * group; h < (pair % g.Hk + 1) * group; ++h)
         for (int64_t i = 0; i < g.Tq; ++i) {
           const int64_t b = pair / g.Hk, hk = pair % g.Hk;
           const T l = pl[(b * g.H + h) * g.Tq + i];
           if (l == -std::numeric_limits<T>::infinity()) continue;  // fully masked row: no gradient
-          row_scores(g, pq, pk, b, i, h, scale, s, simd);
+          row_scores(g, pq, pk, off.data(), b, i, h, scale, s, simd);
           const T* gdo = pdo + g.qi(b, i, h);
           const T w = pw ? pw[g.wi(b, i, h)] : T(1);
           if constexpr (std::is_same_v<T, float>) {
             if (simd) {  // dout_i.v_j up to the causal limit (beyond it p_ij = 0)
-              dots_avx512(gdo, pv + g.ki(b, 0, hk), g.Hk * g.D, g.keys_before_limit(i), g.D, dov_all.data());
+              dots_avx512(gdo, pv, off.data(), g.keys_before_limit(i), g.D, dov_all.data());
             }
           }
           T delta = 0, dw = 0;
@@ -312,18 +326,19 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
             }
           }
         }
+    }
   });
 }
 }  // namespace
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,
                        float scale, const Tensor& head_weight, Tensor& out, Tensor& lse,
-                       const AttentionDropout& dropout) {
+                       const AttentionDropout& dropout, const Tensor& key_rows) {
   check_cpu_float("attention", q);
   if (q.dtype() == DType::f64)
-    forward<double>(q, k, v, key_padding, causal, scale, head_weight, out, lse, dropout);
+    forward<double>(q, k, v, key_padding, causal, scale, head_weight, out, lse, dropout, key_rows);
   else
-    forward<float>(q, k, v, key_padding, causal, scale, head_weight, out, lse, dropout);
+    forward<float>(q, k, v, key_padding, causal, scale, head_weight, out, lse, dropout, key_rows);
 }
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal,

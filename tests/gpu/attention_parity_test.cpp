@@ -3,7 +3,8 @@
 // shapes, a fully padded sequence and Tq = 1 decoding, attention dropout (the same Philox masks on
 // both devices, in every kernel: f32 and tensor cores, forward and backward), and on cuda:1 while
 // cuda:0 is current (skipped without a GPU). bf16 and f16 run every kernel variant
-// (ops/kernel_variants.h: mma.sync and wmma), each forward with the backward of its family.
+// (ops/kernel_variants.h: mma.sync and wmma), each forward with the backward of its family. Tq = 1 and a
+// decoding cache's row table run the decoding kernel (attention_decode.cu), split over the keys or not.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <optional>
@@ -138,4 +139,47 @@ TEST_CASE("attention on cuda:1 while cuda:0 is current", "[gpu][attention]") {
     attention_forward(q1, k1, v1, none, true, scale, none, out, lse);
     CHECK(test::rel_error(out.to_vector<double>(), ref.to_vector<double>()) < (dt == DType::f32 ? 1e-5 : 2e-2));
   }
+}
+
+// Decoding through a cache's row table (lib/layers/kv_cache.h): the CUDA decoding kernel (attention_decode.cu)
+// reads the rows the table names as the CPU reference does, for one query (the beam-search step) and a causal
+// pair, with padding and head weights, with one chunk of keys per row and with several (few rows, many keys).
+TEST_CASE("attention parity: decoding through a cache's row table", "[gpu][attention]") {
+  struct Dec {
+    int64_t B, Tq, H, Hk, D, R, C, Tk;
+  };
+  uint32_t seed = 700;
+  for (const Dec& c : {Dec{3, 1, 4, 2, 64, 5, 40, 33}, Dec{2, 2, 2, 1, 128, 3, 300, 290},
+                       Dec{6, 1, 8, 8, 32, 4, 16, 16}, Dec{1, 1, 2, 2, 40, 2, 520, 517}})
+    for (DType dt : test::kFloatTypes) {
+      INFO("B=" << c.B << " Tq=" << c.Tq << " H=" << c.H << " Hk=" << c.Hk << " D=" << c.D << " R=" << c.R
+                << " C=" << c.C << " Tk=" << c.Tk << " " << dtype_name(dt));
+      std::vector<int32_t> rows(static_cast<size_t>(c.B * c.Tk));
+      for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>((i * 7 + i / 5) % c.R);
+      std::vector<int32_t> m(static_cast<size_t>(c.B * c.Tk), 1);
+      m[1] = m[static_cast<size_t>(c.Tk - 1)] = 0;
+      // Inputs rounded to dt, the reference in f64 on the CPU over the same values.
+      std::vector<Tensor> ref, dev;
+      for (const Shape& s :
+           {Shape{c.B, c.Tq, c.H, c.D}, Shape{c.R, c.C, c.Hk, c.D}, Shape{c.R, c.C, c.Hk, c.D}, Shape{c.B, c.H}}) {
+        const std::vector<double> x =
+            test::rounded_to(test::random_tensor(s, ++seed, -2, 2).to_vector<double>(), s, dt);
+        ref.push_back(Tensor::from_vector(x, s));
+        dev.push_back(Tensor::from_vector(x, s, Device::cuda(0), dt));
+      }
+      const Shape ls{c.B, c.H, c.Tq};
+      const float scale = 1.f / std::sqrt(static_cast<float>(c.D));
+      const bool causal = c.Tq > 1;
+      Tensor want = Tensor::empty(ref[0].shape(), DType::f64, Device::cpu());
+      Tensor want_lse = Tensor::empty(ls, DType::f64, Device::cpu());
+      attention_forward(ref[0], ref[1], ref[2], Tensor::from_vector(m, Shape{c.B, c.Tk}, Device::cpu(), DType::u8),
+                        causal, scale, ref[3], want, want_lse, {}, Tensor::from_vector(rows, Shape{c.B, c.Tk}));
+      Tensor out = Tensor::empty(dev[0].shape(), dt, Device::cuda(0)),
+             lse = Tensor::empty(ls, DType::f32, Device::cuda(0));
+      attention_forward(dev[0], dev[1], dev[2], Tensor::from_vector(m, Shape{c.B, c.Tk}, Device::cuda(0), DType::u8),
+                        causal, scale, dev[3], out, lse, {},
+                        Tensor::from_vector(rows, Shape{c.B, c.Tk}, Device::cuda(0)));
+      CHECK(test::rel_error(out.to_vector<double>(), want.to_vector<double>()) < test::bar(dt, 1e-5, 2e-2));
+      CHECK(test::rel_error(lse.to_vector<double>(), want_lse.to_vector<double>()) < 1e-5);
+    }
 }

@@ -144,6 +144,66 @@ TEST_CASE("attention: errors name the op and the shapes", "[ops][attention][erro
   CHECK_THROWS_WITH(attention_forward(big, big, big, {}, false, 1.f, {}, bo, bl), Catch::Contains("256"));
 }
 
+namespace {
+/// k[rows[b, j], j] for every (b, j) of a [R, C, Hk, D] cache: the keys its row table names, as [B, Tk, Hk, D].
+Tensor gather_cache(const Tensor& store, const std::vector<int32_t>& rows, int64_t B, int64_t Tk, DType dt) {
+  const Shape& s = store.shape();
+  const int64_t width = s[2] * s[3];
+  const std::vector<double> src = store.to_vector<double>();
+  std::vector<double> out(static_cast<size_t>(B * Tk * width));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < Tk; ++j)
+      for (int64_t x = 0; x < width; ++x)
+        out[static_cast<size_t>((b * Tk + j) * width + x)] =
+            src[static_cast<size_t>((rows[static_cast<size_t>(b * Tk + j)] * s[1] + j) * width + x)];
+  return Tensor::from_vector(out, Shape{B, Tk, s[2], s[3]}, Device::cpu(), dt);
+}
+}  // namespace
+
+// A decoding cache (lib/layers/kv_cache.h): storage [R, C, Hk, D] with a row table; attention through the table
+// equals attention over the keys it names, bit for bit (the same sums in the same order), in f64 and in f32 (on
+// the AVX-512 rows where the CPU has them), for one query and for a causal pair, with padding and head weights.
+TEST_CASE("attention: a decoding cache's row table reads the keys it names", "[ops][attention]") {
+  const int64_t R = 5, C = 12, Hk = 2, H = 4, D = 20, B = 3, Tk = 9;
+  std::vector<int32_t> rows(static_cast<size_t>(B * Tk));
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>((i * 7 + i / 5) % R);
+  const Tensor table = Tensor::from_vector(rows, Shape{B, Tk});
+  uint32_t seed = 500;
+  for (DType dt : {DType::f64, DType::f32})
+    for (int64_t Tq : {1, 2}) {
+      INFO(dtype_name(dt) << " Tq=" << Tq);
+      auto as = [dt](const Tensor& t) {
+        return Tensor::from_vector(t.to_vector<double>(), t.shape(), Device::cpu(), dt);
+      };
+      const Tensor k = as(test::random_tensor(Shape{R, C, Hk, D}, ++seed, -1.5, 1.5));
+      const Tensor v = as(test::random_tensor(Shape{R, C, Hk, D}, ++seed, -1, 1));
+      const Tensor q = as(test::random_tensor(Shape{B, Tq, H, D}, ++seed, -1.5, 1.5));
+      const Tensor w = as(test::random_tensor(Shape{B, H}, ++seed, -1, 1));
+      std::vector<int32_t> m(static_cast<size_t>(B * Tk), 1);
+      m[3] = m[static_cast<size_t>(Tk + 8)] = 0;
+      const Tensor pad = mask(m, Shape{B, Tk});
+      const Run want = run(q, gather_cache(k, rows, B, Tk, dt), gather_cache(v, rows, B, Tk, dt), pad, Tq > 1, 0.3f, w);
+      Tensor out = Tensor::empty(q.shape(), dt, Device::cpu());
+      Tensor lse = Tensor::empty(Shape{B, H, Tq}, attention_lse_dtype(dt), Device::cpu());
+      attention_forward(q, k, v, pad, Tq > 1, 0.3f, w, out, lse, {}, table);
+      CHECK(out.to_vector<double>() == want.out);
+      CHECK(lse.to_vector<double>() == want.lse);
+    }
+  Tensor q = Tensor::zeros(Shape{B, 1, H, D}, DType::f32, Device::cpu());
+  Tensor k = Tensor::zeros(Shape{R, C, Hk, D}, DType::f32, Device::cpu());
+  Tensor out = Tensor::empty(q.shape(), DType::f32, Device::cpu());
+  Tensor lse = Tensor::empty(Shape{B, H, 1}, DType::f32, Device::cpu());
+  rows[4] = R;
+  CHECK_THROWS_WITH(
+      attention_forward(q, k, k, {}, false, 1.f, {}, out, lse, {}, Tensor::from_vector(rows, Shape{B, Tk})),
+      Catch::Contains("key_rows entry 5 at position 4") && Catch::Contains("5 rows"));
+  const Tensor long_table = Tensor::from_vector(std::vector<int32_t>(B * (C + 1), 0), Shape{B, C + 1});
+  CHECK_THROWS_WITH(attention_forward(q, k, k, {}, false, 1.f, {}, out, lse, {}, long_table),
+                    Catch::Contains("key_rows") && Catch::Contains("12 columns"));
+  CHECK_THROWS_WITH(attention_forward(q, k, k, {}, false, 1.f, {}, out, lse, AttentionDropout{0.1f, 1, 1}, table),
+                    Catch::Contains("no attention dropout"));
+}
+
 // The AVX-512 row loops (scores by 16 lanes, the weighted sum four registers at a time, masked tails) compute
 // what the portable ones do: forward and backward in f32 on each, against the same inputs in f64. Shapes of
 // decoding (one query, many keys), of training (causal, Tq = Tk), head sizes with and without a tail of 16,
