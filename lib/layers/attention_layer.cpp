@@ -6,8 +6,6 @@
 #include "graph/expr/attention.h"
 #include "graph/expr/shape_ops.h"
 #include "layers/basic.h"
-#include "ops/gather_append.h"
-#include "ops/gather_scatter.h"
 
 namespace moe {
 
@@ -16,38 +14,7 @@ Expr split_heads(const Expr& x, int heads) {
   const Shape& s = x.shape();
   return reshape(x, Shape{s[0], s[1], heads, s[2] / heads});
 }
-
-/// Appends `fresh` to the cached tensor (self-attention), reordered by `order`, and remembers the result.
-Expr extend_cache(Graph& g, Tensor& cached, const Tensor& order, const Expr& fresh) {
-  if (!cached.defined()) {
-    cached = fresh.val();
-    return fresh;
-  }
-  cached = gather_append(cached, order, fresh.val());
-  return g.input(cached);
-}
 }  // namespace
-
-Tensor select_rows(const Tensor& t, const Tensor& origin) {
-  if (!t.defined()) return t;
-  Shape s = t.shape();
-  s[0] = origin.numel();
-  Tensor out = Tensor::empty(s, t.dtype(), t.device());
-  index_select_forward(t, origin.device() == t.device() ? origin : origin.to(t.device()), out);
-  return out;
-}
-
-void reorder_cache_rows(KVCache& cache, const Tensor& origin) {
-  for (auto& [name, t] : cache.rows) t = select_rows(t, origin);
-}
-
-void reorder_cache(KVCache& cache, const Tensor& origin) {
-  if (cache.k.defined()) {
-    const Tensor here = origin.device() == cache.k.device() ? origin : origin.to(cache.k.device());
-    cache.order = cache.order.defined() ? select_rows(cache.order, here) : here;
-  }
-  reorder_cache_rows(cache, origin);
-}
 
 KeysValues cached_kv(Graph& g, const AttentionInput& in, const std::function<KeysValues()>& project) {
   KVCache* cache = in.cache;
@@ -61,10 +28,10 @@ KeysValues cached_kv(Graph& g, const AttentionInput& in, const std::function<Key
   }
   KeysValues kv = project();
   if (cache && in.self_attention) {
-    kv.k = extend_cache(g, cache->k, cache->order, kv.k);
-    kv.v = extend_cache(g, cache->v, cache->order, kv.v);
-    cache->order = Tensor();
-  } else if (cache) {
+    append_to_cache(*cache, kv.k.val(), kv.v.val());
+    return {g.input(cache->k), g.input(cache->v), cache->key_rows};
+  }
+  if (cache) {
     cache->k = kv.k.val();
     cache->v = kv.v.val();
   }
@@ -83,6 +50,7 @@ Heads project_heads(const Builder& b, const AttentionInput& in, int64_t dim, int
   });
   h.k = kv.k;
   h.v = kv.v;
+  h.key_rows = kv.key_rows;
   return h;
 }
 
@@ -90,7 +58,7 @@ Expr attend_and_project(const Builder& b, const AttentionInput& in, const Heads&
                         const Expr& head_weight) {
   const int64_t dh = h.q.shape()[3];
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-  Expr o = attention(h.q, h.k, h.v, in.key_padding, in.causal, scale, head_weight, in.dropout);
+  Expr o = attention(h.q, h.k, h.v, in.key_padding, in.causal, scale, head_weight, in.dropout, h.key_rows);
   const Shape s = o.shape();  // a copy: in an inference graph the reshape below may free o's node
   o = reshape(o, Shape{s[0], s[1], s[2] * s[3]});
   return dense(b.sub("o"), o, s[2] * s[3], dim);

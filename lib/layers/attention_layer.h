@@ -1,27 +1,16 @@
 // Multi-head attention as a layer: q/k/v projections, the fused scaled-dot-product attention op
-// (lib/ops/attention.h) and the output projection, with an incremental key/value cache for decoding.
+// (lib/ops/attention.h) and the output projection, with the decoding caches of kv_cache.h.
 //   heads(x) = reshape(x W + b, [B, T, H, D/H]);  out = concat_h softmax(q k^T / sqrt(dh)) v  W_o + b_o
 // An optional per-(sequence, head) or per-(position, head) weight multiplies each head's output
 // before W_o (mixture of attentive experts builds on that). Covered by tests/layers/transformer_test.cpp
 // and tests/layers/mae_test.cpp (cache state of gated sites).
 #pragma once
 #include <functional>
-#include <map>
-#include <string>
 
 #include "layers/builder.h"
+#include "layers/kv_cache.h"
 
 namespace moe {
-
-/// Keys and values of earlier positions ([B, t, Hk, dh]) kept between decoding steps, and the
-/// per-hypothesis state of gated sites (MAE's causal gate inputs: running sums, recent inputs).
-struct KVCache {
-  Tensor k, v;
-  Tensor order;  // i32 [N]: a reorder not yet applied to k and v (row i is row order[i]); undefined: none
-  std::map<std::string, Tensor> rows;  // [N, ...] per hypothesis, reordered with k and v
-  int64_t positions = 0;               // query positions a gated site has consumed so far
-  bool defined() const { return k.defined(); }
-};
 
 struct AttentionInput {
   Expr x{};              // queries come from x [B, Tq, d]
@@ -35,26 +24,20 @@ struct AttentionInput {
   float dropout = 0;         // attention dropout on the weights (model.attention_dropout; training graphs only)
 };
 
-/// Keeps (and duplicates) hypotheses: row i of every cached tensor becomes row origin[i] (i32 [M]). The rows
-/// at once; k and v at their next use (cached_kv), where a self-attention cache gathers and appends in one copy.
-void reorder_cache(KVCache& cache, const Tensor& origin);
-/// The same for the per-hypothesis state (cache.rows) only: for a cross-attention cache whose keys and values
-/// already hold each new row's source sentence.
-void reorder_cache_rows(KVCache& cache, const Tensor& origin);
-/// Rows origin[i] of t along axis 0 (t undefined stays undefined).
-Tensor select_rows(const Tensor& t, const Tensor& origin);
-
 /// Keys and values [B, Tk, Hk, dh] through the cache of `in`: a filled cross-attention cache gives its own and
 /// `project` is not called; otherwise project() gives this step's, which self-attention appends to the cache
-/// and a cross-attention cache keeps. Without a cache, project()'s.
+/// (giving the cache's storage and its row table, key_rows) and a cross-attention cache keeps. Without a cache,
+/// project()'s.
 struct KeysValues {
   Expr k, v;
+  Tensor key_rows{};  // a self-attention cache's row table (kv_cache.h), for attention()
 };
 KeysValues cached_kv(Graph& g, const AttentionInput& in, const std::function<KeysValues()>& project);
 
 /// q, k, v for `in` (with the cache applied): q [B, Tq, H, dh], k/v [B, Tk, Hk, dh].
 struct Heads {
   Expr q, k, v;
+  Tensor key_rows{};  // as KeysValues
 };
 Heads project_heads(const Builder& b, const AttentionInput& in, int64_t dim, int heads, int kv_heads);
 

@@ -55,15 +55,14 @@ Tensor slot_tokens(int64_t pairs, int64_t k, Device device) {
 }
 
 /// Shared keys and values [B, S, 1, D] with the cache applied (as project_heads does for MHA).
-std::pair<Expr, Expr> shared_kv(const AttentionInput& in, const MoaWeights& w) {
-  const KeysValues kv = cached_kv(w.k.graph(), in, [&] {
+KeysValues shared_kv(const AttentionInput& in, const MoaWeights& w) {
+  return cached_kv(w.k.graph(), in, [&] {
     MOE_CHECK(in.memory.defined(), "moa: keys/values need the memory (or a filled cross-attention cache)");
     const Shape& s = in.memory.shape();
     const int64_t dd = w.k.shape()[1];
     return KeysValues{reshape(linear(in.memory, w.k), Shape{s[0], s[1], 1, dd}),
                       reshape(linear(in.memory, w.v), Shape{s[0], s[1], 1, dd})};
   });
-  return {kv.k, kv.v};
 }
 }  // namespace
 
@@ -83,14 +82,14 @@ MoaResult moa_attention(const AttentionInput& in, const MoaWeights& w, const Moa
   if (query_padding.defined()) res.keep = keep_from_mask(g, query_padding, bsz, t, rdt);
   res.routing = moa_route(cast(x2, rdt), w.router, res.keep, o, with_aux < 0 ? g.training() : with_aux > 0);
   const MoaRouting& r = res.routing;
-  auto [kk, vv] = shared_kv(in, w);
+  const KeysValues kv = shared_kv(in, w);
   const float sc = 1.0f / std::sqrt(static_cast<float>(dd));
 
   if (o.dense()) {
     Expr a_flat = reshape(transpose(w.q, {1, 0, 2}), Shape{d, e * dd});
     Expr q = reshape(matmul(x2, a_flat), Shape{bsz, t, e, dd});
     Expr hw = reshape(cast(r.dense_gates, in.x.dtype()), Shape{bsz, t, e});
-    Expr att = attention(q, kk, vv, in.key_padding, in.causal, sc, hw, in.dropout);
+    Expr att = attention(q, kv.k, kv.v, in.key_padding, in.causal, sc, hw, in.dropout, kv.key_rows);
     Expr z = matmul(reshape(att, Shape{n, e * dd}), reshape(w.o, Shape{e * dd, d}));
     res.out = reshape(z, Shape{bsz, t, d});
     return res;
@@ -105,7 +104,7 @@ MoaResult moa_attention(const AttentionInput& in, const MoaWeights& w, const Moa
   Expr q_sorted = grouped_matmul(index_select(x2, tok_sorted), w.q, seg.offsets);  // [P, D]
   Expr q = reshape(index_select(q_sorted, inv), Shape{bsz, t, k, dd});
   Expr hw = reshape(cast(r.gates, in.x.dtype()), Shape{bsz, t, k});
-  Expr att = attention(q, kk, vv, in.key_padding, in.causal, sc, hw, in.dropout);  // gated heads
+  Expr att = attention(q, kv.k, kv.v, in.key_padding, in.causal, sc, hw, in.dropout, kv.key_rows);  // gated heads
   Expr o_sorted = index_select(reshape(att, Shape{pairs, dd}), seg.perm);
   Expr y_sorted = grouped_matmul(o_sorted, w.o, seg.offsets);  // [P, d]
   Expr zeros = g.input(Tensor::zeros(Shape{n, d}, in.x.dtype(), g.device()));
