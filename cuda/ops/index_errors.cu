@@ -2,7 +2,8 @@
 // and a pinned host copy. Index kernels only write the flag; the host reads it when it waits for the device
 // anyway (after each copy_device_to_host: the loss of an update, a beam step's candidates), so that the ops
 // themselves never copy to the host or wait (an MoE layer's forward and backward can be captured in a CUDA
-// graph: tests/emu/moe_no_sync_test.cpp). Covered by tests/gpu/gather_scatter_parity_test.cpp.
+// graph: tests/emu/moe_no_sync_test.cpp); the flag is made before a capture begins, never inside one.
+// Covered by tests/gpu/gather_scatter_parity_test.cpp and tests/gpu/update_graph_test.cpp (a capture first).
 #include <mutex>
 
 #include "common/context.h"
@@ -39,6 +40,14 @@ FlagState& state(int device) {
 /// The host has just waited for the device's stream: the flag's state is final for what ran so far.
 void check_after_read(int device) { poll_index_errors(device); }
 [[maybe_unused]] const bool registered = (set_after_device_read(&check_after_read), true);
+
+/// A stream capture starts: the flag is made (and its zeroing queued) now, so that a capture whose index
+/// kernels are the device's first does not record the zeroing instead of running it.
+void make_before_capture(int device) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  state(device);
+}
+[[maybe_unused]] const bool registered_capture = (set_before_capture(&make_before_capture), true);
 }  // namespace
 
 unsigned long long* index_error_flag(int device) {

@@ -2,7 +2,11 @@
 // pass reads param, grad and state once and writes param and state once, with float4 (16-byte)
 // loads and stores when every pointer is 16-byte aligned (store ranges start at multiples of 16
 // elements) plus a scalar tail. sum_squares: f32 partial sums per thread/block, a second
-// one-block kernel adds the partials in double. Parity: tests/gpu/optimizer_parity_test.cpp.
+// one-block kernel adds the partials in double. The step ops (optimizer_math.h's StepSlot) keep the
+// whole step on the device: add_sum_squares adds into a slot, prepare_step is one thread running the
+// same prepare_step as the CPU, and the update kernels take their coefficients from the slots when given
+// them (skipping the update when the slots say so), so nothing waits for the host.
+// Parity: tests/gpu/optimizer_parity_test.cpp; no sync: tests/emu/optimizer_no_sync_test.cpp.
 #include <cstdint>
 
 #include "common/context.h"
@@ -16,8 +20,14 @@ constexpr int kThreads = 256;
 
 bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+/// scalars != nullptr: lr, grad scale and bias corrections from the step's slots, nothing done on a skip.
 __global__ void adam_kernel(float* __restrict__ p, const float* __restrict__ g, float* __restrict__ m,
-                            float* __restrict__ v, long long n, AdamCoeffs c, bool vec) {
+                            float* __restrict__ v, long long n, AdamCoeffs c, bool vec, const double* scalars,
+                            StepScale which) {
+  if (scalars) {
+    if (scalars[StepSlot::skip] != 0) return;
+    c = adam_coeffs(c, scalars, which);
+  }
   const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, stride = (long long)gridDim.x * blockDim.x;
   long long done = 0;
   if (vec) {
@@ -39,9 +49,13 @@ __global__ void adam_kernel(float* __restrict__ p, const float* __restrict__ g, 
   for (long long i = done + tid; i < n; i += stride) adam_element(p[i], g[i], m[i], v[i], c);
 }
 
-/// buf == nullptr when there is no momentum state.
+/// buf == nullptr when there is no momentum state; scalars as for adam_kernel.
 __global__ void sgd_kernel(float* __restrict__ p, const float* __restrict__ g, float* __restrict__ buf, long long n,
-                           SgdCoeffs c, bool vec) {
+                           SgdCoeffs c, bool vec, const double* scalars, StepScale which) {
+  if (scalars) {
+    if (scalars[StepSlot::skip] != 0) return;
+    c = sgd_coeffs(c, scalars, which);
+  }
   const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, stride = (long long)gridDim.x * blockDim.x;
   long long done = 0;
   if (vec) {
@@ -84,8 +98,9 @@ __global__ void sum_squares_partial_kernel(const float* __restrict__ x, long lon
   if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
-/// One block of kThreads: out[0] = sum of the partials, in double.
-__global__ void sum_partials_kernel(const float* __restrict__ partial, int count, double* __restrict__ out) {
+/// One block of kThreads: out[0] = sum of the partials (accumulate: out[0] += it), in double.
+__global__ void sum_partials_kernel(const float* __restrict__ partial, int count, double* __restrict__ out,
+                                    bool accumulate) {
   __shared__ double sh[kThreads];
   double s = 0;
   for (int i = threadIdx.x; i < count; i += blockDim.x) s += partial[i];
@@ -95,8 +110,15 @@ __global__ void sum_partials_kernel(const float* __restrict__ partial, int count
     if (threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
     __syncthreads();
   }
-  if (threadIdx.x == 0) out[0] = sh[0];
+  if (threadIdx.x == 0) out[0] = accumulate ? out[0] + sh[0] : sh[0];
 }
+
+__global__ void set_step_inputs_kernel(double* s, double lr, double grad_scale) {
+  s[StepSlot::lr] = lr;
+  s[StepSlot::grad_scale] = grad_scale;
+}
+
+__global__ void prepare_step_kernel(double* s, StepConfig c) { ::moe::prepare_step(s, c); }
 
 __global__ void all_finite_kernel(const float* __restrict__ x, long long n, int* __restrict__ bad) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
@@ -107,41 +129,79 @@ unsigned blocks_for(long long n, bool vec, unsigned cap) {
   const unsigned b = grid_for(vec ? (n + 3) / 4 : n, kThreads);
   return b < cap ? b : cap;
 }
-}  // namespace
 
-void adam_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamCoeffs& c) {
+void launch_adam(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamCoeffs& c,
+                 const double* scalars, StepScale which) {
   const long long n = param.numel();
   float *p = static_cast<float*>(param.raw()), *pm = static_cast<float*>(m.raw()), *pv = static_cast<float*>(v.raw());
   const float* g = static_cast<const float*>(grad.raw());
   const bool vec = aligned16(p) && aligned16(g) && aligned16(pm) && aligned16(pv);
-  adam_kernel<<<blocks_for(n, vec, 132 * 16), kThreads, 0, stream(param.device())>>>(p, g, pm, pv, n, c, vec);
+  adam_kernel<<<blocks_for(n, vec, 132 * 16), kThreads, 0, stream(param.device())>>>(p, g, pm, pv, n, c, vec, scalars,
+                                                                                     which);
   MOE_KERNEL_CHECK();
 }
 
-void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdCoeffs& c) {
+void launch_sgd(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdCoeffs& c, const double* scalars,
+                StepScale which) {
   const long long n = param.numel();
   float* p = static_cast<float*>(param.raw());
   const float* g = static_cast<const float*>(grad.raw());
   float* b = buf.defined() ? static_cast<float*>(buf.raw()) : nullptr;
   const bool vec = aligned16(p) && aligned16(g) && aligned16(b);
-  sgd_kernel<<<blocks_for(n, vec, 132 * 16), kThreads, 0, stream(param.device())>>>(p, g, b, n, c, vec);
+  sgd_kernel<<<blocks_for(n, vec, 132 * 16), kThreads, 0, stream(param.device())>>>(p, g, b, n, c, vec, scalars, which);
   MOE_KERNEL_CHECK();
 }
 
-void sum_squares(const Tensor& t, double& out) {
+/// out (one f64 on t's device) = or += the sum of squares of t.
+void sum_squares_into(const Tensor& t, double* out, bool accumulate) {
   const long long n = t.numel();
   const float* x = static_cast<const float*>(t.raw());
   const bool vec = aligned16(x);
   const unsigned blocks = blocks_for(n, vec, 1024);
   Tensor partial = Tensor::empty(Shape{static_cast<int64_t>(blocks)}, DType::f32, t.device());
-  Tensor result = Tensor::empty(Shape{1}, DType::f64, t.device());
   cudaStream_t s = stream(t.device());
   sum_squares_partial_kernel<<<blocks, kThreads, 0, s>>>(x, n, vec, static_cast<float*>(partial.raw()));
   MOE_KERNEL_CHECK();
-  sum_partials_kernel<<<1, kThreads, 0, s>>>(static_cast<const float*>(partial.raw()), static_cast<int>(blocks),
-                                             static_cast<double*>(result.raw()));
+  sum_partials_kernel<<<1, kThreads, 0, s>>>(static_cast<const float*>(partial.raw()), static_cast<int>(blocks), out,
+                                             accumulate);
   MOE_KERNEL_CHECK();
+}
+}  // namespace
+
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamCoeffs& c) {
+  launch_adam(param, grad, m, v, c, nullptr, StepScale::clipped);
+}
+
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdCoeffs& c) {
+  launch_sgd(param, grad, buf, c, nullptr, StepScale::clipped);
+}
+
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamCoeffs& base,
+                 const Tensor& scalars, StepScale which) {
+  launch_adam(param, grad, m, v, base, static_cast<const double*>(scalars.raw()), which);
+}
+
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdCoeffs& base,
+                const Tensor& scalars, StepScale which) {
+  launch_sgd(param, grad, buf, base, static_cast<const double*>(scalars.raw()), which);
+}
+
+void sum_squares(const Tensor& t, double& out) {
+  Tensor result = Tensor::empty(Shape{1}, DType::f64, t.device());
+  sum_squares_into(t, static_cast<double*>(result.raw()), false);
   out = result.item();
+}
+
+void add_sum_squares(const Tensor& t, const Tensor& acc) { sum_squares_into(t, static_cast<double*>(acc.raw()), true); }
+
+void set_step_inputs(const Tensor& scalars, double lr, double grad_scale) {
+  set_step_inputs_kernel<<<1, 1, 0, stream(scalars.device())>>>(static_cast<double*>(scalars.raw()), lr, grad_scale);
+  MOE_KERNEL_CHECK();
+}
+
+void prepare_step(const Tensor& scalars, const StepConfig& c) {
+  prepare_step_kernel<<<1, 1, 0, stream(scalars.device())>>>(static_cast<double*>(scalars.raw()), c);
+  MOE_KERNEL_CHECK();
 }
 
 void all_finite(const Tensor& t, bool& out) {

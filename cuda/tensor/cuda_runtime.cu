@@ -207,7 +207,16 @@ void memset_zero(void* ptr, size_t bytes, int device) { CUDA_CHECK(cudaMemsetAsy
 
 void synchronize(int device) { CUDA_CHECK(cudaStreamSynchronize(stream(device))); }
 
-void begin_capture(int device) { CUDA_CHECK(cudaStreamBeginCapture(stream(device), cudaStreamCaptureModeRelaxed)); }
+namespace {
+std::atomic<void (*)(int)> g_before_capture{nullptr};
+}
+
+void set_before_capture(void (*hook)(int device)) { g_before_capture = hook; }
+
+void begin_capture(int device) {
+  if (auto hook = g_before_capture.load()) hook(device);
+  CUDA_CHECK(cudaStreamBeginCapture(stream(device), cudaStreamCaptureModeRelaxed));
+}
 
 void* end_capture(int device) {
   cudaGraph_t graph = nullptr;

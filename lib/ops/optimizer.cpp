@@ -1,5 +1,6 @@
 // CPU reference of the fused optimizer updates (formulas in optimizer_math.h), sum of squares and
-// finiteness check, and the public entry points with their argument checks.
+// finiteness check, the step ops over the scalars (on the CPU the same functions of optimizer_math.h the
+// kernels run), and the public entry points with their argument checks.
 // Covered by tests/ops/optimizer_test.cpp.
 #include "ops/optimizer.h"
 
@@ -43,9 +44,40 @@ void all_finite(const Tensor& t, bool& out) {
   for (int64_t i = 0, n = t.numel(); i < n && out; ++i) out = std::isfinite(p[i]);
 }
 
+void set_step_inputs(const Tensor& scalars, double lr, double grad_scale) {
+  double* s = scalars.data<double>();
+  s[StepSlot::lr] = lr;
+  s[StepSlot::grad_scale] = grad_scale;
+}
+
+void add_sum_squares(const Tensor& t, const Tensor& acc) {
+  double sum = 0;
+  sum_squares(t, sum);
+  acc.data<double>()[0] += sum;
+}
+
+void prepare_step(const Tensor& scalars, const StepConfig& c) { moe::prepare_step(scalars.data<double>(), c); }
+
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamCoeffs& base,
+                 const Tensor& scalars, StepScale which) {
+  const double* s = scalars.data<double>();
+  if (s[StepSlot::skip] == 0) adam_update(param, grad, m, v, adam_coeffs(base, s, which));
+}
+
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdCoeffs& base,
+                const Tensor& scalars, StepScale which) {
+  const double* s = scalars.data<double>();
+  if (s[StepSlot::skip] == 0) sgd_update(param, grad, buf, sgd_coeffs(base, s, which));
+}
+
 }  // namespace cpu
 
 namespace {
+void check_scalars(const char* op, const Tensor& scalars) {
+  MOE_CHECK(scalars.defined() && scalars.dtype() == DType::f64 && scalars.numel() == StepSlot::count, op,
+            ": the step scalars must be an f64 vector of ", int(StepSlot::count), " elements");
+}
+
 void check_flat(const char* op, const char* what, const Tensor& t, const Tensor& param) {
   MOE_CHECK(t.defined(), op, ": ", what, " is undefined");
   check_same_device(op, param, t);
@@ -93,6 +125,50 @@ bool all_finite(const Tensor& t) {
   bool out = true;
   if (t.numel() > 0) MOE_DISPATCH(t, all_finite, t, out);
   return out;
+}
+
+void set_step_inputs(const Tensor& scalars, double lr, double grad_scale) {
+  check_scalars("set_step_inputs", scalars);
+  MOE_DISPATCH(scalars, set_step_inputs, scalars, lr, grad_scale);
+}
+
+void add_sum_squares(const Tensor& t, const Tensor& acc) {
+  check_dtype("add_sum_squares", "input", t, DType::f32);
+  check_dtype("add_sum_squares", "accumulator", acc, DType::f64);
+  MOE_CHECK(acc.numel() == 1, "add_sum_squares: the accumulator has ", acc.numel(), " elements, not 1");
+  check_same_device("add_sum_squares", t, acc);
+  if (t.numel() > 0) MOE_DISPATCH(t, add_sum_squares, t, acc);
+}
+
+void prepare_step(const Tensor& scalars, const StepConfig& c) {
+  check_scalars("prepare_step", scalars);
+  MOE_DISPATCH(scalars, prepare_step, scalars, c);
+}
+
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamCoeffs& base,
+                 const Tensor& scalars, StepScale which) {
+  check_flat("adam_update", "param", param, param);
+  check_flat("adam_update", "grad", grad, param);
+  check_flat("adam_update", "m", m, param);
+  check_flat("adam_update", "v", v, param);
+  check_scalars("adam_update", scalars);
+  check_same_device("adam_update", param, scalars);
+  MOE_CHECK(base.beta1 >= 0 && base.beta1 < 1 && base.beta2 >= 0 && base.beta2 < 1, "adam_update: betas (", base.beta1,
+            ", ", base.beta2, ") must be in [0, 1)");
+  if (param.numel() == 0) return;
+  MOE_DISPATCH(param, adam_update, param, grad, m, v, base, scalars, which);
+}
+
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf, const SgdCoeffs& base,
+                const Tensor& scalars, StepScale which) {
+  check_flat("sgd_update", "param", param, param);
+  check_flat("sgd_update", "grad", grad, param);
+  const bool needs_buf = base.nesterov || base.momentum != 0.f;
+  if (needs_buf) check_flat("sgd_update", "momentum buffer", momentum_buf, param);
+  check_scalars("sgd_update", scalars);
+  check_same_device("sgd_update", param, scalars);
+  if (param.numel() == 0) return;
+  MOE_DISPATCH(param, sgd_update, param, grad, needs_buf ? momentum_buf : Tensor(), base, scalars, which);
 }
 
 }  // namespace moe

@@ -6,7 +6,11 @@
 //   SGD:  g += wd p; buf = mu buf + g (mu > 0); p -= lr (mu > 0 ? buf : g)
 //   NAG (fairseq nag.py, buf holds -lr-scaled velocity, c = lr / lr_previous):
 //         p *= 1 - lr wd;  p += mu^2 c buf - (1 + mu) lr g;  buf = mu c buf - lr g
-// Covered by tests/ops/optimizer_test.cpp.
+// The step's scalars live on the parameters' device (StepSlot, an f64 vector) so that a step never waits
+// for the host: prepare_step turns the sums of squares into the norm n = sqrt(clipped + partitioned) |s|
+// (s = grad_scale), the skip flag (n or the unclipped ranges' norm not finite), the scale
+// s min(1, clip / n), the step count and Adam's bias corrections; the update kernels read them.
+// Covered by tests/ops/optimizer_test.cpp, tests/gpu/optimizer_parity_test.cpp, tests/gpu/update_graph_test.cpp.
 #pragma once
 #include <cmath>
 
@@ -52,6 +56,82 @@ MOE_HD void sgd_element(float& p, float g, float& buf, const SgdCoeffs& c) {
     g = buf;
   }
   p -= c.lr * g;
+}
+
+/// The slots of an optimizer's scalars (an f64 vector of StepSlot::count on the parameters' device).
+/// Inputs set by the host before each step: lr, grad_scale. Sums of squares, zeroed and added by each
+/// step: clipped_sq, partitioned_sq (summed over the ranks), unclipped_sq. Outputs of prepare_step: norm,
+/// skip, scale, inv_bc1, inv_sqrt_bc2, lr_correct. Kept across steps: step (the count of updates made),
+/// lr_old (nag: the last update's lr, 0 before the first).
+struct StepSlot {
+  enum : int {
+    lr,
+    grad_scale,
+    clipped_sq,
+    partitioned_sq,
+    unclipped_sq,
+    norm,
+    skip,
+    scale,
+    inv_bc1,
+    inv_sqrt_bc2,
+    lr_correct,
+    step,
+    lr_old,
+    count
+  };
+};
+
+/// What prepare_step needs besides the slots: the clipping threshold (0: none) and the optimizer's kind.
+struct StepConfig {
+  double clip_norm;
+  float beta1, beta2;
+  bool adam, nag;
+};
+
+/// x is neither NaN nor infinite (x - x is NaN for both), on the host and the device alike.
+MOE_HD bool step_finite(double x) { return x - x == 0.0; }
+
+/// Fills the output slots from the sums and the inputs; on a skipped step (a non-finite norm) only norm
+/// and skip change, so the step count and nag's lr_old stay.
+MOE_HD void prepare_step(double* s, const StepConfig& c) {
+  const double gs = ::fabs(s[StepSlot::grad_scale]);
+  const double norm = ::sqrt(s[StepSlot::clipped_sq] + s[StepSlot::partitioned_sq]) * gs;
+  const double outside = ::sqrt(s[StepSlot::unclipped_sq]) * gs;
+  const bool skip = !step_finite(norm) || !step_finite(outside);
+  s[StepSlot::norm] = step_finite(norm) ? (step_finite(outside) ? norm : outside) : norm;
+  s[StepSlot::skip] = skip ? 1.0 : 0.0;
+  if (skip) return;
+  double scale = s[StepSlot::grad_scale];
+  if (c.clip_norm > 0 && norm > c.clip_norm) scale *= c.clip_norm / norm;
+  s[StepSlot::scale] = scale;
+  const double step = s[StepSlot::step] + 1;
+  s[StepSlot::step] = step;
+  s[StepSlot::inv_bc1] = c.adam ? 1.0 / (1.0 - ::pow(double(c.beta1), step)) : 1.0;
+  s[StepSlot::inv_sqrt_bc2] = c.adam ? 1.0 / ::sqrt(1.0 - ::pow(double(c.beta2), step)) : 1.0;
+  const double lr = s[StepSlot::lr], lr_old = s[StepSlot::lr_old];
+  s[StepSlot::lr_correct] = c.nag && lr_old > 0 ? lr / lr_old : 1.0;
+  s[StepSlot::lr_old] = lr;
+}
+
+/// Which scale an update range takes: the clipped one, or grad_scale alone (set_unclipped's ranges).
+enum class StepScale { clipped, unclipped };
+
+/// `base` (betas, eps, weight decay, decoupled) completed from the slots prepare_step filled.
+MOE_HD AdamCoeffs adam_coeffs(AdamCoeffs c, const double* s, StepScale which) {
+  c.lr = static_cast<float>(s[StepSlot::lr]);
+  c.grad_scale = static_cast<float>(which == StepScale::clipped ? s[StepSlot::scale] : s[StepSlot::grad_scale]);
+  c.inv_bc1 = static_cast<float>(s[StepSlot::inv_bc1]);
+  c.inv_sqrt_bc2 = static_cast<float>(s[StepSlot::inv_sqrt_bc2]);
+  return c;
+}
+
+/// `base` (momentum, weight decay, nesterov) completed from the slots prepare_step filled.
+MOE_HD SgdCoeffs sgd_coeffs(SgdCoeffs c, const double* s, StepScale which) {
+  c.lr = static_cast<float>(s[StepSlot::lr]);
+  c.grad_scale = static_cast<float>(which == StepScale::clipped ? s[StepSlot::scale] : s[StepSlot::grad_scale]);
+  c.lr_correct = static_cast<float>(s[StepSlot::lr_correct]);
+  return c;
 }
 
 }  // namespace moe

@@ -24,6 +24,7 @@ size_t free_memory(int) { no_cuda(); }
 void copy_host_to_device(void*, const void*, size_t, int) { no_cuda(); }
 void copy_device_to_host(void*, const void*, size_t, int) { no_cuda(); }
 void set_after_device_read(void (*)(int)) {}
+void set_before_capture(void (*)(int)) {}
 void begin_capture(int) { no_cuda(); }
 void* end_capture(int) { no_cuda(); }
 void launch_graph(void*, int) { no_cuda(); }

@@ -47,6 +47,10 @@ void synchronize(int device);
 /// stream records instead of running; end_capture returns the instantiated graph, which launch_graph
 /// queues on the stream again, as often as asked; destroy_graph frees it.
 void begin_capture(int device);
+/// A function begin_capture runs on the device before its stream starts recording: set-up that queues
+/// work once (ops' index-error flag, zeroed when first used) must run then, not be recorded into a graph
+/// that never runs it or reruns it.
+void set_before_capture(void (*hook)(int device));
 void* end_capture(int device);
 void launch_graph(void* graph, int device);
 void destroy_graph(void* graph);

@@ -68,7 +68,7 @@ DataParallel::DataParallel(dist::Communicator& comm, const DistOptions& options,
               "dist.shard_optimizer on and model.ffn.experts_per_rank exclude "
               "each other: with expert parallelism each rank keeps only its own experts' optimizer state, and the "
               "replicated parameters' state stays whole; set dist.shard_optimizer auto or off");
-    optimizer.set_partitioned(experts()->ranges(), [this](double x) { return comm_.sum(x); });
+    optimizer.set_partitioned(experts()->ranges(), [this](const Tensor& own) { comm_.all_reduce(own); });
   } else if (options.shard(comm_.world())) {
     const int64_t n = store_.values().numel(), w = comm_.world();
     shard_size_ = (n + w - 1) / w;

@@ -1,6 +1,8 @@
-// Optimizer (see optimizer.h): norm over trainable ranges (less the unclipped ones), clipping factor,
-// one fused kernel call per trainable range (lib/ops/optimizer.h), and the checkpoint state. Covered by
-// tests/ops/optimizer_test.cpp.
+// Optimizer (see optimizer.h): the sums of squares over the trainable ranges (the unclipped ones and
+// this rank's own partitioned parts in slots of their own) into the scalars on the store's device, one
+// prepare_step there (norm, skip, clip factor, step count), one fused update per trainable range reading
+// them (lib/ops/optimizer.h), and the checkpoint state. Covered by tests/ops/optimizer_test.cpp,
+// tests/gpu/optimizer_parity_test.cpp, tests/gpu/update_graph_test.cpp, tests/emu/optimizer_no_sync_test.cpp.
 #include "training/optimizer.h"
 
 #include <algorithm>
@@ -20,25 +22,15 @@ std::unique_ptr<Optimizer> Optimizer::create(Kind kind, const OptimizerOptions& 
 
 const char* Optimizer::name() const { return enum_name(kind_).c_str(); }
 
-double Optimizer::grad_norm(const ParameterStore& store, double grad_scale) {
-  return grad_norm(store, store.trainable_ranges(), grad_scale);
-}
-
-double Optimizer::grad_norm(const ParameterStore& store, const ParameterStore::Ranges& ranges, double grad_scale) {
-  double sum = 0;
-  for (const auto& [begin, end] : ranges) sum += sum_squares(store.grads().flat_range(begin, end - begin));
-  return std::sqrt(sum) * std::abs(grad_scale);
-}
-
 void Optimizer::set_shard(int64_t begin, int64_t end) {
   MOE_CHECK(begin >= 0 && end >= begin, "Optimizer::set_shard: bad range [", begin, ", ", end, ")");
   shard_begin_ = begin;
   shard_end_ = end;
 }
 
-void Optimizer::set_partitioned(ParameterStore::Ranges ranges, std::function<double(double)> sum) {
+void Optimizer::set_partitioned(ParameterStore::Ranges ranges, std::function<void(const Tensor&)> all_reduce) {
   partitioned_ = std::move(ranges);
-  partitioned_sum_ = std::move(sum);
+  partitioned_all_reduce_ = std::move(all_reduce);
 }
 
 void Optimizer::set_unclipped(ParameterStore::Ranges ranges) {
@@ -69,21 +61,23 @@ std::pair<ParameterStore::Ranges, ParameterStore::Ranges> split_ranges(const Par
 }
 }  // namespace
 
-double Optimizer::partitioned_norm(const ParameterStore& store, const ParameterStore::Ranges& ranges,
-                                   double grad_scale) const {
-  double shared = 0, own = 0;
-  for (const auto& [begin, end] : ranges) {
+void Optimizer::add_norms(const ParameterStore& store, const ParameterStore::Ranges& clipped,
+                          const ParameterStore::Ranges& unclipped) const {
+  const Tensor& grads = store.grads();
+  const Tensor shared = slot(StepSlot::clipped_sq), own = slot(StepSlot::partitioned_sq);
+  for (const auto& [begin, end] : clipped) {
     int64_t at = begin;
     for (const auto& [pb, pe] : partitioned_) {  // sorted, disjoint
       const int64_t b = std::max(at, pb), e = std::min(end, pe);
       if (e <= b) continue;
-      if (b > at) shared += sum_squares(store.grads().flat_range(at, b - at));
-      own += sum_squares(store.grads().flat_range(b, e - b));
+      if (b > at) add_sum_squares(grads.flat_range(at, b - at), shared);
+      add_sum_squares(grads.flat_range(b, e - b), own);
       at = e;
     }
-    if (end > at) shared += sum_squares(store.grads().flat_range(at, end - at));
+    if (end > at) add_sum_squares(grads.flat_range(at, end - at), shared);
   }
-  return std::sqrt(shared + partitioned_sum_(own)) * std::abs(grad_scale);
+  for (const auto& [begin, end] : unclipped)
+    add_sum_squares(grads.flat_range(begin, end - begin), slot(StepSlot::unclipped_sq));
 }
 
 void Optimizer::ensure_buffers(const ParameterStore& store) {
@@ -92,6 +86,7 @@ void Optimizer::ensure_buffers(const ParameterStore& store) {
   const bool momentum = kind_ == Kind::nag || (kind_ == Kind::sgd && options_.momentum != 0);
   if (m_.defined() && m_.device() != store.device()) m_ = m_.to(store.device());  // loaded on another device
   if (v_.defined() && v_.device() != store.device()) v_ = v_.to(store.device());
+  if (scalars_.defined() && scalars_.device() != store.device()) scalars_ = scalars_.to(store.device());
   if (adam || momentum) {
     if (!m_.defined()) m_ = Tensor::zeros(Shape{n}, DType::f32, store.device());
     MOE_CHECK(m_.numel() == n && m_.device() == store.device(), "Optimizer ", name(), ": state of ", m_.numel(),
@@ -100,6 +95,69 @@ void Optimizer::ensure_buffers(const ParameterStore& store) {
   if (adam && !v_.defined()) v_ = Tensor::zeros(Shape{n}, DType::f32, store.device());
   MOE_CHECK(!v_.defined() || v_.numel() == n, "Optimizer ", name(), ": state of ", v_.numel(),
             " elements but the parameter store has ", n);
+  if (!scalars_.defined()) {
+    if (loaded_steps_ == 0 && loaded_lr_old_ == 0) {  // fresh: zeros, with no copy from the host
+      scalars_ = Tensor::zeros(Shape{StepSlot::count}, DType::f64, store.device());
+    } else {
+      std::vector<double> s(StepSlot::count, 0.0);
+      s[StepSlot::step] = static_cast<double>(loaded_steps_);
+      s[StepSlot::lr_old] = loaded_lr_old_;
+      scalars_ = Tensor::from_vector(s, Shape{StepSlot::count}, store.device());
+    }
+  }
+}
+
+void Optimizer::set_step_inputs(const ParameterStore& store, double lr, double grad_scale) {
+  MOE_CHECK(store.values().defined(), "Optimizer::set_step_inputs: the parameter store is not allocated");
+  ensure_buffers(store);
+  moe::set_step_inputs(scalars_, lr, grad_scale);
+}
+
+void Optimizer::queue_step(ParameterStore& store, const ParameterStore::Ranges& ranges, double clip_norm) {
+  MOE_CHECK(store.values().defined(), "Optimizer::queue_step: the parameter store is not allocated");
+  MOE_CHECK(clip_norm >= 0, "Optimizer::queue_step: clip_norm must be >= 0, got ", clip_norm);
+  MOE_CHECK(scalars_.defined() && scalars_.device() == store.device(),
+            "Optimizer::queue_step: call set_step_inputs with this store first");
+  const auto [clipped, unclipped] = split_ranges(ranges, unclipped_);
+  scalars_.flat_range(StepSlot::clipped_sq, 3).zero_();  // clipped_sq, partitioned_sq, unclipped_sq
+  add_norms(store, clipped, unclipped);
+  if (!partitioned_.empty()) partitioned_all_reduce_(slot(StepSlot::partitioned_sq));
+  const bool adam = kind_ == Kind::adam || kind_ == Kind::adamw;
+  prepare_step(scalars_, StepConfig{clip_norm, static_cast<float>(options_.beta1), static_cast<float>(options_.beta2),
+                                    adam, kind_ == Kind::nag});
+  const float wd = static_cast<float>(options_.weight_decay), mu = static_cast<float>(options_.momentum);
+  AdamCoeffs adam_base{};  // lr, grad_scale and the bias corrections come from the scalars
+  adam_base.beta1 = static_cast<float>(options_.beta1);
+  adam_base.beta2 = static_cast<float>(options_.beta2);
+  adam_base.eps = static_cast<float>(options_.eps);
+  adam_base.weight_decay = wd;
+  adam_base.decoupled = kind_ == Kind::adamw;
+  const SgdCoeffs sgd_base{0.f, mu, wd, 0.f, 1.f, kind_ == Kind::nag};
+  for (size_t r = 0; r < clipped.size() + unclipped.size(); ++r) {
+    const bool outside_norm = r >= clipped.size();
+    auto [begin, end] = outside_norm ? unclipped[r - clipped.size()] : clipped[r];
+    const StepScale which = outside_norm ? StepScale::unclipped : StepScale::clipped;
+    if (sharded()) {  // only this rank's shard; state offsets relative to it
+      begin = std::max(begin, shard_begin_);
+      end = std::min(end, shard_end_);
+      if (end <= begin) continue;
+    }
+    const int64_t count = end - begin, at = begin - (sharded() ? shard_begin_ : 0);
+    const Tensor p = store.values().flat_range(begin, count), g = store.grads().flat_range(begin, count);
+    if (adam)
+      adam_update(p, g, m_.flat_range(at, count), v_.flat_range(at, count), adam_base, scalars_, which);
+    else
+      sgd_update(p, g, m_.defined() ? m_.flat_range(at, count) : Tensor(), sgd_base, scalars_, which);
+  }
+}
+
+double Optimizer::last_norm() const {
+  MOE_CHECK(scalars_.defined(), "Optimizer::last_norm: no step was queued");
+  return slot(StepSlot::norm).item();
+}
+
+int64_t Optimizer::steps() const {
+  return scalars_.defined() ? static_cast<int64_t>(slot(StepSlot::step).item()) : loaded_steps_;
 }
 
 double Optimizer::step(ParameterStore& store, double lr, double clip_norm, double grad_scale) {
@@ -111,52 +169,17 @@ double Optimizer::step(ParameterStore& store, const ParameterStore::Ranges& rang
                        double grad_scale) {
   MOE_CHECK(store.values().defined(), "Optimizer::step: the parameter store is not allocated");
   MOE_CHECK(clip_norm >= 0, "Optimizer::step: clip_norm must be >= 0, got ", clip_norm);
-  const auto [clipped, unclipped] = split_ranges(ranges, unclipped_);
-  const double norm =
-      partitioned_.empty() ? grad_norm(store, clipped, grad_scale) : partitioned_norm(store, clipped, grad_scale);
-  if (!std::isfinite(norm)) return norm;  // overflow: skip this update
-  if (const double f = grad_norm(store, unclipped, grad_scale); !std::isfinite(f)) return f;
-  double scale = grad_scale;
-  if (clip_norm > 0 && norm > clip_norm) scale *= clip_norm / norm;
-  ensure_buffers(store);
-  ++steps_;
-  const float flr = static_cast<float>(lr);
-  const float wd = static_cast<float>(options_.weight_decay), mu = static_cast<float>(options_.momentum);
-  const float lr_correct = kind_ == Kind::nag && lr_old_ > 0 ? static_cast<float>(lr / lr_old_) : 1.f;
-  for (size_t r = 0; r < clipped.size() + unclipped.size(); ++r) {
-    const bool outside_norm = r >= clipped.size();
-    auto [begin, end] = outside_norm ? unclipped[r - clipped.size()] : clipped[r];
-    const float fscale = static_cast<float>(outside_norm ? grad_scale : scale);
-    if (sharded()) {  // only this rank's shard; state offsets relative to it
-      begin = std::max(begin, shard_begin_);
-      end = std::min(end, shard_end_);
-      if (end <= begin) continue;
-    }
-    const int64_t count = end - begin, at = begin - (sharded() ? shard_begin_ : 0);
-    const Tensor p = store.values().flat_range(begin, count), g = store.grads().flat_range(begin, count);
-    switch (kind_) {
-      case Kind::adam:
-      case Kind::adamw:
-        adam_update(p, g, m_.flat_range(at, count), v_.flat_range(at, count), flr, static_cast<float>(options_.beta1),
-                    static_cast<float>(options_.beta2), static_cast<float>(options_.eps), wd, kind_ == Kind::adamw,
-                    steps_, fscale);
-        break;
-      case Kind::sgd:
-        sgd_update(p, g, m_.defined() ? m_.flat_range(at, count) : Tensor(), flr, mu, wd, false, fscale);
-        break;
-      case Kind::nag:
-        sgd_update(p, g, m_.flat_range(at, count), flr, mu, wd, true, fscale, lr_correct);
-        break;
-    }
-  }
-  lr_old_ = lr;
-  return norm;
+  set_step_inputs(store, lr, grad_scale);
+  queue_step(store, ranges, clip_norm);
+  return last_norm();
 }
 
 std::map<std::string, Tensor> Optimizer::state() const {
   std::map<std::string, Tensor> s;
-  s["step"] = Tensor::scalar(static_cast<double>(steps_), DType::i64, Device::cpu());
-  if (kind_ == Kind::nag) s["lr_old"] = Tensor::scalar(lr_old_, DType::f64, Device::cpu());
+  s["step"] = Tensor::scalar(static_cast<double>(steps()), DType::i64, Device::cpu());
+  if (kind_ == Kind::nag)
+    s["lr_old"] =
+        Tensor::scalar(scalars_.defined() ? slot(StepSlot::lr_old).item() : loaded_lr_old_, DType::f64, Device::cpu());
   const bool adam = kind_ == Kind::adam || kind_ == Kind::adamw;
   if (m_.defined()) s[adam ? "adam.m" : "momentum"] = m_;
   if (v_.defined()) s["adam.v"] = v_;
@@ -167,11 +190,16 @@ void Optimizer::load_state(const std::map<std::string, Tensor>& state) {
   auto it = state.find("step");
   MOE_CHECK(it != state.end() && it->second.numel() == 1, "Optimizer::load_state (", name(),
             "): the state has no 'step' entry");
-  steps_ = static_cast<int64_t>(it->second.item());
+  loaded_steps_ = static_cast<int64_t>(it->second.item());
+  loaded_lr_old_ = 0;
   if (kind_ == Kind::nag) {
     auto lr = state.find("lr_old");
-    lr_old_ = lr == state.end() ? 0.0 : lr->second.item();
+    loaded_lr_old_ = lr == state.end() ? 0.0 : lr->second.item();
   }
+  if (scalars_.defined())  // in place: a CUDA graph that recorded a step keeps reading these scalars
+    scalars_.flat_range(StepSlot::step, 2)
+        .copy_from(Tensor::from_vector(std::vector<double>{static_cast<double>(loaded_steps_), loaded_lr_old_},
+                                       Shape{2}, Device::cpu()));
   const bool adam = kind_ == Kind::adam || kind_ == Kind::adamw;
   auto load = [&](const char* key, Tensor& dst) {
     auto found = state.find(key);

@@ -1,7 +1,8 @@
 // Optimizer kernels and the Optimizer class: Adam/AdamW against hand-computed two-step examples,
 // SGD and fairseq-NAG formulas, sum_squares / all_finite, gradient clipping, grad_scale, skipped
 // non-finite steps, ranges stepped outside the norm and the clipping (set_unclipped), frozen groups
-// bit-identical, state save/load, and error messages.
+// bit-identical, state save/load (into an optimizer that stepped too), step() as set_step_inputs +
+// queue_step + last_norm (the step the device makes on its own), and error messages.
 #include "ops/optimizer.h"
 
 #include <catch2/catch.hpp>
@@ -166,12 +167,43 @@ TEST_CASE("Optimizer: state round trip reproduces the next step", "[training][op
     CHECK(saved.at("step").item() == 2);
     Tensor dst = b.store.values();
     dst.copy_from(a.store.values());
+    // c has stepped already: load_state writes its step count and lr_old into the scalars it holds.
+    Fixture c;
+    auto opt_c = Optimizer::create(name);
+    opt_c->step(c.store, 0.3);
+    Tensor(c.store.values()).copy_from(a.store.values());
     opt_b->load_state(saved);
+    opt_c->load_state(saved);
     CHECK(opt_b->steps() == 2);
+    CHECK(opt_c->steps() == 2);
     opt_a->step(a.store, 0.05);
     opt_b->step(b.store, 0.05);
+    opt_c->step(c.store, 0.05);
     CHECK(a.store.values().to_vector<float>() == b.store.values().to_vector<float>());
+    CHECK(a.store.values().to_vector<float>() == c.store.values().to_vector<float>());
   }
   CHECK_THROWS_WITH(Optimizer::create("adagrad"), Catch::Contains("adagrad") && Catch::Contains("adamw"));
   CHECK_THROWS_WITH(Optimizer::create("adam")->load_state({}), Catch::Contains("step"));
+}
+
+TEST_CASE("Optimizer: set_step_inputs and queue_step are step() without its wait", "[training][optimizer]") {
+  for (const char* name : {"adam", "nag"}) {
+    INFO(name);
+    Fixture a, b;
+    auto opt_a = Optimizer::create(name), opt_b = Optimizer::create(name);
+    CHECK_THROWS_WITH(opt_b->queue_step(b.store, b.store.trainable_ranges()), Catch::Contains("set_step_inputs"));
+    for (int i = 0; i < 3; ++i) {
+      a.set_grads({3, 0, i == 1 ? NAN : 1.f}, {0, 4});  // the second is skipped
+      b.set_grads({3, 0, i == 1 ? NAN : 1.f}, {0, 4});
+      const double norm = opt_a->step(a.store, 0.1 * (i + 1), 2.0, 0.5);
+      opt_b->set_step_inputs(b.store, 0.1 * (i + 1), 0.5);
+      opt_b->queue_step(b.store, b.store.trainable_ranges(), 2.0);
+      if (i == 1)
+        CHECK_FALSE(std::isfinite(opt_b->last_norm()));
+      else
+        CHECK(opt_b->last_norm() == norm);
+      CHECK(a.store.values().to_vector<float>() == b.store.values().to_vector<float>());
+    }
+    CHECK(opt_b->steps() == 2);
+  }
 }
