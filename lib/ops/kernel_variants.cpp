@@ -98,8 +98,9 @@ const KernelVariant& choose_kernel(KernelOp op, DType dtype, int sm, KernelShape
     const bool fits = v.takes(dtype) && sm >= v.min_sm && (!v.needs_sm90a || (sm == 90 && cuda::has_sm90a_code()));
     if (fits && (!v.needs_tma || shape.tma)) return v;
     MOE_CHECK(!forced || !fits, "MOE_KERNEL forces ", v.name(),
-              ", which takes only operands that move by TMA "
-              "(16-byte aligned, strides multiples of 16 bytes); this call's do not");
+              ", which takes only calls whose operands move by TMA (16-byte aligned, strides multiples of 16 "
+              "bytes) and whose shapes it takes (",
+              v.shapes, "); this call's do not");
     MOE_CHECK(!forced, "MOE_KERNEL forces ", v.name(), ", which does not run ", dtype_name(dtype),
               " on compute "
               "capability ",
