@@ -3,7 +3,10 @@
 // shapes, a fully padded sequence and Tq = 1 decoding, attention dropout (the same Philox masks on
 // both devices, in every kernel: f32 and tensor cores, forward and backward), and on cuda:1 while
 // cuda:0 is current (skipped without a GPU). bf16 and f16 run every kernel variant
-// (ops/kernel_variants.h: mma.sync and wmma), each forward with the backward of its family.
+// (ops/kernel_variants.h: wgmma, mma.sync and wmma; wgmma on the cases it takes: head sizes 64 and 128,
+// no dropout), each forward with the backward of its family (the default one for wgmma). The Hopper
+// kernel's own case covers several 128-row query tiles, causal ones heaviest first, rows that see no
+// key, and key ranges that wrap its 2- and 3-stage TMA rings.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <optional>
@@ -50,6 +53,7 @@ void check_case(const Case& c, uint32_t seed) {
   if (c.weight) grads.push_back(3);
   for (DType dt : test::kFloatTypes)
     for (const KernelVariant* fwd : kernel_variants(KernelOp::attention_forward, dt)) {
+      if (fwd->needs_tma && ((c.D != 64 && c.D != 128) || c.dropout > 0)) continue;  // the wgmma kernel's limits
       // With the backward variant of the same instruction family where there is one (else the default).
       test::ForceKernel force_fwd(*fwd);
       std::optional<test::ForceKernel> force_bwd;
@@ -106,6 +110,15 @@ TEST_CASE("attention parity: long key ranges, padding that is not a prefix", "[g
   check_case({2, 20, 260, 2, 1, 64, false, 2, 1}, 41);
   check_case({1, 20, 300, 2, 1, 32, false, 1, 0}, 42);
   check_case({3, 24, 200, 2, 2, 128, true, 2, 2}, 43);
+}
+
+TEST_CASE("attention parity: the Hopper kernel's query tiles and key rings", "[gpu][attention]") {
+  // 128-row query tiles (two consumer warpgroups of 64), 128-key tiles through rings of 3 (D = 64) and
+  // 2 (D = 128) stages: 520 and 300 keys wrap them; Tq > Tk causal leaves the first rows without a key.
+  check_case({1, 150, 520, 2, 1, 64, true, 1, 1}, 51);
+  check_case({2, 200, 300, 2, 2, 128, false, 0, 2}, 52);
+  check_case({1, 140, 20, 4, 2, 64, true, 0, 0}, 53);
+  check_case({2, 130, 260, 2, 1, 128, true, 2, 1}, 54);
 }
 
 TEST_CASE("attention parity: attention dropout draws the same masks on both devices", "[gpu][attention]") {
