@@ -51,9 +51,9 @@ const std::vector<KernelVariant>& kernel_variants() {
   static const std::vector<KernelVariant> table = {
       {KernelOp::attention_forward, KernelImpl::wgmma, 90, true, true, kSixteenBit, {"attention_fwd_wgmma_kernel"},
        "FlashAttention-3: 128 query rows per block, a TMA producer warp loading K and V into a 2-3 stage "
-       "mbarrier ring, two consumer warpgroups of 64 rows with S = QK^T by wgmma m64n128k16 from shared memory, "
-       "the online softmax in registers and P as the register A operand of O += PV; head dim 64 and 128, no "
-       "dropout, operands TMA can move (else mma)"},
+       "mbarrier ring, two consumer warpgroups of 64 rows taking turns (ping-pong) with S = QK^T by wgmma "
+       "m64n128k16 from shared memory, the online softmax in registers overlapping the previous tile's "
+       "O += PV (P the register A operand); head dim 64 and 128, no dropout, operands TMA can move (else mma)"},
       {KernelOp::attention_forward, KernelImpl::mma, 80, false, false, kSixteenBit, {"attention_fwd_mma_kernel"},
        "FlashAttention-2: 4 warps of 16 query rows, mma.sync m16n8k16 with S, P and O in registers, "
        "K/V through a 2-3 stage cp.async pipeline, masks only on the tiles that need them; head dim "
