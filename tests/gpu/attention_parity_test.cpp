@@ -6,7 +6,8 @@
 // (ops/kernel_variants.h: wgmma, mma.sync and wmma; wgmma on the cases it takes: head sizes 64 and 128,
 // no dropout), each forward with the backward of its family (the default one for wgmma). The Hopper
 // kernel's own case covers several 128-row query tiles, causal ones heaviest first, rows that see no
-// key, and key ranges that wrap its 2- and 3-stage TMA rings.
+// key, key ranges that wrap its 2- and 3-stage TMA rings, and the table's fallback to mma.sync for calls
+// it does not take.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <optional>
@@ -30,7 +31,9 @@ struct Case {
   float dropout = 0;
 };
 
-void check_case(const Case& c, uint32_t seed) {
+/// Every forward variant of each dtype (each with its family's backward), or with every_variant false the
+/// variant the table chooses itself.
+void check_case(const Case& c, uint32_t seed, bool every_variant = true) {
   std::vector<Tensor> in{test::random_tensor(Shape{c.B, c.Tq, c.H, c.D}, seed, -2, 2),
                          test::random_tensor(Shape{c.B, c.Tk, c.Hk, c.D}, seed + 1, -2, 2),
                          test::random_tensor(Shape{c.B, c.Tk, c.Hk, c.D}, seed + 2, -1, 1)};
@@ -51,18 +54,22 @@ void check_case(const Case& c, uint32_t seed) {
   const float scale = 1.f / std::sqrt(static_cast<float>(c.D));
   std::vector<int> grads{0, 1, 2};
   if (c.weight) grads.push_back(3);
-  for (DType dt : test::kFloatTypes)
-    for (const KernelVariant* fwd : kernel_variants(KernelOp::attention_forward, dt)) {
-      if (fwd->needs_tma && ((c.D != 64 && c.D != 128) || c.dropout > 0)) continue;  // the wgmma kernel's limits
+  for (DType dt : test::kFloatTypes) {
+    std::vector<const KernelVariant*> fwds{nullptr};  // nullptr: the table's choice
+    if (every_variant) fwds = kernel_variants(KernelOp::attention_forward, dt);
+    for (const KernelVariant* fwd : fwds) {
+      if (fwd && fwd->needs_tma && ((c.D != 64 && c.D != 128) || c.dropout > 0)) continue;  // wgmma's limits
       // With the backward variant of the same instruction family where there is one (else the default).
-      test::ForceKernel force_fwd(*fwd);
-      std::optional<test::ForceKernel> force_bwd;
-      std::string bwd = "default backward";
-      for (const KernelVariant* v : kernel_variants(KernelOp::attention_backward, dt))
-        if (v->impl == fwd->impl) force_bwd.emplace(*v), bwd = v->name();
+      std::optional<test::ForceKernel> force_fwd, force_bwd;
+      std::string name = "the table's choice", bwd = "default backward";
+      if (fwd) {
+        force_fwd.emplace(*fwd), name = fwd->name();
+        for (const KernelVariant* v : kernel_variants(KernelOp::attention_backward, dt))
+          if (v->impl == fwd->impl) force_bwd.emplace(*v), bwd = v->name();
+      }
       INFO("B=" << c.B << " Tq=" << c.Tq << " Tk=" << c.Tk << " H=" << c.H << " Hk=" << c.Hk << " D=" << c.D
                 << " causal=" << c.causal << " pad=" << c.pad << " weight=" << c.weight << " dropout=" << c.dropout
-                << " " << dtype_name(dt) << " " << fwd->name() << " " << bwd);
+                << " " << dtype_name(dt) << " " << name << " " << bwd);
       const bool causal = c.causal;
       auto r = test::parity(
           in,
@@ -73,6 +80,7 @@ void check_case(const Case& c, uint32_t seed) {
       CHECK(r.forward < test::bar(dt, 1e-5, 2e-2));
       CHECK(r.backward < test::bar(dt, 1e-4, 3e-2));
     }
+  }
 }
 }  // namespace
 
@@ -119,6 +127,21 @@ TEST_CASE("attention parity: the Hopper kernel's query tiles and key rings", "[g
   check_case({2, 200, 300, 2, 2, 128, false, 0, 2}, 52);
   check_case({1, 140, 20, 4, 2, 64, true, 0, 0}, 53);
   check_case({2, 130, 260, 2, 1, 128, true, 2, 1}, 54);
+  // Unforced (the emulator's devices are sm_90a): head size 32 and attention dropout, which the wgmma
+  // kernel does not take, fall back to the mma kernel; forcing wgmma onto such a call is refused.
+  check_case({2, 40, 50, 2, 1, 32, true, 1, 1}, 55, false);
+  check_case({2, 40, 50, 2, 1, 64, false, 0, 0, 0.2f}, 56, false);
+  const Shape qs{1, 8, 2, 32}, ls{1, 2, 8};
+  const Tensor q =
+      Tensor::from_vector(test::random_tensor(qs, 57).to_vector<double>(), qs, Device::cuda(0), DType::bf16);
+  const Tensor none;
+  Tensor out = Tensor::empty(qs, DType::bf16, Device::cuda(0)), lse = Tensor::empty(ls, DType::f32, Device::cuda(0));
+  for (const KernelVariant* v : kernel_variants(KernelOp::attention_forward, DType::bf16))
+    if (v->impl == KernelImpl::wgmma) {
+      test::ForceKernel force(*v);
+      CHECK_THROWS_WITH(attention_forward(q, q, q, none, false, 0.2f, none, out, lse),
+                        Catch::Contains("attention_forward:wgmma") && Catch::Contains("head dim 64 and 128"));
+    }
 }
 
 TEST_CASE("attention parity: attention dropout draws the same masks on both devices", "[gpu][attention]") {
