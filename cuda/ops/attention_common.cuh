@@ -146,6 +146,12 @@ void attention_backward_tc(const attn::Params& p, const Tensor& q, const Tensor&
 /// mma.sync forward for bf16/f16 (attention_fwd_mma.cu).
 void attention_forward_mma(const attn::Params& p, const Tensor& q, const Tensor& k, const Tensor& v,
                            const Tensor& head_weight, Tensor& out, Tensor& lse);
+/// wgmma forward for bf16/f16 on sm_90a (attention_fwd_wgmma.cu), for the calls attention_forward_wgmma_fits
+/// takes: head size 64 or 128, no attention dropout, q, k, v and out 16-byte aligned (TMA's rule; the
+/// strides of a contiguous [B,T,heads,D] tensor with D % 8 == 0 are multiples of 16 bytes).
+bool attention_forward_wgmma_fits(const attn::Params& p, const Tensor& v, const Tensor& out);
+void attention_forward_wgmma(const attn::Params& p, const Tensor& q, const Tensor& k, const Tensor& v,
+                             const Tensor& head_weight, Tensor& out, Tensor& lse);
 /// mma.sync backward main pass for bf16/f16 (attention_bwd_mma.cu): dq_acc (f32 [B,Tq,H,D]), dq_count
 /// (i32 [B,H,ceil(Tq / attention_backward_mma_query_tile())]) and dw_acc (f32 [B,Tq,H]) zeroed by the
 /// delta pre-pass; it adds dq itself (dq_acc, dq_count and dq undefined when dq is not wanted).

@@ -4,10 +4,11 @@
 // (base 2: s2 = scale*log2(e)*q.k) and rescales the O accumulator (registers) by 2^(m_old - m_new).
 // out = w * O / l (0 for rows with no visible key), lse = (m + log2 l) * ln 2. Causal mode stops at the
 // last key tile any row of the block can see. Attention dropout scales the weights that enter O (not l)
-// by keep() (attention_dropout.h). bf16/f16 go to a tensor-core kernel: mma.sync
-// (attention_fwd_mma.cu, the default) or wmma (attention_fwd_tc.cu); this one serves f32. One query row per
-// sequence (a decoding step) or a decoding cache's row table goes to attention_decode.cu. Covered by
-// tests/gpu/attention_parity_test.cpp.
+// by keep() (attention_dropout.h). bf16/f16 go to a tensor-core kernel (ops/kernel_variants.h): on sm_90a
+// wgmma (attention_fwd_wgmma.cu) for the calls it takes (head size 64 or 128, no dropout, operands TMA can
+// move), else mma.sync (attention_fwd_mma.cu, the default on sm_80) or wmma (attention_fwd_tc.cu); this one
+// serves f32. One query row per sequence (a decoding step) or a decoding cache's row table goes to
+// attention_decode.cu. Covered by tests/gpu/attention_parity_test.cpp.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -166,6 +167,8 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
   p.drop = dropout;
   p.vec16 = p.vec16 && reinterpret_cast<uintptr_t>(v.raw()) % 16 == 0;
   if (q.numel() == 0) return;
+  MOE_CHECK(q.dtype() == DType::f32 || q.dtype() == DType::bf16 || q.dtype() == DType::f16,
+            "attention: the CUDA kernels support f32, bf16 and f16, not ", dtype_name(q.dtype()));
   if (key_rows.defined() || (p.Tq == 1 && dropout.rate == 0.f)) {  // decoding: a block per query row
     p.Tk = int(key_rows.defined() ? key_rows.shape()[1] : k.shape()[1]);
     attention_decode(p, q, k, v, head_weight, key_rows, out, lse);
@@ -177,10 +180,14 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
     lse.copy_from(Tensor::from_vector(inf, lse.shape()));
     return;
   }
-  MOE_CHECK(q.dtype() == DType::f32 || q.dtype() == DType::bf16 || q.dtype() == DType::f16,
-            "attention: the CUDA kernels support f32, bf16 and f16, not ", dtype_name(q.dtype()));
-  const KernelVariant& variant = choose_kernel(KernelOp::attention_forward, q.dtype(), compute_capability(q.device().index));
-  if (variant.impl == KernelImpl::mma) {  // bf16 / f16: mma.sync (the default on sm_80+)
+  const KernelShape shape{attention_forward_wgmma_fits(p, v, out)};  // what the wgmma variant takes
+  const KernelVariant& variant =
+      choose_kernel(KernelOp::attention_forward, q.dtype(), compute_capability(q.device().index), shape);
+  if (variant.impl == KernelImpl::wgmma) {  // bf16 / f16 on sm_90a: head sizes 64 and 128 by TMA
+    attention_forward_wgmma(p, q, k, v, head_weight, out, lse);
+    return;
+  }
+  if (variant.impl == KernelImpl::mma) {  // bf16 / f16: mma.sync (the default on sm_80, the fallback on sm_90)
     attention_forward_mma(p, q, k, v, head_weight, out, lse);
     return;
   }

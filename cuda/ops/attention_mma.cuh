@@ -21,13 +21,16 @@ struct KeyExtent {
   bool general;
 };
 
-/// One block's reduction over the padding row of b (first zero, count of ones); scratch: 2 kMmaWarps ints
-/// of shared memory no one else touches. Ends with a barrier when there is a mask (uniform).
+/// One block's reduction over the padding row of b (first zero, count of ones) by its Threads threads
+/// (attention_fwd_wgmma.cu's blocks are larger); scratch: Threads / 16 ints of shared memory no one else
+/// touches. Ends with a barrier when there is a mask (uniform).
+template <int Threads = kMmaThreads>
 __device__ __forceinline__ KeyExtent key_extent(const Params& p, int b, int* scratch) {
+  constexpr int kWarps = Threads / 32;
   if (!p.pad) return {p.Tk, false};
   const uint8_t* m = p.pad + (long long)b * p.Tk;
   int first_zero = p.Tk, ones = 0;
-  for (int j = threadIdx.x; j < p.Tk; j += kMmaThreads) {
+  for (int j = threadIdx.x; j < p.Tk; j += Threads) {
     if (m[j]) ++ones;
     else first_zero = min(first_zero, j);
   }
@@ -37,11 +40,11 @@ __device__ __forceinline__ KeyExtent key_extent(const Params& p, int b, int* scr
     ones += __shfl_xor_sync(0xffffffffu, ones, o);
   }
   const int warp = threadIdx.x / 32;
-  if (threadIdx.x % 32 == 0) scratch[warp] = first_zero, scratch[kMmaWarps + warp] = ones;
+  if (threadIdx.x % 32 == 0) scratch[warp] = first_zero, scratch[kWarps + warp] = ones;
   __syncthreads();
   first_zero = p.Tk, ones = 0;
 #pragma unroll
-  for (int w = 0; w < kMmaWarps; ++w) first_zero = min(first_zero, scratch[w]), ones += scratch[kMmaWarps + w];
+  for (int w = 0; w < kWarps; ++w) first_zero = min(first_zero, scratch[w]), ones += scratch[kWarps + w];
   if (ones == first_zero) return {first_zero, false};  // ones exactly on [0, first_zero): a key length
   return {p.Tk, true};
 }

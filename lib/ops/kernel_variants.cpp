@@ -49,6 +49,11 @@ const std::vector<KernelVariant>& kernel_variants() {
   // dtypes, kernels, what it takes and how it works.
   // clang-format off
   static const std::vector<KernelVariant> table = {
+      {KernelOp::attention_forward, KernelImpl::wgmma, 90, true, true, kSixteenBit, {"attention_fwd_wgmma_kernel"},
+       "FlashAttention-3: 128 query rows per block, a TMA producer warp loading K and V into a 2-3 stage "
+       "mbarrier ring, two consumer warpgroups of 64 rows taking turns (ping-pong) with S = QK^T by wgmma "
+       "m64n128k16 from shared memory, the online softmax in registers overlapping the previous tile's "
+       "O += PV (P the register A operand); head dim 64 and 128, no dropout, operands TMA can move (else mma)"},
       {KernelOp::attention_forward, KernelImpl::mma, 80, false, false, kSixteenBit, {"attention_fwd_mma_kernel"},
        "FlashAttention-2: 4 warps of 16 query rows, mma.sync m16n8k16 with S, P and O in registers, "
        "K/V through a 2-3 stage cp.async pipeline, masks only on the tiles that need them; head dim "
@@ -98,8 +103,9 @@ const KernelVariant& choose_kernel(KernelOp op, DType dtype, int sm, KernelShape
     const bool fits = v.takes(dtype) && sm >= v.min_sm && (!v.needs_sm90a || (sm == 90 && cuda::has_sm90a_code()));
     if (fits && (!v.needs_tma || shape.tma)) return v;
     MOE_CHECK(!forced || !fits, "MOE_KERNEL forces ", v.name(),
-              ", which takes only operands that move by TMA "
-              "(16-byte aligned, strides multiples of 16 bytes); this call's do not");
+              ", which takes only calls whose operands move by TMA (16-byte aligned, strides multiples of 16 "
+              "bytes) and whose shapes it takes (",
+              v.shapes, "); this call's do not");
     MOE_CHECK(!forced, "MOE_KERNEL forces ", v.name(), ", which does not run ", dtype_name(dtype),
               " on compute "
               "capability ",

@@ -3,8 +3,12 @@
 // shapes, a fully padded sequence and Tq = 1 decoding, attention dropout (the same Philox masks on
 // both devices, in every kernel: f32 and tensor cores, forward and backward), and on cuda:1 while
 // cuda:0 is current (skipped without a GPU). bf16 and f16 run every kernel variant
-// (ops/kernel_variants.h: mma.sync and wmma), each forward with the backward of its family. Tq = 1 and a
-// decoding cache's row table run the decoding kernel (attention_decode.cu), split over the keys or not.
+// (ops/kernel_variants.h: wgmma, mma.sync and wmma; wgmma on the cases it takes: head sizes 64 and 128,
+// no dropout), each forward with the backward of its family (the default one for wgmma). The Hopper
+// kernel's own case covers several 128-row query tiles, causal ones heaviest first, rows that see no
+// key, key ranges that wrap its 2- and 3-stage TMA rings, and the table's fallback to mma.sync for calls
+// it does not take. Tq = 1 and a decoding cache's row table run the decoding kernel (attention_decode.cu),
+// split over the keys or not.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <optional>
@@ -28,7 +32,9 @@ struct Case {
   float dropout = 0;
 };
 
-void check_case(const Case& c, uint32_t seed) {
+/// Every forward variant of each dtype (each with its family's backward), or with every_variant false the
+/// variant the table chooses itself.
+void check_case(const Case& c, uint32_t seed, bool every_variant = true) {
   std::vector<Tensor> in{test::random_tensor(Shape{c.B, c.Tq, c.H, c.D}, seed, -2, 2),
                          test::random_tensor(Shape{c.B, c.Tk, c.Hk, c.D}, seed + 1, -2, 2),
                          test::random_tensor(Shape{c.B, c.Tk, c.Hk, c.D}, seed + 2, -1, 1)};
@@ -49,17 +55,22 @@ void check_case(const Case& c, uint32_t seed) {
   const float scale = 1.f / std::sqrt(static_cast<float>(c.D));
   std::vector<int> grads{0, 1, 2};
   if (c.weight) grads.push_back(3);
-  for (DType dt : test::kFloatTypes)
-    for (const KernelVariant* fwd : kernel_variants(KernelOp::attention_forward, dt)) {
+  for (DType dt : test::kFloatTypes) {
+    std::vector<const KernelVariant*> fwds{nullptr};  // nullptr: the table's choice
+    if (every_variant) fwds = kernel_variants(KernelOp::attention_forward, dt);
+    for (const KernelVariant* fwd : fwds) {
+      if (fwd && fwd->needs_tma && ((c.D != 64 && c.D != 128) || c.dropout > 0)) continue;  // wgmma's limits
       // With the backward variant of the same instruction family where there is one (else the default).
-      test::ForceKernel force_fwd(*fwd);
-      std::optional<test::ForceKernel> force_bwd;
-      std::string bwd = "default backward";
-      for (const KernelVariant* v : kernel_variants(KernelOp::attention_backward, dt))
-        if (v->impl == fwd->impl) force_bwd.emplace(*v), bwd = v->name();
+      std::optional<test::ForceKernel> force_fwd, force_bwd;
+      std::string name = "the table's choice", bwd = "default backward";
+      if (fwd) {
+        force_fwd.emplace(*fwd), name = fwd->name();
+        for (const KernelVariant* v : kernel_variants(KernelOp::attention_backward, dt))
+          if (v->impl == fwd->impl) force_bwd.emplace(*v), bwd = v->name();
+      }
       INFO("B=" << c.B << " Tq=" << c.Tq << " Tk=" << c.Tk << " H=" << c.H << " Hk=" << c.Hk << " D=" << c.D
                 << " causal=" << c.causal << " pad=" << c.pad << " weight=" << c.weight << " dropout=" << c.dropout
-                << " " << dtype_name(dt) << " " << fwd->name() << " " << bwd);
+                << " " << dtype_name(dt) << " " << name << " " << bwd);
       const bool causal = c.causal;
       auto r = test::parity(
           in,
@@ -70,6 +81,7 @@ void check_case(const Case& c, uint32_t seed) {
       CHECK(r.forward < test::bar(dt, 1e-5, 2e-2));
       CHECK(r.backward < test::bar(dt, 1e-4, 3e-2));
     }
+  }
 }
 }  // namespace
 
@@ -107,6 +119,30 @@ TEST_CASE("attention parity: long key ranges, padding that is not a prefix", "[g
   check_case({2, 20, 260, 2, 1, 64, false, 2, 1}, 41);
   check_case({1, 20, 300, 2, 1, 32, false, 1, 0}, 42);
   check_case({3, 24, 200, 2, 2, 128, true, 2, 2}, 43);
+}
+
+TEST_CASE("attention parity: the Hopper kernel's query tiles and key rings", "[gpu][attention]") {
+  // 128-row query tiles (two consumer warpgroups of 64), 128-key tiles through rings of 3 (D = 64) and
+  // 2 (D = 128) stages: 520 and 300 keys wrap them; Tq > Tk causal leaves the first rows without a key.
+  check_case({1, 150, 520, 2, 1, 64, true, 1, 1}, 51);
+  check_case({2, 200, 300, 2, 2, 128, false, 0, 2}, 52);
+  check_case({1, 140, 20, 4, 2, 64, true, 0, 0}, 53);
+  check_case({2, 130, 260, 2, 1, 128, true, 2, 1}, 54);
+  // Unforced (the emulator's devices are sm_90a): head size 32 and attention dropout, which the wgmma
+  // kernel does not take, fall back to the mma kernel; forcing wgmma onto such a call is refused.
+  check_case({2, 40, 50, 2, 1, 32, true, 1, 1}, 55, false);
+  check_case({2, 40, 50, 2, 1, 64, false, 0, 0, 0.2f}, 56, false);
+  const Shape qs{1, 8, 2, 32}, ls{1, 2, 8};
+  const Tensor q =
+      Tensor::from_vector(test::random_tensor(qs, 57).to_vector<double>(), qs, Device::cuda(0), DType::bf16);
+  const Tensor none;
+  Tensor out = Tensor::empty(qs, DType::bf16, Device::cuda(0)), lse = Tensor::empty(ls, DType::f32, Device::cuda(0));
+  for (const KernelVariant* v : kernel_variants(KernelOp::attention_forward, DType::bf16))
+    if (v->impl == KernelImpl::wgmma) {
+      test::ForceKernel force(*v);
+      CHECK_THROWS_WITH(attention_forward(q, q, q, none, false, 0.2f, none, out, lse),
+                        Catch::Contains("attention_forward:wgmma") && Catch::Contains("head dim 64 and 128"));
+    }
 }
 
 TEST_CASE("attention parity: attention dropout draws the same masks on both devices", "[gpu][attention]") {

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/kernel_variant.h"
+#include "tensor/cuda_runtime.h"
 
 using namespace moe;
 
@@ -12,9 +13,13 @@ TEST_CASE("the variant table chooses by dtype and architecture", "[kernel_varian
   CHECK(choose_kernel(KernelOp::grouped_gemm, DType::bf16, 80).impl == KernelImpl::mma);
   CHECK(choose_kernel(KernelOp::grouped_gemm, DType::f16, 90).impl == KernelImpl::mma);
   CHECK(choose_kernel(KernelOp::grouped_gemm, DType::f32, 90).impl == KernelImpl::simt);
-  CHECK(choose_kernel(KernelOp::attention_forward, DType::bf16, 90).impl == KernelImpl::mma);
+  // attention_forward on sm_90: wgmma where the build has sm_90a code and the call fits it, else mma.
+  CHECK(choose_kernel(KernelOp::attention_forward, DType::bf16, 90).impl ==
+        (cuda::has_sm90a_code() ? KernelImpl::wgmma : KernelImpl::mma));
+  CHECK(choose_kernel(KernelOp::attention_forward, DType::bf16, 90, KernelShape{false}).impl == KernelImpl::mma);
+  CHECK(choose_kernel(KernelOp::attention_forward, DType::f16, 80).impl == KernelImpl::mma);
   CHECK(choose_kernel(KernelOp::attention_backward, DType::f16, 80).impl == KernelImpl::mma);
-  CHECK(kernel_variants(KernelOp::attention_forward, DType::bf16).size() == 2);  // mma, then wmma
+  CHECK(kernel_variants(KernelOp::attention_forward, DType::bf16).size() == 3);  // wgmma, mma, then wmma
   CHECK(kernel_variants(KernelOp::attention_backward, DType::bf16).size() == 2);
   CHECK(choose_kernel(KernelOp::attention_backward, DType::f32, 70).impl == KernelImpl::simt);
   CHECK_THROWS_WITH(choose_kernel(KernelOp::grouped_gemm, DType::bf16, 75),
@@ -44,10 +49,10 @@ TEST_CASE("a forced variant runs, or fails naming why", "[kernel_variants]") {
                     Catch::Contains("MOE_KERNEL forces grouped_gemm:wgmma"));
   force_kernel_variant(KernelOp::grouped_gemm, std::nullopt);
   CHECK(choose_kernel(KernelOp::grouped_gemm, DType::bf16, 90, KernelShape{false}).impl == KernelImpl::mma);
-  force_kernel_variant(KernelOp::attention_forward, KernelImpl::wgmma);
-  CHECK_THROWS_WITH(choose_kernel(KernelOp::attention_forward, DType::bf16, 90),
-                    Catch::Contains("attention_forward:wgmma, which is not a variant"));
-  force_kernel_variant(KernelOp::attention_forward, std::nullopt);
+  force_kernel_variant(KernelOp::attention_backward, KernelImpl::wgmma);
+  CHECK_THROWS_WITH(choose_kernel(KernelOp::attention_backward, DType::bf16, 90),
+                    Catch::Contains("attention_backward:wgmma, which is not a variant"));
+  force_kernel_variant(KernelOp::attention_backward, std::nullopt);
 }
 
 TEST_CASE("MOE_KERNEL's syntax", "[kernel_variants]") {
