@@ -1,7 +1,7 @@
 // cache_gather on the GPU (semantics in lib/ops/cache_gather.h): one thread per unit of a copied column, in the
 // widest unit (copy_units.cuh) dividing a column's bytes and both pointers, so a head of 64 bf16 moves as
 // 16-byte vectors. Rows outside [0, R) are not read (the CPU entry point reports them; here they are skipped).
-// Covered by tests/gpu/shape_ops_parity_test.cpp ("cache_gather").
+// Covered by tests/gpu/cache_gather_parity_test.cpp.
 #include "common/context.h"
 #include "common/cuda_check.h"
 #include "copy_units.cuh"

@@ -4,7 +4,7 @@
 // columns from t on are left as they were). Any dtype (bytes move unchanged). The cache compacts itself with it
 // when its storage must grow or most of its rows are no longer named.
 // CPU here, CUDA in cuda/ops/cache_gather.cu. Covered by tests/ops/cache_gather_test.cpp and
-// tests/gpu/shape_ops_parity_test.cpp.
+// tests/gpu/cache_gather_parity_test.cpp.
 #pragma once
 #include "tensor/tensor.h"
 

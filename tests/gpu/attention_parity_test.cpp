@@ -185,8 +185,10 @@ TEST_CASE("attention parity: decoding through a cache's row table", "[gpu][atten
     int64_t B, Tq, H, Hk, D, R, C, Tk;
   };
   uint32_t seed = 700;
-  for (const Dec& c : {Dec{3, 1, 4, 2, 64, 5, 40, 33}, Dec{2, 2, 2, 1, 128, 3, 300, 290},
-                       Dec{6, 1, 8, 8, 32, 4, 16, 16}, Dec{1, 1, 2, 2, 40, 2, 520, 517}})
+  // Every head-size instance of both kernels: 32 and 64 (40) split, 128 split with Tq = 2, 200 (256) split.
+  for (const Dec& c :
+       {Dec{3, 1, 4, 2, 64, 5, 40, 33}, Dec{2, 2, 2, 1, 128, 3, 300, 290}, Dec{6, 1, 8, 8, 32, 4, 16, 16},
+        Dec{1, 1, 2, 2, 40, 2, 520, 517}, Dec{1, 1, 2, 1, 32, 2, 200, 190}, Dec{1, 1, 2, 2, 200, 2, 300, 260}})
     for (DType dt : test::kFloatTypes) {
       INFO("B=" << c.B << " Tq=" << c.Tq << " H=" << c.H << " Hk=" << c.Hk << " D=" << c.D << " R=" << c.R
                 << " C=" << c.C << " Tk=" << c.Tk << " " << dtype_name(dt));

@@ -1,10 +1,9 @@
 // CPU-vs-CUDA parity of concat / split / slice / transpose in f32, bf16 and f16 (every transpose
 // path: tiled inner swap, last-axis-kept vectors, general), plus i32, u8 and i64 copies (4-, 1- and
-// 8-byte units) and accumulation, and cache_gather (a decoding cache's compaction).
+// 8-byte units) and accumulation.
 #include <catch2/catch.hpp>
 
 #include "graph/expr/shape_ops.h"
-#include "ops/cache_gather.h"
 #include "ops/shape_ops.h"
 #include "support/parity.h"
 
@@ -104,23 +103,5 @@ TEST_CASE("shape ops parity: 1- and 8-byte units (u8 and i64)", "[gpu][shape_ops
       strided_copy(src.to(d), dst[dev], 3, 5, 9, 11, 1, 3);
     }
     CHECK(dst[1].to_vector<double>() == dst[0].to_vector<double>());
-  }
-}
-
-// cache_gather (a decoding cache's compaction, ops/cache_gather.h): bf16 heads of 64 move in 16-byte units,
-// 3 f32 per column in 4-byte ones; the columns past the table stay as they were.
-TEST_CASE("shape ops parity: cache_gather", "[gpu][shape_ops]") {
-  for (const auto& [shape, dt] : {std::pair{Shape{5, 7, 2, 64}, DType::bf16}, std::pair{Shape{4, 6, 3}, DType::f32}}) {
-    INFO(shape << " " << dtype_name(dt));
-    const Tensor store = test::random_tensor(shape, 31, -1, 1, dt);
-    std::vector<int32_t> rows(static_cast<size_t>(3 * 5));
-    for (size_t i = 0; i < rows.size(); ++i)
-      rows[i] = static_cast<int32_t>((i * 3 + 1) % static_cast<size_t>(shape[0]));
-    const Tensor table = Tensor::from_vector(rows, Shape{3, 5});
-    const Shape os = shape.with(0, 3).with(1, 6);
-    Tensor oc = Tensor::zeros(os, dt, Device::cpu()), og = Tensor::zeros(os, dt, Device::cuda(0));
-    cache_gather(store, table, oc);
-    cache_gather(store.to(Device::cuda(0)), table.to(Device::cuda(0)), og);
-    CHECK(og.to_vector<double>() == oc.to_vector<double>());
   }
 }

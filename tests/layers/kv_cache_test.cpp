@@ -1,7 +1,7 @@
 // The decoding cache of lib/layers/kv_cache.h against the copy it replaces: over 45 beam-search-like steps
 // (hypotheses duplicated, dropped, their count shrinking and growing, a first step of three positions), the
 // keys and values its row table names equal those a gather-then-append of every step holds (ops/gather_append.h),
-// through the storage's growth past its first 32 columns and past its first rows and its compaction when most
+// through the storage's growth past its first 16 columns and past its first rows and its compaction when most
 // rows are no longer named; a cross-attention cache's
 // lazy reorder; and the error for keys and values of different shapes.
 #include "layers/kv_cache.h"
@@ -43,8 +43,9 @@ TEST_CASE("kv cache: the row table names what a gather-then-append holds", "[lay
   for (int step = 0; step < 45; ++step) {
     Tensor order;
     if (step > 0) {
-      // Shrink to 3 hypotheses at step 10 (storage kept), grow to 7 at step 20 (compacted into 7 rows), shrink to
-      // 3 at step 35 (compacted: 4 of 7 rows unnamed); otherwise keep n, duplicating and dropping some.
+      // Shrink to 3 hypotheses at step 10 (4 rows kept until the columns run out at step 14, whose compaction
+      // leaves 3), grow to 7 at step 20 (compacted into 7 rows), shrink to 3 at step 35 (compacted: 4 of 7 rows
+      // unnamed); otherwise keep n, duplicating and dropping some.
       const int64_t next = step == 10 ? 3 : step == 20 ? 7 : step == 35 ? 3 : n;
       std::vector<int32_t> o(static_cast<size_t>(next));
       for (int64_t i = 0; i < next; ++i)
@@ -63,8 +64,8 @@ TEST_CASE("kv cache: the row table names what a gather-then-append holds", "[lay
     CHECK(named(cache.k, cache.key_rows) == want_k.to_vector<float>());
     CHECK(named(cache.v, cache.key_rows) == want_v.to_vector<float>());
     CHECK(!cache.order.defined());
-    CHECK(cache.k.shape()[0] == (step < 10 ? 4 : step < 20 ? 4 : step < 35 ? 7 : 3));
-    CHECK(cache.k.shape()[1] == (step < 30 ? 32 : 64));  // 32 columns, doubled for position 33 (step 30)
+    CHECK(cache.k.shape()[0] == (step < 14 ? 4 : step < 20 ? 3 : step < 35 ? 7 : 3));
+    CHECK(cache.k.shape()[1] == (step < 14 ? 16 : step < 30 ? 32 : 64));  // 16, doubled at positions 17 and 33
   }
 }
 

@@ -104,8 +104,8 @@ TEST_CASE("transformer: source-side caches are gathered only when rows change se
   CHECK(st.sentence == std::vector<int32_t>{1, 1});
   const auto last = step({4, 4});
   CHECK(st.cross[1].k.shape()[0] == 2);
-  CHECK(st.self[1].key_rows.shape() == Shape{2, 4});  // the self-attention caches' storage keeps its 4 rows
-  CHECK(st.self[1].k.shape()[0] == 4);
+  CHECK(st.self[1].key_rows.shape() == Shape{2, 4});  // 2 hypotheses, 4 positions (layers/kv_cache.h)
+  CHECK(st.self[1].k.shape()[0] == 2);                // compacted: half of its 4 rows were no longer named
   for (int64_t v = 0; v < 12; ++v) CHECK(last[v] == last[12 + v]);  // rows 2 and 3 had the same history
 }
 
