@@ -31,6 +31,13 @@ __device__ __forceinline__ float keep(const Params& p, int b, int h, int i, int 
   return attention_keep(p.drop, b, h, i, j, p.H, p.Tq, p.Tk);
 }
 
+/// The head weight of query i of head h (w [B,H] or [B,Tq,H]); 1 without one.
+template <class T>
+__device__ __forceinline__ float head_weight(const Params& p, const T* w, int b, int i, int h) {
+  if (!w) return 1.f;
+  return to_float(w[p.w_per_position ? ((long long)b * p.Tq + i) * p.H + h : (long long)b * p.H + h]);
+}
+
 __device__ __forceinline__ bool visible(const Params& p, int b, int i, int j) {
   if (i >= p.Tq || j >= p.Tk) return false;
   if (p.pad && !p.pad[(long long)b * p.Tk + j]) return false;

@@ -40,13 +40,6 @@ __device__ __forceinline__ float warp_sum(float x) {
   return x;
 }
 
-/// The weight multiplying row (b, i, h)'s output (1 without head weights).
-template <class T>
-__device__ __forceinline__ float head_weight(const Params& p, const T* w, int b, int i, int h) {
-  if (!w) return 1.f;
-  return to_float(w[p.w_per_position ? ((long long)b * p.Tq + i) * p.H + h : (long long)b * p.H + h]);
-}
-
 template <class T, int DP>
 __global__ void __launch_bounds__(kDecodeThreads)
     attention_decode_kernel(Params p, DecodeArgs a, const T* __restrict__ q, const T* __restrict__ k,

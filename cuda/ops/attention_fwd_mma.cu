@@ -158,16 +158,7 @@ __global__ void __launch_bounds__(kMmaThreads)
   __syncthreads();          // every copy into sQ landed before the warps reuse their rows for O
 
   float f[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int i = row0 + 8 * r;
-    const float lr = quad_sum(l[r]);
-    f[r] = lr > 0.f ? 1.f / lr : 0.f;
-    if (i < p.Tq) {
-      f[r] *= head_weight(p, w, b, i, h);
-      if (t4 == 0) lse[((long long)b * p.H + h) * p.Tq + i] = lr > 0.f ? (m[r] + log2f(lr)) * kLn2 : -INFINITY;
-    }
-  }
+  row_factors(p, w, b, h, row0, t4, m, l, f, lse);
   T* sO = sQ + warp * 16 * LD;  // this warp's Q rows, read by no other warp
 #pragma unroll
   for (int n = 0; n < ND; ++n)

@@ -190,16 +190,7 @@ __device__ void consume(const Params& p, typename WgTile<D>::Shared& s, const CU
   }
 
   float f[2];
-#pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    const int i = row0 + 8 * hr;
-    const float lr = quad_sum(l[hr]);
-    f[hr] = lr > 0.f ? 1.f / lr : 0.f;
-    if (i < p.Tq) {
-      f[hr] *= head_weight(p, w, b, i, h);
-      if (t4 == 0) lse[((long long)b * p.H + h) * p.Tq + i] = lr > 0.f ? (m[hr] + log2f(lr)) * kLn2 : -INFINITY;
-    }
-  }
+  row_factors(p, w, b, h, row0, t4, m, l, f, lse);
   // O into this warpgroup's Q lines (every wgmma that read them has completed), in the swizzled layout
   // the TMA store reads: byte o of a line group moves to o ^ ((o >> 3) & 0x70).
   ptx::named_barrier_sync(3 + wg, 128);

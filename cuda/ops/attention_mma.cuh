@@ -129,11 +129,22 @@ __device__ __forceinline__ float quad_sum(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
-/// The head weight of query i of head h (w [B,H] or [B,Tq,H]); 1 without one.
+/// The output factors of a thread's two accumulator rows row0 and row0 + 8 (running max m, partial sums l over
+/// its quad): f = w / l (0 for a row with no visible key), and the row's lse = (m + log2 l) ln 2 (-inf then),
+/// written by the quad's first lane (t4 == 0).
 template <class T>
-__device__ __forceinline__ float head_weight(const Params& p, const T* w, int b, int i, int h) {
-  if (!w) return 1.f;
-  return to_float(w[p.w_per_position ? ((long long)b * p.Tq + i) * p.H + h : (long long)b * p.H + h]);
+__device__ __forceinline__ void row_factors(const Params& p, const T* w, int b, int h, int row0, int t4,
+                                            const float (&m)[2], const float (&l)[2], float (&f)[2], float* lse) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = row0 + 8 * r;
+    const float lr = quad_sum(l[r]);
+    f[r] = lr > 0.f ? 1.f / lr : 0.f;
+    if (i < p.Tq) {
+      f[r] *= head_weight(p, w, b, i, h);
+      if (t4 == 0) lse[((long long)b * p.H + h) * p.Tq + i] = lr > 0.f ? (m[r] + log2f(lr)) * kLn2 : -INFINITY;
+    }
+  }
 }
 
 }  // namespace moe::cuda::attn::mma
