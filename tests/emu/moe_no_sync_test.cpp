@@ -4,27 +4,17 @@
 // the queue alone, with expert sizes that stay on the device. Flat and hierarchical noisy top-k, and the
 // batchwise gate at inference.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <string>
 
 #include "graph/graph.h"
 #include "layers/moe_ffn.h"
-#include "tensor/cuda_runtime.h"
 #include "moe_emu/control.h"
+#include "support/host_traffic.h"
 #include "support/parity.h"
+#include "tensor/cuda_runtime.h"
 
 using namespace moe;
-
-namespace {
-struct Traffic {
-  uint64_t copies, waits;
-};
-Traffic since(const moe_emu::HostTraffic& before) {
-  const moe_emu::HostTraffic now = moe_emu::host_traffic();
-  return {now.copies_to_host - before.copies_to_host, now.host_waits - before.host_waits};
-}
-}  // namespace
 
 TEST_CASE("an MoE layer's forward and backward make no copy to the host and no host wait", "[emu][moe][no_sync]") {
   const int64_t N = 40, d = 16, h = 24;
@@ -55,7 +45,7 @@ TEST_CASE("an MoE layer's forward and backward make no copy to the host and no h
     const MoeOutput out = moe_forward(x, w, opt, GateNoise{!batchwise, 17, 3}, GateNoise{hierarchical, 17, 4}, !batchwise);
     g.forward();
     if (!batchwise) g.backward_from(out.y, seed);
-    const Traffic t = since(before);
+    const test::Traffic t = test::traffic_since(before);
     INFO(kind << ": " << t.copies << " copies to the host, " << t.waits << " host waits");
     CHECK(t.copies == 0);
     CHECK(t.waits == 0);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "moe_emu/control.h"
+#include "support/host_traffic.h"
 #include "support/parity.h"
 #include "tensor/cuda_runtime.h"
 #include "training/optimizer.h"
@@ -16,14 +17,6 @@
 using namespace moe;
 
 namespace {
-struct Traffic {
-  uint64_t copies, waits;
-};
-Traffic since(const moe_emu::HostTraffic& before) {
-  const moe_emu::HostTraffic now = moe_emu::host_traffic();
-  return {now.copies_to_host - before.copies_to_host, now.host_waits - before.host_waits};
-}
-
 enum class Layout { plain, sharded, partitioned };
 
 /// Parameters "a" [40], "t" [8] (stepped unclipped) and "e" [30] (partitioned: this rank's own).
@@ -67,7 +60,7 @@ TEST_CASE("an optimizer step on a GPU makes no copy to the host and no host wait
         const moe_emu::HostTraffic before = moe_emu::host_traffic();
         on_gpu.opt->set_step_inputs(on_gpu.store, 0.1 / (step + 1), 0.5);
         on_gpu.opt->queue_step(on_gpu.store, on_gpu.store.trainable_ranges(), 1.0);
-        const Traffic t = since(before);
+        const test::Traffic t = test::traffic_since(before);
         INFO("step " << step << ": " << t.copies << " copies to the host, " << t.waits << " host waits");
         CHECK(t.copies == 0);
         CHECK(t.waits == 0);
