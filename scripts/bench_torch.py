@@ -196,6 +196,17 @@ def case_attention(b, emit, B, H, T, D, causal):
     emit("fwd+bwd", shape, b.time(both), flops=ff + bf, note="sdpa")
 
 
+def case_attention_decode(b, emit, B, H, T, D):
+    # One beam-search step over a self-attention cache: reorder the cached keys and values by index_select
+    # (fairseq's reorder_incremental_state), then SDPA with one query (lib/bench/attention_cases.cpp).
+    F = b.torch.nn.functional
+    q, k, v = b.rand(B, H, 1, D), b.rand(B, H, T, D), b.rand(B, H, T, D)
+    order = b.torch.randint(0, B, (B,), generator=b.gen, device=b.device)
+    step = lambda: F.scaled_dot_product_attention(q, k.index_select(0, order), v.index_select(0, order))
+    emit("fwd", "B%d H%d Tk%d D%d" % (B, H, T, D), b.time(step), flops=attention_flops(B, H, 1, T, D, False, False),
+         note="index_select+sdpa")
+
+
 def case_layer_norm(b, emit, n=16384, d=512):
     torch, F = b.torch, b.torch.nn.functional
     x, dy = b.rand(n, d, grad=True), b.rand(n, d)
@@ -440,6 +451,8 @@ CASES = [
     ("attention.base_causal", lambda b, e: case_attention(b, e, 64, 8, 512, 64, True)),
     ("attention.base", lambda b, e: case_attention(b, e, 64, 8, 512, 64, False)),
     ("attention.long_causal", lambda b, e: case_attention(b, e, 16, 16, 2048, 64, True)),
+    ("attention.decode", lambda b, e: case_attention_decode(b, e, 320, 8, 64, 64)),
+    ("attention.decode_long", lambda b, e: case_attention_decode(b, e, 5, 8, 2048, 64)),
     ("layer_norm", case_layer_norm),
     ("softmax", case_softmax),
     ("cross_entropy", case_cross_entropy),
