@@ -1,6 +1,7 @@
-// kv_cache.h implementation: a step reorders the row table (index_select of i32 rows), writes the new column
-// (strided_copy) and appends its row numbers; a compaction copies the named keys into new storage
-// (cache_gather). Covered by tests/layers/kv_cache_test.cpp.
+// kv_cache.h implementation: a step writes the new columns (strided_copy) and reorders the row table while
+// appending their row numbers (one gather_append of i32 rows); a compaction copies the named keys into new
+// storage (cache_gather), after which row i names itself at every column. Covered by
+// tests/layers/kv_cache_test.cpp.
 #include "layers/kv_cache.h"
 
 #include <algorithm>
@@ -71,20 +72,20 @@ void append_to_cache(KVCache& cache, const Tensor& k, const Tensor& v) {
             " must both be [N, s, heads, head size]");
   const int64_t n = f[0], s = f[1], t = cache.key_rows.defined() ? cache.key_rows.shape()[1] : 0;
   const int64_t rows = cache.k.defined() ? cache.k.shape()[0] : 0, columns = cache.k.defined() ? cache.k.shape()[1] : 0;
-  Tensor table = cache.order.defined() ? select_rows(cache.key_rows, cache.order) : cache.key_rows;  // [n, t]
-  cache.order = Tensor();
   // Compact (row i holding hypothesis i's keys) when the columns run out, when there are more hypotheses than
   // rows, and when half the rows are no longer named: memory stays within 2x the live keys in each direction.
-  if (t + s > columns || n > rows || 2 * n <= rows) {
+  const bool compact = t + s > columns || n > rows || 2 * n <= rows;
+  if (compact) {
+    const Tensor table = cache.order.defined() ? select_rows(cache.key_rows, cache.order) : cache.key_rows;
     const int64_t room = t + s > columns ? std::max({t + s, 2 * columns, kFirstColumns}) : columns;
     cache.k = compacted(cache.k, table, k, room);
     cache.v = compacted(cache.v, table, v, room);
-    table = t > 0 ? row_numbers(n, t, k.device()) : Tensor();
   }
   write_columns(cache.k, k, t);
   write_columns(cache.v, v, t);
-  const Tensor fresh_rows = row_numbers(n, s, k.device());
-  cache.key_rows = t == 0 ? fresh_rows : gather_append(table, Tensor(), fresh_rows);
+  cache.key_rows = compact ? row_numbers(n, t + s, k.device())
+                           : gather_append(cache.key_rows, cache.order, row_numbers(n, s, k.device()));
+  cache.order = Tensor();
 }
 
 }  // namespace moe
