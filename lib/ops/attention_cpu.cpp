@@ -61,8 +61,8 @@ struct Geometry {
     return ((row * columns + t) * Hk + hk) * D;
   }
   /// off[j] = ki(b, j, hk) for the Tk keys (k and v share the layout).
-  void key_offsets(int64_t b, int64_t hk, std::vector<int64_t>& off) const {
-    for (int64_t j = 0; j < Tk; ++j) off[static_cast<size_t>(j)] = ki(b, j, hk);
+  void key_offsets(int64_t b, int64_t hk, int64_t* off) const {
+    for (int64_t j = 0; j < Tk; ++j) off[j] = ki(b, j, hk);
   }
   int64_t wi(int64_t b, int64_t t, int64_t h) const { return per_position ? (b * Tq + t) * H + h : b * H + h; }
 };
@@ -219,12 +219,17 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
   parallel_for(g.B * g.Tq, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.Tk * g.H * g.D)),
                [&](int64_t r0, int64_t r1) {
                  std::vector<T> s(static_cast<size_t>(g.Tk));
-                 std::vector<int64_t> kept(static_cast<size_t>(g.Tk)), off(static_cast<size_t>(g.Tk));
+                 std::vector<int64_t> kept(static_cast<size_t>(g.Tk)), offs(static_cast<size_t>(g.Hk * g.Tk));
+                 int64_t offs_b = -1;  // the sequence whose key offsets offs holds (every key head's)
                  for (int64_t r = r0; r < r1; ++r)
                    for (int64_t h = 0; h < g.H; ++h) {
                      const int64_t b = r / g.Tq, i = r % g.Tq;
-                     if (h == 0 || g.Hk > 1) g.key_offsets(b, h / (g.H / g.Hk), off);
-                     const T m = row_scores(g, pq, pk, off.data(), b, i, h, scale, s, simd);
+                     if (b != offs_b) {
+                       for (int64_t hk = 0; hk < g.Hk; ++hk) g.key_offsets(b, hk, offs.data() + hk * g.Tk);
+                       offs_b = b;
+                     }
+                     const int64_t* off = offs.data() + h / (g.H / g.Hk) * g.Tk;
+                     const T m = row_scores(g, pq, pk, off, b, i, h, scale, s, simd);
                      T* o = po + g.qi(b, i, h);
                      for (int64_t d = 0; d < g.D; ++d) o[d] = 0;
                      if (m == -std::numeric_limits<T>::infinity()) {  // no visible key: o = 0, lse = -inf
@@ -244,7 +249,7 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
                      pl[(b * g.H + h) * g.Tq + i] = m + std::log(sum);
                      if constexpr (std::is_same_v<T, float>) {
                        if (simd) {
-                         weighted_sum_avx512(s.data(), kept.data(), n, pv, off.data(), g.D, o);
+                         weighted_sum_avx512(s.data(), kept.data(), n, pv, off, g.D, o);
                          continue;
                        }
                      }
@@ -280,7 +285,7 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
     std::vector<T> dov_all(simd ? static_cast<size_t>(g.Tk) : 0);
     std::vector<int64_t> off(static_cast<size_t>(g.Tk));
     for (int64_t pair = p0; pair < p1; ++pair) {
-      g.key_offsets(pair / g.Hk, pair % g.Hk, off);
+      g.key_offsets(pair / g.Hk, pair % g.Hk, off.data());
       for (int64_t h = pair % g.Hk * group; h < (pair % g.Hk + 1) * group; ++h)
         for (int64_t i = 0; i < g.Tq; ++i) {
           const int64_t b = pair / g.Hk, hk = pair % g.Hk;
