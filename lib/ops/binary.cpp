@@ -1,7 +1,7 @@
 // CPU reference of the broadcasting binary ops (see binary.h for the math) and their dispatch.
 // Forward: runs along the innermost collapsed axis, each mapped to both operands' indices once (contiguous
-// and broadcast operands get loops that vectorise); backward: each output index mapped to both operands'.
-// Backward accumulates straight into the (smaller) gradient of a broadcast operand.
+// and broadcast operands get loops that vectorise); backward the same way, one operand at a time, accumulating
+// straight into the (smaller) gradient of a broadcast operand.
 #include "ops/binary.h"
 
 #include <algorithm>
@@ -74,26 +74,66 @@ void forward(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   }
 }
 
+/// pd[j * sd] += pg[j] * d op(pa[j * sa], pb[j * sb]) / d(a or b) for j < n, sd the differentiated operand's
+/// stride; sd 0 (an operand broadcast along the run) sums into one element in j's order, as an element-wise
+/// loop would, so the result does not depend on the runs.
+template <class T, BinaryOp Op, bool WrtB>
+void run_grad(const T* pa, const T* pb, const T* pg, T* pd, int64_t n, int64_t sa, int64_t sb) {
+  const int64_t sd = WrtB ? sb : sa;
+  if (sd == 0) {
+    T acc = *pd;
+    for (int64_t j = 0; j < n; ++j) acc += pg[j] * binary_partial<T>(Op, pa[j * sa], pb[j * sb], WrtB);
+    *pd = acc;
+  } else if (sa == 1 && sb == 1) {
+    for (int64_t j = 0; j < n; ++j) pd[j] += pg[j] * binary_partial<T>(Op, pa[j], pb[j], WrtB);
+  } else {
+    for (int64_t j = 0; j < n; ++j) pd[j * sd] += pg[j] * binary_partial<T>(Op, pa[j * sa], pb[j * sb], WrtB);
+  }
+}
+
+/// One operand's gradient, run by run along the innermost collapsed axis (as forward_op); in parallel only
+/// when the operand is not broadcast (each output element then owns its gradient element).
+template <class T, BinaryOp Op, bool WrtB>
+void backward_op(const BroadcastIndex& ix, const T* pa, const T* pb, const T* pg, T* pd, int64_t total, bool own) {
+  const int64_t len = ix.ndim ? ix.dims[ix.ndim - 1] : 1;
+  const int64_t sa = ix.ndim ? ix.stride_a[ix.ndim - 1] : 0, sb = ix.ndim ? ix.stride_b[ix.ndim - 1] : 0;
+  parallel_for(total, own ? kElementsPerThread : total, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi;) {
+      const int64_t n = std::min(hi, (i / len + 1) * len) - i;
+      int64_t ia, ib;
+      ix.map(i, ia, ib);
+      run_grad<T, Op, WrtB>(pa + ia, pb + ib, pg + i, pd + (WrtB ? ib : ia), n, sa, sb);
+      i += n;
+    }
+  });
+}
+
+template <class T, bool WrtB>
+void backward_operand(BinaryOp op, const BroadcastIndex& ix, const T* pa, const T* pb, const T* pg, T* pd,
+                      int64_t total, bool own) {
+  switch (op) {
+    case BinaryOp::add:
+      return backward_op<T, BinaryOp::add, WrtB>(ix, pa, pb, pg, pd, total, own);
+    case BinaryOp::sub:
+      return backward_op<T, BinaryOp::sub, WrtB>(ix, pa, pb, pg, pd, total, own);
+    case BinaryOp::mul:
+      return backward_op<T, BinaryOp::mul, WrtB>(ix, pa, pb, pg, pd, total, own);
+    case BinaryOp::div:
+      return backward_op<T, BinaryOp::div, WrtB>(ix, pa, pb, pg, pd, total, own);
+    case BinaryOp::maximum:
+      return backward_op<T, BinaryOp::maximum, WrtB>(ix, pa, pb, pg, pd, total, own);
+    case BinaryOp::minimum:
+      return backward_op<T, BinaryOp::minimum, WrtB>(ix, pa, pb, pg, pd, total, own);
+  }
+}
+
 template <class T>
 void backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dout, Tensor* da, Tensor* db) {
   const BroadcastIndex ix = make_broadcast_index(collapse_broadcast(a.shape(), b.shape(), dout.shape()));
   const T *pa = a.data<T>(), *pb = b.data<T>(), *pg = dout.data<T>();
-  T* pda = da ? da->data<T>() : nullptr;
-  T* pdb = db ? db->data<T>() : nullptr;
-  // Two separate passes so that da and db may be the same tensor (x op x).
-  for (int pass = 0; pass < 2; ++pass) {
-    T* dst = pass == 0 ? pda : pdb;
-    if (!dst) continue;
-    // in parallel only when this operand is not broadcast (each output element owns its gradient)
-    const bool own = (pass == 0 ? a.numel() : b.numel()) == dout.numel();
-    parallel_for(dout.numel(), own ? kElementsPerThread : dout.numel(), [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        int64_t ia, ib;
-        ix.map(i, ia, ib);
-        dst[pass == 0 ? ia : ib] += pg[i] * binary_partial<T>(op, pa[ia], pb[ib], pass == 1);
-      }
-    });
-  }
+  // One operand after the other, so that da and db may be the same tensor (x op x).
+  if (da) backward_operand<T, false>(op, ix, pa, pb, pg, da->data<T>(), dout.numel(), a.numel() == dout.numel());
+  if (db) backward_operand<T, true>(op, ix, pa, pb, pg, db->data<T>(), dout.numel(), b.numel() == dout.numel());
 }
 }  // namespace
 
