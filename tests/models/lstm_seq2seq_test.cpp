@@ -182,7 +182,9 @@ TEST_CASE("lstm_seq2seq: a batchwise-MoE model learns to copy and decodes it", "
     return s;
   };
   double first = 0, last = 0;
-  for (int step = 0; step < 120; ++step) {
+  // 120 updates at 1e-2, then 20 at 1e-3: at the high rate single batches still spike (seed 7 ended on one,
+  // 0.66, after 0.08-0.31 before it), so the last batch's loss and the decoding are judged after a cool-down.
+  for (int step = 0; step < 140; ++step) {
     std::vector<std::vector<int32_t>> rows;
     for (int i = 0; i < 16; ++i) rows.push_back(sentence());
     std::vector<std::span<const int32_t>> spans(rows.begin(), rows.end());
@@ -197,7 +199,7 @@ TEST_CASE("lstm_seq2seq: a batchwise-MoE model learns to copy and decodes it", "
     store.zero_grads();
     g.backward(objective, 1.0 / static_cast<double>(batch.tgt_tokens));
     if (step == 0) opt->set_unclipped(store.trainable_ranges(is_batchwise_threshold));  // as moe-train does
-    opt->step(store, 1e-2, 1.0);
+    opt->step(store, step < 120 ? 1e-2 : 1e-3, 1.0);
     (step == 0 ? first : last) = loss.val().item() / static_cast<double>(batch.tgt_tokens);
   }
   INFO("first " << first << ", last " << last);
