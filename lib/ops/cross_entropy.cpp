@@ -1,5 +1,6 @@
 // CPU reference of the fused log-softmax + cross-entropy with label smoothing (math in
-// cross_entropy.h), in f32 and f64, plus argument checks, dispatch and count_non_ignored.
+// cross_entropy.h), in f32 and f64, plus argument checks, dispatch and count_non_ignored. The row passes
+// vectorise: lane-wise max and sums (ops/cpu_math.h), exp_fast for f32.
 // Covered by tests/ops/cross_entropy_test.cpp.
 #include "ops/cross_entropy.h"
 
@@ -8,6 +9,7 @@
 #include <limits>
 
 #include "common/cpu_threads.h"
+#include "ops/cpu_math.h"
 #include "ops/dispatch.h"
 
 namespace moe {
@@ -34,14 +36,11 @@ void forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& 
         plse[n] = 0;
         continue;
       }
-      T m = -std::numeric_limits<T>::infinity(), sx = 0;
-      for (int64_t j = 0; j < V; ++j) m = std::max(m, xr[j]);
-      T s = 0;
-      for (int64_t j = 0; j < V; ++j) {
-        s += std::exp(xr[j] - m);
-        sx += xr[j];
-      }
-      const T l = m + std::log(s);
+      const T m = row_max(xr, V);  // exp_of: exp_fast for f32 (-inf masked here), std::exp for f64
+      const double s =
+          row_sum(xr, V, [m](T v) { return v == -std::numeric_limits<T>::infinity() ? T(0) : exp_of(v - m); });
+      const T sx = static_cast<T>(row_sum(xr, V, [](T v) { return v; }));
+      const T l = m + static_cast<T>(std::log(s));
       plse[n] = l;
       pl[n] = (T(1) - eps - eps_i) * (l - xr[t[n]]) + eps_i * (T(V) * l - sx);
     }
@@ -61,10 +60,14 @@ void backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, co
       if (t[n] == ignore || t[n] < 0 || t[n] >= V) continue;
       const T* xr = x + n * V;
       T* dr = dx + n * V;
-      for (int64_t j = 0; j < V; ++j) {
-        const T q = eps_i + (j == t[n] ? T(1) - eps - eps_i : T(0));
-        dr[j] += dl[n] * (std::exp(xr[j] - plse[n]) - q);
-      }
+      const T g = dl[n], l = plse[n], tq = T(1) - eps - eps_i;
+      auto grad = [&](int64_t j0, int64_t j1, T q) {  // dr[j] += g (p_j - q) with p_j = exp(x_j - lse)
+        for (int64_t j = j0; j < j1; ++j)
+          dr[j] += g * ((xr[j] == -std::numeric_limits<T>::infinity() ? T(0) : exp_of(xr[j] - l)) - q);
+      };
+      grad(0, t[n], eps_i);
+      grad(t[n], t[n] + 1, eps_i + tq);  // the target's share of the smoothed distribution
+      grad(t[n] + 1, V, eps_i);
     }
   });  // rows in parallel
 }

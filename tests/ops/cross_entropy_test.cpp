@@ -125,3 +125,30 @@ TEST_CASE("cross_entropy: no rows and all rows ignored", "[ops][cross_entropy]")
   g.backward_from(l, Tensor::from_vector(std::vector<double>{1, 1}, Shape{2}));
   for (double v : x.grad().to_vector<double>()) CHECK(v == 0);
 }
+
+TEST_CASE("cross_entropy: f32 (vectorised rows, exp_fast) agrees with f64", "[ops][cross_entropy]") {
+  const int64_t N = 6, V = 1000;  // rows longer than one 64-element block, a tail of 40
+  Tensor x32 = test::random_tensor(Shape{N, V}, 5, -8, 8, DType::f32);
+  Tensor x64 = Tensor::from_vector(x32.to_vector<double>(), Shape{N, V});  // the same values
+  const std::vector<int32_t> tv = {0, 999, 5, 512, -100, 63};
+  const Tensor t = i32(tv, Shape{N});
+  for (float eps : {0.f, 0.1f}) {
+    Tensor l64 = Tensor::empty(Shape{N}, DType::f64, Device::cpu()), s64 = l64.clone();
+    Tensor l32 = Tensor::empty(Shape{N}, DType::f32, Device::cpu()), s32 = l32.clone();
+    cross_entropy_forward(x64, t, l64, s64, eps, -100);
+    cross_entropy_forward(x32, t, l32, s32, eps, -100);
+    const auto a = l64.to_vector<double>(), b = l32.to_vector<double>();
+    for (int64_t n = 0; n < N; ++n) CHECK(b[n] == Approx(a[n]).epsilon(1e-5).margin(1e-6));
+    const std::vector<double> dl = {1, -2, 0.5, 3, 1, 0.25};
+    Tensor dl64 = Tensor::from_vector(dl, Shape{N}), dl32 = Tensor::from_vector(dl, Shape{N}, Device::cpu(), DType::f32);
+    Tensor d64 = Tensor::zeros(Shape{N, V}, DType::f64, Device::cpu());
+    Tensor d32 = Tensor::zeros(Shape{N, V}, DType::f32, Device::cpu());
+    cross_entropy_backward(x64, t, s64, dl64, d64, eps, -100);
+    cross_entropy_backward(x32, t, s32, dl32, d32, eps, -100);
+    const auto g64 = d64.to_vector<double>(), g32 = d32.to_vector<double>();
+    double worst = 0;
+    for (size_t i = 0; i < g64.size(); ++i) worst = std::max(worst, std::abs(g64[i] - g32[i]));
+    INFO("eps " << eps);
+    CHECK(worst < 1e-6);
+  }
+}
