@@ -5,12 +5,12 @@
 // Attention dropout multiplies p_ij by z_ij (attention_dropout.h) in the weighted sum and in dp, dv, dw.
 // Keys are addressed through per-key offsets (Geometry::ki), so a decoding cache's row table (key_rows: key j of
 // sequence b in row key_rows[b, j]) runs the same loops as contiguous keys.
-// In f32 on a CPU with AVX-512F (ops/cpu_isa.h) the row loops run hand-vectorised: q.k_j over the keys and
-// o = sum_j p_j v_j forward, dout_i.v_j and the updates of dq, dk, dv backward. Each dot product sums 16 lanes
-// and then across them, with fused multiply-adds, so its last bits differ from the portable loop's; sums over
+// In f32 on a CPU with AVX-512F or AVX2 (ops/cpu_isa.h) the row loops run hand-vectorised: q.k_j over the keys
+// and o = sum_j p_j v_j forward, dout_i.v_j and the updates of dq, dk, dv backward. Each dot product sums 16 (8)
+// lanes and then across them, with fused multiply-adds, so its last bits differ from the portable loop's; sums over
 // keys still run in order, and a row's result does not depend on the batch, the thread count or the keys
 // beyond its causal limit.
-// Covered by tests/ops/attention_test.cpp (hand-computed values, finite differences in f64, the AVX-512 rows
+// Covered by tests/ops/attention_test.cpp (hand-computed values, finite differences in f64, each set's rows
 // against the portable ones, a cache's row table) and tests/ops/attention_dropout_test.cpp.
 #include <immintrin.h>
 
@@ -153,26 +153,125 @@ MOE_AVX512 void pair_update_avx512(float ds, float c, const float* kj, const flo
 
 MOE_AVX512_END
 
-/// True when the f32 rows run on AVX-512 (dots_avx512, weighted_sum_avx512).
+/// The first `lanes` (0-8) of 8 lanes, as _mm256_maskload_ps / _mm256_maskstore_ps take them.
+MOE_AVX2 inline __m256i lanes8(int64_t lanes) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(lanes)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+MOE_AVX2 inline float sum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
+
+/// dots_avx512 on AVX2: four keys at a time, 8 lanes each.
+MOE_AVX2 void dots_avx2(const float* q, const float* k, const int64_t* off, int64_t n, int64_t D, float* out) {
+  const int64_t full = D & ~int64_t(7);
+  const bool has_tail = D > full;
+  const __m256i tail = lanes8(D - full);
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const float *ka = k + off[j], *kb = k + off[j + 1], *kc = k + off[j + 2], *kd = k + off[j + 3];
+    __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
+    for (int64_t x = 0; x < full; x += 8) {
+      const __m256 qv = _mm256_loadu_ps(q + x);
+      a = _mm256_fmadd_ps(qv, _mm256_loadu_ps(ka + x), a);
+      b = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kb + x), b);
+      c = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kc + x), c);
+      d = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kd + x), d);
+    }
+    if (has_tail) {
+      const __m256 qv = _mm256_maskload_ps(q + full, tail);
+      a = _mm256_fmadd_ps(qv, _mm256_maskload_ps(ka + full, tail), a);
+      b = _mm256_fmadd_ps(qv, _mm256_maskload_ps(kb + full, tail), b);
+      c = _mm256_fmadd_ps(qv, _mm256_maskload_ps(kc + full, tail), c);
+      d = _mm256_fmadd_ps(qv, _mm256_maskload_ps(kd + full, tail), d);
+    }
+    out[j] = sum8(a);
+    out[j + 1] = sum8(b);
+    out[j + 2] = sum8(c);
+    out[j + 3] = sum8(d);
+  }
+  for (; j < n; ++j) {
+    const float* kj = k + off[j];
+    __m256 a = _mm256_setzero_ps();
+    for (int64_t x = 0; x < full; x += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + x), _mm256_loadu_ps(kj + x), a);
+    if (has_tail) a = _mm256_fmadd_ps(_mm256_maskload_ps(q + full, tail), _mm256_maskload_ps(kj + full, tail), a);
+    out[j] = sum8(a);
+  }
+}
+
+/// weighted_sum_avx512 on AVX2: 32 elements of o in four registers while the keys stream past.
+MOE_AVX2 void weighted_sum_avx2(const float* p, const int64_t* kept, int64_t n, const float* v, const int64_t* off,
+                                int64_t D, float* o) {
+  for (int64_t x = 0; x < D; x += 32) {
+    __m256i m[4];
+    for (int r = 0; r < 4; ++r) m[r] = lanes8(std::clamp<int64_t>(D - x - 8 * r, 0, 8));
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t c = 0; c < n; ++c) {
+      const float* vr = v + off[kept[c]] + x;
+      const __m256 pc = _mm256_set1_ps(p[c]);
+      a0 = _mm256_fmadd_ps(pc, _mm256_maskload_ps(vr, m[0]), a0);
+      a1 = _mm256_fmadd_ps(pc, _mm256_maskload_ps(vr + 8, m[1]), a1);
+      a2 = _mm256_fmadd_ps(pc, _mm256_maskload_ps(vr + 16, m[2]), a2);
+      a3 = _mm256_fmadd_ps(pc, _mm256_maskload_ps(vr + 24, m[3]), a3);
+    }
+    _mm256_maskstore_ps(o + x, m[0], a0);
+    _mm256_maskstore_ps(o + x + 8, m[1], a1);
+    _mm256_maskstore_ps(o + x + 16, m[2], a2);
+    _mm256_maskstore_ps(o + x + 24, m[3], a3);
+  }
+}
+
+/// pair_update_avx512 on AVX2.
+MOE_AVX2 void pair_update_avx2(float ds, float c, const float* kj, const float* qi, const float* dout_i, float* dq,
+                               float* dk, float* dv, int64_t D) {
+  const __m256 vds = _mm256_set1_ps(ds), vc = _mm256_set1_ps(c);
+  auto axpy = [](float* y, __m256 a, const float* x, __m256i m) MOE_AVX2 {
+    _mm256_maskstore_ps(y, m, _mm256_fmadd_ps(a, _mm256_maskload_ps(x, m), _mm256_maskload_ps(y, m)));
+  };
+  for (int64_t x = 0; x < D; x += 8) {
+    const __m256i m = lanes8(std::min<int64_t>(D - x, 8));
+    if (dq) axpy(dq + x, vds, kj + x, m);
+    if (dk) axpy(dk + x, vds, qi + x, m);
+    if (dv) axpy(dv + x, vc, dout_i + x, m);
+  }
+}
+
+/// The f32 row kernels of the wider sets (isa avx2 or avx512).
+void dots(CpuIsa isa, const float* q, const float* k, const int64_t* off, int64_t n, int64_t D, float* out) {
+  isa == CpuIsa::avx512 ? dots_avx512(q, k, off, n, D, out) : dots_avx2(q, k, off, n, D, out);
+}
+void weighted_sum(CpuIsa isa, const float* p, const int64_t* kept, int64_t n, const float* v, const int64_t* off,
+                  int64_t D, float* o) {
+  isa == CpuIsa::avx512 ? weighted_sum_avx512(p, kept, n, v, off, D, o) : weighted_sum_avx2(p, kept, n, v, off, D, o);
+}
+void pair_update(CpuIsa isa, float ds, float c, const float* kj, const float* qi, const float* dout_i, float* dq,
+                 float* dk, float* dv, int64_t D) {
+  isa == CpuIsa::avx512 ? pair_update_avx512(ds, c, kj, qi, dout_i, dq, dk, dv, D)
+                        : pair_update_avx2(ds, c, kj, qi, dout_i, dq, dk, dv, D);
+}
+
+/// The set the rows of T run on: f32 rows other than portable run hand-vectorised (dots, weighted_sum, pair_update).
 template <class T>
-bool simd_rows() {
-  return std::is_same_v<T, float> && cpu_isa() == CpuIsa::avx512;
+CpuIsa row_isa() {
+  return std::is_same_v<T, float> ? cpu_isa() : CpuIsa::portable;
 }
 
 /// Scores of row (b, i, h) into s (visible keys only; others -inf; key j at k + off[j]); returns the row
 /// maximum. Each dot product
 /// sums over d in order, as one key at a time would; kKeys of them are interleaved, for instruction-level
 /// parallelism, in every block of keys with a visible one.
-/// With `simd` (f32, simd_rows()), the keys up to the causal limit go through dots_avx512, then the mask.
+/// Where `isa` is not portable (f32 only), the keys up to the causal limit go through dots(), then the mask.
 template <class T>
 T row_scores(const Geometry& g, const T* q, const T* k, const int64_t* off, int64_t b, int64_t i, int64_t h, T scale,
-             std::vector<T>& s, bool simd) {
+             std::vector<T>& s, CpuIsa isa) {
   const T* qr = q + g.qi(b, i, h);
   const T ninf = -std::numeric_limits<T>::infinity();
   if constexpr (std::is_same_v<T, float>) {
-    if (simd) {
+    if (isa != CpuIsa::portable) {
       const int64_t n = g.keys_before_limit(i);
-      dots_avx512(qr, k, off, n, g.D, s.data());
+      dots(isa, qr, k, off, n, g.D, s.data());
       T m = ninf;
       for (int64_t j = 0; j < n; ++j) {
         s[j] = g.visible(b, i, j) ? scale * s[j] : ninf;
@@ -214,7 +313,8 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
   const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>();
   const T* pw = head_weight.defined() ? head_weight.data<T>() : nullptr;
   T *po = out.data<T>(), *pl = lse.data<T>();
-  const bool simd = simd_rows<T>();
+  const CpuIsa isa = row_isa<T>();
+  const bool simd = isa != CpuIsa::portable;
   // query rows (b, i) in parallel: each writes only its own out and lse entries
   parallel_for(g.B * g.Tq, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.Tk * g.H * g.D)),
                [&](int64_t r0, int64_t r1) {
@@ -229,7 +329,7 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
                        offs_b = b;
                      }
                      const int64_t* off = offs.data() + h / (g.H / g.Hk) * g.Tk;
-                     const T m = row_scores(g, pq, pk, off, b, i, h, scale, s, simd);
+                     const T m = row_scores(g, pq, pk, off, b, i, h, scale, s, isa);
                      T* o = po + g.qi(b, i, h);
                      for (int64_t d = 0; d < g.D; ++d) o[d] = 0;
                      if (m == -std::numeric_limits<T>::infinity()) {  // no visible key: o = 0, lse = -inf
@@ -249,7 +349,7 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
                      pl[(b * g.H + h) * g.Tq + i] = m + std::log(sum);
                      if constexpr (std::is_same_v<T, float>) {
                        if (simd) {
-                         weighted_sum_avx512(s.data(), kept.data(), n, pv, off, g.D, o);
+                         weighted_sum(isa, s.data(), kept.data(), n, pv, off, g.D, o);
                          continue;
                        }
                      }
@@ -279,7 +379,8 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
   T* pdw = dhw.defined() ? dhw.data<T>() : nullptr;
   // (batch, key/value head) pairs in parallel: dk and dv of a pair are written by its query heads only
   const int64_t group = g.H / g.Hk;
-  const bool simd = simd_rows<T>();
+  const CpuIsa isa = row_isa<T>();
+  const bool simd = isa != CpuIsa::portable;
   parallel_for(g.B * g.Hk, 1, [&](int64_t p0, int64_t p1) {
     std::vector<T> s(static_cast<size_t>(g.Tk)), dp(static_cast<size_t>(g.Tk)), z(static_cast<size_t>(g.Tk));
     std::vector<T> dov_all(simd ? static_cast<size_t>(g.Tk) : 0);
@@ -291,12 +392,12 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
           const int64_t b = pair / g.Hk, hk = pair % g.Hk;
           const T l = pl[(b * g.H + h) * g.Tq + i];
           if (l == -std::numeric_limits<T>::infinity()) continue;  // fully masked row: no gradient
-          row_scores(g, pq, pk, off.data(), b, i, h, scale, s, simd);
+          row_scores(g, pq, pk, off.data(), b, i, h, scale, s, isa);
           const T* gdo = pdo + g.qi(b, i, h);
           const T w = pw ? pw[g.wi(b, i, h)] : T(1);
           if constexpr (std::is_same_v<T, float>) {
             if (simd) {  // dout_i.v_j up to the causal limit (beyond it p_ij = 0)
-              dots_avx512(gdo, pv, off.data(), g.keys_before_limit(i), g.D, dov_all.data());
+              dots(isa, gdo, pv, off.data(), g.keys_before_limit(i), g.D, dov_all.data());
             }
           }
           T delta = 0, dw = 0;
@@ -319,8 +420,8 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
             const int64_t kj = g.ki(b, j, hk), qi = g.qi(b, i, h);
             if constexpr (std::is_same_v<T, float>) {
               if (simd) {
-                pair_update_avx512(ds, s[j] * z[j] * w, pk + kj, pq + qi, gdo, pdq ? pdq + qi : nullptr,
-                                   pdk ? pdk + kj : nullptr, pdv ? pdv + kj : nullptr, g.D);
+                pair_update(isa, ds, s[j] * z[j] * w, pk + kj, pq + qi, gdo, pdq ? pdq + qi : nullptr,
+                            pdk ? pdk + kj : nullptr, pdv ? pdv + kj : nullptr, g.D);
                 continue;
               }
             }

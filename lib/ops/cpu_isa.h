@@ -1,9 +1,10 @@
-// The instruction set of moe's own CPU kernels (the row loops of attention, ops/attention_cpu.cpp): the
-// portable code (SSE2, what the build targets) or hand-vectorised AVX-512F versions, chosen once per process
-// at run time: avx512 where the CPU has AVX-512F, unless MOE_CPU_ISA=portable|avx512 says otherwise
-// (benchmarks, and tests that compare the two). Such kernels are written as MOE_AVX512 functions between
-// MOE_AVX512_BEGIN and MOE_AVX512_END. The GEMM libraries choose for themselves (ops/cpu_gemm.h).
-// Covered by tests/ops/attention_test.cpp ("f32 attention: the AVX-512 rows equal the portable ones").
+// The instruction set of moe's own CPU kernels (the row loops of attention, ops/attention_cpu.cpp; the int8
+// quantizer; softmax rows): the portable code (SSE2, what the build targets), AVX2 (+ FMA) or AVX-512F
+// versions, chosen once per process at run time: the widest the CPU has, unless MOE_CPU_ISA=portable|avx2|
+// avx512 says otherwise (benchmarks, and tests that compare them). Such kernels are written as MOE_AVX512 or
+// MOE_AVX2 functions between MOE_AVX512_BEGIN and MOE_AVX512_END; a kernel without a version for the chosen
+// set runs the next narrower one it has. The GEMM libraries choose for themselves (ops/cpu_gemm.h).
+// Covered by tests/ops/attention_test.cpp ("f32 attention: every instruction set's rows ...").
 #pragma once
 #include <atomic>
 #include <cstdlib>
@@ -12,10 +13,12 @@
 
 namespace moe {
 
-MOE_NAMED_ENUM(CpuIsa, portable, avx512)
+MOE_NAMED_ENUM(CpuIsa, portable, avx2, avx512)
 
 /// Marks a function compiled for AVX-512F (called only where cpu_isa() is avx512).
 #define MOE_AVX512 __attribute__((target("avx512f")))
+/// Marks a function compiled for AVX2 with FMA (called only where cpu_isa() is avx2 or wider).
+#define MOE_AVX2 __attribute__((target("avx2,fma")))
 /// Around AVX-512 code: GCC 12's intrinsics pass _mm*_undefined_*() to their builtins, which
 /// -W(maybe-)uninitialized reports at every use once inlined (GCC bug 105593); the values are never read.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -29,14 +32,26 @@ MOE_NAMED_ENUM(CpuIsa, portable, avx512)
 #endif
 
 inline bool cpu_has_avx512() { return __builtin_cpu_supports("avx512f"); }
+inline bool cpu_has_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+/// Whether this CPU can run `isa`'s kernels.
+inline bool cpu_supports(CpuIsa isa) {
+  return isa == CpuIsa::portable || (isa == CpuIsa::avx2 && cpu_has_avx2()) ||
+         (isa == CpuIsa::avx512 && cpu_has_avx512());
+}
+/// The widest set this CPU has.
+inline CpuIsa widest_cpu_isa() {
+  return cpu_has_avx512() ? CpuIsa::avx512 : cpu_has_avx2() ? CpuIsa::avx2 : CpuIsa::portable;
+}
 
 namespace detail {
 inline std::atomic<CpuIsa>& cpu_isa_slot() {
   static std::atomic<CpuIsa> isa{[] {
     const char* v = std::getenv("MOE_CPU_ISA");
-    const CpuIsa want = v && *v ? parse_enum<CpuIsa>(v, "MOE_CPU_ISA") : CpuIsa::avx512;
-    MOE_CHECK(want != CpuIsa::avx512 || cpu_has_avx512() || !(v && *v), "MOE_CPU_ISA=avx512: this CPU has no AVX-512F");
-    return want == CpuIsa::avx512 && cpu_has_avx512() ? CpuIsa::avx512 : CpuIsa::portable;
+    if (!(v && *v)) return widest_cpu_isa();
+    const CpuIsa want = parse_enum<CpuIsa>(v, "MOE_CPU_ISA");
+    MOE_CHECK(cpu_supports(want), "MOE_CPU_ISA=", v, ": this CPU does not have it (it has ",
+              enum_name(widest_cpu_isa()), ")");
+    return want;
   }()};
   return isa;
 }
@@ -44,9 +59,9 @@ inline std::atomic<CpuIsa>& cpu_isa_slot() {
 
 /// The instruction set in use (above).
 inline CpuIsa cpu_isa() { return detail::cpu_isa_slot().load(std::memory_order_relaxed); }
-/// Sets it (tests, benchmarks); avx512 on a CPU without AVX-512F is an error.
+/// Sets it (tests, benchmarks); a set the CPU does not have is an error.
 inline void set_cpu_isa(CpuIsa isa) {
-  MOE_CHECK(isa != CpuIsa::avx512 || cpu_has_avx512(), "CPU instruction set avx512: this CPU has no AVX-512F");
+  MOE_CHECK(cpu_supports(isa), "CPU instruction set ", enum_name(isa), ": this CPU does not have it");
   detail::cpu_isa_slot().store(isa);
 }
 

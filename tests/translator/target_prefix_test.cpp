@@ -49,7 +49,10 @@ TEST_CASE("every hypothesis begins with its forced prefix and is scored as force
         REQUIRE(free[s].size() == got[s].size());
         for (size_t h = 0; h < got[s].size(); ++h) {
           CHECK(got[s][h].tokens == free[s][h].tokens);
-          CHECK(got[s][h].log_prob == free[s][h].log_prob);
+          // to the last bits only where the batches run the same GEMM and attention shapes: the other sentences'
+          // prefixes change which rows are decoded (a sentence decoded alone differs from the batch in its last
+          // bits too)
+          CHECK(got[s][h].log_prob == Approx(free[s][h].log_prob).epsilon(1e-6));
         }
       }
     }
