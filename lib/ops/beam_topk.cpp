@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "common/cpu_threads.h"
+#include "ops/cpu_isa.h"
+#include "ops/cpu_math.h"
 #include "ops/dispatch.h"
 #include "ops/topk.h"
 
@@ -70,33 +72,34 @@ void fused(const Tensor& logp, const Tensor& cum, const Tensor& mode, BeamSpecia
                [&](int64_t g0, int64_t g1) {
                  TopList top(k);
                  float s[kBlock];
-                 for (int64_t g = g0; g < g1; ++g) {
-                   top.clear();
-                   for (int64_t b = 0; b < beams; ++b) {
-                     const int64_t r = g * beams + b;
-                     const T* row = lp + r * v;
-                     const auto row_mode = static_cast<BeamRowMode>(m[r]);
-                     for (int64_t j0 = 0; j0 < v; j0 += kBlock) {
-                       const int64_t n = std::min(kBlock, v - j0);
-                       float mx = -std::numeric_limits<float>::infinity();
-                       bool nan = false;
-                       for (int64_t j = 0; j < n; ++j) {
-                         s[j] = c[r] + static_cast<float>(row[j0 + j]);  // as beam_scores adds
-                         mx = s[j] > mx ? s[j] : mx;
-                         nan |= s[j] != s[j];
-                       }
-                       // masked entries are -inf, never above the k-th best: a block whose unmasked maximum
-                       // is not above it holds no candidate
-                       if (top.full() && !nan && mx <= top.worst()) continue;
-                       for (int64_t j = 0; j < n; ++j) {
-                         const int64_t t = j0 + j;
-                         const float x = masked(t, row_mode, ids) ? -std::numeric_limits<float>::infinity() : s[j];
-                         top.offer(x, static_cast<int32_t>(b * v + t));
+                 run_wide([&] {
+                   for (int64_t g = g0; g < g1; ++g) {
+                     top.clear();
+                     for (int64_t b = 0; b < beams; ++b) {
+                       const int64_t r = g * beams + b;
+                       const T* row = lp + r * v;
+                       const auto row_mode = static_cast<BeamRowMode>(m[r]);
+                       for (int64_t j0 = 0; j0 < v; j0 += kBlock) {
+                         const int64_t n = std::min(kBlock, v - j0);
+                         int nan = 0;
+                         for (int64_t j = 0; j < n; ++j) {
+                           s[j] = c[r] + static_cast<float>(row[j0 + j]);  // as beam_scores adds
+                           nan |= s[j] != s[j];
+                         }
+                         const float mx = cpu::row_max(s, n);  // lane-wise; NaN does not enter it (flagged above)
+                         // masked entries are -inf, never above the k-th best: a block whose unmasked maximum
+                         // is not above it holds no candidate
+                         if (top.full() && !nan && mx <= top.worst()) continue;
+                         for (int64_t j = 0; j < n; ++j) {
+                           const int64_t t = j0 + j;
+                           const float x = masked(t, row_mode, ids) ? -std::numeric_limits<float>::infinity() : s[j];
+                           top.offer(x, static_cast<int32_t>(b * v + t));
+                         }
                        }
                      }
+                     top.write(pv + g * k, pi + g * k);
                    }
-                   top.write(pv + g * k, pi + g * k);
-                 }
+                 });
                });
 }
 }  // namespace

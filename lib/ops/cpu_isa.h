@@ -59,6 +59,22 @@ inline std::atomic<CpuIsa>& cpu_isa_slot() {
 
 /// The instruction set in use (above).
 inline CpuIsa cpu_isa() { return detail::cpu_isa_slot().load(std::memory_order_relaxed); }
+/// f() with f and everything it calls inlined into a function compiled for AVX2 without FMA, where the set in use is
+/// not portable: plain loops (row passes written in lanes) vectorise 8 floats wide with the same operations in the
+/// same order, so the results equal the portable build's bit for bit. Call it per block of rows, inside
+/// parallel_for, not around it.
+template <class F>
+__attribute__((target("avx2"), flatten)) void run_avx2_wide(const F& f) {
+  f();
+}
+template <class F>
+void run_wide(const F& f) {
+  if (cpu_isa() == CpuIsa::portable)
+    f();
+  else
+    run_avx2_wide(f);
+}
+
 /// Sets it (tests, benchmarks); a set the CPU does not have is an error.
 inline void set_cpu_isa(CpuIsa isa) {
   MOE_CHECK(cpu_supports(isa), "CPU instruction set ", enum_name(isa), ": this CPU does not have it");

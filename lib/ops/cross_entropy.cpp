@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "common/cpu_threads.h"
+#include "ops/cpu_isa.h"
 #include "ops/cpu_math.h"
 #include "ops/dispatch.h"
 
@@ -29,21 +30,23 @@ void forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& 
     MOE_CHECK(t[n] == ignore || (t[n] >= 0 && t[n] < V), "cross_entropy: target ", t[n], " of row ", n,
               " is outside [0, ", V, ") for logits of shape ", logits.shape(), " (ignore_index is ", ignore, ")");
   parallel_for(N, std::max<int64_t>(1, kElementsPerThread / std::max<int64_t>(1, V)), [&](int64_t n0, int64_t n1) {
-    for (int64_t n = n0; n < n1; ++n) {
-      const T* xr = x + n * V;
-      if (t[n] == ignore) {
-        pl[n] = 0;
-        plse[n] = 0;
-        continue;
+    run_wide([&] {
+      for (int64_t n = n0; n < n1; ++n) {
+        const T* xr = x + n * V;
+        if (t[n] == ignore) {
+          pl[n] = 0;
+          plse[n] = 0;
+          continue;
+        }
+        const T m = row_max(xr, V);  // exp_of: exp_fast for f32 (-inf masked here), std::exp for f64
+        const double s =
+            row_sum(xr, V, [m](T v) { return v == -std::numeric_limits<T>::infinity() ? T(0) : exp_of(v - m); });
+        const T sx = static_cast<T>(row_sum(xr, V, [](T v) { return v; }));
+        const T l = m + static_cast<T>(std::log(s));
+        plse[n] = l;
+        pl[n] = (T(1) - eps - eps_i) * (l - xr[t[n]]) + eps_i * (T(V) * l - sx);
       }
-      const T m = row_max(xr, V);  // exp_of: exp_fast for f32 (-inf masked here), std::exp for f64
-      const double s =
-          row_sum(xr, V, [m](T v) { return v == -std::numeric_limits<T>::infinity() ? T(0) : exp_of(v - m); });
-      const T sx = static_cast<T>(row_sum(xr, V, [](T v) { return v; }));
-      const T l = m + static_cast<T>(std::log(s));
-      plse[n] = l;
-      pl[n] = (T(1) - eps - eps_i) * (l - xr[t[n]]) + eps_i * (T(V) * l - sx);
-    }
+    });
   });  // rows in parallel
 }
 
@@ -56,19 +59,21 @@ void backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, co
   T* dx = dlogits.data<T>();
   const T eps_i = V > 1 ? eps / T(V - 1) : T(0);
   parallel_for(N, std::max<int64_t>(1, kElementsPerThread / std::max<int64_t>(1, V)), [&](int64_t n0, int64_t n1) {
-    for (int64_t n = n0; n < n1; ++n) {
-      if (t[n] == ignore || t[n] < 0 || t[n] >= V) continue;
-      const T* xr = x + n * V;
-      T* dr = dx + n * V;
-      const T g = dl[n], l = plse[n], tq = T(1) - eps - eps_i;
-      auto grad = [&](int64_t j0, int64_t j1, T q) {  // dr[j] += g (p_j - q) with p_j = exp(x_j - lse)
-        for (int64_t j = j0; j < j1; ++j)
-          dr[j] += g * ((xr[j] == -std::numeric_limits<T>::infinity() ? T(0) : exp_of(xr[j] - l)) - q);
-      };
-      grad(0, t[n], eps_i);
-      grad(t[n], t[n] + 1, eps_i + tq);  // the target's share of the smoothed distribution
-      grad(t[n] + 1, V, eps_i);
-    }
+    run_wide([&] {
+      for (int64_t n = n0; n < n1; ++n) {
+        if (t[n] == ignore || t[n] < 0 || t[n] >= V) continue;
+        const T* xr = x + n * V;
+        T* dr = dx + n * V;
+        const T g = dl[n], l = plse[n], tq = T(1) - eps - eps_i;
+        auto grad = [&](int64_t j0, int64_t j1, T q) {  // dr[j] += g (p_j - q) with p_j = exp(x_j - lse)
+          for (int64_t j = j0; j < j1; ++j)
+            dr[j] += g * ((xr[j] == -std::numeric_limits<T>::infinity() ? T(0) : exp_of(xr[j] - l)) - q);
+        };
+        grad(0, t[n], eps_i);
+        grad(t[n], t[n] + 1, eps_i + tq);  // the target's share of the smoothed distribution
+        grad(t[n] + 1, V, eps_i);
+      }
+    });
   });  // rows in parallel
 }
 }  // namespace

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "common/cpu_threads.h"
+#include "ops/cpu_isa.h"
 #include "ops/cpu_math.h"
 #include "ops/dispatch.h"
 
@@ -73,8 +74,10 @@ void forward(const Tensor& x, const Tensor& mask, Tensor& y, bool log, int64_t m
   T* py = y.data<T>();
   parallel_for(rows, std::max<int64_t>(1, kElementsPerThread / std::max<int64_t>(1, cols)),
                [&](int64_t r0, int64_t r1) {
-                 for (int64_t r = r0; r < r1; ++r)
-                   row_forward(px + r * cols, pm ? pm + r * mask_stride : nullptr, py + r * cols, cols, log);
+                 run_wide([&] {
+                   for (int64_t r = r0; r < r1; ++r)
+                     row_forward(px + r * cols, pm ? pm + r * mask_stride : nullptr, py + r * cols, cols, log);
+                 });
                });  // rows in parallel
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "graph/expr/softmax.h"
+#include "ops/cpu_isa.h"
 #include "support/gradcheck.h"
 
 using namespace moe;
@@ -150,5 +151,22 @@ TEST_CASE("cross_entropy: f32 (vectorised rows, exp_fast) agrees with f64", "[op
     for (size_t i = 0; i < g64.size(); ++i) worst = std::max(worst, std::abs(g64[i] - g32[i]));
     INFO("eps " << eps);
     CHECK(worst < 1e-6);
+    // 8 lanes wide where the CPU has AVX2 (ops/cpu_isa.h, run_wide): the portable bytes
+    const CpuIsa saved = cpu_isa();
+    auto on = [&](CpuIsa isa) {  // loss and gradient as computed on `isa`
+      set_cpu_isa(isa);
+      Tensor lw = Tensor::empty(Shape{N}, DType::f32, Device::cpu()), sw = lw.clone();
+      Tensor dw = Tensor::zeros(Shape{N, V}, DType::f32, Device::cpu());
+      cross_entropy_forward(x32, t, lw, sw, eps, -100);
+      cross_entropy_backward(x32, t, sw, dl32, dw, eps, -100);
+      return std::make_pair(lw.to_vector<float>(), dw.to_vector<float>());
+    };
+    const auto portable = on(CpuIsa::portable);
+    for (CpuIsa isa : {CpuIsa::avx2, CpuIsa::avx512}) {
+      if (!cpu_supports(isa)) continue;
+      INFO(enum_name(isa));
+      CHECK(on(isa) == portable);
+    }
+    set_cpu_isa(saved);
   }
 }

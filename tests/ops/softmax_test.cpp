@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/cpu_isa.h"
 #include "ops/cpu_math.h"
 #include "support/gradcheck.h"
 
@@ -154,4 +155,30 @@ TEST_CASE("exp_fast: within 2 ulp of std::exp", "[ops][softmax]") {
   CHECK(cpu::exp_fast(0.f) == 1.f);
   CHECK(cpu::exp_fast(-1000.f) < 1e-37f);
   CHECK(std::isfinite(cpu::exp_fast(1000.f)));
+}
+
+// The row passes run 8 lanes wide where the CPU has AVX2 (ops/cpu_isa.h, run_wide) with the portable build's
+// operations in the same order: the bytes must be the portable ones, with and without a mask, with -inf entries,
+// rows that are not a multiple of 8 or 64, and a fully masked row.
+TEST_CASE("softmax: f32 rows on every instruction set give the portable bytes", "[ops][softmax]") {
+  const CpuIsa saved = cpu_isa();
+  const int64_t rows = 5, cols = 203;
+  Tensor x = test::random_tensor(Shape{rows, cols}, 21, -30, 30, DType::f32);
+  x.data<float>()[7] = -std::numeric_limits<float>::infinity();
+  std::vector<int32_t> keep(static_cast<size_t>(rows * cols), 1);
+  for (int64_t j = 0; j < cols; ++j) keep[size_t(3 * cols + j)] = 0;  // row 3 fully masked
+  keep[size_t(cols + 11)] = 0;
+  const Tensor mask = u8(keep, Shape{rows, cols});
+  for (bool log : {false, true})
+    for (bool masked : {false, true}) {
+      set_cpu_isa(CpuIsa::portable);
+      const auto want = run(x, masked ? mask : Tensor(), log);
+      for (CpuIsa isa : {CpuIsa::avx2, CpuIsa::avx512}) {
+        if (!cpu_supports(isa)) continue;
+        set_cpu_isa(isa);
+        INFO(enum_name(isa) << " log " << log << " masked " << masked);
+        CHECK(run(x, masked ? mask : Tensor(), log) == want);
+      }
+    }
+  set_cpu_isa(saved);
 }
