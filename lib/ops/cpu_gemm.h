@@ -6,7 +6,8 @@
 // openblas|onednn overrides the choice. Each call runs on the calling thread only: the ops split GEMMs over
 // their own threads (common/cpu_threads.h), so a result never depends on a library's thread count.
 // The int8 product c = a b (s8 x s8 -> s32, exact) is oneDNN's gemm_s8s8s32 where the CPU has AVX-512 VNNI
-// (without it oneDNN saturates pairs of products to 16 bits), else a portable loop.
+// (without it oneDNN saturates pairs of products to 16 bits), else moe's own AVX2 loops (int16 pairs summed by
+// vpmaddwd, exact; ops/cpu_isa.h) or, on CPUs without AVX2, a portable loop.
 // Covered by tests/ops/cpu_gemm_test.cpp.
 #pragma once
 #include <cstdint>

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/stop_signal.h"
+#include "ops/cpu_isa.h"
 #include "support/gemm_backends.h"
 
 using namespace moe;
@@ -84,23 +85,31 @@ TEST_CASE("cpu_gemm: oneDNN split into blocks of rows or columns equals the whol
   }
 }
 
+// Every backend and every instruction set the CPU has (the AVX2 loops, ops/cpu_isa.h): sizes with tails of 16 in
+// both the columns and the inner dimension, an odd inner dimension, and -128.
 TEST_CASE("cpu_gemm: the int8 product is exact", "[ops][cpu_gemm]") {
   test::RestoreGemmBackend restore;
-  for (CpuGemmBackend backend : test::gemm_backends()) {
-    set_cpu_gemm_backend(backend);
-    for (auto [m, n, k] : {std::tuple{1, 1, 1}, {5, 37, 128}, {33, 300, 515}})
-      for (bool tb : {false, true}) {
-        INFO(enum_name(backend) << " m " << m << " n " << n << " k " << k << " tb " << tb);
-        const auto a = random_values<int8_t>(size_t(m) * k, 6, -127, 127);
-        const auto b = random_values<int8_t>(size_t(k) * n, 7, -127, 127);
-        std::vector<int32_t> c(size_t(m) * n, 99), want(size_t(m) * n, 0);
-        cpu::gemm_s8s8s32(tb, m, n, k, a.data(), k, b.data(), tb ? k : n, c.data(), n);
-        for (int i = 0; i < m; ++i)
-          for (int j = 0; j < n; ++j)
-            for (int p = 0; p < k; ++p) want[i * n + j] += int32_t(a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
-        CHECK(c == want);
-      }
-  }
+  const CpuIsa saved = cpu_isa();
+  for (CpuGemmBackend backend : test::gemm_backends())
+    for (CpuIsa isa : {CpuIsa::portable, CpuIsa::avx2, CpuIsa::avx512}) {
+      if (!cpu_supports(isa)) continue;
+      set_cpu_gemm_backend(backend);
+      set_cpu_isa(isa);
+      for (auto [m, n, k] : {std::tuple{1, 1, 1}, {5, 37, 128}, {3, 48, 33}, {33, 300, 515}})
+        for (bool tb : {false, true}) {
+          INFO(enum_name(backend) << " " << enum_name(isa) << " m " << m << " n " << n << " k " << k << " tb " << tb);
+          auto a = random_values<int8_t>(size_t(m) * k, 6, -127, 127);
+          const auto b = random_values<int8_t>(size_t(k) * n, 7, -127, 127);
+          a[0] = -128;
+          std::vector<int32_t> c(size_t(m) * n, 99), want(size_t(m) * n, 0);
+          cpu::gemm_s8s8s32(tb, m, n, k, a.data(), k, b.data(), tb ? k : n, c.data(), n);
+          for (int i = 0; i < m; ++i)
+            for (int j = 0; j < n; ++j)
+              for (int p = 0; p < k; ++p) want[i * n + j] += int32_t(a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
+          CHECK(c == want);
+        }
+    }
+  set_cpu_isa(saved);
 }
 
 TEST_CASE("cpu_gemm: oneDNN is the default where it is built and the CPU has AVX-512", "[ops][cpu_gemm]") {
