@@ -10,7 +10,10 @@
 // (ops/kernel_variants.h) picks the kernel: bf16/f16 on sm_80+ the mma.sync kernel (grouped_gemm_mma.cu)
 // or this file's wmma one (128x128x32 tiles, 8 warps of 64x32, f32 accumulation); f32 the 64x64x16 FMA
 // tiles (4x4 per thread). Here shared-memory tiles are double-buffered; contiguous 16-byte vectors are
-// copied with cp.async (CUDA's pipeline primitives, which the emulator implements too).
+// copied with cp.async (CUDA's pipeline primitives, which the emulator implements too). Every kernel's
+// store applies the epilogue act(alpha v + bias[e]) (grouped_gemm.cuh). The epilogue's gradient is one
+// segment-sum launch (grouped_epilogue_grad_kernel): dz = dout (out > 0) with relu, and dbias[e] += the
+// column sums of dz over e's rows, each block summing 32 columns of one expert (offsets read on the device).
 // Covered by tests/gpu/grouped_gemm_parity_test.cpp.
 #include <cuda_pipeline.h>
 #include <mma.h>
@@ -132,7 +135,7 @@ __global__ void __launch_bounds__(kThreads) grouped_wmma_kernel(GroupArgs g) {
       __syncwarp();
       for (int idx = lane; idx < 256; idx += 32) {
         const long long gm = t.m0 + wm * 64 + i * 16 + idx / 16, gn = n0 + wn * 32 + j * 16 + idx % 16;
-        if (gm < t.m_end && gn < g.n) store_out(g, C, gm, gn, st[idx]);
+        if (gm < t.m_end && gn < g.n) store_out(g, C, t.e, gm, gn, st[idx]);
       }
       __syncwarp();
     }
@@ -186,12 +189,23 @@ __global__ void __launch_bounds__(kThreads) grouped_fma_kernel(GroupArgs g) {
     }
     __syncthreads();
   }
+  // The epilogue with the bias of this thread's 4 columns loaded once (not per output: fewer registers).
+  float bias[4] = {};
+  if (g.bias)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const long long gn = n0 + tx + 16 * j;
+      if (gn < g.n) bias[j] = static_cast<const float*>(g.bias)[t.e * g.n + gn];
+    }
 #pragma unroll
   for (int i = 0; i < 4; ++i)
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const long long gm = t.m0 + ty + 16 * i, gn = n0 + tx + 16 * j;
-      if (gm < t.m_end && gn < g.n) store_out(g, C, gm, gn, acc[i][j]);
+      if (gm < t.m_end && gn < g.n) {
+        const float v = acc[i][j] * g.alpha + bias[j];
+        store_raw(g, C, gm, gn, g.relu ? fmaxf(v, 0.f) : v);
+      }
     }
 }
 
@@ -238,12 +252,54 @@ GroupArgs base_args(const Tensor& offsets, int experts, long long rows) {
   g.offsets = offsets.data<int32_t>();
   g.experts = experts;
   g.rows = rows;
+  g.alpha = 1.f;
   return g;
+}
+
+// dz = dout (out > 0) when dz is given; dbias[e][j] += sum of dz (or dout) over expert e's rows, when given.
+// Block (32, 8): 32 columns, 8 row lanes; grid (column blocks, experts).
+template <class T>
+__global__ void __launch_bounds__(256) grouped_epilogue_grad_kernel(const T* out, const T* dout, const int32_t* offsets,
+                                                                    long long rows, long long m, T* dz, T* dbias) {
+  __shared__ float part[8][33];
+  const int e = blockIdx.y;
+  const long long j = (long long)blockIdx.x * 32 + threadIdx.x;
+  const long long r0 = max(0LL, (long long)offsets[e]), r1 = min(rows, (long long)offsets[e + 1]);
+  float s = 0.f;
+  if (j < m)
+    for (long long r = r0 + threadIdx.y; r < r1; r += 8) {
+      float v = to_float(dout[r * m + j]);
+      if (dz) {
+        v = to_float(out[r * m + j]) > 0.f ? v : 0.f;
+        dz[r * m + j] = from_float<T>(v);
+      }
+      s += v;
+    }
+  if (!dbias) return;  // uniform over the block
+  part[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < m) {
+    float t = 0.f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) t += part[i][threadIdx.x];
+    dbias[e * m + j] = from_float<T>(to_float(dbias[e * m + j]) + t);
+  }
+}
+
+template <class T>
+void launch_epilogue_grad(const Tensor& out, const Tensor& dout, const Tensor& offsets, bool relu, Tensor& dz,
+                          Tensor& dbias, long long experts) {
+  const long long rows = dout.shape()[0], m = dout.shape()[1];
+  const dim3 grid(unsigned((m + 31) / 32), unsigned(experts));
+  grouped_epilogue_grad_kernel<T><<<grid, dim3(32, 8), 0, stream(dout.device().index)>>>(
+      relu ? static_cast<const T*>(out.raw()) : nullptr, static_cast<const T*>(dout.raw()), offsets.data<int32_t>(),
+      rows, m, relu ? static_cast<T*>(dz.raw()) : nullptr, dbias.defined() ? static_cast<T*>(dbias.raw()) : nullptr);
+  MOE_KERNEL_CHECK();
 }
 }  // namespace
 
 void grouped_gemm_forward(const Tensor& x, const Tensor& w, const Tensor& offsets, Tensor& out, bool trans_w,
-                          bool accumulate) {
+                          bool accumulate, float alpha, const Tensor& bias, GroupedActivation act) {
   const long long rows = x.shape()[0], k = x.shape()[1], m = out.shape()[1];
   const int experts = int(w.shape()[0]);
   if (rows == 0 || m == 0 || experts == 0) return;
@@ -259,10 +315,14 @@ void grouped_gemm_forward(const Tensor& x, const Tensor& w, const Tensor& offset
   g.sbn = trans_w ? k : 1;
   g.b_expert_stride = k * m;
   g.accumulate = accumulate;
+  g.alpha = alpha;
+  g.bias = bias.defined() ? bias.raw() : nullptr;
+  g.relu = act == GroupedActivation::relu;
   launch(g, x.dtype(), offsets, int(dtype_size(x.dtype())));
 }
 
-void grouped_gemm_weight_grad(const Tensor& x, const Tensor& dout, const Tensor& offsets, Tensor& dw, bool trans_w) {
+void grouped_gemm_weight_grad(const Tensor& x, const Tensor& dout, const Tensor& offsets, Tensor& dw, bool trans_w,
+                              float alpha) {
   const long long rows = x.shape()[0], k = x.shape()[1], m = dout.shape()[1];
   const int experts = int(dw.shape()[0]);
   if (rows == 0 || m == 0 || k == 0 || experts == 0) return;
@@ -283,7 +343,26 @@ void grouped_gemm_weight_grad(const Tensor& x, const Tensor& dout, const Tensor&
   g.sbn = 1;
   g.c_expert_stride = lc * rc;
   g.accumulate = true;
+  g.alpha = alpha;
   launch(g, x.dtype(), offsets, int(dtype_size(x.dtype())));
+}
+
+void grouped_gemm_epilogue_grad(const Tensor& out, const Tensor& dout, const Tensor& offsets, GroupedActivation act,
+                                Tensor& dz, Tensor& dbias) {
+  const long long experts = offsets.shape()[0] - 1;
+  if (dout.shape().numel() == 0 || experts == 0) return;
+  MOE_CHECK(experts < 65536, "grouped_gemm epilogue backward: at most 65535 experts, got ", experts);
+  const bool relu = act == GroupedActivation::relu;
+  switch (dout.dtype()) {
+    case DType::f32:
+      return launch_epilogue_grad<float>(out, dout, offsets, relu, dz, dbias, experts);
+    case DType::bf16:
+      return launch_epilogue_grad<__nv_bfloat16>(out, dout, offsets, relu, dz, dbias, experts);
+    case DType::f16:
+      return launch_epilogue_grad<__half>(out, dout, offsets, relu, dz, dbias, experts);
+    default:
+      MOE_FAIL("grouped_gemm: the CUDA kernels support f32, bf16 and f16, not ", dtype_name(dout.dtype()));
+  }
 }
 
 }  // namespace moe::cuda

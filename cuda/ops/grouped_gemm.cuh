@@ -1,7 +1,8 @@
 // The pieces the grouped GEMM's kernels share (grouped_gemm.cu: the FMA and wmma kernels and the
 // dispatch; grouped_gemm_mma.cu: the mma.sync kernel): the problem as the kernels see it, each block's
 // (expert, row tile) found from the offsets on the device, the operand pointers, the output store and
-// the 16-byte vector mode of an operand. Covered by tests/gpu/grouped_gemm_parity_test.cpp.
+// the 16-byte vector mode of an operand, and the epilogue every store applies to the f32 accumulator,
+// v = act(alpha v + bias[e]) (+ the old value with accumulate). Covered by tests/gpu/grouped_gemm_parity_test.cpp.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -30,6 +31,9 @@ struct GroupArgs {
   long long b_expert_stride, c_expert_stride;
   int a_mode, b_mode;  // 0: scalar loads; 1: 16-byte vectors along tile columns; 2: along tile rows
   bool reduce_mode, accumulate;
+  bool relu;  // the epilogue: v = act(alpha v + bias[e][n]); bias [E, n] or null (row mode only)
+  float alpha;
+  const void* bias;
 };
 
 struct Tile {
@@ -74,11 +78,25 @@ __device__ bool find_tile(const GroupArgs& g, Tile& t) {
   return t.m0 >= 0 && t.m0 < t.m_end;
 }
 
+/// The epilogue of expert e's column gn: act(alpha v + bias[e][gn]).
 template <class T>
-__device__ __forceinline__ void store_out(const GroupArgs& g, T* c, long long gm, long long gn, float v) {
+__device__ __forceinline__ float epilogue(const GroupArgs& g, int e, long long gn, float v) {
+  v *= g.alpha;
+  if (g.bias) v += to_float(static_cast<const T*>(g.bias)[e * g.n + gn]);
+  return g.relu ? fmaxf(v, 0.f) : v;
+}
+
+/// Stores v (after the epilogue) at (gm, gn), added to the old value with accumulate.
+template <class T>
+__device__ __forceinline__ void store_raw(const GroupArgs& g, T* c, long long gm, long long gn, float v) {
   T* p = c + gm * g.n + gn;
   if (g.accumulate) v += to_float(*p);
   *p = from_float<T>(v);
+}
+
+template <class T>
+__device__ __forceinline__ void store_out(const GroupArgs& g, T* c, int e, long long gm, long long gn, float v) {
+  store_raw(g, c, gm, gn, epilogue<T>(g, e, gn, v));
 }
 
 template <class T>
@@ -90,9 +108,11 @@ __device__ __forceinline__ void operands(const GroupArgs& g, const Tile& t, cons
 
 /// Columns gn and gn + 1 of row gm: one 4- or 8-byte store where the output's rows keep them aligned.
 template <class T>
-__device__ __forceinline__ void store_pair(const GroupArgs& g, T* c, long long gm, long long gn, float v0, float v1) {
+__device__ __forceinline__ void store_pair(const GroupArgs& g, T* c, int e, long long gm, long long gn, float v0,
+                                           float v1) {
   if (gn + 1 < g.n && g.n % 2 == 0) {  // two adjacent, aligned columns: one store
     T* p = c + gm * g.n + gn;
+    v0 = epilogue<T>(g, e, gn, v0), v1 = epilogue<T>(g, e, gn + 1, v1);
     if (g.accumulate) v0 += to_float(p[0]), v1 += to_float(p[1]);
     if constexpr (sizeof(T) == 2) {
       const uint32_t bits = ptx::pack2<T>(v0, v1);
@@ -102,8 +122,8 @@ __device__ __forceinline__ void store_pair(const GroupArgs& g, T* c, long long g
     }
     return;
   }
-  if (gn < g.n) store_out(g, c, gm, gn, v0);
-  if (gn + 1 < g.n) store_out(g, c, gm, gn + 1, v1);
+  if (gn < g.n) store_out(g, c, e, gm, gn, v0);
+  if (gn + 1 < g.n) store_out(g, c, e, gm, gn + 1, v1);
 }
 
 /// Launches the mma.sync kernel (grouped_gemm_mma.cu) on the grid the dispatch computed.

@@ -5,10 +5,10 @@
 // [rows][cols], one whose rows are contiguous (mode 2: wᵀ for dX, xᵀ and doutᵀ for dW) is kept
 // [cols][rows] and read with ldmatrix.trans, so every operand moves as 16-byte copies; strides that
 // allow no 16-byte vector (mode 0) are loaded element by element. Rows are padded by 16 bytes, so the
-// 8 rows an ldmatrix reads fall in different banks. The epilogue stores column pairs as one 4- or 8-byte
-// store where the output's row length is even. Semantics as grouped_gemm.cuh's (rows and reduce mode).
-// Covered by tests/gpu/grouped_gemm_parity_test.cpp (every variant) and the SASS check of
-// scripts/internal/kernel-sass.sh (HMMA).
+// 8 rows an ldmatrix reads fall in different banks. The epilogue (act(alpha v + bias[e]), grouped_gemm.cuh)
+// stores column pairs as one 4- or 8-byte store where the output's row length is even. Semantics as
+// grouped_gemm.cuh's (rows and reduce mode). Covered by tests/gpu/grouped_gemm_parity_test.cpp (every
+// variant) and the SASS check of scripts/internal/kernel-sass.sh (HMMA).
 #include "common/context.h"
 #include "common/cuda_check.h"
 #include "common/ptx.cuh"
@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(kThreads) grouped_mma_kernel(GroupArgs g) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {  // accumulator rows g and g + 8, columns 2 tig and 2 tig + 1
         const long long gm = t.m0 + wm * 64 + i * 16 + gid + 8 * h, gn = n0 + wn * 32 + j * 8 + 2 * tig;
-        if (gm < t.m_end) store_pair(g, C, gm, gn, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+        if (gm < t.m_end) store_pair(g, C, t.e, gm, gn, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
       }
 }
 

@@ -5,12 +5,13 @@
 // loads 128 x 64 operand tiles by TMA (128-byte swizzle) into a ring of 4 stages, each completing on its
 // mbarrier; warpgroups 1 and 2 each multiply 64 rows of the 128 x 128 output tile with wgmma m64n128k16
 // straight from shared memory (K-major or MN-major through the descriptors, so the transposed operands of
-// dX and dW need no copy), release the stage, and store their accumulators (rows past the expert's end
-// masked). In the weight-gradient mode the reduction runs over an expert's rows: the lines of the last
-// B tile past them are zeroed before the wgmma. setmaxnreg gives the consumers the producer's registers.
-// Semantics as grouped_gemm.cuh's; the dispatch takes it where every operand is 16-byte aligned with
-// 16-byte strides (TMA's rule). Covered by tests/gpu/grouped_gemm_parity_test.cpp (every variant, on the
-// emulator) and the SASS check of scripts/internal/kernel-sass.py (HGMMA).
+// dX and dW need no copy), release the stage, and store their accumulators through the epilogue
+// (act(alpha v + bias[e]), grouped_gemm.cuh; rows past the expert's end masked). In the weight-gradient
+// mode the reduction runs over an expert's rows: the lines of the last B tile past them are zeroed before
+// the wgmma. setmaxnreg gives the consumers the producer's registers. Semantics as grouped_gemm.cuh's; the
+// dispatch takes it where every operand is 16-byte aligned with 16-byte strides (TMA's rule). Covered by
+// tests/gpu/grouped_gemm_parity_test.cpp (every variant, on the emulator) and the SASS check of
+// scripts/internal/kernel-sass.py (HGMMA).
 #include <cuda.h>
 
 #include "common/context.h"
@@ -158,7 +159,7 @@ __device__ void consume(const GroupArgs& g, Shared& s, int total) {
 #pragma unroll
     for (int r = 0; r < 64; r += 2) {  // d[r], d[r + 1]: row 16 warp + g + 8 ((r / 2) % 2), columns 8 (r / 4) + 2 tig
       const long long gm = w.m0 + 64 * wg + 16 * warp + gid + 8 * ((r / 2) % 2);
-      if (gm < w.m_end) store_pair(g, c, gm, w.n0 + 8 * (r / 4) + 2 * tig, acc[r], acc[r + 1]);
+      if (gm < w.m_end) store_pair(g, c, w.e, gm, w.n0 + 8 * (r / 4) + 2 * tig, acc[r], acc[r + 1]);
     }
   }
 }

@@ -1,4 +1,6 @@
-// moe_ffn_dispatch.h implementation. Covered by tests/layers/moe_ffn_test.cpp.
+// moe_ffn_dispatch.h implementation: each expert layer is one grouped GEMM with its autoscale factor, bias
+// and the relu between layers fused into the epilogue (graph/expr/grouped_gemm.h), so no [rows, h] pass
+// or gathered bias besides the product. Covered by tests/layers/moe_ffn_test.cpp.
 #include "layers/moe_ffn_dispatch.h"
 
 #include <cmath>
@@ -9,9 +11,17 @@
 #include "graph/expr/grouped_gemm.h"
 #include "graph/expr/moe_gating.h"
 #include "graph/expr/sort.h"
-#include "graph/expr/unary.h"
 
 namespace moe {
+
+GroupedMatmulEpilogue expert_epilogue(const ExpertWeights& experts, size_t l, int64_t d, bool autoscale) {
+  const int64_t in = experts.layers[l].shape()[1];
+  GroupedMatmulEpilogue epi;
+  if (autoscale && in != d) epi.alpha = static_cast<float>(1.0 / std::sqrt(double(in) / double(d)));
+  if (!experts.biases.empty()) epi.bias = experts.biases[l];
+  if (l + 1 < experts.layers.size()) epi.act = GroupedActivation::relu;
+  return epi;
+}
 
 Expr moe_dispatch(const Expr& x, const Routing& routing, const ExpertWeights& experts, bool autoscale) {
   MOE_CHECK(x.shape().ndim() == 2, "moe dispatch: x must be [tokens, d], not ", x.shape());
@@ -29,18 +39,12 @@ Expr moe_dispatch(const Expr& x, const Routing& routing, const ExpertWeights& ex
   Expr tokens = route_index(sorted.perm, routing.per_token);  // assignment -> token (or token slot)
   if (routing.token.defined()) tokens = index_select(routing.token, tokens);
   Expr h = index_select(x, tokens);  // [M, d], rows in expert order
-  Expr expert_of_row =
-      experts.biases.empty() ? Expr() : index_select(routing.expert, sorted.perm);  // [M] for the biases
   for (size_t l = 0; l < experts.layers.size(); ++l) {
     const Expr& w = experts.layers[l];
     MOE_CHECK(w.shape().ndim() == 3 && w.shape()[0] == num_experts && w.shape()[1] == h.shape()[1], "moe dispatch: ",
               "layer ", l, " weight ", w.shape(), " does not fit input rows ", h.shape(), " for ", num_experts,
               " experts");
-    const int64_t in = w.shape()[1];
-    h = grouped_matmul(h, w, sorted.offsets);
-    if (autoscale && in != d) h = scale(h, static_cast<float>(1.0 / std::sqrt(double(in) / double(d))));
-    if (!experts.biases.empty()) h = h + index_select(experts.biases[l], expert_of_row);
-    if (l + 1 < experts.layers.size()) h = relu(h);
+    h = grouped_matmul(h, w, sorted.offsets, false, expert_epilogue(experts, l, d, autoscale));
   }
   MOE_CHECK(h.shape()[1] == d, "moe dispatch: the experts map ", d, " features to ", h.shape()[1]);
   h = h * cast(index_select(routing.weight, sorted.perm), x.dtype());

@@ -1,8 +1,6 @@
 // moe_ffn_expert_parallel.h implementation. Covered by tests/dist/expert_parallel_test.cpp.
 #include "layers/moe_ffn_expert_parallel.h"
 
-#include <cmath>
-
 #include "dist/collective_exprs.h"
 #include "graph/expr/binary.h"
 #include "graph/expr/cast.h"
@@ -10,7 +8,6 @@
 #include "graph/expr/grouped_gemm.h"
 #include "graph/expr/moe_gating.h"
 #include "graph/expr/sort.h"
-#include "graph/expr/unary.h"
 
 namespace moe {
 
@@ -49,31 +46,23 @@ Expr moe_dispatch_expert_parallel(const Expr& x, const Routing& routing, const E
   std::vector<int64_t> start(static_cast<size_t>(n));  // where (source s, expert j) begins in `received`
   int64_t at = 0;
   for (int64_t i = 0; i < n; ++i) start[static_cast<size_t>(i)] = at, at += rc[static_cast<size_t>(i)];
-  std::vector<int32_t> perm, local_off{0}, expert_of_row;
+  std::vector<int32_t> perm, local_off{0};
   for (int64_t j = 0; j < per_rank; ++j) {
     for (int s = 0; s < world; ++s) {
       const size_t i = static_cast<size_t>(s * per_rank + j);
-      for (int64_t r = 0; r < rc[i]; ++r) {
-        perm.push_back(static_cast<int32_t>(start[i] + r));
-        expert_of_row.push_back(static_cast<int32_t>(j));
-      }
+      for (int64_t r = 0; r < rc[i]; ++r) perm.push_back(static_cast<int32_t>(start[i] + r));
     }
     local_off.push_back(static_cast<int32_t>(perm.size()));
   }
   const int64_t rows = static_cast<int64_t>(perm.size());
   const Expr perm_e = g.input(Tensor::from_vector(perm, Shape{rows}));
   const Expr offsets_e = g.input(Tensor::from_vector(local_off, Shape{per_rank + 1}));
-  const Expr row_expert = g.input(Tensor::from_vector(expert_of_row, Shape{rows}));
   Expr y = index_select(received, perm_e);
   for (size_t l = 0; l < local.layers.size(); ++l) {
     const Expr& w = local.layers[l];
     MOE_CHECK(w.shape().ndim() == 3 && w.shape()[0] == per_rank && w.shape()[1] == y.shape()[1],
               "moe expert parallel: layer ", l, " weight ", w.shape(), " does not fit rows ", y.shape());
-    const int64_t in = w.shape()[1];
-    y = grouped_matmul(y, w, offsets_e);
-    if (autoscale && in != d) y = scale(y, static_cast<float>(1.0 / std::sqrt(double(in) / double(d))));
-    if (!local.biases.empty()) y = y + index_select(local.biases[l], row_expert);
-    if (l + 1 < local.layers.size()) y = relu(y);
+    y = grouped_matmul(y, w, offsets_e, false, expert_epilogue(local, l, d, autoscale));
   }
   MOE_CHECK(y.shape()[1] == d, "moe expert parallel: the experts map ", d, " features to ", y.shape()[1]);
   y = index_select(y, inverse_permutation(perm_e));        // the received order

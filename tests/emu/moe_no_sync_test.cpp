@@ -2,7 +2,7 @@
 // (the CUDA emulator counts both: moe_emu::host_traffic), so a whole update can be captured in a CUDA
 // graph: the gate, the sort by expert, the grouped GEMMs, the combine and all their gradients run from
 // the queue alone, with expert sizes that stay on the device. Flat and hierarchical noisy top-k, and the
-// batchwise gate at inference.
+// batchwise gate at inference; the flat layer with expert biases (their gradient a segment sum on the device).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
@@ -38,6 +38,7 @@ TEST_CASE("an MoE layer's forward and backward make no copy to the host and no h
     if (hierarchical) w.w_gate2 = param(Shape{opt.groups, d, per}, 4), w.w_noise2 = param(Shape{opt.groups, d, per}, 5);
     if (batchwise) w.thresholds = param(Shape{n}, 6);
     w.experts.layers = {param(Shape{n, d, h}, 7), param(Shape{n, h, d}, 8)};
+    if (std::string(kind) == "flat") w.experts.biases = {param(Shape{n, h}, 10), param(Shape{n, d}, 11)};
     Expr x = param(Shape{N, d}, 1);
     const Tensor seed = f32(Shape{N, d}, 9);
     cuda::synchronize(gpu.index);  // the uploads above are the test's, not the layer's
@@ -53,5 +54,7 @@ TEST_CASE("an MoE layer's forward and backward make no copy to the host and no h
     for (double v : out.y.val().to_vector<double>()) REQUIRE(std::isfinite(v));
     if (!batchwise)
       for (double v : x.grad().to_vector<double>()) REQUIRE(std::isfinite(v));
+    for (const Expr& b : w.experts.biases)
+      for (double v : b.grad().to_vector<double>()) REQUIRE(std::isfinite(v));
   }
 }

@@ -2,8 +2,9 @@
 // every kernel variant of each dtype (ops/kernel_variants.h: mma.sync, wgmma and wmma; wgmma where the
 // operands' strides suit TMA), forward and gradients,
 // with empty segments, sizes that are and are not multiples of 8/16/32 (vector and scalar load paths)
-// and both layouts of w. The hidden [.bench] case prints TFLOP/s at MoE shapes next to a dense GEMM of
-// the same size.
+// and both layouts of w; the fused epilogue (alpha, a bias per expert, relu; its bias gradient is the
+// device segment sum) on every variant and dtype. The hidden [.bench] case prints TFLOP/s at MoE shapes next to a dense
+// GEMM of the same size.
 #include <catch2/catch.hpp>
 #include <cstdio>
 
@@ -59,6 +60,57 @@ TEST_CASE("grouped_gemm parity", "[gpu][grouped_gemm]") {
           CHECK(r.backward < test::bar(dt, 1e-5, 2e-2));
         }
     }
+}
+
+TEST_CASE("grouped_gemm epilogue parity: alpha, bias, relu", "[gpu][grouped_gemm][epilogue]") {
+  struct Case {
+    std::vector<int32_t> sizes;
+    int64_t k, m;
+    bool trans_w;
+  };
+  // Empty experts, rows that are not a multiple of the tiles; vector (and TMA) and scalar loads.
+  const Case cases[] = {{{0, 37, 0, 130, 1}, 72, 136, false}, {{5, 0, 130, 17}, 37, 50, true}};
+  struct Epi {
+    float alpha;
+    bool bias;
+    GroupedActivation act;
+  };
+  const Epi epis[] = {{0.7f, true, GroupedActivation::relu},
+                      {1.f, false, GroupedActivation::relu},
+                      {1.3f, true, GroupedActivation::none}};
+  uint32_t seed = 100;
+  for (const Case& cs : cases) {
+    int64_t n = 0;
+    for (int32_t s : cs.sizes) n += s;
+    const int64_t e = int64_t(cs.sizes.size());
+    Tensor x = test::random_tensor(Shape{n, cs.k}, seed++);
+    Tensor w = test::random_tensor(cs.trans_w ? Shape{e, cs.m, cs.k} : Shape{e, cs.k, cs.m}, seed++);
+    Tensor b = test::random_tensor(Shape{e, cs.m}, seed++);
+    Tensor off = offsets_for(cs.sizes);
+    for (const Epi& ep : epis)
+      for (DType dt : test::kFloatTypes)
+        for (const KernelVariant* v : kernel_variants(KernelOp::grouped_gemm, dt)) {
+          if (v->needs_tma && (cs.k % 8 || cs.m % 8)) continue;  // TMA takes 16-byte strides only
+          test::ForceKernel force(*v);
+          INFO("rows " << n << " K " << cs.k << " M " << cs.m << " trans_w " << cs.trans_w << " alpha " << ep.alpha
+                       << " bias " << ep.bias << " relu " << (ep.act == GroupedActivation::relu) << " "
+                       << dtype_name(dt) << " " << v->name());
+          const bool trans_w = cs.trans_w;
+          const float alpha = ep.alpha;
+          const GroupedActivation act = ep.act;
+          std::vector<Tensor> in{x, w, off};
+          if (ep.bias) in.push_back(b);
+          auto r = test::parity(
+              in,
+              [=](Graph&, const std::vector<Expr>& l) {
+                return grouped_matmul(l[0], l[1], l[2], trans_w,
+                                      GroupedMatmulEpilogue{alpha, l.size() > 3 ? l[3] : Expr(), act});
+              },
+              dt, ep.bias ? std::vector<int>{0, 1, 3} : std::vector<int>{0, 1});
+          CHECK(r.forward < test::bar(dt, 1e-5, 2e-2));
+          CHECK(r.backward < test::bar(dt, 1e-5, 2e-2));
+        }
+  }
 }
 
 TEST_CASE("grouped_gemm throughput at MoE shapes", "[.bench][gpu][grouped_gemm]") {
