@@ -36,11 +36,14 @@ namespace {
 CpuGemmBackend default_backend() {
   if (const char* v = std::getenv("MOE_CPU_GEMM"); v && *v) {
     const CpuGemmBackend b = parse_enum<CpuGemmBackend>(v, "MOE_CPU_GEMM");
-    MOE_CHECK(b != CpuGemmBackend::onednn || onednn_built(),
-              "MOE_CPU_GEMM=onednn: this build of moe has no oneDNN (install libdnnl-dev and rebuild)");
+    MOE_CHECK(b == CpuGemmBackend::openblas || onednn_built(), "MOE_CPU_GEMM=", v,
+              ": this build of moe has no oneDNN (install libdnnl-dev and rebuild)");
     return b;
   }
-  return onednn_built() && __builtin_cpu_supports("avx512f") ? CpuGemmBackend::onednn : CpuGemmBackend::openblas;
+  if (!onednn_built()) return CpuGemmBackend::openblas;
+  return __builtin_cpu_supports("avx512f") ? CpuGemmBackend::onednn
+         : __builtin_cpu_supports("avx2")  ? CpuGemmBackend::by_rows
+                                           : CpuGemmBackend::openblas;
 }
 std::atomic<CpuGemmBackend>& backend_slot() {
   static std::atomic<CpuGemmBackend> b{default_backend()};
@@ -84,7 +87,8 @@ void check_dnnl(dnnl_status_t s, const char* call, int64_t m, int64_t n, int64_t
 CpuGemmBackend cpu_gemm_backend() { return backend_slot().load(std::memory_order_relaxed); }
 
 void set_cpu_gemm_backend(CpuGemmBackend backend) {
-  MOE_CHECK(backend != CpuGemmBackend::onednn || onednn_built(), "CPU GEMM backend onednn: moe was built without oneDNN");
+  MOE_CHECK(backend == CpuGemmBackend::openblas || onednn_built(), "CPU GEMM backend ", enum_name(backend),
+            ": moe was built without oneDNN");
   backend_slot().store(backend);
 }
 
@@ -92,7 +96,8 @@ namespace cpu {
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
 #ifdef MOE_WITH_DNNL
-  if (cpu_gemm_backend() == CpuGemmBackend::onednn) {
+  const CpuGemmBackend backend = cpu_gemm_backend();
+  if (backend == CpuGemmBackend::onednn || (backend == CpuGemmBackend::by_rows && m <= kOnednnRows)) {
     OneOpenmpThread one;
     use_signal_stack();  // a signal during the call must not land on oneDNN's workspace (signal_stack.h)
     const dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

@@ -1,10 +1,12 @@
 // The instruction set of moe's own CPU kernels (the row loops of attention, ops/attention_cpu.cpp; the int8
-// quantizer; softmax rows): the portable code (SSE2, what the build targets), AVX2 (+ FMA) or AVX-512F
-// versions, chosen once per process at run time: the widest the CPU has, unless MOE_CPU_ISA=portable|avx2|
-// avx512 says otherwise (benchmarks, and tests that compare them). Such kernels are written as MOE_AVX512 or
-// MOE_AVX2 functions between MOE_AVX512_BEGIN and MOE_AVX512_END; a kernel without a version for the chosen
-// set runs the next narrower one it has. The GEMM libraries choose for themselves (ops/cpu_gemm.h).
-// Covered by tests/ops/attention_test.cpp ("f32 attention: every instruction set's rows ...").
+// quantizer and product; the rows of softmax, cross-entropy and beam top-k through run_wide): the portable code
+// (SSE2, what the build targets), AVX2 (+ FMA) or AVX-512F versions, chosen once per process at run time: the
+// widest the CPU has, unless MOE_CPU_ISA=portable|avx2|avx512 says otherwise (benchmarks, and tests that compare
+// them). Such kernels are written as MOE_AVX512 or MOE_AVX2 functions between MOE_AVX512_BEGIN and
+// MOE_AVX512_END; a kernel without a version for the chosen set runs the next narrower one it has. The GEMM
+// libraries choose for themselves (ops/cpu_gemm.h).
+// Covered by tests/ops/attention_test.cpp ("f32 attention: every instruction set's rows ..."), softmax_test.cpp,
+// cross_entropy_test.cpp and cpu_gemm_test.cpp (each set against the portable code).
 #pragma once
 #include <atomic>
 #include <cstdlib>

@@ -35,7 +35,7 @@ TEST_CASE("cpu_gemm: sgemm of every backend against a double loop", "[ops][cpu_g
   test::RestoreGemmBackend restore;
   for (CpuGemmBackend backend : test::gemm_backends()) {
     set_cpu_gemm_backend(backend);
-    for (auto [m, n, k] : {std::tuple{1, 1, 1}, {5, 37, 128}, {40, 8, 3}, {130, 515, 67}, {3, 1000, 256}})
+    for (auto [m, n, k] : {std::tuple{1, 1, 1}, {5, 37, 128}, {40, 8, 3}, {130, 515, 67}, {3, 1000, 256}, {1100, 9, 5}})
       for (bool ta : {false, true})
         for (bool tb : {false, true}) {
           INFO(enum_name(backend) << " m " << m << " n " << n << " k " << k << " ta " << ta << " tb " << tb);
@@ -112,11 +112,16 @@ TEST_CASE("cpu_gemm: the int8 product is exact", "[ops][cpu_gemm]") {
   set_cpu_isa(saved);
 }
 
-TEST_CASE("cpu_gemm: oneDNN is the default where it is built and the CPU has AVX-512", "[ops][cpu_gemm]") {
+TEST_CASE("cpu_gemm: oneDNN is the default on AVX-512, by rows on AVX2, where it is built", "[ops][cpu_gemm]") {
   if (std::getenv("MOE_CPU_GEMM")) return;  // the user's choice
-  const bool want_onednn = onednn_built() && __builtin_cpu_supports("avx512f");
-  CHECK(cpu_gemm_backend() == (want_onednn ? CpuGemmBackend::onednn : CpuGemmBackend::openblas));
-  if (!onednn_built()) CHECK_THROWS_WITH(set_cpu_gemm_backend(CpuGemmBackend::onednn), Catch::Contains("without oneDNN"));
+  const CpuGemmBackend want = !onednn_built()                     ? CpuGemmBackend::openblas
+                              : __builtin_cpu_supports("avx512f") ? CpuGemmBackend::onednn
+                              : __builtin_cpu_supports("avx2")    ? CpuGemmBackend::by_rows
+                                                                  : CpuGemmBackend::openblas;
+  CHECK(cpu_gemm_backend() == want);
+  if (!onednn_built())
+    for (CpuGemmBackend b : {CpuGemmBackend::onednn, CpuGemmBackend::by_rows})
+      CHECK_THROWS_WITH(set_cpu_gemm_backend(b), Catch::Contains("without oneDNN"));
 }
 
 // oneDNN 2.6's JIT f32 GEMM points rsp into a heap workspace while it runs; a signal handler's frame pushed

@@ -10,7 +10,7 @@ namespace moe::test {
 
 inline std::vector<CpuGemmBackend> gemm_backends() {
   std::vector<CpuGemmBackend> b{CpuGemmBackend::openblas};
-  if (onednn_built()) b.push_back(CpuGemmBackend::onednn);
+  if (onednn_built()) b.insert(b.end(), {CpuGemmBackend::onednn, CpuGemmBackend::by_rows});
   return b;
 }
 
