@@ -5,9 +5,10 @@
 #include "ops/binary.h"
 
 #include <algorithm>
+#include <type_traits>
 
-#include "ops/binary_math.h"
 #include "common/cpu_threads.h"
+#include "ops/binary_math.h"
 #include "ops/dispatch.h"
 
 namespace moe {
@@ -19,6 +20,25 @@ const char* binary_op_name(BinaryOp op) {
 
 namespace cpu {
 namespace {
+/// f(std::integral_constant<BinaryOp, op>{}): the op as a compile-time constant, for the loops below.
+template <class F>
+void with_op(BinaryOp op, const F& f) {
+  switch (op) {
+    case BinaryOp::add:
+      return f(std::integral_constant<BinaryOp, BinaryOp::add>{});
+    case BinaryOp::sub:
+      return f(std::integral_constant<BinaryOp, BinaryOp::sub>{});
+    case BinaryOp::mul:
+      return f(std::integral_constant<BinaryOp, BinaryOp::mul>{});
+    case BinaryOp::div:
+      return f(std::integral_constant<BinaryOp, BinaryOp::div>{});
+    case BinaryOp::maximum:
+      return f(std::integral_constant<BinaryOp, BinaryOp::maximum>{});
+    case BinaryOp::minimum:
+      return f(std::integral_constant<BinaryOp, BinaryOp::minimum>{});
+  }
+}
+
 /// po[j] = op(pa[j * sa], pb[j * sb]) for j < n, the op fixed at compile time and the common strides (both
 /// operands contiguous, one of them broadcast) as loops of their own, so that they vectorise.
 template <class T, BinaryOp Op>
@@ -36,21 +56,23 @@ void run(const T* pa, const T* pb, T* po, int64_t n, int64_t sa, int64_t sb) {
   }
 }
 
-template <class T, BinaryOp Op>
-void forward_op(const BroadcastIndex& ix, const T* pa, const T* pb, T* po, int64_t total) {
-  // runs along the innermost collapsed axis: one index mapping per run instead of one per element
+/// fn(ia, ib, i, n) for each run of n output elements from i along the innermost collapsed axis (within one
+/// thread's part), ia and ib the operands' indices of its first element: one index mapping per run, not per element.
+template <class F>
+void for_runs(const BroadcastIndex& ix, int64_t total, int64_t min_per_thread, const F& fn) {
   const int64_t len = ix.ndim ? ix.dims[ix.ndim - 1] : 1;
-  const int64_t sa = ix.ndim ? ix.stride_a[ix.ndim - 1] : 0, sb = ix.ndim ? ix.stride_b[ix.ndim - 1] : 0;
-  parallel_for(total, kElementsPerThread, [&](int64_t lo, int64_t hi) {
+  parallel_for(total, min_per_thread, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi;) {
       const int64_t n = std::min(hi, (i / len + 1) * len) - i;
       int64_t ia, ib;
       ix.map(i, ia, ib);
-      run<T, Op>(pa + ia, pb + ib, po + i, n, sa, sb);
+      fn(ia, ib, i, n);
       i += n;
     }
   });
 }
+int64_t inner_stride_a(const BroadcastIndex& ix) { return ix.ndim ? ix.stride_a[ix.ndim - 1] : 0; }
+int64_t inner_stride_b(const BroadcastIndex& ix) { return ix.ndim ? ix.stride_b[ix.ndim - 1] : 0; }
 
 template <class T>
 void forward(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
@@ -58,20 +80,12 @@ void forward(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   const T *pa = a.data<T>(), *pb = b.data<T>();
   T* po = out.data<T>();
   const int64_t n = out.numel();
-  switch (op) {
-    case BinaryOp::add:
-      return forward_op<T, BinaryOp::add>(ix, pa, pb, po, n);
-    case BinaryOp::sub:
-      return forward_op<T, BinaryOp::sub>(ix, pa, pb, po, n);
-    case BinaryOp::mul:
-      return forward_op<T, BinaryOp::mul>(ix, pa, pb, po, n);
-    case BinaryOp::div:
-      return forward_op<T, BinaryOp::div>(ix, pa, pb, po, n);
-    case BinaryOp::maximum:
-      return forward_op<T, BinaryOp::maximum>(ix, pa, pb, po, n);
-    case BinaryOp::minimum:
-      return forward_op<T, BinaryOp::minimum>(ix, pa, pb, po, n);
-  }
+  const int64_t sa = inner_stride_a(ix), sb = inner_stride_b(ix);
+  with_op(op, [&](auto o) {
+    for_runs(ix, n, kElementsPerThread, [&](int64_t ia, int64_t ib, int64_t i, int64_t len) {
+      run<T, decltype(o)::value>(pa + ia, pb + ib, po + i, len, sa, sb);
+    });
+  });
 }
 
 /// pd[j * sd] += pg[j] * d op(pa[j * sa], pb[j * sb]) / d(a or b) for j < n, sd the differentiated operand's
@@ -91,49 +105,26 @@ void run_grad(const T* pa, const T* pb, const T* pg, T* pd, int64_t n, int64_t s
   }
 }
 
-/// One operand's gradient, run by run along the innermost collapsed axis (as forward_op); in parallel only
-/// when the operand is not broadcast (each output element then owns its gradient element).
-template <class T, BinaryOp Op, bool WrtB>
-void backward_op(const BroadcastIndex& ix, const T* pa, const T* pb, const T* pg, T* pd, int64_t total, bool own) {
-  const int64_t len = ix.ndim ? ix.dims[ix.ndim - 1] : 1;
-  const int64_t sa = ix.ndim ? ix.stride_a[ix.ndim - 1] : 0, sb = ix.ndim ? ix.stride_b[ix.ndim - 1] : 0;
-  parallel_for(total, own ? kElementsPerThread : total, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi;) {
-      const int64_t n = std::min(hi, (i / len + 1) * len) - i;
-      int64_t ia, ib;
-      ix.map(i, ia, ib);
-      run_grad<T, Op, WrtB>(pa + ia, pb + ib, pg + i, pd + (WrtB ? ib : ia), n, sa, sb);
-      i += n;
-    }
-  });
-}
-
-template <class T, bool WrtB>
-void backward_operand(BinaryOp op, const BroadcastIndex& ix, const T* pa, const T* pb, const T* pg, T* pd,
-                      int64_t total, bool own) {
-  switch (op) {
-    case BinaryOp::add:
-      return backward_op<T, BinaryOp::add, WrtB>(ix, pa, pb, pg, pd, total, own);
-    case BinaryOp::sub:
-      return backward_op<T, BinaryOp::sub, WrtB>(ix, pa, pb, pg, pd, total, own);
-    case BinaryOp::mul:
-      return backward_op<T, BinaryOp::mul, WrtB>(ix, pa, pb, pg, pd, total, own);
-    case BinaryOp::div:
-      return backward_op<T, BinaryOp::div, WrtB>(ix, pa, pb, pg, pd, total, own);
-    case BinaryOp::maximum:
-      return backward_op<T, BinaryOp::maximum, WrtB>(ix, pa, pb, pg, pd, total, own);
-    case BinaryOp::minimum:
-      return backward_op<T, BinaryOp::minimum, WrtB>(ix, pa, pb, pg, pd, total, own);
-  }
-}
-
 template <class T>
 void backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dout, Tensor* da, Tensor* db) {
   const BroadcastIndex ix = make_broadcast_index(collapse_broadcast(a.shape(), b.shape(), dout.shape()));
   const T *pa = a.data<T>(), *pb = b.data<T>(), *pg = dout.data<T>();
   // One operand after the other, so that da and db may be the same tensor (x op x).
-  if (da) backward_operand<T, false>(op, ix, pa, pb, pg, da->data<T>(), dout.numel(), a.numel() == dout.numel());
-  if (db) backward_operand<T, true>(op, ix, pa, pb, pg, db->data<T>(), dout.numel(), b.numel() == dout.numel());
+  // In parallel only for an operand that is not broadcast (each output element then owns its gradient element).
+  const int64_t sa = inner_stride_a(ix), sb = inner_stride_b(ix), n = dout.numel();
+  T* pda = da ? da->data<T>() : nullptr;
+  T* pdb = db ? db->data<T>() : nullptr;
+  with_op(op, [&](auto o) {
+    constexpr BinaryOp Op = decltype(o)::value;
+    if (pda)
+      for_runs(ix, n, a.numel() == n ? kElementsPerThread : n, [&](int64_t ia, int64_t ib, int64_t i, int64_t len) {
+        run_grad<T, Op, false>(pa + ia, pb + ib, pg + i, pda + ia, len, sa, sb);
+      });
+    if (pdb)
+      for_runs(ix, n, b.numel() == n ? kElementsPerThread : n, [&](int64_t ia, int64_t ib, int64_t i, int64_t len) {
+        run_grad<T, Op, true>(pa + ia, pb + ib, pg + i, pdb + ib, len, sa, sb);
+      });
+  });
 }
 }  // namespace
 
