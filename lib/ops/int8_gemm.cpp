@@ -9,6 +9,7 @@
 #include "common/cpu_threads.h"
 #include "ops/cpu_gemm.h"
 #include "ops/cpu_isa.h"
+#include "ops/cpu_math.h"
 
 namespace moe {
 
@@ -26,10 +27,14 @@ float scale_of(float amax) { return amax / 127.f; }
 
 /// One activation row quantized: q_p = round(x_p 127 / amax), clamped to [-127, 127]; returns amax = max |x_p|.
 float quantize_row(const float* x, int64_t k, int8_t* q) {
-  float amax = 0;
-  for (int64_t p = 0; p < k; ++p) amax = std::max(amax, std::abs(x[p]));
+  float lanes[cpu::kLanes] = {};  // max |x_p| in lanes, so that it vectorises (max is exact: any order agrees)
+  int64_t p = 0;
+  for (; p + cpu::kLanes <= k; p += cpu::kLanes)
+    for (int l = 0; l < cpu::kLanes; ++l) lanes[l] = std::max(lanes[l], std::abs(x[p + l]));
+  for (; p < k; ++p) lanes[0] = std::max(lanes[0], std::abs(x[p]));
+  const float amax = *std::max_element(lanes, lanes + cpu::kLanes);
   const float inv = amax > 0 ? 127.f / amax : 0.f;
-  for (int64_t p = 0; p < k; ++p) q[p] = round_to_int8(x[p] * inv);
+  for (p = 0; p < k; ++p) q[p] = round_to_int8(x[p] * inv);
   return amax;
 }
 
@@ -167,11 +172,13 @@ void int8_matmul(const float* x, int64_t m, const Int8Matrix& w, int64_t e, floa
   std::vector<float> sa(static_cast<size_t>(m));
   const bool simd = cpu_isa() == CpuIsa::avx512;
   parallel_for(m, std::max<int64_t>(1, kElementsPerThread / k), [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      int8_t* qi = qa.data() + i * k;
-      sa[static_cast<size_t>(i)] =
-          scale_of(simd ? quantize_row_avx512(x + i * k, k, qi) : quantize_row(x + i * k, k, qi));
+    if (simd) {
+      for (int64_t i = lo; i < hi; ++i) sa[size_t(i)] = scale_of(quantize_row_avx512(x + i * k, k, qa.data() + i * k));
+      return;
     }
+    run_wide([&] {  // AVX2 where the CPU has it: the same bytes
+      for (int64_t i = lo; i < hi; ++i) sa[size_t(i)] = scale_of(quantize_row(x + i * k, k, qa.data() + i * k));
+    });
   });
   const int8_t* qb = w.q.data() + e * k * n;
   const float* sw = w.scale.data() + e * n;
@@ -181,15 +188,17 @@ void int8_matmul(const float* x, int64_t m, const Int8Matrix& w, int64_t e, floa
     acc.resize(static_cast<size_t>(rows * cols));
     gemm_s8s8s32(w.per_row, rows, cols, k, qa.data() + r0 * k, k, w.per_row ? qb + c0 * k : qb + c0, w.per_row ? k : n,
                  acc.data(), cols);
-    for (int64_t i = 0; i < rows; ++i) {
-      const float si = sa[static_cast<size_t>(r0 + i)];
-      float* oi = out + (r0 + i) * n + c0;
-      const int32_t* ai = acc.data() + i * cols;
-      for (int64_t j = 0; j < cols; ++j) {
-        const float v = float(ai[j]) * (si * sw[c0 + j]);
-        oi[j] = accumulate ? oi[j] + v : v;
+    run_wide([&] {
+      for (int64_t i = 0; i < rows; ++i) {
+        const float si = sa[static_cast<size_t>(r0 + i)];
+        float* oi = out + (r0 + i) * n + c0;
+        const int32_t* ai = acc.data() + i * cols;
+        for (int64_t j = 0; j < cols; ++j) {
+          const float v = float(ai[j]) * (si * sw[c0 + j]);
+          oi[j] = accumulate ? oi[j] + v : v;
+        }
       }
-    }
+    });
   };
   constexpr int64_t kMinOpsPerThread = int64_t(1) << 22;  // int8 runs ~4x the f32 rate: matmul.cpp's 2^20, scaled
   if (m >= n)
