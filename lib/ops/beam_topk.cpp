@@ -1,5 +1,6 @@
 // beam_topk.h implementation: the fused CPU pass, and beam_scores + topk everywhere else (and for large k,
-// where a sorted list of k costs more than topk's partial sort). Covered by tests/ops/beam_topk_test.cpp.
+// where a sorted list of k costs more than topk's partial sort). The CPU pass runs 8 lanes wide on AVX2 (run_wide
+// of ops/cpu_isa.h, the same results). Covered by tests/ops/beam_topk_test.cpp.
 #include "ops/beam_topk.h"
 
 #include <algorithm>

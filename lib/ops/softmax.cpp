@@ -1,7 +1,8 @@
 // CPU reference of softmax / log-softmax over the last axis with an optional keep-mask (math in
 // softmax.h), in f32 and f64, plus the argument checks and device dispatch. Per row: a max pass,
 // one pass of exp and sum (the only exp of an element), one output pass, all over the row while it
-// is in cache, vectorised (lanes of partial sums, f32 exp_fast of ops/cpu_math.h).
+// is in cache, vectorised (lanes of partial sums, f32 exp_fast of ops/cpu_math.h; 8 lanes wide on AVX2 through
+// run_wide of ops/cpu_isa.h, the same bytes).
 // Covered by tests/ops/softmax_test.cpp.
 #include "ops/softmax.h"
 
