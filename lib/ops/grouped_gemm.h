@@ -22,7 +22,6 @@ struct GroupedEpilogue {
   float alpha = 1.f;
   Tensor bias;
   GroupedActivation act = GroupedActivation::none;
-  bool identity() const { return alpha == 1.f && !bias.defined() && act == GroupedActivation::none; }
 };
 
 namespace cpu {
