@@ -1,14 +1,14 @@
-// cpu_gemm.h: the backend choice and the calls into OpenBLAS, oneDNN and the int8 loops (AVX2, portable); in a
-// CUDA emulator build also the GEMM of the emulated cuBLAS and cuBLASLt.
+// cpu_gemm.h: the backend choice and the calls into OpenBLAS, oneDNN and the int8 products (AVX2 panels, portable); in
+// a CUDA emulator build also the GEMM of the emulated cuBLAS and cuBLASLt.
 #include "ops/cpu_gemm.h"
 
 #include <cblas.h>
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <vector>
 
 #include "common/error.h"
 #include "common/signal_stack.h"
@@ -120,106 +120,26 @@ void dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, cons
               beta, c, int(ldc));
 }
 
-namespace {
-MOE_AVX2 inline __m256i widen16(const int8_t* p) {  // 16 int8 -> 16 int16
-  return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+bool s8_panels_run() {
+  // oneDNN's s8s8s32 is exact with AVX-512 VNNI; without it (AVX2) it sums pairs in saturating 16 bits.
+  static const bool vnni = __builtin_cpu_supports("avx512vnni");
+  const bool onednn_exact = onednn_built() && cpu_gemm_backend() == CpuGemmBackend::onednn && vnni;
+  return cpu_isa() != CpuIsa::portable && !onednn_exact;
 }
-
-MOE_AVX2 inline int32_t sum_epi32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
-  return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1))));
-}
-
-/// c_ij = a_i . b_j (rows of b contiguous) for R rows of a and C columns: int8 widened to int16, products summed
-/// in pairs into int32 lanes (vpmaddwd, exact: 2 x 128 x 128 fits), each load of a or b used C or R times.
-template <int R, int C>
-MOE_AVX2 inline void s8_dots_block(int64_t k, const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb, int32_t* c,
-                                   int64_t ldc) {
-  const int64_t full = k & ~int64_t(15);
-  __m256i acc[R][C];
-  for (int r = 0; r < R; ++r)
-    for (int q = 0; q < C; ++q) acc[r][q] = _mm256_setzero_si256();
-  for (int64_t p = 0; p < full; p += 16) {
-    __m256i bv[C];
-    for (int q = 0; q < C; ++q) bv[q] = widen16(b + q * ldb + p);
-    for (int r = 0; r < R; ++r) {
-      const __m256i av = widen16(a + r * lda + p);
-      for (int q = 0; q < C; ++q) acc[r][q] = _mm256_add_epi32(acc[r][q], _mm256_madd_epi16(av, bv[q]));
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int q = 0; q < C; ++q) {
-      int32_t s = sum_epi32(acc[r][q]);
-      for (int64_t p = full; p < k; ++p) s += int32_t(a[r * lda + p]) * b[q * ldb + p];
-      c[r * ldc + q] = s;
-    }
-}
-
-MOE_AVX2 void s8_dots_avx2(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb,
-                           int32_t* c, int64_t ldc) {
-  int64_t i = 0;
-  for (; i + 2 <= m; i += 2) {
-    int64_t j = 0;
-    for (; j + 4 <= n; j += 4) s8_dots_block<2, 4>(k, a + i * lda, lda, b + j * ldb, ldb, c + i * ldc + j, ldc);
-    for (; j < n; ++j) s8_dots_block<2, 1>(k, a + i * lda, lda, b + j * ldb, ldb, c + i * ldc + j, ldc);
-  }
-  for (; i < m; ++i) {
-    int64_t j = 0;
-    for (; j + 4 <= n; j += 4) s8_dots_block<1, 4>(k, a + i * lda, lda, b + j * ldb, ldb, c + i * ldc + j, ldc);
-    for (; j < n; ++j) s8_dots_block<1, 1>(k, a + i * lda, lda, b + j * ldb, ldb, c + i * ldc + j, ldc);
-  }
-}
-
-/// c_i = sum_p a_ip b_p (rows of b streamed) for R rows of a and 16 columns: rows p and p + 1 of b interleaved as
-/// int16 pairs against (a_ip, a_ip+1), summed by vpmaddwd (exact), each pair of b rows used for the R rows.
-template <int R>
-MOE_AVX2 inline void s8_rows_block(int64_t k, const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb, int32_t* c,
-                                   int64_t ldc) {
-  const __m256i zero = _mm256_setzero_si256();
-  __m256i lo[R], hi[R];  // columns {0-3, 8-11} and {4-7, 12-15} (the unpacks work per 128 bits)
-  for (int r = 0; r < R; ++r) lo[r] = hi[r] = zero;
-  for (int64_t p = 0; p < k; p += 2) {
-    const bool two = p + 1 < k;
-    const __m256i b0 = widen16(b + p * ldb), b1 = two ? widen16(b + (p + 1) * ldb) : zero;
-    const __m256i bl = _mm256_unpacklo_epi16(b0, b1), bh = _mm256_unpackhi_epi16(b0, b1);
-    for (int r = 0; r < R; ++r) {
-      const int8_t* ar = a + r * lda + p;
-      const uint32_t pair = uint16_t(int16_t(ar[0])) | (two ? uint32_t(uint16_t(int16_t(ar[1]))) << 16 : 0u);
-      const __m256i ap = _mm256_set1_epi32(int32_t(pair));
-      lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(bl, ap));
-      hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(bh, ap));
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * ldc), _mm256_permute2x128_si256(lo[r], hi[r], 0x20));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * ldc + 8), _mm256_permute2x128_si256(lo[r], hi[r], 0x31));
-  }
-}
-
-MOE_AVX2 void s8_rows_avx2(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb,
-                           int32_t* c, int64_t ldc) {
-  const int64_t full = n & ~int64_t(15);
-  for (int64_t j = 0; j < full; j += 16) {
-    int64_t i = 0;
-    for (; i + 4 <= m; i += 4) s8_rows_block<4>(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc);
-    for (; i < m; ++i) s8_rows_block<1>(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc);
-  }
-  for (int64_t i = 0; i < m; ++i)  // the columns past the last multiple of 16
-    for (int64_t j = full; j < n; ++j) {
-      int32_t s = 0;
-      for (int64_t p = 0; p < k; ++p) s += int32_t(a[i * lda + p]) * b[p * ldb + j];
-      c[i * ldc + j] = s;
-    }
-}
-}  // namespace
 
 void gemm_s8s8s32(bool tb, int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b,
                   int64_t ldb, int32_t* c, int64_t ldc) {
+  if (s8_panels_run()) {  // AVX2: b packed for this call (a model's weights are packed once: ops/int8_gemm.h)
+    const int64_t width = 2 * ((k + 1) / 2);
+    std::vector<int8_t> panels(static_cast<size_t>(s8_panels_bytes(k, n)));
+    pack_s8_panels(tb, k, n, b, ldb, panels.data());
+    std::vector<int16_t> wide(static_cast<size_t>(m * width));
+    widen_s8_pairs(m, k, a, lda, wide.data());
+    gemm_s8_panels(m, n, k, wide.data(), width, panels.data(), 0, (n + 7) / 8, c, ldc);
+    return;
+  }
 #ifdef MOE_WITH_DNNL
-  // oneDNN's s8s8s32 is exact with AVX-512 VNNI; without it (AVX2) it sums pairs in saturating 16 bits.
-  static const bool exact = __builtin_cpu_supports("avx512vnni");
-  if (cpu_gemm_backend() == CpuGemmBackend::onednn && exact) {
+  if (cpu_isa() != CpuIsa::portable) {  // oneDNN with AVX-512 VNNI (s8_panels_run above): exact
     OneOpenmpThread one;
     use_signal_stack();
     const int32_t no_offset = 0;
@@ -229,10 +149,6 @@ void gemm_s8s8s32(bool tb, int64_t m, int64_t n, int64_t k, const int8_t* a, int
     return;
   }
 #endif
-  if (cpu_isa() != CpuIsa::portable) {  // AVX2 (also on AVX-512 CPUs without VNNI): exact, as the loop below
-    tb ? s8_dots_avx2(m, n, k, a, lda, b, ldb, c, ldc) : s8_rows_avx2(m, n, k, a, lda, b, ldb, c, ldc);
-    return;
-  }
   for (int64_t i = 0; i < m; ++i) {  // the portable loop: one row of c at a time
     const int8_t* ai = a + i * lda;
     int32_t* ci = c + i * ldc;

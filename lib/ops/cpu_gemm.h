@@ -9,8 +9,9 @@
 // openblas|onednn|by_rows overrides the choice. Each call runs on the calling thread only: the ops split GEMMs over
 // their own threads (common/cpu_threads.h), so a result never depends on a library's thread count.
 // The int8 product c = a b (s8 x s8 -> s32, exact) is oneDNN's gemm_s8s8s32 where the CPU has AVX-512 VNNI
-// (without it oneDNN saturates pairs of products to 16 bits), else moe's own AVX2 loops (int16 pairs summed by
-// vpmaddwd, exact; ops/cpu_isa.h) or, on CPUs without AVX2, a portable loop.
+// (without it oneDNN saturates pairs of products to 16 bits), else moe's own AVX2 kernel (int16 pairs summed by
+// vpmaddwd, exact, over b packed into panels: ops/int8_panels.cpp, ops/cpu_isa.h) or, on CPUs without AVX2, a
+// portable loop. The int8 weights of a model are packed once (Int8Matrix::panels, ops/int8_gemm.h).
 // Covered by tests/ops/cpu_gemm_test.cpp.
 #pragma once
 #include <cstdint>
@@ -41,6 +42,24 @@ void dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, cons
 /// c[m, n] = a[m, k] op(b) in exact int32 arithmetic (|k| * 127 * 127 < 2^31: k < 133,000), op(b) [k, n].
 void gemm_s8s8s32(bool tb, int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b,
                   int64_t ldb, int32_t* c, int64_t ldc);
+
+/// Whether gemm_s8s8s32 runs the AVX2 panel kernel below (AVX2 or wider, and not oneDNN with AVX-512 VNNI).
+bool s8_panels_run();
+/// op(b) [k, n] rearranged for gemm_s8_panels into out[s8_panels_bytes(k, n)]: panels of 8 columns, each holding
+/// for every pair of rows (2t, 2t + 1) the 16 bytes b[2t][c], b[2t + 1][c] of its columns c, zeros past k and n.
+int64_t s8_panels_bytes(int64_t k, int64_t n);
+void pack_s8_panels(bool tb, int64_t k, int64_t n, const int8_t* b, int64_t ldb, int8_t* out);
+/// a [m, k] int8 as int16 rows of 2 ceil(k / 2) values (a zero after an odd k): the left operand of gemm_s8_panels.
+void widen_s8_pairs(int64_t m, int64_t k, const int8_t* a, int64_t lda, int16_t* out);
+/// Columns [8 p0, min(8 p1, n)) of the product a op(b) [m, n], exact, into c (its column 8 p0, rows ldc apart), from
+/// the panels p0..p1 of op(b) packed as above; a widened as above, lda apart. Needs AVX2 (s8_panels_run()).
+void gemm_s8_panels(int64_t m, int64_t n, int64_t k, const int16_t* a, int64_t lda, const int8_t* panels, int64_t p0,
+                    int64_t p1, int32_t* c, int64_t ldc);
+/// The same columns scaled in the kernel: out[i][j] = (accumulate ? out[i][j] : 0) + float(c_ij) (row_scale[i]
+/// col_scale[j]), rounded as written (ops/int8_gemm.h); out and col_scale point at column 8 p0.
+void gemm_s8_panels_scaled(int64_t m, int64_t n, int64_t k, const int16_t* a, int64_t lda, const int8_t* panels,
+                           int64_t p0, int64_t p1, const float* row_scale, const float* col_scale, float* out,
+                           int64_t ldo, bool accumulate);
 }  // namespace cpu
 
 }  // namespace moe

@@ -21,6 +21,9 @@ MOE_NAMED_ENUM(CpuIsa, portable, avx2, avx512)
 #define MOE_AVX512 __attribute__((target("avx512f")))
 /// Marks a function compiled for AVX2 with FMA (called only where cpu_isa() is avx2 or wider).
 #define MOE_AVX2 __attribute__((target("avx2,fma")))
+/// Marks a function compiled for AVX2 without FMA: its float arithmetic rounds as the portable code's (no
+/// multiply-add is contracted), so its results equal the portable build's.
+#define MOE_AVX2_EXACT __attribute__((target("avx2")))
 /// Around AVX-512 code: GCC 12's intrinsics pass _mm*_undefined_*() to their builtins, which
 /// -W(maybe-)uninitialized reports at every use once inlined (GCC bug 105593); the values are never read.
 #if defined(__GNUC__) && !defined(__clang__)

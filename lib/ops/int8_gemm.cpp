@@ -129,9 +129,19 @@ void dequantize_int8_strided(const Int8Matrix& m, float* out, int64_t outer, int
     }
 }
 
+void pack_int8_panels(Int8Matrix& m) {
+  m.panels.clear();
+  if (!cpu::s8_panels_run()) return;
+  const int64_t k = m.k(), n = m.n(), bytes = cpu::s8_panels_bytes(k, n);
+  m.panels.resize(static_cast<size_t>(m.experts() * bytes));
+  for (int64_t e = 0; e < m.experts(); ++e)
+    cpu::pack_s8_panels(m.per_row, k, n, m.q.data() + e * k * n, m.per_row ? k : n, m.panels.data() + e * bytes);
+}
+
 void Int8Weights::add(const Tensor& f32_weight, Int8Matrix m) {
   MOE_CHECK(f32_weight.shape() == m.shape, "Int8Weights: weight ", f32_weight.shape(), " and its int8 form ", m.shape,
             " differ");
+  pack_int8_panels(m);
   by_data_[f32_weight.raw()] = std::move(m);
 }
 
@@ -143,7 +153,7 @@ const Int8Matrix* Int8Weights::find(const Tensor& w) const {
 
 size_t Int8Weights::bytes() const {
   size_t b = 0;
-  for (const auto& [p, m] : by_data_) b += m.q.size() + m.scale.size() * sizeof(float);
+  for (const auto& [p, m] : by_data_) b += m.q.size() + m.panels.size() + m.scale.size() * sizeof(float);
   return b;
 }
 
@@ -168,29 +178,49 @@ void int8_matmul(const float* x, int64_t m, const Int8Matrix& w, int64_t e, floa
     if (!accumulate) std::fill(out, out + m * n, 0.f);
     return;
   }
-  std::vector<int8_t> qa(static_cast<size_t>(m * k));
-  std::vector<float> sa(static_cast<size_t>(m));
+  // Where the AVX2 panel kernel runs (cpu::s8_panels_run), the rows also as int16 pairs and the expert's panels
+  // packed once (Int8Weights::add; here, for a matrix outside a set). Scratch from the caching allocator: large
+  // std::vectors were fresh pages at every call (5% of a decoding profile in the kernel's page zeroing).
+  const bool panels = cpu::s8_panels_run();
+  const int64_t width = 2 * ((k + 1) / 2), panel_bytes = cpu::s8_panels_bytes(k, n);
+  const Tensor qa_t = Tensor::empty(Shape{m * k}, DType::u8, Device::cpu());
+  const Tensor sa_t = Tensor::empty(Shape{m}, DType::f32, Device::cpu());
+  const Tensor wide_t = Tensor::empty(Shape{panels ? m * width / 2 : 0}, DType::i32, Device::cpu());  // int16 pairs
+  auto* qa = reinterpret_cast<int8_t*>(qa_t.raw());
+  float* sa = sa_t.data<float>();
+  auto* wide = reinterpret_cast<int16_t*>(wide_t.raw());
   const bool simd = cpu_isa() == CpuIsa::avx512;
   parallel_for(m, std::max<int64_t>(1, kElementsPerThread / k), [&](int64_t lo, int64_t hi) {
-    if (simd) {
-      for (int64_t i = lo; i < hi; ++i) sa[size_t(i)] = scale_of(quantize_row_avx512(x + i * k, k, qa.data() + i * k));
-      return;
-    }
-    run_wide([&] {  // AVX2 where the CPU has it: the same bytes
-      for (int64_t i = lo; i < hi; ++i) sa[size_t(i)] = scale_of(quantize_row(x + i * k, k, qa.data() + i * k));
-    });
+    if (simd)
+      for (int64_t i = lo; i < hi; ++i) sa[i] = scale_of(quantize_row_avx512(x + i * k, k, qa + i * k));
+    else
+      run_wide([&] {  // AVX2 where the CPU has it: the same bytes
+        for (int64_t i = lo; i < hi; ++i) sa[i] = scale_of(quantize_row(x + i * k, k, qa + i * k));
+      });
+    if (panels) cpu::widen_s8_pairs(hi - lo, k, qa + lo * k, k, wide + lo * width);
   });
   const int8_t* qb = w.q.data() + e * k * n;
   const float* sw = w.scale.data() + e * n;
-  auto block = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-    thread_local std::vector<int32_t> acc;
+  std::vector<int8_t> packed;
+  if (panels && w.panels.empty()) {
+    packed.resize(static_cast<size_t>(panel_bytes));
+    cpu::pack_s8_panels(w.per_row, k, n, qb, w.per_row ? k : n, packed.data());
+  }
+  const int8_t* pb = !panels ? nullptr : w.panels.empty() ? packed.data() : w.panels.data() + e * panel_bytes;
+  auto block = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {  // c0 a multiple of 8 with panels
     const int64_t rows = r1 - r0, cols = c1 - c0;
+    if (panels) {  // y = float(sum) (s_a s_w) in the kernel
+      cpu::gemm_s8_panels_scaled(rows, n, k, wide + r0 * width, width, pb, c0 / 8, (c1 + 7) / 8, sa + r0, sw + c0,
+                                 out + r0 * n + c0, n, accumulate);
+      return;
+    }
+    thread_local std::vector<int32_t> acc;
     acc.resize(static_cast<size_t>(rows * cols));
-    gemm_s8s8s32(w.per_row, rows, cols, k, qa.data() + r0 * k, k, w.per_row ? qb + c0 * k : qb + c0, w.per_row ? k : n,
+    gemm_s8s8s32(w.per_row, rows, cols, k, qa + r0 * k, k, w.per_row ? qb + c0 * k : qb + c0, w.per_row ? k : n,
                  acc.data(), cols);
     run_wide([&] {
       for (int64_t i = 0; i < rows; ++i) {
-        const float si = sa[static_cast<size_t>(r0 + i)];
+        const float si = sa[r0 + i];
         float* oi = out + (r0 + i) * n + c0;
         const int32_t* ai = acc.data() + i * cols;
         for (int64_t j = 0; j < cols; ++j) {
@@ -201,10 +231,13 @@ void int8_matmul(const float* x, int64_t m, const Int8Matrix& w, int64_t e, floa
     });
   };
   constexpr int64_t kMinOpsPerThread = int64_t(1) << 22;  // int8 runs ~4x the f32 rate: matmul.cpp's 2^20, scaled
-  if (m >= n)
+  if (m >= n) {
     parallel_for(m, std::max<int64_t>(4, kMinOpsPerThread / (2 * n * k)), [&](int64_t lo, int64_t hi) { block(lo, hi, 0, n); });
-  else
-    parallel_for(n, std::max<int64_t>(64, kMinOpsPerThread / (2 * m * k)), [&](int64_t lo, int64_t hi) { block(0, m, lo, hi); });
+    return;
+  }
+  const int64_t unit = panels ? 8 : 1;  // columns split in whole panels
+  parallel_for((n + unit - 1) / unit, std::max<int64_t>(64 / unit, kMinOpsPerThread / (2 * m * k * unit)),
+               [&](int64_t lo, int64_t hi) { block(0, m, lo * unit, std::min(hi * unit, n)); });
 }
 }  // namespace cpu
 

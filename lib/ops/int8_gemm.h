@@ -25,6 +25,7 @@ struct Int8Matrix {
   bool per_row = false;      // scales along axis 0 (a 2-D weight used transposed)
   std::vector<int8_t> q;     // the f32 weight's layout
   std::vector<float> scale;  // [N] or [E, N]
+  std::vector<int8_t> panels;  // q per expert in the AVX2 kernel's order (cpu::pack_s8_panels), where it runs
   int64_t experts() const { return shape.ndim() == 3 ? shape[0] : 1; }
   int64_t k() const { return per_row ? shape[1] : shape[-2]; }
   int64_t n() const { return per_row ? shape[0] : shape[-1]; }
@@ -38,7 +39,11 @@ Tensor dequantize_int8(const Int8Matrix& m);
 /// for o < outer, i < len (a slice of a weight whose f32 values int8 inference released or replaces).
 void dequantize_int8_strided(const Int8Matrix& m, float* out, int64_t outer, int64_t len, int64_t full, int64_t off);
 
-/// A model's quantized weights, by the f32 weight tensors they replace.
+/// Fills m.panels where the CPU's int8 product runs the AVX2 panel kernel (cpu::s8_panels_run()), else clears it;
+/// without them int8_matmul packs the expert it multiplies at each call.
+void pack_int8_panels(Int8Matrix& m);
+
+/// A model's quantized weights, by the f32 weight tensors they replace (each packed by pack_int8_panels).
 class Int8Weights {
  public:
   void add(const Tensor& f32_weight, Int8Matrix m);

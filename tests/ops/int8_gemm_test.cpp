@@ -151,37 +151,50 @@ TEST_CASE("int8: an inner dimension past exact int32 sums is refused", "[ops][in
 
 // Activations are quantized per row by a portable loop, on AVX2 by the same loop 8 lanes wide (run_wide), on AVX-512F
 // 16 at a time (ops/cpu_isa.h); all round to the nearest even integer after the same product, so the bytes, and so
-// the products (the AVX2 int8 loops are exact too), are identical. Rows hold exact ties (x 127 / amax = n + 0.5),
-// zeros, a zero row, and lengths with and without a tail of 16.
+// the products (exact on every path: AVX2's panel kernel, ops/int8_panels.cpp, or oneDNN's with VNNI), are
+// identical; AVX2's kernel also scales and accumulates as the portable loop rounds. Rows hold exact ties
+// (x 127 / amax = n + 0.5), zeros, a zero row, and lengths with and without a tail of 16; the columns fill whole
+// panels of 8 or not, in an odd number; the weight is used as is and transposed (per row), packed once
+// (pack_int8_panels, as a model's weights are) or at the call, for the second of two experts.
 TEST_CASE("int8: every instruction set gives the portable quantized products", "[ops][int8]") {
   if (!cpu_supports(CpuIsa::avx2) && !cpu_supports(CpuIsa::avx512)) {
     WARN("this CPU has neither AVX2 nor AVX-512F: only the portable loops exist here");
     return;
   }
   const CpuIsa saved = cpu_isa();
-  for (int64_t k : {16, 64, 77, 5}) {
-    INFO("k " << k);
-    const int64_t m = 6, n = 40;
-    const Tensor w = test::random_normal(Shape{k, n}, 4, 0.1f);
-    Tensor x = test::random_normal(Shape{m, k}, 5);
-    float* px = x.data<float>();
-    for (int64_t p = 0; p < k; ++p) {
-      px[p] = float(p % 9) - 4.f;  // row 0: amax 4, x 127 / 4 = x 31.75: -2 and 2 give ties (63.5)
-      px[k + p] = p == 0 ? 127.f : float(p % 11) - 5.5f;  // row 1: amax 127, x 1: every other element a tie
-      px[2 * k + p] = 0.f;                                // row 2: zero, scale 0
-    }
-    const Int8Matrix q = quantize_int8(w, false);
-    std::vector<float> portable(size_t(m * n));
-    set_cpu_isa(CpuIsa::portable);
-    cpu::int8_matmul(px, m, q, 0, portable.data(), false);
-    for (CpuIsa isa : {CpuIsa::avx2, CpuIsa::avx512}) {
-      if (!cpu_supports(isa)) continue;
-      std::vector<float> got(size_t(m * n));
-      set_cpu_isa(isa);
-      cpu::int8_matmul(px, m, q, 0, got.data(), false);
-      INFO(enum_name(isa));
-      CHECK(got == portable);
-    }
-    set_cpu_isa(saved);
-  }
+  for (int64_t k : {16, 64, 77, 5})
+    for (int64_t n : {40, 37})
+      for (bool per_row : {false, true}) {
+        INFO("k " << k << " n " << n << " per_row " << per_row);
+        const int64_t m = 7, e = per_row ? 0 : 1;
+        const Tensor w = test::random_normal(per_row ? Shape{n, k} : Shape{2, k, n}, 4, 0.1f);
+        Tensor x = test::random_normal(Shape{m, k}, 5);
+        float* px = x.data<float>();
+        for (int64_t p = 0; p < k; ++p) {
+          px[p] = float(p % 9) - 4.f;  // row 0: amax 4, x 127 / 4 = x 31.75: -2 and 2 give ties (63.5)
+          px[k + p] = p == 0 ? 127.f : float(p % 11) - 5.5f;  // row 1: amax 127, x 1: every other element a tie
+          px[2 * k + p] = 0.f;                                // row 2: zero, scale 0
+        }
+        const std::vector<float> start = test::random_normal(Shape{m, n}, 6).to_vector<float>();
+        auto product = [&](const Int8Matrix& q, bool accumulate) {
+          std::vector<float> y = accumulate ? start : std::vector<float>(size_t(m * n));
+          cpu::int8_matmul(px, m, q, e, y.data(), accumulate);
+          return y;
+        };
+        Int8Matrix q = quantize_int8(w, per_row);
+        set_cpu_isa(CpuIsa::portable);
+        const std::vector<float> plain = product(q, false), added = product(q, true);
+        for (CpuIsa isa : {CpuIsa::avx2, CpuIsa::avx512}) {
+          if (!cpu_supports(isa)) continue;
+          set_cpu_isa(isa);
+          INFO(enum_name(isa));
+          q.panels.clear();
+          CHECK(product(q, false) == plain);
+          pack_int8_panels(q);
+          CHECK(q.panels.empty() == !cpu::s8_panels_run());
+          CHECK(product(q, false) == plain);
+          CHECK(product(q, true) == added);
+        }
+        set_cpu_isa(saved);
+      }
 }
