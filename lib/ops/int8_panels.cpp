@@ -106,7 +106,8 @@ MOE_AVX2_EXACT inline void s8_panel_tile(int64_t pairs, const int16_t* a, int64_
   }
   const __m256i acc[4][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
   for (int r = 0; r < R; ++r)
-    for (int q = 0; q < C && 8 * q < cols; ++q) sink.put(i0 + r, j0 + 8 * q, acc[r][q], std::min<int64_t>(8, cols - 8 * q));
+    for (int q = 0; q < C && 8 * q < cols; ++q)
+      sink.put(i0 + r, j0 + 8 * q, acc[r][q], std::min<int64_t>(8, cols - 8 * q));
 }
 
 /// All m rows against C panels from `b`: blocks of 4 rows, then the last 1-3.
@@ -115,12 +116,10 @@ MOE_AVX2_EXACT void s8_panel_rows(int64_t m, int64_t pairs, const int16_t* a, in
                                   int64_t panel_bytes, int64_t j0, int64_t cols, const Sink& sink) {
   int64_t i = 0;
   for (; i + 4 <= m; i += 4) s8_panel_tile<4, C>(pairs, a + i * lda, lda, b, panel_bytes, i, j0, cols, sink);
-  switch (m - i) {
-    case 3: s8_panel_tile<3, C>(pairs, a + i * lda, lda, b, panel_bytes, i, j0, cols, sink); break;
-    case 2: s8_panel_tile<2, C>(pairs, a + i * lda, lda, b, panel_bytes, i, j0, cols, sink); break;
-    case 1: s8_panel_tile<1, C>(pairs, a + i * lda, lda, b, panel_bytes, i, j0, cols, sink); break;
-    default: break;
-  }
+  const int64_t rest = m - i;
+  if (rest == 3) s8_panel_tile<3, C>(pairs, a + i * lda, lda, b, panel_bytes, i, j0, cols, sink);
+  if (rest == 2) s8_panel_tile<2, C>(pairs, a + i * lda, lda, b, panel_bytes, i, j0, cols, sink);
+  if (rest == 1) s8_panel_tile<1, C>(pairs, a + i * lda, lda, b, panel_bytes, i, j0, cols, sink);
 }
 
 /// Panels p0..p1 in pairs (each panel pair used for all rows while it is in L1), then the odd one.
