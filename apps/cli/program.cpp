@@ -17,7 +17,7 @@ void add_cpu_threads_option(CLI::App& app) {
 }
 
 int run_program(const char* program, int argc, char** argv, const std::function<int(int, char**)>& body) {
-  rerun_with_openmp_spin(argv);  // libgomp idle threads: short spinning (common/cpu_threads.h)
+  rerun_with_runtime_env(argv);  // libgomp's spinning, OpenBLAS's kernels (common/cpu_threads.h)
   try {
     cpu_threads();  // the default thread count, capped under an address-space limit (an error below 512 MiB)
     return body(argc, argv);

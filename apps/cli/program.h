@@ -1,6 +1,6 @@
-// What every moe program shares at its start: libgomp's spin policy (rerun_with_openmp_spin, before
-// anything else), the --cpu-threads option on its CLI11 parser, and a top-level error handler that
-// prints "<program>: <message>" and returns 1 instead of terminating. Covered by
+// What every moe program shares at its start: libgomp's spin policy and OpenBLAS's kernel set
+// (rerun_with_runtime_env, before anything else), the --cpu-threads option on its CLI11 parser, and a top-level error
+// handler that prints "<program>: <message>" and returns 1 instead of terminating. Covered by
 // tests/unit/cpu_threads_test.cpp and the programs' tests (tests/translator/translate_cli_test.cpp).
 #pragma once
 #include <functional>

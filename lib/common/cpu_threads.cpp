@@ -24,8 +24,10 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common/error.h"
+#include "common/openblas_core.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -97,11 +99,17 @@ int cpu_threads() {
   return n;
 }
 
-void rerun_with_openmp_spin(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
-  if (setenv("GOMP_SPINCOUNT", kOpenmpSpinCount, 1) != 0) return;
+void rerun_with_runtime_env(char** argv) {
+  std::vector<const char*> set;
+  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT") &&
+      setenv("GOMP_SPINCOUNT", kOpenmpSpinCount, 1) == 0)
+    set.push_back("GOMP_SPINCOUNT");
+  if (const std::string core = openblas_core_override();
+      !core.empty() && !std::getenv("OPENBLAS_CORETYPE") && setenv("OPENBLAS_CORETYPE", core.c_str(), 1) == 0)
+    set.push_back("OPENBLAS_CORETYPE");
+  if (set.empty()) return;
   execv("/proc/self/exe", argv);
-  unsetenv("GOMP_SPINCOUNT");  // no rerun: libgomp keeps its default, and so does any child process
+  for (const char* name : set) unsetenv(name);  // no rerun: the libraries keep their defaults, and child processes
 }
 
 void parallel_for(int64_t n, int64_t min_per_thread, RangeFn fn) {

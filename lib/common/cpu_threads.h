@@ -32,12 +32,14 @@ void set_cpu_threads(int n);
 /// decoding, and on a loaded machine took the core from the thread with the work: greedy decoding
 /// at 2 threads took 48.5 s against 10.9-15.8 s with this value, 4.8-8.1 s at 1 thread (docs/PERF.md).
 constexpr const char* kOpenmpSpinCount = "10000";
-/// libgomp reads GOMP_SPINCOUNT once, when it is loaded, before main(). Every program's main()
-/// calls this first: when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set it sets GOMP_SPINCOUNT
-/// to kOpenmpSpinCount and runs the program again (execv of /proc/self/exe with the same argv, so
-/// the same process id); it returns when either is already set (the user's choice, or the rerun)
-/// or when the rerun fails.
-void rerun_with_openmp_spin(char** argv);
+/// libgomp reads GOMP_SPINCOUNT once, when it is loaded, before main(), and OpenBLAS reads
+/// OPENBLAS_CORETYPE then (common/openblas_core.h). Every program's main() calls this first: it sets
+/// GOMP_SPINCOUNT to kOpenmpSpinCount when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, and
+/// OPENBLAS_CORETYPE to openblas_core_override() when that is not empty and the variable is not set, and
+/// when it set either runs the program again (execv of /proc/self/exe with the same argv, so the same
+/// process id); it returns when there is nothing to set (the user's choice, or the rerun) or when the
+/// rerun fails (then it unsets what it set).
+void rerun_with_runtime_env(char** argv);
 
 /// A non-owning reference to a callable void(int64_t begin, int64_t end) (no allocation per call).
 class RangeFn {
