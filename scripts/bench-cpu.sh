@@ -11,6 +11,10 @@
 # the effect of the jemalloc/tcmalloc preload that PyTorch's CPU tuning guides advise): without it PyTorch and
 # CTranslate2 return their large blocks to the system after each use and fault them in again (PyTorch training
 # ran 2.8x slower so on this VM, 18% of its time in page faults); --plain-malloc leaves glibc's defaults.
+# What ran (issue 39): a "machine" line first records the CPU, moe's kernel set, GEMM backend and OpenBLAS kernels
+# (moe-bench --cpu-info) and the OpenBLAS kernels PyTorch runs; where Debian's OpenBLAS does not know the CPU and
+# falls back to SSE3 kernels, moe sets OPENBLAS_CORETYPE for itself and PyTorch gets the same value (a crippled
+# peer is no comparison). Every line names the CPU and its side's GEMM library and kernels ("blas").
 # Each JSON line records the cores the process used ((user + system) / wall, /usr/bin/time), its peak
 # resident memory and the 1-minute load average before it ran; the summary prints median, min-max over
 # --repeat runs and cores used beside each figure.
@@ -74,9 +78,9 @@ done
 emit() { echo "$1" | tee -a "$RESULTS"; }
 # timed FILE CMD...: wall user sys faults max-RSS of CMD, after the load average (first field)
 timed() { local f="$1"; shift; cut -d' ' -f1 /proc/loadavg > "$f.load"; /usr/bin/time -f '%e %U %S %F %R %M' -o "$f" "$@"; }
-cpu_fields() {  # FILE: the JSON fields of a timed run
+cpu_fields() {  # FILE BLAS: the JSON fields of a timed run of a side whose GEMMs run on BLAS
   local wall user sys major minor rss; read -r wall user sys major minor rss < <(tail -1 "$1")
-  echo "\"wall\": $wall, \"user\": $user, \"system\": $sys, \"cores_used\": $(awk -v w="$wall" -v u="$user" -v s="$sys" \
+  echo "\"cpu\": \"$CPU_MODEL\", \"blas\": \"$2\", \"wall\": $wall, \"user\": $user, \"system\": $sys, \"cores_used\": $(awk -v w="$wall" -v u="$user" -v s="$sys" \
     'BEGIN { printf "%.2f", (u + s) / (w > 0 ? w : 1) }'), \"max_rss_mib\": $((rss / 1024)), \"page_faults\": $((major + minor)), \"load1\": $(cat "$1.load")"
 }
 pin() { PIN=(taskset -c "0-$(($1 - 1))"); }  # N: the first N CPUs
@@ -87,7 +91,20 @@ threads_flag() {
   if "$BIN/moe-train" --cpu-threads 1 --help >/dev/null 2>&1; then THREAD_ARGS=(--cpu-threads "$1"); ENV_T=(env "OMP_NUM_THREADS=$1" "${PIN[@]}")
   else THREAD_ARGS=(); ENV_T=(env "OPENBLAS_NUM_THREADS=$1" "OMP_NUM_THREADS=$1" "${PIN[@]}"); fi
 }
-torch_env() { pin "$1"; TORCH_ENV=(env "OMP_NUM_THREADS=$1" "OPENBLAS_NUM_THREADS=$1" "MKL_NUM_THREADS=$1" "${PIN[@]}"); }
+torch_env() {
+  pin "$1"
+  TORCH_ENV=(env "OMP_NUM_THREADS=$1" "OPENBLAS_NUM_THREADS=$1" "MKL_NUM_THREADS=$1" ${BLAS_CORE:+"OPENBLAS_CORETYPE=$BLAS_CORE"} "${PIN[@]}")
+}
+MOE_CPU="$("$BIN/moe-bench" --cpu-info 2>/dev/null || echo '{}')"  # older builds: no --cpu-info
+json_field() { "$PY" -c 'import json, sys; print(json.loads(sys.argv[1]).get(sys.argv[2], ""))' "$1" "$2"; }
+CPU_MODEL="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//; s/"//g')"
+BLAS_CORE="$(json_field "$MOE_CPU" openblas_coretype)"
+MOE_BLAS="$(json_field "$MOE_CPU" gemm) (oneDNN / OpenBLAS $(json_field "$MOE_CPU" openblas)), $(json_field "$MOE_CPU" kernels) kernels"
+TORCH_BLAS="OpenBLAS $(env ${BLAS_CORE:+"OPENBLAS_CORETYPE=$BLAS_CORE"} "$PY" -c 'import torch, ctypes
+lib = ctypes.CDLL("libopenblas.so.0"); lib.openblas_get_corename.restype = ctypes.c_char_p
+print(lib.openblas_get_corename().decode())' 2>/dev/null || echo unknown)"
+side_blas() { [[ "$1" == ct2-* ]] && echo "oneDNN" || echo "$MOE_BLAS"; }  # a decoding side's
+emit "{\"side\": \"machine\", \"work\": \"machine\", \"cpu\": \"$CPU_MODEL\", \"moe\": $MOE_CPU, \"torch_blas\": \"$TORCH_BLAS\", \"ct2_blas\": \"oneDNN\"}"
 
 model_args() {  # moe-train options and bench_cpu_torch.py options of a model
   case "$1" in
@@ -120,7 +137,7 @@ if [[ ",$ONLY," == *,train,* ]]; then
         run="$OUT/train-$model-t$t"
         moe_train "$model" "$t" "$run" $((WARMUP + UPDATES))
         # the first logged window (the untimed warm-up updates) is left out
-        emit "$("$PY" - "$run/metrics.jsonl" "$model" "$t" "$UPDATES" "$(cpu_fields "$run.time")" <<'EOF'
+        emit "$("$PY" - "$run/metrics.jsonl" "$model" "$t" "$UPDATES" "$(cpu_fields "$run.time" "$MOE_BLAS")" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if '"type":"train"' in l.replace(" ", "")][1:]
 tok = sum(r["tokens"] for r in rows); sec = sum(r["tokens"] / r["tokens_per_s"] for r in rows)
@@ -133,7 +150,7 @@ EOF
         model_args "$model"; torch_env "$t"
         line=$(timed "$run.torch.time" "${TORCH_ENV[@]}" "$PY" "$ROOT/scripts/bench_cpu_torch.py" train --src "$DATA/train.src.ids" --tgt "$DATA/train.tgt.ids" \
                "${TORCH_MODEL[@]}" --threads "$t" --updates "$UPDATES" --warmup "$WARMUP")
-        emit "${line%\}}, \"model\": \"$model\", $(cpu_fields "$run.torch.time")}"
+        emit "${line%\}}, \"model\": \"$model\", $(cpu_fields "$run.torch.time" "$TORCH_BLAS")}"
       done
     done
   done
@@ -192,11 +209,11 @@ EOF
         torch_env "$t"
         line=$(timed "$hyp.time" "${TORCH_ENV[@]}" "$PY" "$ROOT/scripts/bench_cpu_torch.py" decode --checkpoint "$CKPT" \
                --src "$OUT/test.src.ckpt.ids" --beam "$beam" --threads "$t" --max-tokens 4096 --out "$hyp.ids")
-        emit "${line%\}}, $(cpu_fields "$hyp.time")}"
+        emit "${line%\}}, $(cpu_fields "$hyp.time" "$TORCH_BLAS")}"
         return ;;
     esac
     local wall; read -r wall _ <"$hyp.time"
-    emit "{\"side\": \"$side\", \"work\": \"decode\", \"beam\": $beam, \"threads\": $t, \"seconds\": $wall, \"bleu\": $(bleu "$hyp"), $(cpu_fields "$hyp.time")}"
+    emit "{\"side\": \"$side\", \"work\": \"decode\", \"beam\": $beam, \"threads\": $t, \"seconds\": $wall, \"bleu\": $(bleu "$hyp"), $(cpu_fields "$hyp.time" "$(side_blas "$side")")}"
   }
   if [[ -z "$SIDES" ]]; then SIDES="moe-f32 moe-int8 torch"; [[ -n "$CT2_BUILD" ]] && SIDES="moe-f32 moe-int8 ct2-f32 ct2-int8 torch"; fi
   for beam in 5 1; do

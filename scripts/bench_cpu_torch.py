@@ -344,11 +344,14 @@ def summary(a):
     import statistics
     rows = [json.loads(l) for l in open(a.src) if l.strip()]
     for r in rows:
+        if r["work"] == "machine":
+            print("machine: %s; moe: %s; PyTorch: %s; CTranslate2: %s" % (r["cpu"], json.dumps(r["moe"]), r["torch_blas"],
+                                                                         r["ct2_blas"]))
         if r["work"] == "size":
             print("size on disk, %s: f32 %.1f MiB, int8 %.1f MiB" % (r["side"], r["f32_mib"], r["int8_mib"]))
     groups = {}
     for r in rows:
-        if r["work"] == "size":
+        if r["work"] in ("size", "machine"):
             continue
         side = "moe-f32" if (r["side"] == "moe" and r["work"] == "decode") else r["side"]
         groups.setdefault((r["work"], str(r.get("model", r.get("beam"))), r["threads"]), {}).setdefault(side, []).append(r)

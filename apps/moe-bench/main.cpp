@@ -3,15 +3,18 @@
 // transformer-base shapes) or `--device cpu` (f32, small shapes); --list shows the cases, --list-variants
 // the kernel variant table (the SASS check of scripts/internal/kernel-sass.sh reads it), --filter
 // picks them by regex, --has-gpu answers whether a GPU is there (scripts/demo.sh; the CUDA emulator's
-// devices do not count), --has-cuda whether cuda:0 exists at all (tests/scripts/cuda_e2e.sh). Logic in lib/bench/
-// (bench.h); covered by tests/bench/bench_test.cpp. Under mpirun / srun only rank 0 prints (the dist.* cases).
+// devices do not count), --has-cuda whether cuda:0 exists at all (tests/scripts/cuda_e2e.sh), --cpu-info
+// what runs the CPU work (scripts/bench-cpu.sh). Logic in lib/bench/ (bench.h); covered by
+// tests/bench/bench_test.cpp. Under mpirun / srun only rank 0 prints (the dist.* cases).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 
 #include "bench/bench.h"
 #include "cli/program.h"
+#include "common/json.h"
 #include "dist/launch_env.h"
+#include "ops/cpu_gemm.h"
 #include "tensor/device.h"
 
 namespace {
@@ -19,7 +22,8 @@ int run(int argc, char** argv) {
   CLI::App app{"moe-bench: per-kernel timings, TFLOP/s or GB/s and the fraction of the measured device ceiling"};
   std::string device = "auto", dtype, scale, format = "text", filter, json_out;
   int repeat = 0, warmup = -1;
-  bool list = false, list_variants = false, no_flush = false, no_ceilings = false, has_gpu = false, has_cuda = false;
+  bool list = false, list_variants = false, no_flush = false, no_ceilings = false, has_gpu = false, has_cuda = false,
+       cpu_info = false;
   app.add_option("--device", device, "cpu, cuda, cuda:N or auto (a GPU when one answers)");
   app.add_option("--dtype", dtype, "activation / GEMM dtype (default bf16 on a GPU, f32 on the CPU)");
   app.add_option("--scale", scale, "shapes: full (transformer-base; GPU default), small (CPU default), tiny")
@@ -39,6 +43,9 @@ int run(int argc, char** argv) {
   app.add_flag("--has-gpu", has_gpu, "print how many GPUs answer and exit 0 when there is one, else 1 (scripts)");
   app.add_flag("--has-cuda", has_cuda,
                "exit 0 when cuda:0 exists, a GPU or the CUDA emulator's device (emu/), else 1 (scripts)");
+  app.add_flag("--cpu-info", cpu_info,
+               "print the CPU, moe's kernel set, the f32 GEMM backend and OpenBLAS's kernels as one JSON object and "
+               "exit (scripts/bench-cpu.sh records it)");
   moe::cli::add_cpu_threads_option(app);
   CLI11_PARSE(app, argc, argv);
   // Under mpirun / srun (the dist.* cases) rank 0 alone prints; the others only take part.
@@ -51,6 +58,18 @@ int run(int argc, char** argv) {
       const bool emulated = moe::cuda_emulated() && moe::gpu_count() > 0;
       std::cout << moe::gpu_count() << (emulated ? " (emulated on the CPU)" : "") << "\n";
       return moe::gpu_count() > 0 && (has_cuda || !emulated) ? 0 : 1;
+    }
+    if (cpu_info) {
+      const moe::CpuComputeInfo i = moe::cpu_compute_info();
+      std::cout << moe::JsonObject()
+                       .add("cpu", i.cpu)
+                       .add("kernels", moe::enum_name(i.kernels))
+                       .add("gemm", moe::enum_name(i.gemm))
+                       .add("openblas", i.openblas)
+                       .add("openblas_coretype", i.openblas_coretype)
+                       .str()
+                << "\n";
+      return 0;
     }
     if (list) {
       for (const std::string& line : moe::bench::list_cases()) std::cout << line << "\n";

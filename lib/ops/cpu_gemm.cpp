@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <vector>
 
 #include "common/error.h"
+#include "common/openblas_core.h"
 #include "common/signal_stack.h"
 #include "ops/cpu_isa.h"
 #include "tensor/out_of_memory.h"
@@ -90,6 +92,23 @@ void set_cpu_gemm_backend(CpuGemmBackend backend) {
   MOE_CHECK(backend == CpuGemmBackend::openblas || onednn_built(), "CPU GEMM backend ", enum_name(backend),
             ": moe was built without oneDNN");
   backend_slot().store(backend);
+}
+
+CpuComputeInfo cpu_compute_info() {
+  CpuComputeInfo info{"", cpu_isa(), cpu_gemm_backend(), openblas_core(), ""};
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; info.cpu.empty() && std::getline(cpuinfo, line);)
+    if (const size_t colon = line.find(':'); line.rfind("model name", 0) == 0 && colon != std::string::npos)
+      if (const size_t at = line.find_first_not_of(" \t", colon + 1); at != std::string::npos)
+        info.cpu = line.substr(at);
+  if (const char* v = std::getenv("OPENBLAS_CORETYPE")) info.openblas_coretype = v;
+  return info;
+}
+
+std::string describe(const CpuComputeInfo& info) {
+  return (info.cpu.empty() ? "an unnamed CPU" : info.cpu) + ": " + enum_name(info.kernels) + " kernels, f32 GEMMs " +
+         enum_name(info.gemm) + ", OpenBLAS " + info.openblas +
+         (info.openblas_coretype.empty() ? "" : " (OPENBLAS_CORETYPE=" + info.openblas_coretype + ")");
 }
 
 namespace cpu {

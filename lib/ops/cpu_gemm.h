@@ -15,8 +15,10 @@
 // Covered by tests/ops/cpu_gemm_test.cpp.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "common/named_enum.h"
+#include "ops/cpu_isa.h"
 
 namespace moe {
 
@@ -32,6 +34,18 @@ bool onednn_built();
 CpuGemmBackend cpu_gemm_backend();
 /// Sets the backend (tests, benchmarks); onednn or by_rows without onednn_built() is an error.
 void set_cpu_gemm_backend(CpuGemmBackend backend);
+
+/// What runs this process's CPU work, for benchmark records and logs (moe-bench --cpu-info, moe-train's log).
+struct CpuComputeInfo {
+  std::string cpu;                // the model name in /proc/cpuinfo
+  CpuIsa kernels;                 // moe's own row and int8 kernels (ops/cpu_isa.h)
+  CpuGemmBackend gemm;            // the f32 GEMMs
+  std::string openblas;           // OpenBLAS's kernel set (common/openblas_core.h)
+  std::string openblas_coretype;  // OPENBLAS_CORETYPE as this process found it (set by moe's rerun or the user)
+};
+CpuComputeInfo cpu_compute_info();
+/// "AMD EPYC: avx2 kernels, f32 GEMMs by_rows, OpenBLAS Zen"
+std::string describe(const CpuComputeInfo& info);
 
 namespace cpu {
 /// c = alpha op(a) op(b) + beta c, op(x) = x^T when t; op(a) [m, k], op(b) [k, n], leading dimensions as BLAS.

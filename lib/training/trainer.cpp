@@ -16,6 +16,7 @@
 #include "graph/graph.h"
 #include "layers/moe_ffn.h"
 #include "models/model_registry.h"
+#include "ops/cpu_gemm.h"
 #include "tensor/allocator.h"
 #include "tensor/device.h"
 #include "training/fine_tuning.h"
@@ -137,6 +138,7 @@ void Trainer::setup_model() {
   }
   spdlog::info("moe-train: {} ({}) model, {} parameters, {} optimizer, {} on {}", model_->type(), task_name(o_.task),
                store_->count(), opt_->name(), dtype_name(o_.dtype), device_.str());
+  if (device_.is_cpu()) spdlog::info("moe-train: CPU: {}", describe(cpu_compute_info()));
   spdlog::info("moe-train: updates: {}", update_schedule_->describe());
   const std::string future = future_warning(*model_, "the training loss and the validation loss and perplexity");
   if (!future.empty()) spdlog::warn("moe-train: {}", future);

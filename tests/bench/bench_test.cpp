@@ -21,7 +21,9 @@
 #include "bench/random.h"
 #include "bench/reference_gemm.h"
 #include "bench/timer.h"
+#include "common/openblas_core.h"
 #include "ops/attention.h"
+#include "ops/cpu_gemm.h"
 
 using namespace moe;
 using namespace moe::bench;
@@ -316,6 +318,36 @@ TEST_CASE("the moe-bench binary", "[bench][cli]") {
   const std::vector<std::string> lines = lines_of(read_file(run));
   REQUIRE(lines.size() == 3);
   CHECK(YAML::Load(lines[2])["name"].as<std::string>() == "adam/step");
+  // --cpu-info: what ran; a moe program runs OpenBLAS's AVX2 or AVX-512 kernels wherever the CPU has them, also where
+  // OpenBLAS 0.3.21 does not know the CPU (common/openblas_core.h: the program reruns itself with OPENBLAS_CORETYPE)
+  REQUIRE(std::system(("env -u OPENBLAS_CORETYPE " + bin + " --cpu-info > " + run).c_str()) == 0);
+  const YAML::Node info = YAML::Load(read_file(run));
+  CHECK(info["cpu"].as<std::string>() == cpu_compute_info().cpu);
+  CHECK(info["kernels"].as<std::string>() == enum_name(cpu_isa()));
+  CHECK(info["gemm"].as<std::string>() == enum_name(cpu_gemm_backend()));
+  const std::string core = info["openblas"].as<std::string>();
+  CHECK_FALSE(core.empty());
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  INFO("OpenBLAS kernels " << core << ", OPENBLAS_CORETYPE " << info["openblas_coretype"].as<std::string>());
+  CHECK(openblas_core_override(core, avx512, avx2).empty());
+  // The rerun on a CPU OpenBLAS does not know, on any CPU: a preloaded openblas_get_corename answers "Prescott"
+  // unless OPENBLAS_CORETYPE names a set (as OpenBLAS 0.3.21 does on a recent Xeon).
+  const std::string shim = (dir / "prescott.c").string(), so = (dir / "prescott.so").string();
+  std::ofstream(shim)
+      << "#include <stdlib.h>\nconst char* openblas_get_corename(void) {\n"
+         "  const char* forced = getenv(\"OPENBLAS_CORETYPE\");\n  return forced ? forced : \"Prescott\";\n}\n";
+  if (std::system(("cc -shared -fPIC -o " + so + " " + shim + " 2>/dev/null").c_str()) != 0) {
+    WARN("no C compiler here: the rerun under a Prescott OpenBLAS is not checked");
+  } else {
+    REQUIRE(std::system(("env -u OPENBLAS_CORETYPE LD_PRELOAD=" + so + " " + bin + " --cpu-info > " + run).c_str()) ==
+            0);
+    const YAML::Node forced = YAML::Load(read_file(run));
+    const std::string want = avx512 ? "SkylakeX" : avx2 ? "Haswell" : "";
+    CHECK(forced["openblas_coretype"].as<std::string>() == want);
+    CHECK(forced["openblas"].as<std::string>() == (want.empty() ? "Prescott" : want));
+  }
   CHECK(std::system((bin + " --format csv > /dev/null 2>&1").c_str()) != 0);
   CHECK(std::system((bin + " --device cpu --dtype bf16 --scale tiny > /dev/null 2>&1").c_str()) != 0);
   std::filesystem::remove_all(dir);
