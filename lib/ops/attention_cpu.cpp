@@ -205,9 +205,24 @@ MOE_AVX2 void dots_avx2(const float* q, const float* k, const int64_t* off, int6
 MOE_AVX2 void weighted_sum_avx2(const float* p, const int64_t* kept, int64_t n, const float* v, const int64_t* off,
                                 int64_t D, float* o) {
   for (int64_t x = 0; x < D; x += 32) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    if (x + 32 <= D) {  // a whole block: plain loads (a masked load costs more on AMD cores)
+      for (int64_t c = 0; c < n; ++c) {
+        const float* vr = v + off[kept[c]] + x;
+        const __m256 pc = _mm256_set1_ps(p[c]);
+        a0 = _mm256_fmadd_ps(pc, _mm256_loadu_ps(vr), a0);
+        a1 = _mm256_fmadd_ps(pc, _mm256_loadu_ps(vr + 8), a1);
+        a2 = _mm256_fmadd_ps(pc, _mm256_loadu_ps(vr + 16), a2);
+        a3 = _mm256_fmadd_ps(pc, _mm256_loadu_ps(vr + 24), a3);
+      }
+      _mm256_storeu_ps(o + x, a0);
+      _mm256_storeu_ps(o + x + 8, a1);
+      _mm256_storeu_ps(o + x + 16, a2);
+      _mm256_storeu_ps(o + x + 24, a3);
+      continue;
+    }
     __m256i m[4];
     for (int r = 0; r < 4; ++r) m[r] = lanes8(std::clamp<int64_t>(D - x - 8 * r, 0, 8));
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (int64_t c = 0; c < n; ++c) {
       const float* vr = v + off[kept[c]] + x;
       const __m256 pc = _mm256_set1_ps(p[c]);
