@@ -71,9 +71,10 @@ MOE_AVX512_END
 
 Int8Matrix quantize_int8(const Tensor& weight, bool per_row) {
   const Shape& s = weight.shape();
-  MOE_CHECK(weight.dtype() == DType::f32 && weight.device().is_cpu(), "quantize_int8: the weight must be f32 on the CPU");
-  MOE_CHECK(s.ndim() == 3 ? !per_row : s.ndim() == 2, "quantize_int8: a weight [K, N], [E, K, N] or [N, K] per row, got ",
-            s, per_row ? " per row" : "");
+  MOE_CHECK(weight.dtype() == DType::f32 && weight.device().is_cpu(),
+            "quantize_int8: the weight must be f32 on the CPU");
+  MOE_CHECK(s.ndim() == 3 ? !per_row : s.ndim() == 2,
+            "quantize_int8: a weight [K, N], [E, K, N] or [N, K] per row, got ", s, per_row ? " per row" : "");
   Int8Matrix m;
   m.shape = s;
   m.per_row = per_row;
@@ -230,9 +231,10 @@ void int8_matmul(const float* x, int64_t m, const Int8Matrix& w, int64_t e, floa
       }
     });
   };
-  constexpr int64_t kMinOpsPerThread = int64_t(1) << 22;  // int8 runs ~4x the f32 rate: matmul.cpp's 2^20, scaled
+  constexpr int64_t kMinOpsPerThread = int64_t(1) << 22;  // VNNI runs ~4x the f32 rate: matmul.cpp's 2^20, scaled
   if (m >= n) {
-    parallel_for(m, std::max<int64_t>(4, kMinOpsPerThread / (2 * n * k)), [&](int64_t lo, int64_t hi) { block(lo, hi, 0, n); });
+    parallel_for(m, std::max<int64_t>(4, kMinOpsPerThread / (2 * n * k)),
+                 [&](int64_t lo, int64_t hi) { block(lo, hi, 0, n); });
     return;
   }
   const int64_t unit = panels ? 8 : 1;  // columns split in whole panels

@@ -1,6 +1,6 @@
 // int8 inference GEMMs on the CPU: weights quantized once per output channel (symmetric, f32 scales),
 // activations per row on the fly, products accumulated exactly in int32 (ops/cpu_gemm.h: oneDNN's
-// gemm_s8s8s32 with AVX-512 VNNI, or a portable loop), then scaled back:
+// gemm_s8s8s32 with AVX-512 VNNI, moe's AVX2 kernel over weights packed once, or a portable loop), then scaled back:
 //   s_w[j] = max_k |w_kj| / 127,  q_kj = round(w_kj / s_w[j])      (per column j of a [K, N] weight)
 //   s_a[i] = max_k |a_ik| / 127,  p_ik = round(a_ik / s_a[i])      (per row i of the activations)
 //   y_ij = s_a[i] s_w[j] sum_k p_ik q_kj

@@ -1,15 +1,16 @@
-// cpu_gemm.h: the AVX2 int8 product over a weight packed once into panels (moe's own kernel where the CPU has
-// AVX2 but no AVX-512 VNNI, whose oneDNN product saturates; ops/cpu_gemm.h).
+// cpu_gemm.h: the AVX2 int8 product over a weight packed once into panels (moe's own kernel on CPUs with AVX2 and
+// without AVX-512 VNNI, where oneDNN's product saturates; ops/cpu_gemm.h).
 //   Packing: op(b) [k, n] as panels of 8 columns; panel p holds, for each pair t of rows 2t, 2t + 1, the 16 bytes
 //   (b[2t][8p + c], b[2t + 1][8p + c]) for c = 0..7, zeros past k and n: ceil(n / 8) ceil(k / 2) 16 bytes, as q.
 //   Product: a row's pair (a_2t, a_2t+1) as int16, broadcast; a panel's 16 bytes widened to int16; vpmaddwd gives
 //   the 8 lanes a_2t b[2t][c] + a_2t+1 b[2t+1][c] in int32 (exact: |sum| <= 2 x 128 x 128), added over t:
-//   c[i][8p + c] = sum_t (...), exact for k < 133,000 (k x 128 x 128 < 2^31).
+//   c[i][8p + c] = sum_t (...), exact while the sums fit int32 (k x 127 x 127 < 2^31 for quantized operands: the
+//   callers' k < 133,000). Stored as int32, or scaled in the store as ops/int8_gemm.h's portable loop rounds.
 // Register blocking: R rows x C panels of accumulators, each widened panel load used for R rows, each broadcast
 // for C panels: per pair of k, C loads + R broadcasts + 2 R C integer ops for 16 R C products (the loop it
 // replaced unpacked b and built a's pairs with scalar code at every call: ~3x the instructions).
-// Covered by tests/ops/cpu_gemm_test.cpp ("the int8 product is exact", "the int8 panels ...") and
-// tests/ops/int8_gemm_test.cpp.
+// Covered by tests/ops/cpu_gemm_test.cpp ("the int8 product is exact") and tests/ops/int8_gemm_test.cpp ("every
+// instruction set gives the portable quantized products").
 #include <immintrin.h>
 
 #include <algorithm>
