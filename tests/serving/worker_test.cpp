@@ -119,6 +119,12 @@ TEST_CASE("a batch mixes jobs with and without target prefixes, each as moe-tran
   ServerMetrics metrics;
   Worker worker(models, Device::cpu(), {.batching = {.max_tokens = 1000, .max_wait = std::chrono::milliseconds(300)}},
                 metrics);
+  // Held until every request is queued, as in the batching case above (one arriving alone would start at once).
+  std::promise<void> queued;
+  Submitted hold = worker.run_alone(0, 1, [all = queued.get_future().share()] {
+    all.wait();
+    return std::string("{}");
+  });
   TranslateRequest with = request({"w1 w2 w3", "w4", "w5 w6"}, 3, 2);
   with.prefix = {"w17 w18", "", "w19"};
   const std::vector<TranslateRequest> requests = {request({"w1 w2 w3", "w5 w6"}, 3, 2), with, request({"w7"}, 3, 1)};
@@ -127,6 +133,8 @@ TEST_CASE("a batch mixes jobs with and without target prefixes, each as moe-tran
     int64_t truncated = 0;
     jobs.push_back(worker.translate(0, r, encode_request(models[0], r, truncated), encode_prefixes(models[0], r)));
   }
+  queued.set_value();
+  CHECK(hold.result.get().json == "{}");
   for (size_t i = 0; i < jobs.size(); ++i) {
     INFO("request " << i);
     const JobResult r = jobs[i].result.get();
