@@ -18,13 +18,9 @@ Expr split_heads(const Expr& x, int heads) {
 
 KeysValues cached_kv(Graph& g, const AttentionInput& in, const std::function<KeysValues()>& project) {
   KVCache* cache = in.cache;
-  if (cache && !in.self_attention && cache->defined()) {  // cross-attention: keys/values computed once
-    if (cache->order.defined()) {
-      cache->k = select_rows(cache->k, cache->order);
-      cache->v = select_rows(cache->v, cache->order);
-      cache->order = Tensor();
-    }
-    return {g.input(cache->k), g.input(cache->v)};
+  if (cache && !in.self_attention && cache->defined()) {  // cross-attention: keys/values once per sentence
+    apply_cross_order(*cache);
+    return {g.input(cache->k), g.input(cache->v), cache->key_rows};
   }
   KeysValues kv = project();
   if (cache && in.self_attention) {

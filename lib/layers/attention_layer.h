@@ -24,13 +24,13 @@ struct AttentionInput {
   float dropout = 0;         // attention dropout on the weights (model.attention_dropout; training graphs only)
 };
 
-/// Keys and values [B, Tk, Hk, dh] through the cache of `in`: a filled cross-attention cache gives its own and
-/// `project` is not called; otherwise project() gives this step's, which self-attention appends to the cache
-/// (giving the cache's storage and its row table, key_rows) and a cross-attention cache keeps. Without a cache,
-/// project()'s.
+/// Keys and values [B, Tk, Hk, dh] through the cache of `in`: a filled cross-attention cache gives its own (one
+/// per sentence, with its row table once hypotheses were reordered) and `project` is not called; otherwise project()
+/// gives this step's, which self-attention appends to the cache (giving the cache's storage and its row table,
+/// key_rows) and a cross-attention cache keeps. Without a cache, project()'s.
 struct KeysValues {
   Expr k, v;
-  Tensor key_rows{};  // a self-attention cache's row table (kv_cache.h), for attention()
+  Tensor key_rows{};  // a decoding cache's row table (kv_cache.h), for attention()
 };
 KeysValues cached_kv(Graph& g, const AttentionInput& in, const std::function<KeysValues()>& project);
 

@@ -1,6 +1,7 @@
 // kv_cache.h implementation: a step writes the new columns (strided_copy) and reorders the row table while
 // appending their row numbers (one gather_append of i32 rows); a compaction copies the named keys into new
-// storage (cache_gather), after which row i names itself at every column. Covered by
+// storage (cache_gather), after which row i names itself at every column. A cross-attention reorder gathers
+// rows of its table only (index_select). Covered by
 // tests/layers/kv_cache_test.cpp.
 #include "layers/kv_cache.h"
 
@@ -64,6 +65,14 @@ void reorder_cache(KVCache& cache, const Tensor& origin) {
     cache.order = cache.order.defined() ? select_rows(cache.order, here) : here;
   }
   reorder_cache_rows(cache, origin);
+}
+
+void apply_cross_order(KVCache& cache) {
+  if (!cache.order.defined()) return;
+  const Tensor table =
+      cache.key_rows.defined() ? cache.key_rows : row_numbers(cache.k.shape()[0], cache.k.shape()[1], cache.k.device());
+  cache.key_rows = select_rows(table, cache.order);
+  cache.order = Tensor();
 }
 
 void append_to_cache(KVCache& cache, const Tensor& k, const Tensor& v) {

@@ -8,8 +8,11 @@
 // When the columns run out (then doubled), the hypotheses outnumber the rows, or half the rows are no longer
 // named, the cache compacts: the named keys are copied into new storage (row i for hypothesis i), so memory
 // stays within 2x the live keys along each axis and the copies cost O(1) per key over a decoding. Attention reads
-// // through the table (lib/ops/attention.h, key_rows). A cross-attention cache holds the encoder's keys and
-// values [N, S, Hk, dh] and is reordered (lazily, through `order`) only when the sentences change.
+// through the table (lib/ops/attention.h, key_rows). A cross-attention cache holds the encoder's keys and values
+// once per source sentence, [B, S, Hk, dh], and from the first reorder on a row table too (i32 [N, S]: hypothesis
+// i reads row key_rows[i, j] of column j, its sentence's row at every column); a reorder (lazily, through `order`,
+// and only when the sentences change) rewrites the table, never the keys: beam x less memory than keys per
+// hypothesis, and no copy when finished sentences leave the batch.
 // Covered by tests/layers/kv_cache_test.cpp and, through decoding, tests/translator/beam_search_test.cpp.
 #pragma once
 #include <map>
@@ -20,8 +23,8 @@
 namespace moe {
 
 struct KVCache {
-  Tensor k, v;                         // self-attention: storage [R, C, Hk, dh]; cross-attention: [N, S, Hk, dh]
-  Tensor key_rows;                     // self-attention: i32 [N, t], k's row of each hypothesis's key j (column j)
+  Tensor k, v;                         // self-attention: storage [R, C, Hk, dh]; cross-attention: [B, S, Hk, dh]
+  Tensor key_rows;                     // i32 [N, t], k's row of each hypothesis's key j (column j); cross: [N, S]
   Tensor order;                        // i32 [N]: a reorder not yet applied (row i is row order[i]); undefined: none
   std::map<std::string, Tensor> rows;  // [N, ...] per hypothesis, reordered with k and v
   int64_t positions = 0;               // query positions a gated site has consumed so far
@@ -40,5 +43,9 @@ Tensor select_rows(const Tensor& t, const Tensor& origin);
 /// Self-attention: applies a pending reorder to the row table and appends this step's keys and values
 /// ([N, s, Hk, dh] each) in place; afterwards k, v and key_rows are what attention reads.
 void append_to_cache(KVCache& cache, const Tensor& k, const Tensor& v);
+
+/// Cross-attention: applies a pending reorder to the row table (made at the first: row i names storage row i);
+/// afterwards k, v and key_rows (undefined before any reorder: hypothesis i is sentence i) are what attention reads.
+void apply_cross_order(KVCache& cache);
 
 }  // namespace moe

@@ -3,7 +3,7 @@
 // keys and values its row table names equal those a gather-then-append of every step holds (ops/gather_append.h),
 // through the storage's growth past its first 16 columns and past its first rows and its compaction when most
 // rows are no longer named; a cross-attention cache's
-// lazy reorder; and the error for keys and values of different shapes.
+// lazy reorder through its own row table, the keys untouched; and the error for keys and values of different shapes.
 #include "layers/kv_cache.h"
 
 #include <catch2/catch.hpp>
@@ -73,9 +73,23 @@ TEST_CASE("kv cache: errors and a cross-attention cache's pending reorder", "[la
   KVCache cache;
   CHECK_THROWS_WITH(append_to_cache(cache, fresh(2, 1, 0, 0), fresh(3, 1, 0, 1)),
                     Catch::Contains("decoding cache") && Catch::Contains("[2,1,2,3]") && Catch::Contains("[3,1,2,3]"));
+  // Cross-attention: the keys stay one row per sentence; a reorder (beams made, then a sentence leaving) rewrites
+  // only the table, through which the hypotheses read what a copy of their sentences' rows would hold.
   KVCache cross;
   cross.k = fresh(2, 4, 0, 0);
+  const Tensor keys = cross.k;
+  apply_cross_order(cross);  // no reorder yet: hypothesis i is sentence i
+  CHECK(!cross.key_rows.defined());
   reorder_cache(cross, Tensor::from_vector(std::vector<int32_t>{1, 1, 0}, Shape{3}));
   CHECK(cross.order.to_vector<int32_t>() == std::vector<int32_t>{1, 1, 0});
-  CHECK(select_rows(cross.k, cross.order).shape() == Shape({3, 4, 2, 3}));
+  apply_cross_order(cross);
+  CHECK(!cross.order.defined());
+  CHECK(cross.k.raw() == keys.raw());
+  CHECK(cross.key_rows.to_vector<int32_t>() == std::vector<int32_t>{1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0});
+  CHECK(named(cross.k, cross.key_rows) ==
+        select_rows(keys, Tensor::from_vector(std::vector<int32_t>{1, 1, 0}, Shape{3})).to_vector<float>());
+  reorder_cache(cross, Tensor::from_vector(std::vector<int32_t>{2, 0}, Shape{2}));  // sentence 1 finished
+  apply_cross_order(cross);
+  CHECK(cross.k.raw() == keys.raw());
+  CHECK(cross.key_rows.to_vector<int32_t>() == std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1, 1});
 }

@@ -67,7 +67,7 @@ TEST_CASE("transformer: reordering hypotheses reorders the caches", "[layers][tr
   CHECK(after.shape() == Shape{3, 12});
 }
 
-TEST_CASE("transformer: source-side caches are gathered only when rows change sentence", "[layers][transformer]") {
+TEST_CASE("transformer: source-side caches stay one per sentence, read through a row table", "[layers][transformer]") {
   Transformer net(tiny(true));
   ParameterStore store(Device::cpu(), 5);
   Graph g(Device::cpu(), &store, GraphOptions{.training = false});
@@ -85,10 +85,13 @@ TEST_CASE("transformer: source-side caches are gathered only when rows change se
   state->reorder(b, Tensor::from_vector(std::vector<int32_t>{0, 0, 1, 1}, Shape{4}));  // to the beams: gathered
   CHECK(st.sentence == std::vector<int32_t>{0, 0, 1, 1});
   step({4, 5, 6, 7});
-  CHECK(st.cross[0].k.shape()[0] == 4);  // (at its next use)
+  CHECK(st.cross[0].k.shape()[0] == 2);  // the keys of the two sentences, not of the four hypotheses
+  CHECK(st.cross[0].key_rows.to_vector<int32_t>() == std::vector<int32_t>{0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1});
   const void* cross_k = st.cross[1].k.raw();
+  const void* cross_rows = st.cross[1].key_rows.raw();
   state->reorder(b, Tensor::from_vector(std::vector<int32_t>{1, 0, 3, 3}, Shape{4}));  // within sentences: kept
   CHECK(st.cross[1].k.raw() == cross_k);
+  CHECK(st.cross[1].key_rows.raw() == cross_rows);
   const auto got = step({8, 8, 9, 9});
   // Row histories: <s> 5 8 and <s> 4 8 after sentence 0, <s> 7 9 twice after sentence 1.
   std::vector<int32_t> src4 = s0;
