@@ -3,8 +3,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 #include "models/checkpoint.h"
 
@@ -39,6 +42,14 @@ std::pair<std::string, Int8Matrix> read_int8_weight(const std::string& path, con
   m.q.resize(static_cast<size_t>(s.numel()));
   std::memcpy(m.q.data(), bytes.raw(), m.q.size());
   m.scale = scale.to_vector<float>();
+  const auto widest =
+      std::max_element(m.q.begin(), m.q.end(), [](int8_t a, int8_t b) { return std::abs(a) < std::abs(b); });
+  if (widest != m.q.end() && std::abs(*widest) > kInt8WeightMax) {  // an older file's 8-bit weights
+    static bool said = false;
+    if (!std::exchange(said, true))
+      spdlog::info("{}: int8 weights of 8 bits (written before moe used 7) requantized to 7 on load", path);
+    m = quantize_int8(dequantize_int8(m), table);
+  }
   return {param, std::move(m)};
 }
 

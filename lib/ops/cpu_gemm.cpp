@@ -148,17 +148,18 @@ bool s8_panels_run() {
 
 void gemm_s8s8s32(bool tb, int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b,
                   int64_t ldb, int32_t* c, int64_t ldc) {
-  if (s8_panels_run()) {  // AVX2: b packed for this call (a model's weights are packed once: ops/int8_gemm.h)
-    const int64_t width = 2 * ((k + 1) / 2);
+  if (s8_panels_run() && s8_panels_exact_for(b, tb ? n : k, tb ? k : n, ldb)) {
+    // AVX2: b packed for this call (a model's weights are packed once: ops/int8_gemm.h)
+    const int64_t width = s8_quads_width(k);
     std::vector<int8_t> panels(static_cast<size_t>(s8_panels_bytes(k, n)));
     pack_s8_panels(tb, k, n, b, ldb, panels.data());
-    std::vector<int16_t> wide(static_cast<size_t>(m * width));
-    widen_s8_pairs(m, k, a, lda, wide.data());
-    gemm_s8_panels(m, n, k, wide.data(), width, panels.data(), 0, (n + 7) / 8, c, ldc);
+    std::vector<uint8_t> quads(static_cast<size_t>(m * width));
+    s8_to_u8_quads(m, k, a, lda, quads.data());
+    gemm_s8_panels(m, n, k, quads.data(), width, panels.data(), 0, (n + 7) / 8, c, ldc);
     return;
   }
 #ifdef MOE_WITH_DNNL
-  if (cpu_isa() != CpuIsa::portable) {  // oneDNN with AVX-512 VNNI (s8_panels_run above): exact
+  if (!s8_panels_run() && cpu_isa() != CpuIsa::portable) {  // oneDNN with AVX-512 VNNI: exact
     OneOpenmpThread one;
     use_signal_stack();
     const int32_t no_offset = 0;
@@ -168,7 +169,7 @@ void gemm_s8s8s32(bool tb, int64_t m, int64_t n, int64_t k, const int8_t* a, int
     return;
   }
 #endif
-  for (int64_t i = 0; i < m; ++i) {  // the portable loop: one row of c at a time
+  for (int64_t i = 0; i < m; ++i) {  // the portable loop (and AVX2's for b past [-64, 64]): one row of c at a time
     const int8_t* ai = a + i * lda;
     int32_t* ci = c + i * ldc;
     if (tb) {  // c_ij = a_i . b_j (rows of b contiguous)

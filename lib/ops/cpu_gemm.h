@@ -9,10 +9,10 @@
 // openblas|onednn|by_rows overrides the choice. Each call runs on the calling thread only: the ops split GEMMs over
 // their own threads (common/cpu_threads.h), so a result never depends on a library's thread count.
 // The int8 product c = a b (s8 x s8 -> s32, exact) is oneDNN's gemm_s8s8s32 where the CPU has AVX-512 VNNI
-// (without it oneDNN saturates pairs of products to 16 bits), else moe's own AVX2 kernel (int16 pairs summed by
-// vpmaddwd, exact, over b packed into panels: ops/int8_panels.cpp, ops/cpu_isa.h) or, on CPUs without AVX2, a
-// portable loop. The int8 weights of a model are packed once (Int8Matrix::panels, ops/int8_gemm.h).
-// Covered by tests/ops/cpu_gemm_test.cpp.
+// (without it oneDNN saturates pairs of products to 16 bits), else moe's own AVX2 kernel (unsigned bytes a + 128
+// times b in [-64, 64] by vpmaddubsw, exact, over b packed into panels: ops/int8_panels.cpp, ops/cpu_isa.h) or,
+// on CPUs without AVX2 or for b past that range, a portable loop. The int8 weights of a model are packed once
+// (Int8Matrix::panels, ops/int8_gemm.h). Covered by tests/ops/cpu_gemm_test.cpp.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -57,21 +57,29 @@ void dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, cons
 void gemm_s8s8s32(bool tb, int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b,
                   int64_t ldb, int32_t* c, int64_t ldc);
 
-/// Whether gemm_s8s8s32 runs the AVX2 panel kernel below (AVX2 or wider, and not oneDNN with AVX-512 VNNI).
+/// Whether gemm_s8s8s32 runs the AVX2 panel kernel below (AVX2 or wider, and not oneDNN with AVX-512 VNNI), for
+/// right operands in [-64, 64] (s8_panels_exact_for; quantized weights are: ops/int8_gemm.h).
 bool s8_panels_run();
+/// Whether every entry of b [rows, cols] (ldb apart) is in [-64, 64], the panel kernel's exact range.
+bool s8_panels_exact_for(const int8_t* b, int64_t rows, int64_t cols, int64_t ldb);
 /// op(b) [k, n] rearranged for gemm_s8_panels into out[s8_panels_bytes(k, n)]: panels of 8 columns, each holding
-/// for every pair of rows (2t, 2t + 1) the 16 bytes b[2t][c], b[2t + 1][c] of its columns c, zeros past k and n.
+/// for every quad of rows 4t..4t + 3 the 32 bytes b[4t + r][c] of its columns c (r fastest), zeros past k and n, then
+/// the 8 int32 128 sum_k b[k][c] (ops/int8_panels.cpp).
 int64_t s8_panels_bytes(int64_t k, int64_t n);
 void pack_s8_panels(bool tb, int64_t k, int64_t n, const int8_t* b, int64_t ldb, int8_t* out);
-/// a [m, k] int8 as int16 rows of 2 ceil(k / 2) values (a zero after an odd k): the left operand of gemm_s8_panels.
-void widen_s8_pairs(int64_t m, int64_t k, const int8_t* a, int64_t lda, int16_t* out);
+/// The row length of a as the kernel reads it: k rounded up to a multiple of 4.
+inline int64_t s8_quads_width(int64_t k) { return (k + 3) / 4 * 4; }
+/// a [m, k] int8 as unsigned bytes a + 128, rows of s8_quads_width(k) (128, that is 0, past k): the left operand of
+/// gemm_s8_panels.
+void s8_to_u8_quads(int64_t m, int64_t k, const int8_t* a, int64_t lda, uint8_t* out);
 /// Columns [8 p0, min(8 p1, n)) of the product a op(b) [m, n], exact, into c (its column 8 p0, rows ldc apart), from
-/// the panels p0..p1 of op(b) packed as above; a widened as above, lda apart. Needs AVX2 (s8_panels_run()).
-void gemm_s8_panels(int64_t m, int64_t n, int64_t k, const int16_t* a, int64_t lda, const int8_t* panels, int64_t p0,
+/// the panels p0..p1 of op(b) packed as above; a as above, lda apart. Needs AVX2 (s8_panels_run()) and op(b) in
+/// [-64, 64].
+void gemm_s8_panels(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const int8_t* panels, int64_t p0,
                     int64_t p1, int32_t* c, int64_t ldc);
 /// The same columns scaled in the kernel: out[i][j] = (accumulate ? out[i][j] : 0) + float(c_ij) (row_scale[i]
 /// col_scale[j]), rounded as written (ops/int8_gemm.h); out and col_scale point at column 8 p0.
-void gemm_s8_panels_scaled(int64_t m, int64_t n, int64_t k, const int16_t* a, int64_t lda, const int8_t* panels,
+void gemm_s8_panels_scaled(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const int8_t* panels,
                            int64_t p0, int64_t p1, const float* row_scale, const float* col_scale, float* out,
                            int64_t ldo, bool accumulate);
 }  // namespace cpu

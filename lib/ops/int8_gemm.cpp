@@ -22,8 +22,12 @@ float round_even(float v) {
   constexpr float kMagic = 12582912.f;  // 1.5 x 2^23
   return (v + kMagic) - kMagic;
 }
-int8_t round_to_int8(float v) { return static_cast<int8_t>(std::clamp(round_even(v), -127.f, 127.f)); }
+int8_t round_to_int8(float v, float limit = 127.f) {
+  return static_cast<int8_t>(std::clamp(round_even(v), -limit, limit));
+}
 float scale_of(float amax) { return amax / 127.f; }
+constexpr auto kWeightMax = float(kInt8WeightMax);
+float weight_scale_of(float amax) { return amax / kWeightMax; }
 
 /// One activation row quantized: q_p = round(x_p 127 / amax), clamped to [-127, 127]; returns amax = max |x_p|.
 float quantize_row(const float* x, int64_t k, int8_t* q) {
@@ -91,9 +95,9 @@ Int8Matrix quantize_int8(const Tensor& weight, bool per_row) {
         const float* row = w + j * k;
         float amax = 0;
         for (int64_t kk = 0; kk < k; ++kk) amax = std::max(amax, std::abs(row[kk]));
-        sc[j] = scale_of(amax);
+        sc[j] = weight_scale_of(amax);
         for (int64_t kk = 0; kk < k; ++kk)
-          m.q[static_cast<size_t>(j * k + kk)] = sc[j] > 0 ? round_to_int8(row[kk] / sc[j]) : 0;
+          m.q[static_cast<size_t>(j * k + kk)] = sc[j] > 0 ? round_to_int8(row[kk] / sc[j], kWeightMax) : 0;
       }
       continue;
     }
@@ -103,11 +107,11 @@ Int8Matrix quantize_int8(const Tensor& weight, bool per_row) {
       for (int64_t j = 0; j < n; ++j)
         amax[static_cast<size_t>(j)] = std::max(amax[static_cast<size_t>(j)], std::abs(row[j]));
     }
-    for (int64_t j = 0; j < n; ++j) sc[j] = scale_of(amax[static_cast<size_t>(j)]);
+    for (int64_t j = 0; j < n; ++j) sc[j] = weight_scale_of(amax[static_cast<size_t>(j)]);
     for (int64_t kk = 0; kk < k; ++kk) {
       const float* row = w + (e * k + kk) * n;
       int8_t* q = m.q.data() + (e * k + kk) * n;
-      for (int64_t j = 0; j < n; ++j) q[j] = sc[j] > 0 ? round_to_int8(row[j] / sc[j]) : 0;
+      for (int64_t j = 0; j < n; ++j) q[j] = sc[j] > 0 ? round_to_int8(row[j] / sc[j], kWeightMax) : 0;
     }
   }
   return m;
@@ -132,8 +136,8 @@ void dequantize_int8_strided(const Int8Matrix& m, float* out, int64_t outer, int
 
 void pack_int8_panels(Int8Matrix& m) {
   m.panels.clear();
-  if (!cpu::s8_panels_run()) return;
   const int64_t k = m.k(), n = m.n(), bytes = cpu::s8_panels_bytes(k, n);
+  if (!cpu::s8_panels_run() || !cpu::s8_panels_exact_for(m.q.data(), 1, int64_t(m.q.size()), 0)) return;
   m.panels.resize(static_cast<size_t>(m.experts() * bytes));
   for (int64_t e = 0; e < m.experts(); ++e)
     cpu::pack_s8_panels(m.per_row, k, n, m.q.data() + e * k * n, m.per_row ? k : n, m.panels.data() + e * bytes);
@@ -172,24 +176,26 @@ const Int8Matrix* active_int8_weight(const Tensor& w) {
 namespace cpu {
 void int8_matmul(const float* x, int64_t m, const Int8Matrix& w, int64_t e, float* out, bool accumulate) {
   const int64_t k = w.k(), n = w.n();
-  MOE_CHECK(k < 133000, "int8 GEMM: an inner dimension of ", k,
-            " could overflow the int32 sums (k x 127 x 127 < 2^31 needs k < 133,000)");
+  MOE_CHECK(k < 131000, "int8 GEMM: an inner dimension of ", k,
+            " could overflow the int32 sums (k x 255 x 64 < 2^31, the AVX2 kernel's, needs k < 131,000)");
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (!accumulate) std::fill(out, out + m * n, 0.f);
     return;
   }
-  // Where the AVX2 panel kernel runs (cpu::s8_panels_run), the rows also as int16 pairs and the expert's panels
+  // Where the AVX2 panel kernel runs (cpu::s8_panels_run), the rows also as unsigned bytes and the expert's panels
   // packed once (Int8Weights::add; here, for a matrix outside a set). Scratch from the caching allocator: large
   // std::vectors were fresh pages at every call (5% of a decoding profile in the kernel's page zeroing).
-  const bool panels = cpu::s8_panels_run();
-  const int64_t width = 2 * ((k + 1) / 2), panel_bytes = cpu::s8_panels_bytes(k, n);
+  const int8_t* qb = w.q.data() + e * k * n;
+  const int64_t ldb = w.per_row ? k : n;
+  const bool panels = cpu::s8_panels_run() && (!w.panels.empty() || cpu::s8_panels_exact_for(qb, 1, k * n, 0));
+  const int64_t width = cpu::s8_quads_width(k), panel_bytes = cpu::s8_panels_bytes(k, n);
   const Tensor qa_t = Tensor::empty(Shape{m * k}, DType::u8, Device::cpu());
   const Tensor sa_t = Tensor::empty(Shape{m}, DType::f32, Device::cpu());
-  const Tensor wide_t = Tensor::empty(Shape{panels ? m * width / 2 : 0}, DType::i32, Device::cpu());  // int16 pairs
+  const Tensor quads_t = Tensor::empty(Shape{panels ? m * width : 0}, DType::u8, Device::cpu());
   auto* qa = reinterpret_cast<int8_t*>(qa_t.raw());
   float* sa = sa_t.data<float>();
-  auto* wide = reinterpret_cast<int16_t*>(wide_t.raw());
+  auto* quads = reinterpret_cast<uint8_t*>(quads_t.raw());
   const bool simd = cpu_isa() == CpuIsa::avx512;
   parallel_for(m, std::max<int64_t>(1, kElementsPerThread / k), [&](int64_t lo, int64_t hi) {
     if (simd)
@@ -198,27 +204,25 @@ void int8_matmul(const float* x, int64_t m, const Int8Matrix& w, int64_t e, floa
       run_wide([&] {  // AVX2 where the CPU has it: the same bytes
         for (int64_t i = lo; i < hi; ++i) sa[i] = scale_of(quantize_row(x + i * k, k, qa + i * k));
       });
-    if (panels) cpu::widen_s8_pairs(hi - lo, k, qa + lo * k, k, wide + lo * width);
+    if (panels) cpu::s8_to_u8_quads(hi - lo, k, qa + lo * k, k, quads + lo * width);
   });
-  const int8_t* qb = w.q.data() + e * k * n;
   const float* sw = w.scale.data() + e * n;
   std::vector<int8_t> packed;
   if (panels && w.panels.empty()) {
     packed.resize(static_cast<size_t>(panel_bytes));
-    cpu::pack_s8_panels(w.per_row, k, n, qb, w.per_row ? k : n, packed.data());
+    cpu::pack_s8_panels(w.per_row, k, n, qb, ldb, packed.data());
   }
   const int8_t* pb = !panels ? nullptr : w.panels.empty() ? packed.data() : w.panels.data() + e * panel_bytes;
   auto block = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {  // c0 a multiple of 8 with panels
     const int64_t rows = r1 - r0, cols = c1 - c0;
     if (panels) {  // y = float(sum) (s_a s_w) in the kernel
-      cpu::gemm_s8_panels_scaled(rows, n, k, wide + r0 * width, width, pb, c0 / 8, (c1 + 7) / 8, sa + r0, sw + c0,
+      cpu::gemm_s8_panels_scaled(rows, n, k, quads + r0 * width, width, pb, c0 / 8, (c1 + 7) / 8, sa + r0, sw + c0,
                                  out + r0 * n + c0, n, accumulate);
       return;
     }
     thread_local std::vector<int32_t> acc;
     acc.resize(static_cast<size_t>(rows * cols));
-    gemm_s8s8s32(w.per_row, rows, cols, k, qa + r0 * k, k, w.per_row ? qb + c0 * k : qb + c0, w.per_row ? k : n,
-                 acc.data(), cols);
+    gemm_s8s8s32(w.per_row, rows, cols, k, qa + r0 * k, k, w.per_row ? qb + c0 * k : qb + c0, ldb, acc.data(), cols);
     run_wide([&] {
       for (int64_t i = 0; i < rows; ++i) {
         const float si = sa[r0 + i];

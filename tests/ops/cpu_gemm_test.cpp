@@ -85,8 +85,9 @@ TEST_CASE("cpu_gemm: oneDNN split into blocks of rows or columns equals the whol
   }
 }
 
-// Every backend and every instruction set the CPU has (the AVX2 loops, ops/cpu_isa.h): sizes with tails of 16 in
-// both the columns and the inner dimension, an odd inner dimension, and -128.
+// Every backend and every instruction set the CPU has (the AVX2 kernel, ops/int8_panels.cpp, ops/cpu_isa.h): sizes
+// with tails of 8 in the columns and of 4 in the inner dimension, an odd inner dimension, and -128 in a; b within
+// the AVX2 kernel's range [-64, 64] (its bounds included) and past it (the portable loop there).
 TEST_CASE("cpu_gemm: the int8 product is exact", "[ops][cpu_gemm]") {
   test::RestoreGemmBackend restore;
   const CpuIsa saved = cpu_isa();
@@ -96,18 +97,24 @@ TEST_CASE("cpu_gemm: the int8 product is exact", "[ops][cpu_gemm]") {
       set_cpu_gemm_backend(backend);
       set_cpu_isa(isa);
       for (auto [m, n, k] : {std::tuple{1, 1, 1}, {5, 37, 128}, {3, 48, 33}, {33, 300, 515}})
-        for (bool tb : {false, true}) {
-          INFO(enum_name(backend) << " " << enum_name(isa) << " m " << m << " n " << n << " k " << k << " tb " << tb);
-          auto a = random_values<int8_t>(size_t(m) * k, 6, -127, 127);
-          const auto b = random_values<int8_t>(size_t(k) * n, 7, -127, 127);
-          a[0] = -128;
-          std::vector<int32_t> c(size_t(m) * n, 99), want(size_t(m) * n, 0);
-          cpu::gemm_s8s8s32(tb, m, n, k, a.data(), k, b.data(), tb ? k : n, c.data(), n);
-          for (int i = 0; i < m; ++i)
-            for (int j = 0; j < n; ++j)
-              for (int p = 0; p < k; ++p) want[i * n + j] += int32_t(a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
-          CHECK(c == want);
-        }
+        for (bool tb : {false, true})
+          for (int bmax : {64, 127}) {
+            INFO(enum_name(backend) << " " << enum_name(isa) << " m " << m << " n " << n << " k " << k << " tb " << tb
+                                    << " b in +-" << bmax);
+            auto a = random_values<int8_t>(size_t(m) * k, 6, -127, 127);
+            auto b = random_values<int8_t>(size_t(k) * n, 7, -bmax, bmax);
+            a[0] = -128;
+            b[0] = int8_t(bmax == 64 ? -64 : -128);
+            b.back() = int8_t(bmax == 64 ? 64 : 127);
+            CHECK(cpu::s8_panels_exact_for(b.data(), 1, int64_t(b.size()), 0) == (bmax == 64));
+            std::vector<int32_t> c(size_t(m) * n, 99), want(size_t(m) * n, 0);
+            cpu::gemm_s8s8s32(tb, m, n, k, a.data(), k, b.data(), tb ? k : n, c.data(), n);
+            for (int i = 0; i < m; ++i)
+              for (int j = 0; j < n; ++j)
+                for (int p = 0; p < k; ++p)
+                  want[i * n + j] += int32_t(a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
+            CHECK(c == want);
+          }
     }
   set_cpu_isa(saved);
 }

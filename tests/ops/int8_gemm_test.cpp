@@ -41,8 +41,8 @@ TEST_CASE("int8: weights quantized per output channel", "[ops][int8]") {
         qmax = std::max(qmax, std::abs(int(q.q[size_t(idx)])));
         CHECK(std::abs(v - q.q[size_t(idx)] * q.scale[size_t(j)]) <= q.scale[size_t(j)] * 0.5f * (1 + 1e-5f));
       }
-      CHECK(q.scale[size_t(j)] == Approx(amax / 127.f));
-      CHECK(qmax == 127);  // the largest entry takes the full range
+      CHECK(q.scale[size_t(j)] == Approx(amax / kInt8WeightMax));
+      CHECK(qmax == kInt8WeightMax);  // the largest entry takes the full range (7 bits: ops/int8_gemm.h)
     }
     const Tensor back = dequantize_int8(q);
     CHECK(quantize_int8(back, per_row).q == q.q);
@@ -51,9 +51,10 @@ TEST_CASE("int8: weights quantized per output channel", "[ops][int8]") {
 }
 
 TEST_CASE("int8: rounding to the nearest integer, ties to even (std::nearbyint's)", "[ops][int8]") {
-  // One column with 127 as its largest entry: scale 1, so each entry's quantized value is its rounding.
-  const std::vector<float> v = {127.f, 2.5f, 3.5f, -2.5f, -0.5f, 0.5f, 1.5f, 126.5f, -126.5f, 0.49999997f,
-                                -1e-8f, 0.f, 63.50001f, -3.4999998f, 100.75f, -126.49999f};
+  // One column with 63 (kInt8WeightMax) as its largest entry: scale 1, so each entry's quantized value is its rounding.
+  static_assert(kInt8WeightMax == 63);
+  const std::vector<float> v = {63.f,   2.5f,        3.5f,   -2.5f, -0.5f,     0.5f,        1.5f,   62.5f,
+                                -62.5f, 0.49999997f, -1e-8f, 0.f,   31.50001f, -3.4999998f, 50.75f, -62.49999f};
   Tensor w = Tensor::empty(Shape{int64_t(v.size()), 1}, DType::f32, Device::cpu());
   std::copy(v.begin(), v.end(), w.data<float>());
   const Int8Matrix q = quantize_int8(w, false);
@@ -94,7 +95,7 @@ TEST_CASE("int8: the product within its quantization error bound", "[ops][int8]"
             worst_ratio = std::max(worst_ratio, bound / size);
           }
         CHECK(within == total);
-        CHECK(worst_ratio < 0.05);  // the bound is a few percent of sum |a w|: a wrong scale would break it
+        CHECK(worst_ratio < 0.08);  // a few percent of sum |a w| (7-bit weights): a wrong scale would break it
       }
     }
   }
@@ -142,11 +143,11 @@ TEST_CASE("int8: matmul, linear and the grouped GEMM use an active quantized wei
 }
 
 TEST_CASE("int8: an inner dimension past exact int32 sums is refused", "[ops][int8]") {
-  const int64_t k = 133000;
+  const int64_t k = 131000;
   const Int8Matrix q = quantize_int8(test::random_normal(Shape{k, 1}, 3), false);
   const std::vector<float> x(static_cast<size_t>(k), 1.f);
   float out = 0;
-  CHECK_THROWS_WITH(cpu::int8_matmul(x.data(), 1, q, 0, &out, false), Catch::Contains("133,000"));
+  CHECK_THROWS_WITH(cpu::int8_matmul(x.data(), 1, q, 0, &out, false), Catch::Contains("131,000"));
 }
 
 // Activations are quantized per row by a portable loop, on AVX2 by the same loop 8 lanes wide (run_wide), on AVX-512F

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -258,6 +259,28 @@ TEST_CASE("int8: a pre-quantized checkpoint equals quantizing on load", "[traini
   CHECK_THROWS_WITH(average_checkpoints({dir + "/int8.safetensors"}, dir + "/x.safetensors"),
                     Catch::Contains("pre-quantized"));
   fs::remove_all(dir);
+}
+
+// Files written before int8 weights took 7 bits (ops/int8_gemm.h: kInt8WeightMax) hold bytes up to 127: they are
+// requantized from their values q * scale on load, as quantizing those values would; 7-bit files are read as they are.
+TEST_CASE("int8: a checkpoint's 8-bit weights are requantized to 7 bits", "[training][checkpoint][int8]") {
+  const std::vector<int8_t> old_q = {127, -3, 64, 0, -127, 5};  // [K 3, N 2], scales per column
+  std::vector<uint8_t> bytes(old_q.size());
+  std::memcpy(bytes.data(), old_q.data(), bytes.size());
+  const Tensor scale = Tensor::from_vector(std::vector<float>{0.5f, 0.25f}, Shape{2});
+  const auto [name, m] =
+      read_int8_weight("old.safetensors", "l.w.int8", Tensor::from_vector(bytes, Shape{3, 2}), scale);
+  CHECK(name == "l.w");
+  Int8Matrix old;
+  old.shape = Shape{3, 2};
+  old.q = old_q;
+  old.scale = {0.5f, 0.25f};
+  const Int8Matrix want = quantize_int8(dequantize_int8(old), false);
+  CHECK((m.q == want.q && m.scale == want.scale));
+  for (int8_t v : m.q) CHECK(std::abs(int(v)) <= kInt8WeightMax);
+  const auto [same_name, same] = read_int8_weight("new.safetensors", "l.w.int8",
+                                                  Tensor::from_vector(std::vector<uint8_t>(6, 63), Shape{3, 2}), scale);
+  CHECK((same.q == std::vector<int8_t>(6, 63) && same.scale == old.scale));
 }
 
 TEST_CASE("int8: which parameters are quantized, and how", "[training][checkpoint][int8]") {
