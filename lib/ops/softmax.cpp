@@ -32,7 +32,8 @@ int64_t softmax_mask_stride(const char* op, const Tensor& x, const Tensor& mask)
 namespace cpu {
 namespace {
 /// One row: the max over kept entries; e_j = exp(x_j - max) (0 where masked) into y; their sum
-/// (kLanes partial sums in f32 over blocks of 64, added in f64); then y from the sum. The row stays
+/// (kLanes partial sums in f32 over blocks of 64, added in f64); then y from the sum. log-softmax without a mask
+/// sums the e_j as it computes them (the same sums) and writes y once. The row stays
 /// in L1/L2 between the passes, each pass is a simple loop that vectorises (f32: exp_fast), and
 /// exp is taken once per element.
 template <class T>
@@ -49,10 +50,13 @@ void row_forward(const T* xr, const uint8_t* mr, T* yr, int64_t cols, bool log) 
     std::fill(yr, yr + cols, log ? ninf : T(0));
     return;
   }
-  for (int64_t k = 0; k < cols; ++k) {
-    const T e = exp_of(xr[k] - m);
-    yr[k] = xr[k] == ninf ? T(0) : e;
+  const auto e_of = [m](T v) { return v == -std::numeric_limits<T>::infinity() ? T(0) : exp_of(v - m); };
+  if (log && !mr) {  // the sum only: no e_j stored and read back (decoding's log-probabilities over the vocabulary)
+    const T lse = static_cast<T>(m + std::log(row_sum(xr, cols, e_of)));
+    for (int64_t c = 0; c < cols; ++c) yr[c] = xr[c] - lse;
+    return;
   }
+  for (int64_t k = 0; k < cols; ++k) yr[k] = e_of(xr[k]);
   if (mr)
     for (int64_t k = 0; k < cols; ++k) yr[k] = mr[k] ? yr[k] : T(0);
   const double s = row_sum(yr, cols, [](T v) { return v; });
