@@ -71,6 +71,38 @@ MOE_AVX512 float quantize_row_avx512(const float* x, int64_t k, int8_t* q) {
   return amax;
 }
 MOE_AVX512_END
+
+/// 8 products x_p (127 / amax), rounded to the nearest even integer, clamped to [-127, 127], as int32.
+MOE_AVX2_EXACT inline __m256i to_int32_avx2(__m256 x, __m256 inv) {
+  const __m256 v = _mm256_round_ps(_mm256_mul_ps(x, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(-127.f)), _mm256_set1_ps(127.f)));
+}
+
+/// quantize_row on AVX2, 32 elements at a time and the tail by the portable loop: the same products and rounding,
+/// so the same bytes (the autovectorised loop it replaced was 4% of an int8 decoding profile).
+MOE_AVX2_EXACT float quantize_row_avx2(const float* x, int64_t k, int8_t* q) {
+  const __m256 no_sign = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const int64_t full8 = k & ~int64_t(7), full32 = k & ~int64_t(31);
+  __m256 m = _mm256_setzero_ps();
+  // max(|x|, m) keeps m where |x| is NaN, as std::max(amax, |x|) does
+  for (int64_t p = 0; p < full8; p += 8) m = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + p), no_sign), m);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float amax = *std::max_element(lanes, lanes + 8);
+  for (int64_t p = full8; p < k; ++p) amax = std::max(amax, std::abs(x[p]));
+  const float inv_s = amax > 0 ? 127.f / amax : 0.f;
+  const __m256 inv = _mm256_set1_ps(inv_s);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);  // the packs work within 128-bit halves
+  for (int64_t p = 0; p < full32; p += 32) {
+    const __m256i a = to_int32_avx2(_mm256_loadu_ps(x + p), inv), b = to_int32_avx2(_mm256_loadu_ps(x + p + 8), inv);
+    const __m256i c = to_int32_avx2(_mm256_loadu_ps(x + p + 16), inv);
+    const __m256i d = to_int32_avx2(_mm256_loadu_ps(x + p + 24), inv);
+    const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + p), _mm256_permutevar8x32_epi32(bytes, order));
+  }
+  for (int64_t p = full32; p < k; ++p) q[p] = round_to_int8(x[p] * inv_s);
+  return amax;
+}
 }  // namespace
 
 Int8Matrix quantize_int8(const Tensor& weight, bool per_row) {
@@ -196,14 +228,12 @@ void int8_matmul(const float* x, int64_t m, const Int8Matrix& w, int64_t e, floa
   auto* qa = reinterpret_cast<int8_t*>(qa_t.raw());
   float* sa = sa_t.data<float>();
   auto* quads = reinterpret_cast<uint8_t*>(quads_t.raw());
-  const bool simd = cpu_isa() == CpuIsa::avx512;
   parallel_for(m, std::max<int64_t>(1, kElementsPerThread / k), [&](int64_t lo, int64_t hi) {
-    if (simd)
-      for (int64_t i = lo; i < hi; ++i) sa[i] = scale_of(quantize_row_avx512(x + i * k, k, qa + i * k));
-    else
-      run_wide([&] {  // AVX2 where the CPU has it: the same bytes
-        for (int64_t i = lo; i < hi; ++i) sa[i] = scale_of(quantize_row(x + i * k, k, qa + i * k));
-      });
+    const CpuIsa isa = cpu_isa();  // every set gives the same bytes
+    for (int64_t i = lo; i < hi; ++i)
+      sa[i] = scale_of(isa == CpuIsa::avx512 ? quantize_row_avx512(x + i * k, k, qa + i * k)
+                       : isa == CpuIsa::avx2 ? quantize_row_avx2(x + i * k, k, qa + i * k)
+                                             : quantize_row(x + i * k, k, qa + i * k));
     if (panels) cpu::s8_to_u8_quads(hi - lo, k, qa + lo * k, k, quads + lo * width);
   });
   const float* sw = w.scale.data() + e * n;
