@@ -164,12 +164,45 @@ MOE_AVX2 inline float sum8(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
 }
 
-/// dots_avx512 on AVX2: four keys at a time, 8 lanes each.
+/// out[0..8) = sum8(a[0]) .. sum8(a[7]), the same additions in the same order, on the 8 sums side by side (a
+/// transpose of the reduction: 15 shuffles and 7 adds for 8 keys instead of 8 x 6 instructions).
+MOE_AVX2 inline void sum8x8(const __m256* a, float* out) {
+  __m256 v[4];  // v[t] = [a_2t lo + hi | a_2t+1 lo + hi]: sum8's first step for two keys
+  for (int t = 0; t < 4; ++t)
+    v[t] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * t], a[2 * t + 1], 0x20),
+                         _mm256_permute2f128_ps(a[2 * t], a[2 * t + 1], 0x31));
+  // lanes (0 + 2, 1 + 3) of each key: [k0, k0, k2, k2 | k1, k1, k3, k3] and the same for keys 4..7
+  const __m256 w0 = _mm256_add_ps(_mm256_shuffle_ps(v[0], v[1], 0x44), _mm256_shuffle_ps(v[0], v[1], 0xEE));
+  const __m256 w1 = _mm256_add_ps(_mm256_shuffle_ps(v[2], v[3], 0x44), _mm256_shuffle_ps(v[2], v[3], 0xEE));
+  // the first of each pair plus the second: [k0, k2, k4, k6 | k1, k3, k5, k7]
+  const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(w0, w1, 0x88), _mm256_shuffle_ps(w0, w1, 0xDD));
+  _mm256_storeu_ps(out, _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+
+/// dots_avx512 on AVX2: eight keys at a time (their sums reduced together, sum8x8), then four, 8 lanes each; every
+/// key's dot product is summed in the same order whichever block it falls in.
 MOE_AVX2 void dots_avx2(const float* q, const float* k, const int64_t* off, int64_t n, int64_t D, float* out) {
   const int64_t full = D & ~int64_t(7);
   const bool has_tail = D > full;
   const __m256i tail = lanes8(D - full);
   int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const float* kr[8];
+    __m256 a[8];
+    for (int l = 0; l < 8; ++l) {
+      kr[l] = k + off[j + l];
+      a[l] = _mm256_setzero_ps();
+    }
+    for (int64_t x = 0; x < full; x += 8) {
+      const __m256 qv = _mm256_loadu_ps(q + x);
+      for (int l = 0; l < 8; ++l) a[l] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr[l] + x), a[l]);
+    }
+    if (has_tail) {
+      const __m256 qv = _mm256_maskload_ps(q + full, tail);
+      for (int l = 0; l < 8; ++l) a[l] = _mm256_fmadd_ps(qv, _mm256_maskload_ps(kr[l] + full, tail), a[l]);
+    }
+    sum8x8(a, out + j);
+  }
   for (; j + 4 <= n; j += 4) {
     const float *ka = k + off[j], *kb = k + off[j + 1], *kc = k + off[j + 2], *kd = k + off[j + 3];
     __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
