@@ -319,6 +319,7 @@ cli::SubcommandRunner setup_experts(CLI::App& sub) {
       } else {
         TranslatorOptions to = translator_options(a->m.decoding);
         to.search.n_best = 1;
+        to.scores = false;
         to.experts = a->opt.experts;
         const EncoderDecoder* net = ck.model->encoder_decoder();
         MOE_CHECK(net, "experts: a ", ck.model->type(), " model has no encoder-decoder to translate with");

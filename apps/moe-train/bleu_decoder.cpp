@@ -9,6 +9,7 @@ namespace moe {
 BleuDecoder translator_bleu_decoder(const ValidOptions& valid) {
   TranslatorOptions to = translator_options(valid.decoding);
   to.search.n_best = 1;
+  to.scores = false;
   return [to](const Model& model, ParameterStore& store, DType compute_dtype,
               const std::vector<std::vector<int32_t>>& sources, const BuildContext& context) {
     const EncoderDecoder* net = model.encoder_decoder();

@@ -81,6 +81,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   const Device device = decoding_placement(o.decoding, cli::flag_naming()).device;
   TranslatorOptions to = translator_options(o.decoding);
   to.experts = o.mae_inference;
+  to.scores = to.search.n_best > 1;  // printed with the n-best lists only (translate_text.h)
 
   const TranslationModels models = load_translation_models(o.models, o.weights, device, o.quantize);
   const data::Vocab& src_vocab = models.src_vocab();

@@ -38,6 +38,12 @@ class Decoder {
   virtual std::unique_ptr<DecoderState> start(const Builder& b, const Tensor& src, const Tensor& src_mask) const = 0;
   /// Log-probabilities [N, V] (f32) of the next token after `prev` [N] (i32); advances the state.
   virtual Expr step(const Builder& b, DecoderState& state, const Tensor& prev) const = 0;
+  /// Scores [N, V] (f32) whose log-softmax per row is step()'s log-probabilities: the logits where the model has
+  /// them, so that greedy search without scores skips the log-softmax over the vocabulary (as CTranslate2's does);
+  /// by default step() itself (log-probabilities are their own log-softmax). Advances the state as step() does.
+  virtual Expr step_logits(const Builder& b, DecoderState& state, const Tensor& prev) const {
+    return step(b, state, prev);
+  }
 };
 
 class EncoderDecoder : public Decoder {

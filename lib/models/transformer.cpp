@@ -171,6 +171,10 @@ std::unique_ptr<DecoderState> Transformer::start(const Builder& b, const Tensor&
 }
 
 Expr Transformer::step(const Builder& b, DecoderState& state, const Tensor& prev) const {
+  return log_softmax(step_logits(b, state, prev));
+}
+
+Expr Transformer::step_logits(const Builder& b, DecoderState& state, const Tensor& prev) const {
   State& st = dynamic_cast<State&>(state);
   const int64_t n = prev.numel();
   Expr y = embed(b, tgt_table(), c_.tgt_vocab, prev.view(Shape{n, 1}), st.step);
@@ -178,7 +182,7 @@ Expr Transformer::step(const Builder& b, DecoderState& state, const Tensor& prev
   if (st.source_mean.defined()) gates.source_mean = b.graph().input(st.source_mean);
   Expr h = decoder_stack(b, y, Expr(), st.src_mask, &st, gates);
   ++st.step;
-  return log_softmax(cast(output_logits(b, h), DType::f32));
+  return cast(output_logits(b, h), DType::f32);
 }
 
 void Transformer::State::reorder(const Builder&, const Tensor& origin) {

@@ -45,6 +45,7 @@ class Transformer : public EncoderDecoder {
   /// Encodes the source and prepares the cross-attention caches (inference graphs only).
   std::unique_ptr<DecoderState> start(const Builder& b, const Tensor& src, const Tensor& src_mask) const override;
   Expr step(const Builder& b, DecoderState& state, const Tensor& prev) const override;
+  Expr step_logits(const Builder& b, DecoderState& state, const Tensor& prev) const override;
   bool shares_embeddings() const override { return c_.tie_embeddings == TieEmbeddings::all; }
   /// The decoder sites whose teacher-forced graphs see later target positions.
   std::vector<std::string> future_sites() const;

@@ -2,6 +2,7 @@
 #include "translator/translator.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "common/error.h"
@@ -81,9 +82,18 @@ std::vector<std::vector<Hypothesis>> Translator::translate_batch(
   builder.context().comm = o_.comm;
   const std::unique_ptr<DecoderState> state = decoder_.start(builder, Tensor::from_vector(ids, Shape{B, S}, device_),
                                                              Tensor::from_vector(mask, Shape{B, S}, device_));
-  auto step = [&](const Tensor& prev) { return decoder_.step(builder, *state, prev).val(); };
+  // Greedy without scores: log-softmax changes no row's ranking (a row's scores shift by one constant), so the
+  // search picks the same tokens from the logits (up to ties that rounding makes or breaks).
+  const bool logits = o_.search.beam == 1 && !o_.scores;
+  auto step = [&](const Tensor& prev) {
+    return (logits ? decoder_.step_logits(builder, *state, prev) : decoder_.step(builder, *state, prev)).val();
+  };
   auto reorder = [&](const Tensor& origin) { state->reorder(builder, origin); };
-  return beam_search(lengths, step, reorder, o_.search, prefixes);
+  auto found = beam_search(lengths, step, reorder, o_.search, prefixes);
+  if (logits)
+    for (auto& list : found)
+      for (Hypothesis& h : list) h.log_prob = h.score = std::numeric_limits<double>::quiet_NaN();
+  return found;
 }
 
 std::vector<std::vector<Hypothesis>> Translator::translate(

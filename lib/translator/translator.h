@@ -23,6 +23,9 @@ struct TranslatorOptions {
   DType dtype = DType::f32;                      // compute dtype of the decoding graphs (f32 or bf16)
   ExpertChoice experts = ExpertChoice::mixture;  // MAE sites of the decoding graphs (--mae-inference)
   dist::Communicator* comm = nullptr;            // a training run's ranks (BLEU validation with expert parallelism)
+  /// false: the caller reads only the tokens; greedy search (beam 1) then ranks the model's logits
+  /// (Decoder::step_logits, no log-softmax over the vocabulary) and the hypotheses' scores are NaN.
+  bool scores = true;
 };
 
 /// The translator options of the user's decoding options (models/decoding_options.h): the search,

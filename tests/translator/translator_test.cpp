@@ -1,6 +1,6 @@
 // Translator with a tiny random Transformer: beam 1 equals greedy argmax decoding recomputed from
-// scratch (teacher-forced decode of each prefix, no caches), a batch equals its sentences alone (also
-// for an lstm_seq2seq with batchwise MoE layers, beam 5 and the GNMT length penalty),
+// scratch (teacher-forced decode of each prefix, no caches; also over the logits when no scores are wanted), a batch
+// equals its sentences alone (also for an lstm_seq2seq with batchwise MoE layers, beam 5 and the GNMT length penalty),
 // n-best lists are ordered and their log-probs equal forced decoding, token batching (source tokens x
 // beam), and
 // translate_lines keeps one output line per input line (empty lines, truncation, n-best); an MAE
@@ -105,6 +105,8 @@ TEST_CASE("beam 1 with the Transformer equals greedy decoding without caches", "
     o.search.min_len = min_len;
     Translator tr(m.net(), *m.params, Device::cpu(), o);
     const auto got = tr.translate(kSources);
+    o.scores = false;  // the logits ranked (no log-softmax): the same tokens, no scores
+    const auto tokens_only = Translator(m.net(), *m.params, Device::cpu(), o).translate(kSources);
     for (size_t s = 0; s < kSources.size(); ++s) {
       INFO("seed " << seed << " sentence " << s);
       auto [tokens, lp] = greedy_reference(m, kSources[s], tr.search_options());
@@ -112,6 +114,9 @@ TEST_CASE("beam 1 with the Transformer equals greedy decoding without caches", "
       CHECK(got[s][0].tokens == tokens);
       CHECK(got[s][0].log_prob == Approx(lp).margin(1e-4));
       CHECK(static_cast<int>(tokens.size()) >= min_len);
+      REQUIRE(tokens_only[s].size() == 1);
+      CHECK(tokens_only[s][0].tokens == tokens);
+      CHECK((std::isnan(tokens_only[s][0].log_prob) && std::isnan(tokens_only[s][0].score)));
     }
   }
 }
