@@ -40,7 +40,7 @@ T row_max(const T* x, int64_t n) {
   std::fill(mx, mx + kLanes, -std::numeric_limits<T>::infinity());
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) mx[l] = x[j + l] > mx[l] ? x[j + l] : mx[l];  // std::max's, but it vectorises
+    for (int l = 0; l < kLanes; ++l) mx[l] = std::max(mx[l], x[j + l]);
   for (; j < n; ++j) mx[0] = std::max(mx[0], x[j]);
   return *std::max_element(mx, mx + kLanes);
 }

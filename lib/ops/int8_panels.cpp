@@ -7,7 +7,7 @@
 //   int16 u_4t b[4t][c] + u_4t+1 b[4t+1][c] (and the next two), exact while |b| <= 64 (2 x 255 x 64 < 2^15: the
 //   quantized weights' range, kInt8WeightMax in ops/int8_gemm.h); vpmaddwd against ones sums each pair into the 8
 //   int32 lanes; added over t, minus 128 sum_k b[k][c] (kept in the panel), that is sum_k a_k b[k][c], exact while
-//   the sums fit int32 (the callers' k < 133,000). Stored as int32, or scaled in the store as ops/int8_gemm.h's
+//   the sums fit int32 (the callers' k < 131,000). Stored as int32, or scaled in the store as ops/int8_gemm.h's
 //   portable loop rounds.
 // Register blocking: R rows x C panels of accumulators, each panel load used for R rows, each broadcast for C
 // panels: per quad of k, C loads + R broadcasts + 3 R C integer ops for 32 R C products (the int16 kernel it
