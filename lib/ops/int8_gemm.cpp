@@ -215,13 +215,14 @@ void int8_matmul(const float* x, int64_t m, const Int8Matrix& w, int64_t e, floa
     if (!accumulate) std::fill(out, out + m * n, 0.f);
     return;
   }
-  // Where the AVX2 panel kernel runs (cpu::s8_panels_run), the rows also as unsigned bytes and the expert's panels
-  // packed once (Int8Weights::add; here, for a matrix outside a set). Scratch from the caching allocator: large
-  // std::vectors were fresh pages at every call (5% of a decoding profile in the kernel's page zeroing).
+  // With the expert's panels (packed once by Int8Weights::add where the AVX2 kernel runs) the rows also as unsigned
+  // bytes for the kernel; without them (a matrix outside a set) gemm_s8s8s32 packs what it multiplies. Scratch
+  // from the caching allocator: large std::vectors were fresh pages at every call (5% of a decoding profile in the
+  // kernel's page zeroing).
   const int8_t* qb = w.q.data() + e * k * n;
   const int64_t ldb = w.per_row ? k : n;
-  const bool panels = cpu::s8_panels_run() && (!w.panels.empty() || cpu::s8_panels_exact_for(qb, 1, k * n, 0));
-  const int64_t width = cpu::s8_quads_width(k), panel_bytes = cpu::s8_panels_bytes(k, n);
+  const bool panels = cpu::s8_panels_run() && !w.panels.empty();
+  const int64_t width = cpu::s8_quads_width(k);
   const Tensor qa_t = Tensor::empty(Shape{m * k}, DType::u8, Device::cpu());
   const Tensor sa_t = Tensor::empty(Shape{m}, DType::f32, Device::cpu());
   const Tensor quads_t = Tensor::empty(Shape{panels ? m * width : 0}, DType::u8, Device::cpu());
@@ -237,12 +238,7 @@ void int8_matmul(const float* x, int64_t m, const Int8Matrix& w, int64_t e, floa
     if (panels) cpu::s8_to_u8_quads(hi - lo, k, qa + lo * k, k, quads + lo * width);
   });
   const float* sw = w.scale.data() + e * n;
-  std::vector<int8_t> packed;
-  if (panels && w.panels.empty()) {
-    packed.resize(static_cast<size_t>(panel_bytes));
-    cpu::pack_s8_panels(w.per_row, k, n, qb, ldb, packed.data());
-  }
-  const int8_t* pb = !panels ? nullptr : w.panels.empty() ? packed.data() : w.panels.data() + e * panel_bytes;
+  const int8_t* pb = panels ? w.panels.data() + e * cpu::s8_panels_bytes(k, n) : nullptr;
   auto block = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {  // c0 a multiple of 8 with panels
     const int64_t rows = r1 - r0, cols = c1 - c0;
     if (panels) {  // y = float(sum) (s_a s_w) in the kernel

@@ -47,7 +47,7 @@ Tensor dequantize_int8(const Int8Matrix& m);
 void dequantize_int8_strided(const Int8Matrix& m, float* out, int64_t outer, int64_t len, int64_t full, int64_t off);
 
 /// Fills m.panels where the CPU's int8 product runs the AVX2 panel kernel (cpu::s8_panels_run(), and q within its
-/// range), else clears it; without them int8_matmul packs the expert it multiplies at each call.
+/// range), else clears it; without them gemm_s8s8s32 packs what int8_matmul multiplies at each call.
 void pack_int8_panels(Int8Matrix& m);
 
 /// A model's quantized weights, by the f32 weight tensors they replace (each packed by pack_int8_panels).
