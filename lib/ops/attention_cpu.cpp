@@ -6,7 +6,8 @@
 // Keys are addressed through per-key offsets (Geometry::ki), so a decoding cache's row table (key_rows: key j of
 // sequence b in row key_rows[b, j]) runs the same loops as contiguous keys.
 // In f32 on a CPU with AVX-512F or AVX2 (ops/cpu_isa.h) the row loops run hand-vectorised: q.k_j over the keys
-// and o = sum_j p_j v_j forward, dout_i.v_j and the updates of dq, dk, dv backward. Each dot product sums 16 (8)
+// and o = sum_j p_j v_j forward, dout_i.v_j and the updates of dk_j and dv_j (key by key) and of dq_i (its sum
+// over the keys held in registers, as the forward's o) backward. Each dot product sums 16 (8)
 // lanes and then across them, with fused multiply-adds, so its last bits differ from the portable loop's; sums over
 // keys still run in order, and a row's result does not depend on the batch, the thread count or the keys
 // beyond its causal limit.
@@ -107,17 +108,19 @@ MOE_AVX512 void dots_avx512(const float* q, const float* k, const int64_t* off, 
   }
 }
 
-/// o = sum_c p[c] v_kept[c] (D floats; key j at v + off[j]), keys in order: 64 elements of o in four
-/// registers while the keys stream past.
+/// o = sum_c p[c] v_kept[c] (D floats; key j at v + off[j]), keys in order, or o += the same when `add` (each
+/// element adds the keys to its old value one by one): 64 elements of o in four registers while the keys stream past.
 MOE_AVX512 void weighted_sum_avx512(const float* p, const int64_t* kept, int64_t n, const float* v, const int64_t* off,
-                                    int64_t D, float* o) {
+                                    int64_t D, float* o, bool add) {
   for (int64_t x = 0; x < D; x += 64) {
     __mmask16 m[4];
     for (int r = 0; r < 4; ++r) {
       const int64_t lanes = std::clamp<int64_t>(D - x - 16 * r, 0, 16);
       m[r] = __mmask16(lanes == 16 ? 0xFFFFu : (1u << lanes) - 1);
     }
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m512 a[4];
+    for (int r = 0; r < 4; ++r) a[r] = add ? _mm512_maskz_loadu_ps(m[r], o + x + 16 * r) : _mm512_setzero_ps();
+    __m512 &a0 = a[0], &a1 = a[1], &a2 = a[2], &a3 = a[3];
     for (int64_t c = 0; c < n; ++c) {
       const float* vr = v + off[kept[c]] + x;
       const __m512 pc = _mm512_set1_ps(p[c]);
@@ -138,14 +141,13 @@ MOE_AVX512 inline void axpy_masked(float* y, __m512 a, const float* x, __mmask16
   _mm512_mask_storeu_ps(y, m, _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m, x), _mm512_maskz_loadu_ps(m, y)));
 }
 
-/// The backward's update for one (query, key) pair: dq_i += ds k_j, dk_j += ds q_i, dv_j += c dout_i (D floats;
-/// a null destination is skipped).
-MOE_AVX512 void pair_update_avx512(float ds, float c, const float* kj, const float* qi, const float* dout_i, float* dq,
-                                   float* dk, float* dv, int64_t D) {
+/// The backward's update of one key by one query: dk_j += ds q_i, dv_j += c dout_i (D floats; a null destination
+/// is skipped). dq_i's sum over the keys is a weighted sum (weighted_sum with add).
+MOE_AVX512 void key_update_avx512(float ds, float c, const float* qi, const float* dout_i, float* dk, float* dv,
+                                  int64_t D) {
   const __m512 vds = _mm512_set1_ps(ds), vc = _mm512_set1_ps(c);
   for (int64_t x = 0; x < D; x += 16) {
     const __mmask16 m = __mmask16(D - x >= 16 ? 0xFFFFu : (1u << (D - x)) - 1);
-    if (dq) axpy_masked(dq + x, vds, kj + x, m);
     if (dk) axpy_masked(dk + x, vds, qi + x, m);
     if (dv) axpy_masked(dv + x, vc, dout_i + x, m);
   }
@@ -236,10 +238,16 @@ MOE_AVX2 void dots_avx2(const float* q, const float* k, const int64_t* off, int6
 
 /// weighted_sum_avx512 on AVX2: 32 elements of o in four registers while the keys stream past.
 MOE_AVX2 void weighted_sum_avx2(const float* p, const int64_t* kept, int64_t n, const float* v, const int64_t* off,
-                                int64_t D, float* o) {
+                                int64_t D, float* o, bool add) {
   for (int64_t x = 0; x < D; x += 32) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     if (x + 32 <= D) {  // a whole block: plain loads (a masked load costs more on AMD cores)
+      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+      if (add) {
+        a0 = _mm256_loadu_ps(o + x);
+        a1 = _mm256_loadu_ps(o + x + 8);
+        a2 = _mm256_loadu_ps(o + x + 16);
+        a3 = _mm256_loadu_ps(o + x + 24);
+      }
       for (int64_t c = 0; c < n; ++c) {
         const float* vr = v + off[kept[c]] + x;
         const __m256 pc = _mm256_set1_ps(p[c]);
@@ -255,7 +263,12 @@ MOE_AVX2 void weighted_sum_avx2(const float* p, const int64_t* kept, int64_t n, 
       continue;
     }
     __m256i m[4];
-    for (int r = 0; r < 4; ++r) m[r] = lanes8(std::clamp<int64_t>(D - x - 8 * r, 0, 8));
+    __m256 a[4];
+    for (int r = 0; r < 4; ++r) {
+      m[r] = lanes8(std::clamp<int64_t>(D - x - 8 * r, 0, 8));
+      a[r] = add ? _mm256_maskload_ps(o + x + 8 * r, m[r]) : _mm256_setzero_ps();
+    }
+    __m256 &a0 = a[0], &a1 = a[1], &a2 = a[2], &a3 = a[3];
     for (int64_t c = 0; c < n; ++c) {
       const float* vr = v + off[kept[c]] + x;
       const __m256 pc = _mm256_set1_ps(p[c]);
@@ -271,19 +284,23 @@ MOE_AVX2 void weighted_sum_avx2(const float* p, const int64_t* kept, int64_t n, 
   }
 }
 
-/// pair_update_avx512 on AVX2.
-MOE_AVX2 void pair_update_avx2(float ds, float c, const float* kj, const float* qi, const float* dout_i, float* dq,
-                               float* dk, float* dv, int64_t D) {
+/// key_update_avx512 on AVX2, with plain loads and stores for whole groups of 8 (a masked store costs 10 or more
+/// cycles on AMD cores).
+MOE_AVX2 void key_update_avx2(float ds, float c, const float* qi, const float* dout_i, float* dk, float* dv,
+                              int64_t D) {
   const __m256 vds = _mm256_set1_ps(ds), vc = _mm256_set1_ps(c);
-  auto axpy = [](float* y, __m256 a, const float* x, __m256i m) MOE_AVX2 {
+  const int64_t full = D & ~int64_t(7);
+  for (int64_t x = 0; x < full; x += 8) {
+    if (dk) _mm256_storeu_ps(dk + x, _mm256_fmadd_ps(vds, _mm256_loadu_ps(qi + x), _mm256_loadu_ps(dk + x)));
+    if (dv) _mm256_storeu_ps(dv + x, _mm256_fmadd_ps(vc, _mm256_loadu_ps(dout_i + x), _mm256_loadu_ps(dv + x)));
+  }
+  if (full == D) return;
+  const __m256i m = lanes8(D - full);
+  auto axpy = [m](float* y, __m256 a, const float* x) MOE_AVX2 {
     _mm256_maskstore_ps(y, m, _mm256_fmadd_ps(a, _mm256_maskload_ps(x, m), _mm256_maskload_ps(y, m)));
   };
-  for (int64_t x = 0; x < D; x += 8) {
-    const __m256i m = lanes8(std::min<int64_t>(D - x, 8));
-    if (dq) axpy(dq + x, vds, kj + x, m);
-    if (dk) axpy(dk + x, vds, qi + x, m);
-    if (dv) axpy(dv + x, vc, dout_i + x, m);
-  }
+  if (dk) axpy(dk + full, vds, qi + full);
+  if (dv) axpy(dv + full, vc, dout_i + full);
 }
 
 /// The f32 row kernels of the wider sets (isa avx2 or avx512).
@@ -291,16 +308,16 @@ void dots(CpuIsa isa, const float* q, const float* k, const int64_t* off, int64_
   isa == CpuIsa::avx512 ? dots_avx512(q, k, off, n, D, out) : dots_avx2(q, k, off, n, D, out);
 }
 void weighted_sum(CpuIsa isa, const float* p, const int64_t* kept, int64_t n, const float* v, const int64_t* off,
-                  int64_t D, float* o) {
-  isa == CpuIsa::avx512 ? weighted_sum_avx512(p, kept, n, v, off, D, o) : weighted_sum_avx2(p, kept, n, v, off, D, o);
+                  int64_t D, float* o, bool add = false) {
+  isa == CpuIsa::avx512 ? weighted_sum_avx512(p, kept, n, v, off, D, o, add)
+                        : weighted_sum_avx2(p, kept, n, v, off, D, o, add);
 }
-void pair_update(CpuIsa isa, float ds, float c, const float* kj, const float* qi, const float* dout_i, float* dq,
-                 float* dk, float* dv, int64_t D) {
-  isa == CpuIsa::avx512 ? pair_update_avx512(ds, c, kj, qi, dout_i, dq, dk, dv, D)
-                        : pair_update_avx2(ds, c, kj, qi, dout_i, dq, dk, dv, D);
+void key_update(CpuIsa isa, float ds, float c, const float* qi, const float* dout_i, float* dk, float* dv, int64_t D) {
+  isa == CpuIsa::avx512 ? key_update_avx512(ds, c, qi, dout_i, dk, dv, D)
+                        : key_update_avx2(ds, c, qi, dout_i, dk, dv, D);
 }
 
-/// The set the rows of T run on: f32 rows other than portable run hand-vectorised (dots, weighted_sum, pair_update).
+/// The set the rows of T run on: f32 rows other than portable run hand-vectorised (dots, weighted_sum, key_update).
 template <class T>
 CpuIsa row_isa() {
   return std::is_same_v<T, float> ? cpu_isa() : CpuIsa::portable;
@@ -431,8 +448,8 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
   const bool simd = isa != CpuIsa::portable;
   parallel_for(g.B * g.Hk, 1, [&](int64_t p0, int64_t p1) {
     std::vector<T> s(static_cast<size_t>(g.Tk)), dp(static_cast<size_t>(g.Tk)), z(static_cast<size_t>(g.Tk));
-    std::vector<T> dov_all(simd ? static_cast<size_t>(g.Tk) : 0);
-    std::vector<int64_t> off(static_cast<size_t>(g.Tk));
+    std::vector<T> dov_all(simd ? static_cast<size_t>(g.Tk) : 0), ds_kept(dov_all.size());
+    std::vector<int64_t> off(static_cast<size_t>(g.Tk)), kept(dov_all.size());
     for (int64_t pair = p0; pair < p1; ++pair) {
       g.key_offsets(pair / g.Hk, pair % g.Hk, off.data());
       for (int64_t h = pair % g.Hk * group; h < (pair % g.Hk + 1) * group; ++h)
@@ -462,17 +479,25 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
             dw += s[j] * z[j] * dov;  // dout.o = sum_j p_ij z_ij dout.v_j
           }
           if (pdw) pdw[g.wi(b, i, h)] += dw;
+          const int64_t qi = g.qi(b, i, h);
+          if constexpr (std::is_same_v<T, float>) {
+            if (simd) {  // dk_j and dv_j key by key, then dq_i's sum over the keys in registers
+              int64_t n = 0;
+              for (int64_t j = 0; j < g.Tk; ++j) {
+                if (s[j] == 0) continue;
+                ds_kept[n] = s[j] * (dp[j] - delta) * scale;
+                kept[n] = j;
+                key_update(isa, ds_kept[n++], s[j] * z[j] * w, pq + qi, gdo, pdk ? pdk + off[j] : nullptr,
+                           pdv ? pdv + off[j] : nullptr, g.D);
+              }
+              if (pdq) weighted_sum(isa, ds_kept.data(), kept.data(), n, pk, off.data(), g.D, pdq + qi, true);
+              continue;
+            }
+          }
           for (int64_t j = 0; j < g.Tk; ++j) {
             if (s[j] == 0) continue;
             const T ds = s[j] * (dp[j] - delta) * scale;
-            const int64_t kj = g.ki(b, j, hk), qi = g.qi(b, i, h);
-            if constexpr (std::is_same_v<T, float>) {
-              if (simd) {
-                pair_update(isa, ds, s[j] * z[j] * w, pk + kj, pq + qi, gdo, pdq ? pdq + qi : nullptr,
-                            pdk ? pdk + kj : nullptr, pdv ? pdv + kj : nullptr, g.D);
-                continue;
-              }
-            }
+            const int64_t kj = g.ki(b, j, hk);
             for (int64_t d = 0; d < g.D; ++d) {
               if (pdq) pdq[qi + d] += ds * pk[kj + d];
               if (pdk) pdk[kj + d] += ds * pq[qi + d];

@@ -207,7 +207,7 @@ TEST_CASE("attention: a decoding cache's row table reads the keys it names", "[o
 // The hand-vectorised row loops of each wider set (scores by 16 or 8 lanes, the weighted sum four registers at a
 // time, masked tails) compute what the portable ones do: forward and backward in f32 on each, against the same
 // inputs in f64. Shapes of decoding (one query, many keys), of training (causal, Tq = Tk), head sizes with and
-// without a tail of 16 and of 8, grouped heads, padding and both head-weight shapes.
+// without a tail of 16 and of 8, grouped heads, padding and both head-weight shapes; the gradients added to 0.25.
 TEST_CASE("f32 attention: every instruction set's rows equal the portable ones", "[ops][attention]") {
   std::vector<CpuIsa> wider;
   for (CpuIsa isa : {CpuIsa::avx2, CpuIsa::avx512})
@@ -235,9 +235,11 @@ TEST_CASE("f32 attention: every instruction set's rows equal the portable ones",
       Tensor out = Tensor::empty(x[0].shape(), dt, Device::cpu());
       Tensor lse = Tensor::empty(Shape{c.B, c.H, c.Tq}, attention_lse_dtype(dt), Device::cpu());
       attention_forward(x[0], x[1], x[2], pad, c.causal, 0.7f, w, out, lse);
-      Tensor dq = Tensor::zeros(x[0].shape(), dt, Device::cpu()), dk = Tensor::zeros(x[1].shape(), dt, Device::cpu());
-      Tensor dv = Tensor::zeros(x[2].shape(), dt, Device::cpu());
-      Tensor dw = w.defined() ? Tensor::zeros(w.shape(), dt, Device::cpu()) : Tensor();
+      auto start = [&](const Shape& s) {  // the backward adds to its gradients: start them away from zero
+        return Tensor::from_vector(std::vector<double>(size_t(s.numel()), 0.25), s, Device::cpu(), dt);
+      };
+      Tensor dq = start(x[0].shape()), dk = start(x[1].shape()), dv = start(x[2].shape());
+      Tensor dw = w.defined() ? start(w.shape()) : Tensor();
       attention_backward(x[0], x[1], x[2], pad, c.causal, 0.7f, w, out, lse, x[3], dq, dk, dv, dw);
       std::vector<std::vector<double>> r{out.to_vector<double>(), lse.to_vector<double>(), dq.to_vector<double>(),
                                          dk.to_vector<double>(), dv.to_vector<double>()};
