@@ -116,7 +116,7 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
 #ifdef MOE_WITH_DNNL
   const CpuGemmBackend backend = cpu_gemm_backend();
-  if (backend == CpuGemmBackend::onednn || (backend == CpuGemmBackend::by_rows && m <= kOnednnRows)) {
+  if (backend == CpuGemmBackend::onednn || (backend == CpuGemmBackend::by_rows && by_rows_takes_onednn(ta, m))) {
     OneOpenmpThread one;
     use_signal_stack();  // a signal during the call must not land on oneDNN's workspace (signal_stack.h)
     const dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

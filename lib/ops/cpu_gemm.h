@@ -4,8 +4,9 @@
 // does not know (this AMD EPYC: 2-4x on moe's shapes, docs/PERF.md), so it is the default when moe is built
 // with oneDNN and the CPU has AVX-512F. On AVX2 CPUs both run AVX2 kernels and the shape decides (docs/PERF.md,
 // measured on an AVX2 EPYC): oneDNN is 10-20% faster on decoding's GEMMs (at most ~800 rows) and OpenBLAS 5%
-// faster in training (4,000-token batches), so there the default is by_rows: oneDNN for GEMMs of at most
-// kOnednnRows rows, OpenBLAS above. OpenBLAS is the fallback (and does every f64 GEMM). MOE_CPU_GEMM=
+// faster in training (4,000-token batches), and 1.3-2.2x faster on the weight gradients x^T dy (a transposed, k
+// the batch's tokens), so there the default is by_rows: oneDNN for GEMMs of at most kOnednnRows rows whose left
+// operand is not transposed, OpenBLAS for the others. OpenBLAS is the fallback (and does every f64 GEMM). MOE_CPU_GEMM=
 // openblas|onednn|by_rows overrides the choice. Each call runs on the calling thread only: the ops split GEMMs over
 // their own threads (common/cpu_threads.h), so a result never depends on a library's thread count.
 // The int8 product c = a b (s8 x s8 -> s32, exact) is oneDNN's gemm_s8s8s32 where the CPU has AVX-512 VNNI
@@ -26,6 +27,8 @@ MOE_NAMED_ENUM(CpuGemmBackend, openblas, onednn, by_rows)
 
 /// by_rows: GEMMs of at most this many rows (m) go to oneDNN, larger ones to OpenBLAS.
 constexpr int64_t kOnednnRows = 1024;
+/// Whether by_rows gives the GEMM op(a) [m, k] op(b) to oneDNN.
+inline bool by_rows_takes_onednn(bool ta, int64_t m) { return !ta && m <= kOnednnRows; }
 
 /// True when moe was built with oneDNN (third_party/manifest: optional).
 bool onednn_built();

@@ -131,6 +131,15 @@ TEST_CASE("cpu_gemm: oneDNN is the default on AVX-512, by rows on AVX2, where it
       CHECK_THROWS_WITH(set_cpu_gemm_backend(b), Catch::Contains("without oneDNN"));
 }
 
+// by_rows: decoding's GEMMs (at most 1,024 rows, a untransposed) to oneDNN; larger ones and the weight gradients
+// x^T dy (a transposed), which oneDNN's AVX2 kernels ran 1.3-2.2x slower than OpenBLAS's, to OpenBLAS.
+TEST_CASE("cpu_gemm: by rows, oneDNN takes the small untransposed products", "[ops][cpu_gemm]") {
+  CHECK(by_rows_takes_onednn(false, 1));
+  CHECK(by_rows_takes_onednn(false, kOnednnRows));
+  CHECK_FALSE(by_rows_takes_onednn(false, kOnednnRows + 1));
+  CHECK_FALSE(by_rows_takes_onednn(true, 256));
+}
+
 // oneDNN 2.6's JIT f32 GEMM points rsp into a heap workspace while it runs; a signal handler's frame pushed
 // there corrupted malloc's bookkeeping (moe-train aborted on Ctrl-C: "corrupted size vs. prev_size"). The stop
 // handlers run on an alternate stack (common/signal_stack.h). A child process runs GEMMs of the shapes that
