@@ -20,7 +20,8 @@
 # --repeat runs and cores used beside each figure.
 # Training: target tokens/s of moe-train and of scripts/bench_cpu_torch.py (the same model written in
 # PyTorch) on Multi30k (data-prep/multi30k.sh from ../shared/data, SentencePiece 8k, 4000-token
-# batches, f32, dropout 0.1), --updates timed updates after 5 untimed, for the demo model (d 256,
+# batches, f32, dropout 0.1), --updates timed updates after 5 untimed, the same batches in the same order on both
+# sides (scripts/moe_batches.py; each side's tokens are printed), for the demo model (d 256,
 # FFN 1024, 4 heads, 3+3, pre-norm, tied) and "big" (d 512, FFN 2048, 8 heads, 6+6), at each thread
 # count. Decoding: beam 5 and greedy of test_2016_flickr (1000 lines) with one demo checkpoint
 # (--checkpoint, else the demo model trained here for --train-minutes): moe-translate f32 and --quantize

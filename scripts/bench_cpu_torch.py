@@ -10,8 +10,8 @@ The model is moe's (lib/models/transformer.cpp) written out in eager PyTorch: em
 sqrt(d) plus sinusoidal positions, pre-norm blocks x + dropout(f(layer_norm(x))), ReLU FFN, a final
 layer norm per stack, one embedding table shared by source, target and output, dropout 0.1, label
 smoothing 0.1 on the summed cross-entropy divided by target tokens, Adam (0.9, 0.98, eps 1e-8).
-Batches follow moe's BatchGenerator: windows of shuffled sentences sorted by length, packed so that
-sentences x (longest + 1) <= max tokens on each side. "train" prints target tokens/s over --updates
+Batches are moe-train's own, in its order (scripts/moe_batches.py: windows of shuffled sentences sorted by
+length, packed so that sentences x (longest + 1) <= max tokens on each side, seed 1). "train" prints target tokens/s over --updates
 timed updates after --warmup untimed ones. "decode" loads a moe checkpoint (safetensors, weights
 stored [in, out]) and translates with a key/value cache (self-attention keys/values appended per step,
 encoder output and cross-attention keys/values computed once), batched by source length like
@@ -22,7 +22,6 @@ moe's defaults; prints seconds. The ids files come from `moe-vocab encode`. Not 
 import argparse
 import json
 import math
-import random
 import struct
 import sys
 import time
@@ -30,12 +29,9 @@ import time
 import torch
 import torch.nn.functional as F
 
+from moe_batches import moe_batches, read_ids
+
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
-
-
-def read_ids(path):
-    with open(path) as f:
-        return [[int(t) for t in line.split()] for line in f]
 
 
 def sinusoidal(t, d, offset=0):
@@ -128,31 +124,6 @@ class Transformer(torch.nn.Module):
         return F.linear(self.dec_ln(x), self.emb.weight)
 
 
-def make_batches(src, tgt, max_tokens, seed):
-    """moe's BatchGenerator (lib/data/batch_generator.cpp): shuffled windows, sorted, packed."""
-    rng = random.Random(seed)
-    order = list(range(len(src)))
-    rng.shuffle(order)
-    mean = sum(len(s) + len(t) + 2 for s, t in zip(src, tgt)) / 2 / len(src)
-    window = max(1, int(100 * max_tokens / mean))
-    batches = []
-    for lo in range(0, len(order), window):
-        ids = sorted(order[lo:lo + window], key=lambda i: (len(src[i]), len(tgt[i])))
-        cur, ms, mt = [], 0, 0
-        for i in ids:
-            ns, nt = max(ms, len(src[i]) + 1), max(mt, len(tgt[i]) + 1)
-            if cur and ((len(cur) + 1) * ns > max_tokens or (len(cur) + 1) * nt > max_tokens):
-                batches.append(cur)
-                cur, ms, mt = [], len(src[i]) + 1, len(tgt[i]) + 1
-            else:
-                ms, mt = ns, nt
-            cur.append(i)
-        if cur:
-            batches.append(cur)
-    rng.shuffle(batches)
-    return batches
-
-
 def pad(rows):
     t = max(len(r) for r in rows)
     return torch.tensor([r + [PAD] * (t - len(r)) for r in rows], dtype=torch.long)
@@ -161,18 +132,16 @@ def pad(rows):
 def train(a):
     torch.manual_seed(1)
     src, tgt = read_ids(a.src), read_ids(a.tgt)
-    keep = [i for i in range(len(src)) if 0 < len(src[i]) < 256 and 0 < len(tgt[i]) < 256]
-    src, tgt = [src[i] for i in keep], [tgt[i] for i in keep]
     model = Transformer(a.vocab, a.d, a.ffn, a.heads, a.layers, a.layers, 0.1)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-8)
     model.train()
-    batches = make_batches(src, tgt, a.max_tokens, 1)
+    batches = moe_batches(src, tgt, a.max_tokens, 1)  # moe-train's batches, in its order (train.seed 1)
     total = a.warmup + a.updates
     tokens, t0 = 0, None
     for n in range(total):
         if n == a.warmup:
             t0, tokens = time.perf_counter(), 0
-        ids = batches[n % len(batches)]
+        ids = next(batches)
         s = pad([src[i] + [EOS] for i in ids])
         y_in, y_out = pad([[BOS] + tgt[i] for i in ids]), pad([tgt[i] + [EOS] for i in ids])
         opt.zero_grad(set_to_none=True)
