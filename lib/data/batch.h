@@ -1,6 +1,6 @@
 // Batches: CPU i32 tensors padded with the pad id, ready for the trainer to move to the GPU.
 // Translation: src = x </s>, tgt_in = <s> y, tgt_out = y </s>; masks are u8 1/0 of the same shape (the attention
-// op's key-padding format).
+// op's key-padding format); tgt_rows / tgt_labels list the real targets.
 // LM: input = x[t], target = x[t+1], mask marks scored targets. Covered by tests/data/batch_test.cpp.
 #pragma once
 #include <cstdint>
@@ -14,6 +14,9 @@ namespace moe::data {
 struct Batch {
   Tensor src, src_mask;                 // [B, S]
   Tensor tgt_in, tgt_out, tgt_mask;     // [B, T]
+  // [N] i32, the N real targets: their flat positions b T + t in tgt_out and their ids, so that the output layer
+  // and the loss skip the padding (models/transformer.cpp); undefined: the loss runs over every position, masked.
+  Tensor tgt_rows, tgt_labels;
   std::vector<int64_t> ids;             // sentence ids (line numbers, 0-based) to restore order
   std::vector<int32_t> src_lengths, tgt_lengths;  // with </s> (resp. <s>) counted
   int64_t src_tokens = 0, tgt_tokens = 0;         // real (unpadded) tokens
@@ -23,6 +26,9 @@ struct Batch {
 /// Builds a translation batch from token spans (without specials).
 Batch make_batch(const std::vector<std::span<const int32_t>>& src, const std::vector<std::span<const int32_t>>& tgt,
                  std::vector<int64_t> ids, int32_t pad_id, int32_t bos_id, int32_t eos_id);
+
+/// Sets batch.tgt_rows and tgt_labels from its tgt_out and tgt_mask (host tensors).
+void set_target_rows(Batch& batch);
 
 struct LmBatch {
   Tensor input, target, mask;  // [B, T]; mask 1 where the target is scored

@@ -94,12 +94,18 @@ std::vector<Tensor> BatchUploader::transfer(const std::vector<const Tensor*>& te
 Batch BatchUploader::upload(const Batch& b) {
   if (device_.is_cpu()) return b;
   Batch out = b;
-  auto t = transfer({&b.src, &b.src_mask, &b.tgt_in, &b.tgt_out, &b.tgt_mask});
+  std::vector<const Tensor*> in{&b.src, &b.src_mask, &b.tgt_in, &b.tgt_out, &b.tgt_mask};
+  if (b.tgt_rows.defined()) in.insert(in.end(), {&b.tgt_rows, &b.tgt_labels});
+  auto t = transfer(in);
   out.src = std::move(t[0]);
   out.src_mask = std::move(t[1]);
   out.tgt_in = std::move(t[2]);
   out.tgt_out = std::move(t[3]);
   out.tgt_mask = std::move(t[4]);
+  if (b.tgt_rows.defined()) {
+    out.tgt_rows = std::move(t[5]);
+    out.tgt_labels = std::move(t[6]);
+  }
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "graph/expr/cross_entropy.h"
 #include "graph/expr/dropout.h"
 #include "graph/expr/embedding.h"
+#include "graph/expr/gather_scatter.h"
 #include "graph/expr/matmul.h"
 #include "graph/expr/reduce.h"
 #include "graph/expr/shape_ops.h"
@@ -130,26 +131,37 @@ Expr Transformer::decoder_stack(const Builder& b, Expr x, const Expr& memory, co
 
 Expr Transformer::output_logits(const Builder& b, const Expr& h) const {
   const Shape& s = h.shape();
-  Expr rows = reshape(h, Shape{s[0] * s[1], s[2]});
+  Expr rows = s.ndim() == 2 ? h : reshape(h, Shape{s[0] * s[1], s[2]});
   const std::string table = c_.tie_embeddings == TieEmbeddings::none ? "out.w" : tgt_table();
   Expr w = cast(b.graph().param(table, Shape{c_.tgt_vocab, c_.d_model}, Init::normal(0, std::pow(c_.d_model, -0.5))),
                 b.dtype());
   return matmul(rows, w, false, true);
 }
 
-Expr Transformer::decode(const Builder& b, const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
-                         const Tensor& tgt_mask) const {
+Expr Transformer::decoder_states(const Builder& b, const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
+                                 const Tensor& tgt_mask) const {
   Expr y = embed(b, tgt_table(), c_.tgt_vocab, tgt_in, 0);
   const GateContext gates = gate_context(memory, src_mask, tgt_in, tgt_mask);
-  return output_logits(b, decoder_stack(b, y, memory, src_mask, nullptr, gates));
+  return decoder_stack(b, y, memory, src_mask, nullptr, gates);
+}
+
+Expr Transformer::decode(const Builder& b, const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
+                         const Tensor& tgt_mask) const {
+  return output_logits(b, decoder_states(b, memory, src_mask, tgt_in, tgt_mask));
 }
 
 Expr Transformer::loss(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in,
-                       const Tensor& tgt_out, float label_smoothing, const Tensor& tgt_mask) const {
+                       const Tensor& tgt_out, float label_smoothing, const Tensor& tgt_mask, const Tensor& tgt_rows,
+                       const Tensor& tgt_labels) const {
   Expr memory = encode(b, src, src_mask);
-  Expr logits = decode(b, memory, src_mask, tgt_in, tgt_mask);
+  Expr h = decoder_states(b, memory, src_mask, tgt_in, tgt_mask);
+  if (tgt_rows.defined()) {  // the real targets only: the output layer's three GEMMs and the loss skip the padding
+    const Shape& s = h.shape();
+    Expr rows = index_select(reshape(h, Shape{s[0] * s[1], s[2]}), b.graph().input(tgt_rows));
+    return sum_all(cross_entropy(output_logits(b, rows), b.graph().input(tgt_labels), label_smoothing, c_.pad_id));
+  }
   Expr targets = b.graph().input(tgt_out.view(Shape{tgt_out.numel()}));
-  return sum_all(cross_entropy(logits, targets, label_smoothing, c_.pad_id));
+  return sum_all(cross_entropy(output_logits(b, h), targets, label_smoothing, c_.pad_id));
 }
 
 std::unique_ptr<DecoderState> Transformer::start(const Builder& b, const Tensor& src, const Tensor& src_mask) const {

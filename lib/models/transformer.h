@@ -24,9 +24,11 @@ class Transformer : public EncoderDecoder {
   Expr encode(const Builder& b, const Tensor& src, const Tensor& src_mask) const override;
   Expr decode(const Builder& b, const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
               const Tensor& tgt_mask = {}) const override;
-  /// Sum over non-padding target tokens of the label-smoothed cross-entropy (an f32 scalar).
+  /// Sum over non-padding target tokens of the label-smoothed cross-entropy (an f32 scalar). With tgt_rows and
+  /// tgt_labels (data::Batch's: the real targets' flat positions and ids) only those rows reach the output layer.
   Expr loss(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in, const Tensor& tgt_out,
-            float label_smoothing, const Tensor& tgt_mask = {}) const;
+            float label_smoothing, const Tensor& tgt_mask = {}, const Tensor& tgt_rows = {},
+            const Tensor& tgt_labels = {}) const;
 
   /// Decoding state: caches per decoder layer and the source mask, for N hypotheses.
   struct State : DecoderState {
@@ -64,7 +66,11 @@ class Transformer : public EncoderDecoder {
                            const Tensor& tgt_mask) const;
   Expr decoder_layer(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask, KVCache* self_cache,
                      KVCache* cross_cache, const GateContext& gates, int layer) const;
+  /// Logits [rows, vocabulary] of decoder states h [B, T, d] or [rows, d].
   Expr output_logits(const Builder& b, const Expr& h) const;
+  /// The teacher-forced decoder states [B, T, d] (decode() without the output layer).
+  Expr decoder_states(const Builder& b, const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
+                      const Tensor& tgt_mask) const;
   Expr decoder_stack(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask, State* state,
                      const GateContext& gates) const;
   std::string src_table() const { return c_.tie_embeddings == TieEmbeddings::all ? "embed.shared" : "embed.src"; }

@@ -20,6 +20,10 @@ data::Batch on_device(const data::Batch& b, Device d) {
   out.tgt_in = b.tgt_in.to(d);
   out.tgt_out = b.tgt_out.to(d);
   out.tgt_mask = b.tgt_mask.to(d);
+  if (b.tgt_rows.defined()) {
+    out.tgt_rows = b.tgt_rows.to(d);
+    out.tgt_labels = b.tgt_labels.to(d);
+  }
   return out;
 }
 }  // namespace

@@ -1,4 +1,4 @@
-// Batch packing: hand-checked tensors for a translation batch (x </s>; <s> y; y </s>; masks) and an
+// Batch packing: hand-checked tensors for a translation batch (x </s>; <s> y; y </s>; masks; real targets) and an
 // LM batch. Tests lib/data/batch.cpp.
 #include <catch2/catch.hpp>
 
@@ -25,6 +25,10 @@ TEST_CASE("batch: translation batch layout", "[data]") {
   CHECK(x.tgt_tokens == 8);
   CHECK(x.ids == std::vector<int64_t>{7, 3});
   CHECK(x.src.dtype() == DType::i32);
+  // the real targets: flat positions in tgt_out and their ids (the loss skips the rest)
+  CHECK(x.tgt_rows.to_vector<int32_t>() == std::vector<int32_t>{0, 1, 2, 5, 6, 7, 8, 9});
+  CHECK(x.tgt_labels.to_vector<int32_t>() == std::vector<int32_t>{30, 31, 3, 40, 41, 42, 43, 3});
+  CHECK(x.tgt_rows.dtype() == DType::i32);
   // size-1 batch with an empty target side
   std::vector<int32_t> e;
   Batch y = make_batch({std::span<const int32_t>(a)}, {std::span<const int32_t>(e)}, {0}, 0, 2, 3);

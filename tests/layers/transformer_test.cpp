@@ -1,10 +1,12 @@
 // The Transformer encoder-decoder: shapes, incremental decoding equal to full recomputation,
-// post-norm and pre-norm variants, and a copy task that it learns in a few hundred CPU steps.
+// post-norm and pre-norm variants, the loss over the real targets only, and a copy task that it learns in a few
+// hundred CPU steps.
 #include "models/transformer.h"
 
 #include <catch2/catch.hpp>
 #include <random>
 
+#include "data/batch.h"
 #include "graph/expr/softmax.h"
 #include "training/optimizer.h"
 
@@ -110,6 +112,34 @@ TEST_CASE("transformer: source-side caches stay one per sentence, read through a
   CHECK(st.self[1].key_rows.shape() == Shape{2, 4});  // 2 hypotheses, 4 positions (layers/kv_cache.h)
   CHECK(st.self[1].k.shape()[0] == 2);                // compacted: half of its 4 rows were no longer named
   for (int64_t v = 0; v < 12; ++v) CHECK(last[v] == last[12 + v]);  // rows 2 and 3 had the same history
+}
+
+// data::Batch lists its real targets (tgt_rows, tgt_labels) so that the output layer and the loss skip the padding:
+// the loss and every gradient equal those of all positions with the padding masked out.
+TEST_CASE("transformer: the loss over the real targets only equals the masked loss", "[layers][transformer]") {
+  Transformer net(tiny(true));
+  ParameterStore store(Device::cpu(), 1);
+  std::vector<int32_t> a{5, 6, 7}, c{8}, y1{9, 10, 4, 5}, y2{6};
+  const data::Batch batch = data::make_batch({a, c}, {y1, y2}, {0, 1}, 0, 2, 3);
+  REQUIRE(batch.tgt_rows.numel() == 7);  // of 2 x 5 positions
+  auto run = [&](bool packed) {
+    Graph g(Device::cpu(), &store);
+    Builder b(g);
+    Expr loss = net.loss(b, batch.src, batch.src_mask, batch.tgt_in, batch.tgt_out, 0.1f, batch.tgt_mask,
+                         packed ? batch.tgt_rows : Tensor(), packed ? batch.tgt_labels : Tensor());
+    g.forward();
+    store.zero_grads();
+    g.backward(loss, 1.0);
+    return std::vector<std::vector<float>>{{float(loss.val().item())}, store.grads().to_vector<float>()};
+  };
+  const auto dense = run(false);
+  const auto packed = run(true);
+  REQUIRE(dense.size() == packed.size());
+  CHECK(packed[0][0] == Approx(dense[0][0]).epsilon(1e-6));
+  double worst = 0;
+  for (size_t p = 1; p < dense.size(); ++p)
+    for (size_t i = 0; i < dense[p].size(); ++i) worst = std::max(worst, double(std::abs(dense[p][i] - packed[p][i])));
+  CHECK(worst < 1e-6);
 }
 
 TEST_CASE("transformer: learns to copy short sequences", "[layers][transformer][train]") {
