@@ -155,12 +155,14 @@ Expr Transformer::loss(const Builder& b, const Tensor& src, const Tensor& src_ma
                        const Tensor& tgt_labels) const {
   Expr memory = encode(b, src, src_mask);
   Expr h = decoder_states(b, memory, src_mask, tgt_in, tgt_mask);
+  Expr targets;
   if (tgt_rows.defined()) {  // the real targets only: the output layer's three GEMMs and the loss skip the padding
     const Shape& s = h.shape();
-    Expr rows = index_select(reshape(h, Shape{s[0] * s[1], s[2]}), b.graph().input(tgt_rows));
-    return sum_all(cross_entropy(output_logits(b, rows), b.graph().input(tgt_labels), label_smoothing, c_.pad_id));
+    h = index_select(reshape(h, Shape{s[0] * s[1], s[2]}), b.graph().input(tgt_rows));
+    targets = b.graph().input(tgt_labels);
+  } else {
+    targets = b.graph().input(tgt_out.view(Shape{tgt_out.numel()}));
   }
-  Expr targets = b.graph().input(tgt_out.view(Shape{tgt_out.numel()}));
   return sum_all(cross_entropy(output_logits(b, h), targets, label_smoothing, c_.pad_id));
 }
 

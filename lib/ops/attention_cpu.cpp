@@ -241,13 +241,9 @@ MOE_AVX2 void weighted_sum_avx2(const float* p, const int64_t* kept, int64_t n, 
                                 int64_t D, float* o, bool add) {
   for (int64_t x = 0; x < D; x += 32) {
     if (x + 32 <= D) {  // a whole block: plain loads (a masked load costs more on AMD cores)
-      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-      if (add) {
-        a0 = _mm256_loadu_ps(o + x);
-        a1 = _mm256_loadu_ps(o + x + 8);
-        a2 = _mm256_loadu_ps(o + x + 16);
-        a3 = _mm256_loadu_ps(o + x + 24);
-      }
+      const __m256 zero = _mm256_setzero_ps();
+      __m256 a0 = add ? _mm256_loadu_ps(o + x) : zero, a1 = add ? _mm256_loadu_ps(o + x + 8) : zero,
+             a2 = add ? _mm256_loadu_ps(o + x + 16) : zero, a3 = add ? _mm256_loadu_ps(o + x + 24) : zero;
       for (int64_t c = 0; c < n; ++c) {
         const float* vr = v + off[kept[c]] + x;
         const __m256 pc = _mm256_set1_ps(p[c]);
