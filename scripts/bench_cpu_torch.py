@@ -11,8 +11,8 @@ sqrt(d) plus sinusoidal positions, pre-norm blocks x + dropout(f(layer_norm(x)))
 layer norm per stack, one embedding table shared by source, target and output, dropout 0.1, label
 smoothing 0.1 on the summed cross-entropy divided by target tokens, Adam (0.9, 0.98, eps 1e-8).
 Batches are moe-train's own, in its order (scripts/moe_batches.py: windows of shuffled sentences sorted by
-length, packed so that sentences x (longest + 1) <= max tokens on each side, seed 1). "train" prints target tokens/s over --updates
-timed updates after --warmup untimed ones. "decode" loads a moe checkpoint (safetensors, weights
+length, packed so that sentences x (longest + 1) <= max tokens on each side, seed 1). "train" prints target
+tokens/s over --updates timed updates after --warmup untimed ones. "decode" loads a moe checkpoint (safetensors, weights
 stored [in, out]) and translates with a key/value cache (self-attention keys/values appended per step,
 encoder output and cross-attention keys/values computed once), batched by source length like
 moe-translate, beam search with finished hypotheses kept aside, length penalty and max length as
