@@ -39,18 +39,6 @@ struct BwdMmaTile {
   static_assert(kMmaWarps % kKeyTiles == 0 && DW % 16 == 0, "dK/dV tiles split over the warps");
 };
 
-/// dq[b, q0.., h, :] += the f32 accumulator of that tile (read past L1: other blocks added into it).
-template <class T>
-__device__ __forceinline__ void add_dq_tile(const Params& p, T* dq, const float* dq_acc, int b, int h, int q0, int BQ) {
-  __threadfence();
-  for (int idx = threadIdx.x; idx < BQ * p.D; idx += kMmaThreads) {
-    const int r = idx / p.D, d = idx % p.D, i = q0 + r;
-    if (i >= p.Tq) break;
-    const long long gi = (((long long)b * p.Tq + i) * p.H + h) * p.D + d;
-    dq[gi] = from_float<T>(to_float(dq[gi]) + __ldcg(dq_acc + gi));
-  }
-}
-
 template <class T, int DP>
 __global__ void __launch_bounds__(kMmaThreads)
     attention_bwd_mma_kernel(Params p, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
@@ -103,7 +91,7 @@ __global__ void __launch_bounds__(kMmaThreads)
   for (int it = 0; it < n_it; ++it) {
     ptx::cp_async_wait<0>();  // this pair's Q/dO (and K, V) landed for this thread's copies ...
     __syncthreads();          // ... and everyone's; P/dS and the other stage are free again
-    if (pending[0] >= 0) add_dq_tile(p, dq, dq_acc, b, pending[0], pending[1], BQ);
+    if (pending[0] >= 0) add_dq_tile(p, dq, dq_acc, b, pending[0], pending[1], BQ, tid);
     load_qo(it + 1);
     const int h = hk * p.group + it / nqv, q0 = q_begin + it % nqv * BQ;
     const T* sQ = sQO + (it % 2) * 2 * BQ * LD;
@@ -230,7 +218,7 @@ __global__ void __launch_bounds__(kMmaThreads)
   }
   ptx::cp_async_wait<0>();
   __syncthreads();  // the last pair's reads of Q/dO done; `pending` final
-  if (pending[0] >= 0) add_dq_tile(p, dq, dq_acc, b, pending[0], pending[1], BQ);
+  if (pending[0] >= 0) add_dq_tile(p, dq, dq_acc, b, pending[0], pending[1], BQ, tid);
 
   // dK, dV: staged as f32 in the Q/dO buffers, then added into dk, dv (coalesced over d).
   float* stage_k = reinterpret_cast<float*>(sQO);

@@ -26,10 +26,10 @@
 #include <cuda_fp16.h>
 
 #include "attention_mma.cuh"
+#include "attention_tma.cuh"
 #include "common/context.h"
 #include "common/cuda_check.h"
 #include "common/ptx.cuh"
-#include "common/tensor_map.cuh"
 
 namespace moe::cuda {
 namespace {
@@ -244,14 +244,6 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   }
 }
 
-/// One head's rows of a [B, T, heads, D] tensor as a 4-d map (d, head, t, b), boxes of 64 x 1 x rows x 1.
-CUtensorMap head_map(const void* base, const Params& p, int T_, int heads, uint32_t rows, CUtensorMapDataType type) {
-  const uint64_t D = uint64_t(p.D), row = uint64_t(heads) * D * 2;
-  const uint64_t dims[4] = {D, uint64_t(heads), uint64_t(T_), uint64_t(p.B)}, strides[3] = {D * 2, row, row * T_};
-  const uint32_t box[4] = {64, 1, rows, 1};
-  return make_tensor_map(type, base, 4, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
-}
-
 template <class T, int D>
 void launch_fwd_wgmma(const Params& p, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& w, Tensor& out,
                       Tensor& lse) {
@@ -259,10 +251,8 @@ void launch_fwd_wgmma(const Params& p, const Tensor& q, const Tensor& k, const T
   auto kernel = attention_fwd_wgmma_kernel<T, D>;
   const cudaStream_t s = stream(q.device());  // makes q's device current: the attribute is per device
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sizeof(Shared))));
-  const CUtensorMapDataType type =
-      std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  const CUtensorMap mq = head_map(q.raw(), p, p.Tq, p.H, kBQ, type), mk = head_map(k.raw(), p, p.Tk, p.Hk, kBK, type),
-                    mv = head_map(v.raw(), p, p.Tk, p.Hk, kBK, type), mo = head_map(out.raw(), p, p.Tq, p.H, 64, type);
+  const CUtensorMap mq = operand_map<T>(q.raw(), p, p.Tq, p.H, kBQ), mk = operand_map<T>(k.raw(), p, p.Tk, p.Hk, kBK),
+                    mv = operand_map<T>(v.raw(), p, p.Tk, p.Hk, kBK), mo = operand_map<T>(out.raw(), p, p.Tq, p.H, 64);
   const dim3 grid(unsigned(p.B) * unsigned(p.H), (p.Tq + kBQ - 1) / kBQ);
   kernel<<<grid, kWgThreads, sizeof(Shared), s>>>(
       p, mq, mk, mv, mo, w.defined() ? static_cast<const T*>(w.raw()) : nullptr, lse.data<float>());

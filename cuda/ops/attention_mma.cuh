@@ -1,6 +1,7 @@
-// Shared pieces of the mma.sync attention kernels (attention_fwd_mma.cu, attention_bwd_mma.cu): four
-// warps per block, the visible key range of a batch row (a key padding mask that is a prefix becomes a
-// key length, so only the tile holding its end needs a mask), tile loads through cp.async (16-byte copies,
+// Shared pieces of the mma.sync attention kernels (attention_fwd_mma.cu, attention_bwd_mma.cu), some also of
+// the Hopper ones (attention_{fwd,bwd}_wgmma.cu): four warps per block, the visible key range of a batch row (a
+// key padding mask that is a prefix becomes a key length, so only the tile holding its end needs a mask), the
+// backward's conversion of a finished dQ tile into dq, tile loads through cp.async (16-byte copies,
 // zero-filled past the tensor; element loads where 16-byte vectors do not fit), and the ldmatrix
 // fragment loads of mma.m16n8k16 operands (ptx.cuh's register layouts: g = lane / 4, t = lane % 4;
 // a[r] = A[g + 8 (r % 2)][2t + 8 (r / 2)], b[r] = B[2t + 8 r][g], c[i] = C[g + 8 (i / 2)][2t + i % 2]).
@@ -53,6 +54,20 @@ __device__ __forceinline__ KeyExtent key_extent(const Params& p, int b, int* scr
 __device__ __forceinline__ bool visible_key(const Params& p, const KeyExtent& kv, int b, int i, int j) {
   if (j >= kv.end || (p.causal && j > i + (p.Tk - p.Tq))) return false;
   return !kv.general || p.pad[(long long)b * p.Tk + j];
+}
+
+/// dq[b, q0.., h, :] += the f32 accumulator of that BQ-row tile (read past L1: other blocks added into it), by
+/// Threads threads of which the caller is `tid`: the last key block to add into a dQ tile converts it.
+template <class T, int Threads = kMmaThreads>
+__device__ __forceinline__ void add_dq_tile(const Params& p, T* dq, const float* dq_acc, int b, int h, int q0, int BQ,
+                                            int tid) {
+  __threadfence();
+  for (int idx = tid; idx < BQ * p.D; idx += Threads) {
+    const int r = idx / p.D, d = idx % p.D, i = q0 + r;
+    if (i >= p.Tq) break;
+    const long long gi = (((long long)b * p.Tq + i) * p.H + h) * p.D + d;
+    dq[gi] = from_float<T>(to_float(dq[gi]) + __ldcg(dq_acc + gi));
+  }
 }
 
 /// Rows [t0, t0 + R) of one head of a [B,T,heads,D] tensor into s[R][LD] (columns [0, DP)): with vec16,
