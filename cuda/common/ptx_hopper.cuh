@@ -249,6 +249,14 @@ __device__ __forceinline__ void fence_proxy_async() {
 #endif
 }
 
+/// Orders the thread's completed async-proxy writes to global memory (a TMA store or reduce-add it waited for
+/// with bulk_wait) before its later generic accesses, e.g. a release to other blocks.
+__device__ __forceinline__ void fence_proxy_async_global() {
+#if !defined(MOE_CUDA_EMU) && MOE_PTX_SM90A
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+#endif  // the emulator's TMA writes global memory when its bulk group completes: nothing to order
+}
+
 /// bar.sync id, threads: waits until `threads` threads (a multiple of 32) arrived at barrier `id` (1 to 15).
 __device__ __forceinline__ void named_barrier_sync(unsigned id, unsigned threads) {
 #ifdef MOE_CUDA_EMU

@@ -6,9 +6,10 @@
 // dw += sum_j p dout.v (f32 atomics). Causal mode starts at the first query tile that sees the key
 // tile. With attention dropout, p z enters dV and dw and w z dp enters ds (z = keep(), the forward's factor).
 // A last pass adds the f32 workspaces into dq and dhead_weight. Covered by
-// tests/gpu/attention_parity_test.cpp. bf16/f16 run the main pass on tensor cores: the mma.sync kernel
-// (attention_bwd_mma.cu, whose workspaces the pre-pass zeroes and which adds dq itself) or, forced, the
-// wmma one (attention_bwd_tc.cu).
+// tests/gpu/attention_parity_test.cpp. bf16/f16 run the main pass on tensor cores: on sm_90a the wgmma
+// kernel (attention_bwd_wgmma.cu) for the calls it takes (head size 64 or 128, no dropout, operands TMA can
+// move), else the mma.sync kernel (attention_bwd_mma.cu); both add dq themselves into workspaces the pre-pass
+// zeroes. Forced, the wmma one (attention_bwd_tc.cu).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -33,8 +34,8 @@ struct BwdTile {
       sizeof(float) * (2 * size_t(BK) * LD + 2 * size_t(BQ) * LD + 2 * size_t(BQ) * LS + 3 * BQ);
 };
 
-/// delta[b,h,i] = sum_d dout[b,i,h,d] * out[b,i,h,d]: one warp per row. For the mma kernel it also
-/// zeroes that kernel's workspaces (each null when not wanted): the row's f32 dQ accumulator (D floats
+/// delta[b,h,i] = sum_d dout[b,i,h,d] * out[b,i,h,d]: one warp per row. For the mma and wgmma kernels it also
+/// zeroes their workspaces (each null when not wanted): the row's f32 dQ accumulator (D floats
 /// at the row's index in q's layout), its dw accumulator and, for the first row of each query tile of
 /// `bq` rows, the tile's arrival counter ([B,H,ceil(Tq/bq)]).
 template <class T>
@@ -218,25 +219,29 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   if (!dq.defined() && !dk.defined() && !dv.defined() && !dhead_weight.defined()) return;
   const Device dev = q.device();
   cudaStream_t st = stream(dev);
-  const KernelImpl impl = choose_kernel(KernelOp::attention_backward, q.dtype(), compute_capability(dev.index)).impl;
+  const KernelShape shape{attention_backward_wgmma_fits(p)};  // what the wgmma variant takes
+  const KernelImpl impl =
+      choose_kernel(KernelOp::attention_backward, q.dtype(), compute_capability(dev.index), shape).impl;
   const bool sixteen_bit = q.dtype() != DType::f32;
-  MOE_CHECK(sixteen_bit ? impl == KernelImpl::mma || impl == KernelImpl::wmma : impl == KernelImpl::simt,
-            "attention backward: variant ", enum_name(impl), " has no kernel for ", dtype_name(q.dtype()));
-  // The mma kernel's workspaces are zeroed by the delta pre-pass, and it adds dQ into dq itself.
-  const bool mma = impl == KernelImpl::mma;
-  auto workspace = [&](const Shape& s, DType t) { return mma ? Tensor::empty(s, t, dev) : Tensor::zeros(s, t, dev); };
+  MOE_CHECK(sixteen_bit == (impl != KernelImpl::simt), "attention backward: variant ", enum_name(impl),
+            " has no kernel for ", dtype_name(q.dtype()));
+  // The mma and wgmma kernels' workspaces are zeroed by the delta pre-pass, and they add dQ into dq themselves.
+  const bool adds_dq = impl == KernelImpl::mma || impl == KernelImpl::wgmma;
+  auto workspace = [&](const Shape& s, DType t) {
+    return adds_dq ? Tensor::empty(s, t, dev) : Tensor::zeros(s, t, dev);
+  };
   Tensor delta = Tensor::empty(Shape{p.B, p.H, p.Tq}, DType::f32, dev);
   Tensor dq_acc = dq.defined() ? workspace(q.shape(), DType::f32) : Tensor();
   Tensor dw_acc = dhead_weight.defined() ? workspace(Shape{p.B, p.Tq, p.H}, DType::f32) : Tensor();
   const int bq = attention_backward_mma_query_tile();
-  Tensor dq_count = mma && dq.defined() ? Tensor::empty(Shape{p.B, p.H, (p.Tq + bq - 1) / bq}, DType::i32, dev)
-                                        : Tensor();
+  Tensor dq_count =
+      adds_dq && dq.defined() ? Tensor::empty(Shape{p.B, p.H, (p.Tq + bq - 1) / bq}, DType::i32, dev) : Tensor();
   const long long rows = (long long)p.B * p.Tq * p.H;
   MOE_FLOAT_SWITCH(q.dtype(), "attention", T, {
     attention_delta_kernel<T><<<grid_for(rows * 32), 256, 0, st>>>(
         static_cast<const T*>(dout.raw()), static_cast<const T*>(out.raw()), delta.data<float>(), p.Tq, p.H, p.D, rows,
-        mma && dq.defined() ? dq_acc.data<float>() : nullptr,
-        mma && dhead_weight.defined() ? dw_acc.data<float>() : nullptr,
+        adds_dq && dq.defined() ? dq_acc.data<float>() : nullptr,
+        adds_dq && dhead_weight.defined() ? dw_acc.data<float>() : nullptr,
         dq_count.defined() ? dq_count.data<int32_t>() : nullptr, bq);
     MOE_KERNEL_CHECK();
     if constexpr (std::is_same_v<T, float>) {  // the FMA kernel: instantiated for f32 only
@@ -246,12 +251,14 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
         case 128: launch_bwd<T, 128>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;
         default: launch_bwd<T, 256>(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv); break;
       }
-    } else if (mma) {  // bf16 / f16: mma.sync, dq added in the kernel
+    } else if (impl == KernelImpl::wgmma) {  // bf16 / f16 on sm_90a: head sizes 64 and 128 by TMA
+      attention_backward_wgmma(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dq_count, dq, dw_acc, dk, dv);
+    } else if (impl == KernelImpl::mma) {  // bf16 / f16: mma.sync, dq added in the kernel
       attention_backward_mma(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dq_count, dq, dw_acc, dk, dv);
     } else {  // bf16 / f16: wmma
       attention_backward_tc(p, q, k, v, head_weight, dout, lse, delta, dq_acc, dw_acc, dk, dv);
     }
-    if (dq.defined() && !mma) {
+    if (dq.defined() && !adds_dq) {
       attention_add_kernel<T><<<grid_for(q.numel()), 256, 0, st>>>(static_cast<T*>(dq.raw()), dq_acc.data<float>(),
                                                                    q.numel());
       MOE_KERNEL_CHECK();

@@ -165,7 +165,14 @@ void attention_forward_wgmma(const attn::Params& p, const Tensor& q, const Tenso
 void attention_backward_mma(const attn::Params& p, const Tensor& q, const Tensor& k, const Tensor& v,
                             const Tensor& head_weight, const Tensor& dout, const Tensor& lse, const Tensor& delta,
                             Tensor& dq_acc, Tensor& dq_count, Tensor& dq, Tensor& dw_acc, Tensor& dk, Tensor& dv);
-/// The query rows of one dQ tile of attention_backward_mma (its arrival counters count per tile).
+/// wgmma backward main pass for bf16/f16 on sm_90a (attention_bwd_wgmma.cu), with attention_backward_mma's
+/// workspaces and contract, for the calls attention_backward_wgmma_fits takes: head size 64 or 128, no
+/// attention dropout, 16-byte operands (vec16: q, k, v and dout aligned).
+bool attention_backward_wgmma_fits(const attn::Params& p);
+void attention_backward_wgmma(const attn::Params& p, const Tensor& q, const Tensor& k, const Tensor& v,
+                              const Tensor& head_weight, const Tensor& dout, const Tensor& lse, const Tensor& delta,
+                              Tensor& dq_acc, Tensor& dq_count, Tensor& dq, Tensor& dw_acc, Tensor& dk, Tensor& dv);
+/// The query rows of one dQ tile of attention_backward_mma and _wgmma (their arrival counters count per tile).
 int attention_backward_mma_query_tile();
 /// Forward for few query rows (decoding; attention_decode.cu): one block per query row and chunk of keys;
 /// key_rows (i32 [B, Tk]) addresses a decoding cache's rows, or is undefined. No dropout.

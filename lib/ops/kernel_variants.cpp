@@ -62,6 +62,12 @@ const std::vector<KernelVariant>& kernel_variants() {
        "head dim 32/64/128/256 (padded up); 64-query tiles, scores through shared memory"},
       {KernelOp::attention_forward, KernelImpl::simt, 0, false, false, {DType::f32}, {"attention_fwd_kernel"},
        "f32 reference path: FMA tiles, any head dim"},
+      {KernelOp::attention_backward, KernelImpl::wgmma, 90, true, true, kSixteenBit, {"attention_bwd_wgmma_kernel"},
+       "FlashAttention-3: 128 keys per block in two consumer warpgroups of 64 holding dK and dV, a TMA "
+       "producer warp loading Q and dO into a 2-stage mbarrier ring, S^T and dP^T by wgmma m64n64k16 from "
+       "shared memory, dV and dK with P and dS as register A operands, dQ through shared memory and a TMA "
+       "reduce-add that the last key block converts; head dim 64 and 128, no dropout, operands TMA can move "
+       "(else mma)"},
       {KernelOp::attention_backward, KernelImpl::mma, 80, false, false, kSixteenBit, {"attention_bwd_mma_kernel"},
        "FlashAttention-2: key tiles with dK/dV in registers, mma.sync m16n8k16, dQ from the dS "
        "accumulators by f32 atomics that the last key tile adds into dq; head dim 32/64/128/256"},

@@ -24,7 +24,7 @@ MOE_NAMED_ENUM(KernelImpl, simt, wmma, mma, wgmma);
 /// What a call's operands allow beyond their dtype, as its dispatch sees them.
 struct KernelShape {
   // Every operand can move by TMA (16-byte aligned, strides multiples of 16 bytes) and the call is one the
-  // op's TMA variants take (attention_forward: head size 64 or 128, no attention dropout).
+  // op's TMA variants take (attention forward and backward: head size 64 or 128, no attention dropout).
   bool tma = true;
 };
 

@@ -4,11 +4,12 @@
 // both devices, in every kernel: f32 and tensor cores, forward and backward), and on cuda:1 while
 // cuda:0 is current (skipped without a GPU). bf16 and f16 run every kernel variant
 // (ops/kernel_variants.h: wgmma, mma.sync and wmma; wgmma on the cases it takes: head sizes 64 and 128,
-// no dropout), each forward with the backward of its family (the default one for wgmma). The Hopper
-// kernel's own case covers several 128-row query tiles, causal ones heaviest first, rows that see no
-// key, key ranges that wrap its 2- and 3-stage TMA rings, and the table's fallback to mma.sync for calls
-// it does not take. Tq = 1 and a decoding cache's row table run the decoding kernel (attention_decode.cu),
-// split over the keys or not.
+// no dropout), each forward with the backward of its family. The Hopper kernels' own case covers several
+// 128-row query tiles, causal ones heaviest first, rows that see no key, key ranges that wrap the
+// forward's 2- and 3-stage TMA rings, 64-row query tiles that wrap the backward's 2-stage ring over
+// several 128-key blocks (and so several dQ arrivals per tile), a backward without dQ, and the table's
+// fallback to mma.sync for calls they do not take. Tq = 1 and a decoding cache's row table run the decoding kernel
+// (attention_decode.cu), split over the keys or not.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <optional>
@@ -30,6 +31,7 @@ struct Case {
   int pad;     // 0 none, 1 a prefix of each row kept, 2 masks that are not prefixes (general padding)
   int weight;  // 0 none, 1 [B,H], 2 [B,Tq,H]
   float dropout = 0;
+  bool dq = true;  // false: q takes no gradient (the backward computes no dQ)
 };
 
 /// Every forward variant of each dtype (each with its family's backward), or with every_variant false the
@@ -53,7 +55,8 @@ void check_case(const Case& c, uint32_t seed, bool every_variant = true) {
     pad = Tensor::from_vector(m, Shape{c.B, c.Tk}, Device::cpu(), DType::u8);
   }
   const float scale = 1.f / std::sqrt(static_cast<float>(c.D));
-  std::vector<int> grads{0, 1, 2};
+  std::vector<int> grads{1, 2};
+  if (c.dq) grads.insert(grads.begin(), 0);
   if (c.weight) grads.push_back(3);
   for (DType dt : test::kFloatTypes) {
     std::vector<const KernelVariant*> fwds{nullptr};  // nullptr: the table's choice
@@ -128,8 +131,9 @@ TEST_CASE("attention parity: the Hopper kernel's query tiles and key rings", "[g
   check_case({2, 200, 300, 2, 2, 128, false, 0, 2}, 52);
   check_case({1, 140, 20, 4, 2, 64, true, 0, 0}, 53);
   check_case({2, 130, 260, 2, 1, 128, true, 2, 1}, 54);
+  check_case({2, 70, 300, 4, 2, 64, false, 1, 2, 0, false}, 58);  // no dQ: dK, dV and dw only
   // Unforced (the emulator's devices are sm_90a): head size 32 and attention dropout, which the wgmma
-  // kernel does not take, fall back to the mma kernel; forcing wgmma onto such a call is refused.
+  // kernels do not take, fall back to the mma kernels; forcing wgmma onto such a call is refused.
   check_case({2, 40, 50, 2, 1, 32, true, 1, 1}, 55, false);
   check_case({2, 40, 50, 2, 1, 64, false, 0, 0, 0.2f}, 56, false);
   const Shape qs{1, 8, 2, 32}, ls{1, 2, 8};

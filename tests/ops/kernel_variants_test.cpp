@@ -13,14 +13,15 @@ TEST_CASE("the variant table chooses by dtype and architecture", "[kernel_varian
   CHECK(choose_kernel(KernelOp::grouped_gemm, DType::bf16, 80).impl == KernelImpl::mma);
   CHECK(choose_kernel(KernelOp::grouped_gemm, DType::f16, 90).impl == KernelImpl::mma);
   CHECK(choose_kernel(KernelOp::grouped_gemm, DType::f32, 90).impl == KernelImpl::simt);
-  // attention_forward on sm_90: wgmma where the build has sm_90a code and the call fits it, else mma.
-  CHECK(choose_kernel(KernelOp::attention_forward, DType::bf16, 90).impl ==
-        (cuda::has_sm90a_code() ? KernelImpl::wgmma : KernelImpl::mma));
-  CHECK(choose_kernel(KernelOp::attention_forward, DType::bf16, 90, KernelShape{false}).impl == KernelImpl::mma);
+  // attention on sm_90: wgmma where the build has sm_90a code and the call fits it, else mma.
+  for (KernelOp op : {KernelOp::attention_forward, KernelOp::attention_backward}) {
+    CHECK(choose_kernel(op, DType::bf16, 90).impl == (cuda::has_sm90a_code() ? KernelImpl::wgmma : KernelImpl::mma));
+    CHECK(choose_kernel(op, DType::bf16, 90, KernelShape{false}).impl == KernelImpl::mma);
+  }
   CHECK(choose_kernel(KernelOp::attention_forward, DType::f16, 80).impl == KernelImpl::mma);
   CHECK(choose_kernel(KernelOp::attention_backward, DType::f16, 80).impl == KernelImpl::mma);
   CHECK(kernel_variants(KernelOp::attention_forward, DType::bf16).size() == 3);  // wgmma, mma, then wmma
-  CHECK(kernel_variants(KernelOp::attention_backward, DType::bf16).size() == 2);
+  CHECK(kernel_variants(KernelOp::attention_backward, DType::bf16).size() == 3);
   CHECK(choose_kernel(KernelOp::attention_backward, DType::f32, 70).impl == KernelImpl::simt);
   CHECK_THROWS_WITH(choose_kernel(KernelOp::grouped_gemm, DType::bf16, 75),
                     Catch::Contains("no kernel variant runs bf16 on compute capability 7.5"));
@@ -49,9 +50,12 @@ TEST_CASE("a forced variant runs, or fails naming why", "[kernel_variants]") {
                     Catch::Contains("MOE_KERNEL forces grouped_gemm:wgmma"));
   force_kernel_variant(KernelOp::grouped_gemm, std::nullopt);
   CHECK(choose_kernel(KernelOp::grouped_gemm, DType::bf16, 90, KernelShape{false}).impl == KernelImpl::mma);
-  force_kernel_variant(KernelOp::attention_backward, KernelImpl::wgmma);
-  CHECK_THROWS_WITH(choose_kernel(KernelOp::attention_backward, DType::bf16, 90),
-                    Catch::Contains("attention_backward:wgmma, which is not a variant"));
+  force_kernel_variant(KernelOp::attention_backward, KernelImpl::wgmma);  // on sm_80, or a call it does not take
+  CHECK_THROWS_WITH(choose_kernel(KernelOp::attention_backward, DType::bf16, 80),
+                    Catch::Contains("MOE_KERNEL forces attention_backward:wgmma, which does not run bf16"));
+  if (cuda::has_sm90a_code())
+    CHECK_THROWS_WITH(choose_kernel(KernelOp::attention_backward, DType::bf16, 90, KernelShape{false}),
+                      Catch::Contains("MOE_KERNEL forces attention_backward:wgmma"));
   force_kernel_variant(KernelOp::attention_backward, std::nullopt);
 }
 
