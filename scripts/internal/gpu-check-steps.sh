@@ -261,12 +261,15 @@ step_bench() {
   if (( EMULATE )); then filter='^layer_norm$' args=(--device cuda --scale tiny --repeat 1 --warmup 0 --no-flush) targs=(--device cpu --scale tiny --repeat 1 --warmup 0 --no-flush --no-compile); fi
   bounded env "${RUN_ENV[@]}" "$BIN/moe-bench" "${args[@]}" --filter "$filter" --json-out "$LOGS/moe-bench.jsonl" || rc=$?
   python3 "$ROOT/scripts/internal/bench-figures.py" moe "$LOGS/moe-bench.jsonl" >> "$LOGS/$STEP.figures" || rc=1
-  # The grouped GEMM's other tensor-core variants beside the default (ops/kernel_variants.h), to choose by.
-  local variant
-  (( EMULATE )) || for variant in wgmma wmma; do
-    bounded env "${RUN_ENV[@]}" MOE_KERNEL="grouped_gemm:$variant" "$BIN/moe-bench" "${args[@]}" --no-ceilings \
-      --filter '^grouped_gemm\.e8$' --json-out "$LOGS/moe-bench-$variant.jsonl" > /dev/null || rc=$?
-    python3 "$ROOT/scripts/internal/bench-figures.py" moe "$LOGS/moe-bench-$variant.jsonl" >> "$LOGS/$STEP.figures" || rc=1
+  # Other tensor-core variants beside the defaults (ops/kernel_variants.h), to choose by: the grouped GEMM's
+  # wgmma and wmma, and attention's mma.sync pair beside the Hopper (wgmma) kernels.
+  local run kernels rows
+  (( EMULATE )) || for run in 'grouped_gemm:wgmma ^grouped_gemm\.e8$' 'grouped_gemm:wmma ^grouped_gemm\.e8$' \
+      'attention_forward:mma,attention_backward:mma ^attention\.base_causal$'; do
+    read -r kernels rows <<< "$run"
+    bounded env "${RUN_ENV[@]}" MOE_KERNEL="$kernels" "$BIN/moe-bench" "${args[@]}" --no-ceilings \
+      --filter "$rows" --json-out "$LOGS/moe-bench-${kernels//[:,]/-}.jsonl" > /dev/null || rc=$?
+    python3 "$ROOT/scripts/internal/bench-figures.py" moe "$LOGS/moe-bench-${kernels//[:,]/-}.jsonl" >> "$LOGS/$STEP.figures" || rc=1
   done
   if ! python3 -c 'import torch' 2>/dev/null; then note "no PyTorch here: bench_torch.py not run"; return $rc; fi
   (( EMULATE )) || python3 -c 'import torch; assert torch.cuda.is_available()' || { note "PyTorch sees no GPU"; return 1; }
