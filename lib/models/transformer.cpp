@@ -16,6 +16,7 @@
 #include "graph/expr/softmax.h"
 #include "layers/basic.h"
 #include "layers/mae_gate_input.h"
+#include "models/encode_by_length.h"
 
 namespace moe {
 
@@ -174,7 +175,7 @@ std::unique_ptr<DecoderState> Transformer::start(const Builder& b, const Tensor&
   st->src_mask = src_mask;
   st->sentence.resize(static_cast<size_t>(src.shape()[0]));
   std::iota(st->sentence.begin(), st->sentence.end(), 0);
-  Expr memory = encode(b, src, src_mask);
+  Expr memory = encode_by_length(b, src, src_mask, [&](const Tensor& s, const Tensor& m) { return encode(b, s, m); });
   const Expr source_mean = gate_context(memory, src_mask, Tensor(), Tensor()).source_mean;
   if (source_mean.defined()) st->source_mean = source_mean.val();
   // Fill the cross-attention caches by projecting the memory once per layer.
