@@ -200,7 +200,7 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
   return [a](std::ostream& out, std::ostream& err) {
     const auto [device, dtype] = placement(a->m, "pairs");
     a->opt.dtype = dtype;
-    a->opt.max_tokens = a->m.decoding.max_tokens;
+    a->opt.max_tokens = scoring_batch_tokens(a->m.decoding);
     a->opt.after_batch = stop_points("pairs");
     const auto src_lines = metrics::read_lines(a->src), tgt_lines = metrics::read_lines(a->tgt);
     MOE_CHECK(src_lines.size() == tgt_lines.size(), "'", a->src, "' has ", src_lines.size(), " lines but '", a->tgt,
@@ -276,7 +276,7 @@ cli::SubcommandRunner setup_experts(CLI::App& sub) {
               " must be >= 1 and >= 0");
     const auto [device, dtype] = placement(a->m, "experts");
     a->opt.dtype = dtype;
-    a->opt.max_tokens = a->m.decoding.max_tokens;
+    a->opt.max_tokens = scoring_batch_tokens(a->m.decoding);
     a->opt.model_name = a->m.model();
     a->opt.after_batch = stop_points("experts");
     LoadedCheckpoint ck = load_checkpoint(a->m.model(), device);

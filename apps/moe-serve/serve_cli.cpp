@@ -103,7 +103,7 @@ int run_serve(const ServeOptions& o) {
   }
   serving::ServerMetrics metrics;
   serving::Worker worker(models, device,
-                         {.batching = {.max_tokens = o.decoding.max_tokens,
+                         {.batching = {.max_tokens = translation_batch_tokens(o.decoding),
                                        .max_wait = std::chrono::milliseconds(o.max_wait_ms),
                                        .max_lines = o.max_queue_lines},
                           .dtype = dtype},
@@ -128,7 +128,8 @@ int run_serve(const ServeOptions& o) {
   raise_listen_backlog(port);
   if (!o.port_file.empty()) std::ofstream(o.port_file) << port << '\n';
   spdlog::info("listening on http://{}:{} ({} model(s), device {}, {} CPU threads, --max-tokens {}, --max-wait-ms {})",
-               o.host, port, models.size(), device.str(), cpu_threads(), o.decoding.max_tokens, o.max_wait_ms);
+               o.host, port, models.size(), device.str(), cpu_threads(), translation_batch_tokens(o.decoding),
+               o.max_wait_ms);
   if (o.quiet) spdlog::set_level(spdlog::level::warn);  // the request log is at info level
   std::atomic<bool> done{false};
   std::thread watcher([&] {  // SIGTERM / SIGINT: stop accepting; listen_after_bind returns once handlers end

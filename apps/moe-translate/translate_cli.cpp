@@ -199,8 +199,8 @@ int translate_main(int argc, char** argv) {
     std::cerr << e.what() << "\n";
     return kExitStopped;
   } catch (const OutOfMemory& e) {
-    std::cerr << "moe-translate: error: " << e.what() << "; lower --max-tokens (now " << o.decoding.max_tokens
-              << ") or --beam (now " << o.decoding.search.beam << ")\n";
+    std::cerr << "moe-translate: error: " << e.what() << "; lower --max-tokens (now "
+              << translation_batch_tokens(o.decoding) << ") or --beam (now " << o.decoding.search.beam << ")\n";
     return 1;
   } catch (const Error& e) {
     std::cerr << "moe-translate: error: " << e.what() << "\n";

@@ -2,6 +2,8 @@
 // checks across keys. Covered by tests/translator/decoding_options_test.cpp.
 #include "models/decoding_options.h"
 
+#include <algorithm>
+
 namespace moe {
 
 DType dtype_of(ComputeDType d) { return d == ComputeDType::bf16 ? DType::bf16 : DType::f32; }
@@ -35,7 +37,9 @@ const config::Keys<DecodingOptions>& decoding_keys() {
         .add("max_len_b", &D::search, &S::max_len_b, "max output tokens = a * source tokens + b", at_least<int64_t>(0))
         .add("min_len", &D::search, &S::min_len, "fewest output tokens before </s>", at_least<int64_t>(0))
         .add("max_tokens", &D::max_tokens,
-             "padded tokens per batch (translating: source tokens x beam, the hypotheses' tokens)", above<int64_t>(0))
+             "padded tokens per batch (translating: source tokens x beam, the hypotheses' tokens); 0 = auto: 4096, "
+             "translating min(4096 x beam, 16384)",
+             at_least<int64_t>(0))
         .add_custom(
             "device", config::ValueType::String, "cpu, cuda, cuda:N or auto (a GPU when present)",
             [](const YAML::Node& v, D& o, const std::string& key) {
@@ -58,6 +62,13 @@ std::vector<std::string> best_hypothesis_search_keys() {
   std::vector<std::string> keys = search_key_names();
   std::erase(keys, "n_best");
   return keys;
+}
+
+int64_t scoring_batch_tokens(const DecodingOptions& o) { return o.max_tokens > 0 ? o.max_tokens : kAutoBatchTokens; }
+
+int64_t translation_batch_tokens(const DecodingOptions& o) {
+  if (o.max_tokens > 0) return o.max_tokens;
+  return std::min(kAutoBatchTokens * o.search.beam, kAutoHypothesisTokens);
 }
 
 std::string KeyNaming::operator()(const std::string& key) const {

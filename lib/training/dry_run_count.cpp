@@ -84,7 +84,7 @@ int64_t validation_bytes(const TrainOptions& o, const DryRunReport& r, const YAM
     for (size_t i = 1; i < c.size(); ++i) band = std::max(band, c[i] - c[i - 1]);
     width = c.front() + static_cast<int64_t>(c.size()) + band;
   }
-  const int64_t rows = o.valid.decoding.max_tokens;
+  const int64_t rows = scoring_batch_tokens(o.valid.decoding);
   const int64_t scores =
       device_bytes(gpu, rows * width * static_cast<int64_t>(dtype_size(compute))) + device_bytes(gpu, rows * width * 4);
   int64_t statics = 0;

@@ -103,11 +103,12 @@ void LmTask::load_data() {
   if (masked_) {
     data::MlmOptions fixed = mlm_;
     fixed.seed = o_.seed ^ 0x5851F42D4C957F2Dull;  // the same masking at every validation
-    valid_batches_ = data::masked_eval_batches(valid, L, std::max<int64_t>(1, o_.valid.decoding.max_tokens / L), fixed);
-  } else {
     valid_batches_ =
-        data::eval_batches(valid, context_, stride_, std::max<int64_t>(1, o_.valid.decoding.max_tokens / context_),
-                           vocab_->eos_id(), vocab_->pad_id());
+        data::masked_eval_batches(valid, L, std::max<int64_t>(1, scoring_batch_tokens(o_.valid.decoding) / L), fixed);
+  } else {
+    valid_batches_ = data::eval_batches(valid, context_, stride_,
+                                        std::max<int64_t>(1, scoring_batch_tokens(o_.valid.decoding) / context_),
+                                        vocab_->eos_id(), vocab_->pad_id());
   }
   spdlog::info("moe-train: validation text {}: {} lines, {} tokens{}", d.valid_text, valid_lines_, valid.size(),
                masked_ ? std::string(", masked blocks")

@@ -86,7 +86,8 @@ void TranslationTask::load_data() {
   data::ParallelDataset valid = data::load_parallel_dataset(d.valid_src, d.valid_tgt, *src_vocab_, src_vocab_path_,
                                                             *tgt_vocab_, tgt_vocab_path_, d.cache_dir, ro);
   validator_ = std::make_unique<Validator>(
-      valid.src, valid.tgt, ValidBatchOptions{o_.valid.decoding.max_tokens, max_len_, bo.pad_id, bo.bos_id, bo.eos_id});
+      valid.src, valid.tgt,
+      ValidBatchOptions{scoring_batch_tokens(o_.valid.decoding), max_len_, bo.pad_id, bo.bos_id, bo.eos_id});
   spdlog::info("moe-train: validation data {} / {}: {} pairs{}", d.valid_src, d.valid_tgt, validator_->sentences(),
                validator_->dropped() ? " (" + std::to_string(validator_->dropped()) + " empty or too long left out)"
                                      : std::string());

@@ -12,7 +12,7 @@ namespace moe {
 TranslatorOptions translator_options(const DecodingOptions& o) {
   TranslatorOptions to;
   static_cast<SearchOptions&>(to.search) = o.search;
-  to.max_tokens = o.max_tokens;
+  to.max_tokens = translation_batch_tokens(o);
   to.dtype = dtype_of(o.dtype);
   return to;
 }

@@ -89,7 +89,7 @@ TEST_CASE("lm trainer: a Transformer LM on the WikiText-103 sample lowers its lo
   PerplexityOptions po;
   po.context = 32;
   po.stride = 16;
-  po.batch_size = o.valid.decoding.max_tokens / 32;  // the validation's batches: the same sums
+  po.batch_size = scoring_batch_tokens(o.valid.decoding) / 32;  // the validation's batches: the same sums
   const PerplexityResult r =
       lm_perplexity(*ck.model, *ck.params, Device::cpu(), lm_stream_of(text, vocab), po, vocab.eos_id());
   CHECK(r.nll / static_cast<double>(r.tokens) == Approx(c.valid[1].loss).epsilon(1e-9));

@@ -1,7 +1,7 @@
 // The decoding options declared once (models/decoding_options.h, cli/decoding_options.h): the four entry
 // points that decode (moe-translate, moe-score, moe-serve with its requests, moe-train's valid.* and
 // eval.* keys) give the same defaults, parsed and as --help shows them; bad values are errors naming the
-// flag or the key; the checks across keys name the keys as each entry point spells them.
+// flag or the key; the checks across keys name the keys as each entry point spells them; the automatic batch.
 #include "models/decoding_options.h"
 
 #include <CLI/CLI.hpp>
@@ -14,6 +14,7 @@
 #include "moe-translate/translate_cli.h"
 #include "serving/request.h"
 #include "training/train_options.h"
+#include "translator/translator.h"
 
 using namespace moe;
 
@@ -115,7 +116,7 @@ TEST_CASE("decoding values are parsed once and errors name the flag or the key",
                     Catch::Contains("--length-penalty") && Catch::Contains("'average'") && Catch::Contains("gnmt"));
   CHECK_THROWS_WITH(parse("--device tpu"), Catch::Contains("--device") && Catch::Contains("tpu"));
   CHECK_THROWS_WITH(parse("--dtype f16"), Catch::Contains("--dtype") && Catch::Contains("bf16"));
-  CHECK_THROWS_WITH(parse("--max-tokens 0"), Catch::Contains("--max-tokens"));
+  CHECK_THROWS_WITH(parse("--max-tokens -1"), Catch::Contains("--max-tokens"));
 
   config::Schema schema;
   register_train_keys(schema);
@@ -144,4 +145,23 @@ TEST_CASE("the checks across decoding keys name them as the entry point does", "
   const Placement p = decoding_placement(o, cli::flag_naming());
   CHECK(p.device == Device::cpu());
   CHECK(p.dtype == DType::f32);
+}
+
+TEST_CASE("the automatic batch counts 4096 source tokens, at most 16384 hypotheses' tokens", "[translator][options]") {
+  DecodingOptions o;
+  CHECK(o.max_tokens == 0);  // auto
+  CHECK(scoring_batch_tokens(o) == 4096);
+  CHECK(translation_batch_tokens(o) == 16384);  // beam 5: 3,276 source tokens
+  o.search.beam = 1;
+  CHECK(translation_batch_tokens(o) == 4096);
+  CHECK(scoring_batch_tokens(o) == 4096);
+  o.search.beam = 2;
+  CHECK(translation_batch_tokens(o) == 8192);
+  o.search.beam = 12;
+  CHECK(translation_batch_tokens(o) == 16384);
+  CHECK(translator_options(o).max_tokens == 16384);
+  o.max_tokens = 1000;  // the user's budget, as given
+  CHECK(translation_batch_tokens(o) == 1000);
+  CHECK(scoring_batch_tokens(o) == 1000);
+  CHECK(translator_options(o).max_tokens == 1000);
 }
