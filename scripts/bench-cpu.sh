@@ -3,6 +3,7 @@
 #   scripts/bench-cpu.sh [--out DIR] [--bin DIR] [--threads "1 2"] [--updates 30] [--only train,decode]
 #       [--models demo,big] [--checkpoint CKPT] [--train-minutes 5] [--repeat 3] [--decode-arg ARG]...
 #       [--ct2 CT2_BUILD_DIR] [--sides "moe-f32 moe-int8 ct2-f32 ct2-int8 torch"] [--lines N] [--plain-malloc]
+#       [--beams "5 1"]
 # Cores: every run at N threads is pinned to N cores (taskset -c 0..N-1) and told N everywhere: moe
 # --cpu-threads N and OMP_NUM_THREADS=N; PyTorch torch.set_num_threads(N), OMP_NUM_THREADS, OPENBLAS_NUM_THREADS
 # and MKL_NUM_THREADS = N (Debian's PyTorch calls OpenBLAS, whose threads set_num_threads does not limit);
@@ -23,7 +24,7 @@
 # batches, f32, dropout 0.1), --updates timed updates after 5 untimed, the same batches in the same order on both
 # sides (scripts/moe_batches.py; each side's tokens are printed), for the demo model (d 256,
 # FFN 1024, 4 heads, 3+3, pre-norm, tied) and "big" (d 512, FFN 2048, 8 heads, 6+6), at each thread
-# count. Decoding: beam 5 and greedy of test_2016_flickr (1000 lines) with one demo checkpoint
+# count. Decoding: beam 5 and greedy (--beams) of test_2016_flickr (1000 lines) with one demo checkpoint
 # (--checkpoint, else the demo model trained here for --train-minutes): moe-translate f32 and --quantize
 # int8, the same weights in PyTorch with a key/value cache, and, with --ct2 (a CTranslate2 build,
 # ../shared/peers/ct2/README.md), CTranslate2 float32 and int8 of the converted checkpoint; wall seconds,
@@ -35,7 +36,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="$ROOT/runs/bench-cpu"; BIN="$ROOT/build-cpu/bin"; THREADS="1 2"; UPDATES=30; WARMUP=5; ONLY="train,decode"
 MODELS="demo,big"; CKPT=""; TRAIN_MINUTES=5; REPEAT=3; PY=/usr/bin/python3; DECODE_ARGS=(); CT2_BUILD=""; SIDES=""; LINES=0
 PEERS="$ROOT/../shared/peers/ct2"
-PLAIN_MALLOC=0
+PLAIN_MALLOC=0; BEAMS="5 1"
 while (( $# )); do
   case "$1" in
     --out) OUT="$2"; shift 2 ;;
@@ -52,7 +53,8 @@ while (( $# )); do
     --sides) SIDES="$2"; shift 2 ;;
     --lines) LINES="$2"; shift 2 ;;
     --plain-malloc) PLAIN_MALLOC=1; shift ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --beams) BEAMS="$2"; shift 2 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-cpu: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -217,7 +219,7 @@ EOF
     emit "{\"side\": \"$side\", \"work\": \"decode\", \"beam\": $beam, \"threads\": $t, \"seconds\": $wall, \"bleu\": $(bleu "$hyp"), $(cpu_fields "$hyp.time" "$(side_blas "$side")")}"
   }
   if [[ -z "$SIDES" ]]; then SIDES="moe-f32 moe-int8 torch"; [[ -n "$CT2_BUILD" ]] && SIDES="moe-f32 moe-int8 ct2-f32 ct2-int8 torch"; fi
-  for beam in 5 1; do
+  for beam in $BEAMS; do
     for t in $THREADS; do
       for r in $(seq "$REPEAT"); do  # the sides interleaved, so that a change in load touches them alike
         for side in $SIDES; do decode_run "$side" "$beam" "$t" "$OUT/test.b$beam.t$t.$side"; done
