@@ -134,7 +134,7 @@ cli::SubcommandRunner setup_ppl(CLI::App& sub) {
     const auto [device, dtype] = placement(a->m, "ppl");
     a->opt.dtype = dtype;
     LoadedCheckpoint ck = load_checkpoint(a->m.model(), device);
-    const Int8Inference int8(ck, a->m.quantize, device);
+    const InferenceWeights weights(ck, a->m.quantize, device);
     stored_windows(ck, *context, *stride, a->opt.context, a->opt.stride);
     MOE_CHECK(ck.model->is_language_model(), "'", a->m.model(), "' holds a ", ck.model->type(),
               " (translation) model; use moe-score pairs for translation models");
@@ -216,7 +216,7 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
     } else {  // one model: its teacher-forced pass
       check_ensemble_weights(a->m.models, a->m.weights);
       LoadedCheckpoint ck = load_checkpoint(a->m.model(), device);
-      const Int8Inference int8(ck, a->m.quantize, device);
+      const InferenceWeights weights(ck, a->m.quantize, device);
       MOE_CHECK(!ck.model->is_language_model(), "'", a->m.model(), "' holds a ", ck.model->type(),
                 " language model; use moe-score ppl for language models");
       warn_future_gates(ck, "pairs", "these log-probabilities", err);
@@ -280,7 +280,7 @@ cli::SubcommandRunner setup_experts(CLI::App& sub) {
     a->opt.model_name = a->m.model();
     a->opt.after_batch = stop_points("experts");
     LoadedCheckpoint ck = load_checkpoint(a->m.model(), device);
-    const Int8Inference int8(ck, a->m.quantize, device);
+    const InferenceWeights weights(ck, a->m.quantize, device);
     warn_future_gates(ck, "experts", "the gates and states analysed here", err);
     ExpertReport report;
     report.model = a->m.model();

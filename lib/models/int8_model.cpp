@@ -81,36 +81,4 @@ std::unique_ptr<Int8Weights> quantize_model(ParameterStore& params,
   return out;
 }
 
-Int8Inference::Int8Inference(const LoadedCheckpoint& ck, Quantize quantize, Device device, Int8F32Copies copies) {
-  if (quantize == Quantize::none && ck.int8.empty()) return;
-  if (device.is_cuda()) {
-    MOE_CHECK(quantize == Quantize::none, "--quantize ", enum_name(quantize),
-              " runs on the CPU only (use --device cpu; on a GPU moe computes in f32, bf16 or f16)");
-    spdlog::info("a pre-quantized checkpoint on {}: its weights run as f32 values q * scale", device.str());
-    return;
-  }
-  weights_ = quantize_model(*ck.params, ck.int8);
-  active_ = std::make_unique<ActiveInt8Weights>(weights_.get());
-  if (copies == Int8F32Copies::keep) return;
-  for (size_t i = 0; i < ck.params->entries().size(); ++i) {
-    const Tensor value = ck.params->value(static_cast<int>(i));
-    const Int8Matrix* m = weights_->find(value);
-    if (m && !m->per_row) released_.emplace_back(value.raw(), value.bytes());
-  }
-}
-
-size_t Int8Inference::released_bytes() const {
-  size_t n = 0;
-  for (const ReleasedPages& r : released_) n += r.bytes();
-  return n;
-}
-
-std::string Int8Inference::describe() const {
-  if (!on()) return "f32";
-  std::ostringstream os;
-  os << "int8 (" << weights_->size() << " weights, " << (weights_->bytes() >> 20)
-     << " MiB; f32 copies released: " << (released_bytes() >> 20) << " MiB)";
-  return os.str();
-}
-
 }  // namespace moe

@@ -18,7 +18,6 @@
 #include "common/named_enum.h"
 #include "graph/parameters.h"
 #include "ops/int8_gemm.h"
-#include "tensor/released_pages.h"
 
 namespace moe {
 
@@ -45,30 +44,5 @@ void append_int8_weight(std::vector<std::pair<std::string, Tensor>>& tensors, co
 /// quantized from the f32 parameters now; the tables' values in `params` become q * scale (see above).
 std::unique_ptr<Int8Weights> quantize_model(ParameterStore& params,
                                             const std::map<std::string, Int8Matrix>& prequantized);
-
-/// What int8 inference does with the f32 values of the weights it quantizes per column (not the tables, which
-/// the embedding lookups read): gives their memory back while it runs (tensor/released_pages.h; reading them
-/// would stop the program), or keeps them (tests compare the two).
-enum class Int8F32Copies { release, keep };
-
-/// int8 inference of a loaded checkpoint for this object's lifetime: on when `quantize` is int8 (the CPU only:
-/// an error naming --quantize on a GPU) or the checkpoint is pre-quantized (on a GPU it then runs in its
-/// float dtype with the values q * scale). The tables' values stay q * scale after it ends, and the released
-/// f32 weights read as zeros.
-class Int8Inference {
- public:
-  Int8Inference(const LoadedCheckpoint& ck, Quantize quantize, Device device,
-                Int8F32Copies copies = Int8F32Copies::release);
-  bool on() const { return active_ != nullptr; }
-  /// "int8 (N weights, M MiB; f32 copies released: K MiB)" or "f32"-style text for summaries.
-  std::string describe() const;
-  /// The bytes of f32 weights given back to the system.
-  size_t released_bytes() const;
-
- private:
-  std::unique_ptr<Int8Weights> weights_;
-  std::unique_ptr<ActiveInt8Weights> active_;
-  std::vector<ReleasedPages> released_;
-};
 
 }  // namespace moe

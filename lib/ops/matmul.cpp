@@ -11,6 +11,7 @@
 #include "ops/cpu_gemm.h"
 #include "ops/dispatch.h"
 #include "ops/int8_gemm.h"
+#include "ops/transposed_weights.h"
 #include "tensor/cuda_runtime.h"
 
 namespace moe {
@@ -135,6 +136,10 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool tb, flo
     const Int8Matrix* q = active_int8_weight(b);
     if (q && q->experts() == 1 && q->per_row == tb && p.batch == 1 && !ta && alpha == 1.f && beta == 0.f)
       return int8_matmul(pa, p.m, *q, 0, pc, false);
+    if (const Tensor* t = active_transposed_weight(b)) {  // W held as Wt (ops/transposed_weights.h): op(W) = Wt^T
+      pb = t->data<float>();
+      tb = !tb;
+    }
   }
   auto one = [&](int64_t i, bool split) {
     T* c = pc + i * p.stride_c;

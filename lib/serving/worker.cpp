@@ -29,6 +29,7 @@ ServedModel load_served_model(const std::string& name, const std::string& path, 
   m.name = name;
   m.path = path;
   m.ck = load_checkpoint(path, device);
+  m.weights = std::make_unique<InferenceWeights>(m.ck, Quantize::none, device);
   if (const EncoderDecoder* net = m.ck.model->encoder_decoder()) {
     m.src = m.ck.find_vocab({"src", "tgt"});
     m.tgt = m.ck.find_vocab({"tgt", "src"});

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "models/checkpoint.h"
+#include "models/inference_weights.h"
 #include "serving/batch_queue.h"
 #include "serving/metrics.h"
 #include "serving/request.h"
@@ -33,6 +34,7 @@ struct ServedModel {
   const data::Vocab* tgt = nullptr;
   const data::Vocab* lm = nullptr;      // language models
   std::unique_ptr<Translator> encoder;  // translation models: encode_source_line's position limit
+  std::unique_ptr<InferenceWeights> weights;  // on the CPU: the f32 dense weights transposed (released before ck)
   bool translates() const { return encoder != nullptr; }
 };
 

@@ -42,7 +42,7 @@ void check_ensemble_weights(const std::vector<std::string>& paths, const std::ve
 }
 
 std::string TranslationModels::compute_type(const std::string& dtype) const {
-  return !int8.empty() && int8.front()->on() ? int8.front()->describe() : dtype;
+  return !inference.empty() && inference.front()->on() ? inference.front()->describe() : dtype;
 }
 
 TranslationModels load_translation_models(const std::vector<std::string>& paths, const std::vector<double>& weights,
@@ -61,7 +61,7 @@ TranslationModels load_translation_models(const std::vector<std::string>& paths,
       check_same_vocab(m, i, "source", m.src_vocab(), ck.first_vocab({"src", "tgt"}));
       check_same_vocab(m, i, "target", m.tgt_vocab(), ck.first_vocab({"tgt", "src"}));
     }
-    m.int8.push_back(std::make_unique<Int8Inference>(ck, quantize, device));
+    m.inference.push_back(std::make_unique<InferenceWeights>(ck, quantize, device));
     members.push_back({net, ck.params.get(), weights.empty() ? 1.0 : weights[i], paths[i]});
   }
   if (paths.size() > 1) m.ensemble = std::make_unique<EnsembleDecoder>(std::move(members));

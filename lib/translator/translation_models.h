@@ -3,7 +3,8 @@
 // checkpoint must hold a translation model; ensembled ones must have the same source and target
 // vocabularies (the input is encoded once, the outputs decoded once), checked piece by piece with an
 // error naming both files. With --quantize int8 (or pre-quantized checkpoints) each model runs in int8
-// on the CPU (models/int8_model.h). Covered by tests/translator/ensemble_test.cpp.
+// on the CPU (models/int8_model.h), else in f32 with the weights transposed (models/inference_weights.h). Covered by
+// tests/translator/ensemble_test.cpp.
 #pragma once
 #include <memory>
 #include <string>
@@ -11,14 +12,14 @@
 
 #include "models/checkpoint.h"
 #include "models/ensemble_decoder.h"
-#include "models/int8_model.h"
+#include "models/inference_weights.h"
 
 namespace moe {
 
 struct TranslationModels {
   std::vector<std::string> paths;
   std::vector<LoadedCheckpoint> checkpoints;
-  std::vector<std::unique_ptr<Int8Inference>> int8;  // one per checkpoint, released before them
+  std::vector<std::unique_ptr<InferenceWeights>> inference;  // one per checkpoint, released before them
   std::unique_ptr<EnsembleDecoder> ensemble;          // with two or more checkpoints
 
   /// The ensemble, or the one checkpoint's encoder-decoder.

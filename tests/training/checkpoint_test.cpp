@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "data/vocab.h"
 #include "graph/graph.h"
+#include "models/inference_weights.h"
 #include "models/model_registry.h"
 #include "tensor/safetensors.h"
 #include "training/average.h"
@@ -242,20 +243,20 @@ TEST_CASE("int8: a pre-quantized checkpoint equals quantizing on load", "[traini
   const double f32_loss = loss_of(f32, t.batch);
   double int8_loss = 0;
   {
-    const Int8Inference on(f32, Quantize::int8, Device::cpu());
+    const InferenceWeights on(f32, Quantize::int8, Device::cpu());
     REQUIRE(on.on());
     int8_loss = loss_of(f32, t.batch);
     // quantizing on load puts the tables' q * scale into the store, as the pre-quantized file does
     CHECK(f32.params->value("embed.src").to_vector<float>() == pre.params->value("embed.src").to_vector<float>());
   }
   {
-    const Int8Inference on(pre, Quantize::none, Device::cpu());  // pre-quantized: int8 whatever the option
+    const InferenceWeights on(pre, Quantize::none, Device::cpu());  // pre-quantized: int8 whatever the option
     REQUIRE(on.on());
     CHECK(loss_of(pre, t.batch) == int8_loss);
   }
   CHECK(int8_loss != f32_loss);  // the int8 path ran
   CHECK(int8_loss == Approx(f32_loss).epsilon(0.02));
-  CHECK_THROWS_WITH(Int8Inference(f32, Quantize::int8, Device::cuda(0)), Catch::Contains("CPU only"));
+  CHECK_THROWS_WITH(InferenceWeights(f32, Quantize::int8, Device::cuda(0)), Catch::Contains("CPU only"));
   CHECK_THROWS_WITH(average_checkpoints({dir + "/int8.safetensors"}, dir + "/x.safetensors"),
                     Catch::Contains("pre-quantized"));
   fs::remove_all(dir);

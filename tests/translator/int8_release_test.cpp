@@ -1,11 +1,11 @@
-// int8 inference without the f32 copies of its weights (models/int8_model.h, Int8F32Copies): for every
+// int8 inference without the f32 copies of its weights (models/int8_model.h, F32Copies): for every
 // translation family (Transformer, MAE-7, MoA, MoE FFN, Switch with shared experts, LSTM with MoE layers),
 // a model loaded from its checkpoint translates with its f32 weights released exactly as with them kept
 // (beam 4, n-best 2: the same tokens and scores), and what is released is most of the weights' f32 bytes.
 // A read of a released weight would stop the test (tensor/released_pages.h).
 #include <catch2/catch.hpp>
 
-#include "models/int8_model.h"
+#include "models/inference_weights.h"
 #include "tiny_model.h"
 #include "translator/translator.h"
 
@@ -19,9 +19,9 @@ struct Translation {
   size_t released = 0;
 };
 
-Translation translate(const std::string& path, Int8F32Copies copies) {
+Translation translate(const std::string& path, F32Copies copies) {
   const LoadedCheckpoint ck = load_checkpoint(path, Device::cpu());
-  const Int8Inference int8(ck, Quantize::int8, Device::cpu(), copies);
+  const InferenceWeights int8(ck, Quantize::int8, Device::cpu(), copies);
   REQUIRE(int8.on());
   TranslatorOptions o;
   o.search.beam = 4;
@@ -65,8 +65,8 @@ TEST_CASE("int8 with its f32 copies released translates as with them kept", "[tr
       cfg["max_positions"] = 32;
       const test::TinyModel m = test::model_of(cfg, 7);
       const std::string path = test::save_tiny(m, dir);
-      const Translation kept = translate(path, Int8F32Copies::keep);
-      const Translation released = translate(path, Int8F32Copies::release);
+      const Translation kept = translate(path, F32Copies::keep);
+      const Translation released = translate(path, F32Copies::release);
       CHECK(kept.released == 0);
       // Every weight's partial first and last pages stay: at most 2 pages of 4 KiB each.
       CHECK(released.released > per_column_bytes(m) / 2);

@@ -7,6 +7,7 @@
 
 #include "ops/int8_gemm.h"
 #include "ops/shape_ops.h"
+#include "ops/transposed_weights.h"
 
 namespace moe {
 
@@ -56,8 +57,11 @@ Expr slice(const Expr& x, int axis_in, int64_t begin, int64_t length) {
       [=](Node& n) {
         // A slice of a weight int8 inference holds (the LSTM decoder's input weights): its values q * scale,
         // as the int8 GEMMs see it, read without its f32 values (which may be released: int8_model.h).
+        // Likewise a weight f32 inference holds transposed (ops/transposed_weights.h).
         if (const Int8Matrix* m = active_int8_weight(n.in(0)))
           dequantize_int8_strided(*m, n.alloc_val().data<float>(), outer, len, full, off);
+        else if (const Tensor* t = active_transposed_weight(n.in(0)))
+          copy_strided_from_transposed(*t, n.alloc_val().data<float>(), outer, len, full, off);
         else
           strided_copy(n.in(0), n.alloc_val(), outer, len, full, len, off, 0);
       },
