@@ -40,29 +40,9 @@ size_t per_column_bytes(const test::TinyModel& m) {
 }  // namespace
 
 TEST_CASE("int8 with its f32 copies released translates as with them kept", "[translator][int8]") {
-  const std::vector<std::pair<std::string, std::string>> families = {
-      {"transformer", "{}"},
-      {"MAE-7", "{attention: {type: mae, name: MAE-7}}"},
-      {"MoA", "{attention: {type: moa, k: 2, experts: 4, head_dim: 16}}"},
-      {"MoE FFN", "{ffn: {type: moe, experts: 4, k: 2, hidden: 256}}"},
-      {"Switch + shared", "{ffn: {type: moe, gating: switch, experts: 8, k: 2, hidden: 128, shared: 1}}"},
-      {"LSTM-MoE", "{type: lstm_seq2seq, hidden: 64, tie_embeddings: decoder, "
-                   "moe: {type: moe, experts: 4, k: 2, hidden: 256, gating: batchwise}}"},
-  };
   const auto dir = test::temp_dir("int8-release");
-  for (const auto& [name, yaml] : families) {
+  for (const auto& [name, cfg] : test::family_configs()) {
     SECTION(name) {
-      YAML::Node cfg = YAML::Load(yaml);
-      if (!cfg["type"]) {
-        cfg["type"] = "transformer";
-        cfg["ffn_dim"] = 512;
-        cfg["heads"] = 8;
-      }
-      cfg["d_model"] = 64;
-      cfg["enc_layers"] = 2;
-      cfg["dec_layers"] = 2;
-      cfg["dropout"] = 0.0;
-      cfg["max_positions"] = 32;
       const test::TinyModel m = test::model_of(cfg, 7);
       const std::string path = test::save_tiny(m, dir);
       const Translation kept = translate(path, F32Copies::keep);

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "data/batch.h"
 #include "data/vocab.h"
@@ -76,6 +78,37 @@ inline TinyModel tiny_model(uint64_t seed = 5, int64_t max_positions = 32, float
   for (int64_t d = 0; d < 16; ++d) v[3 * 16 + d] *= eos_scale;
   e.copy_from(Tensor::from_vector(v, e.shape()));
   return m;
+}
+
+/// Every translation family at d 64, 2+2 layers, by name (model.* keys): the Transformer, MAE-7, MoA, MoE FFN,
+/// Switch with shared experts and the LSTM with MoE layers, for the tests that run each family alike.
+inline std::vector<std::pair<std::string, YAML::Node>> family_configs() {
+  const std::vector<std::pair<std::string, std::string>> families = {
+      {"transformer", "{}"},
+      {"MAE-7", "{attention: {type: mae, name: MAE-7}}"},
+      {"MoA", "{attention: {type: moa, k: 2, experts: 4, head_dim: 16}}"},
+      {"MoE FFN", "{ffn: {type: moe, experts: 4, k: 2, hidden: 256}}"},
+      {"Switch + shared", "{ffn: {type: moe, gating: switch, experts: 8, k: 2, hidden: 128, shared: 1}}"},
+      {"LSTM-MoE",
+       "{type: lstm_seq2seq, hidden: 64, tie_embeddings: decoder, "
+       "moe: {type: moe, experts: 4, k: 2, hidden: 256, gating: batchwise}}"},
+  };
+  std::vector<std::pair<std::string, YAML::Node>> out;
+  for (const auto& [name, yaml] : families) {
+    YAML::Node cfg = YAML::Load(yaml);
+    if (!cfg["type"]) {
+      cfg["type"] = "transformer";
+      cfg["ffn_dim"] = 512;
+      cfg["heads"] = 8;
+    }
+    cfg["d_model"] = 64;
+    cfg["enc_layers"] = 2;
+    cfg["dec_layers"] = 2;
+    cfg["dropout"] = 0.0;
+    cfg["max_positions"] = 32;
+    out.emplace_back(name, cfg);
+  }
+  return out;
 }
 
 /// A fresh temp folder for one test.
