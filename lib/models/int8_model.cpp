@@ -9,7 +9,6 @@
 #include <sstream>
 #include <utility>
 
-#include "models/checkpoint.h"
 
 namespace moe {
 

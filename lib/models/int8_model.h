@@ -22,7 +22,6 @@
 namespace moe {
 
 MOE_NAMED_ENUM(Quantize, none, int8)
-struct LoadedCheckpoint;
 enum class Int8Role { keep_f32, per_column, per_row };
 
 /// How parameter `e` is quantized (the rules above).
