@@ -1,23 +1,22 @@
 // Helpers for the data tests: a fresh temporary folder per test and small file writers.
 // Used by every tests/data/*_test.cpp.
 #pragma once
+#include <unistd.h>
 #include <zlib.h>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
+
+#include "support/temp_dirs.h"
 
 namespace moe::test {
 
 inline std::string temp_dir(const std::string& name) {
   static std::atomic<int> counter{0};
-  auto p = std::filesystem::temp_directory_path() /
-           ("moe_data_" + name + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-  std::filesystem::remove_all(p);
-  std::filesystem::create_directories(p);
-  return p.string();
+  return fresh_temp_dir("moe_data_" + name + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++))
+      .string();
 }
 
 inline std::string write_file(const std::string& path, const std::string& text) {

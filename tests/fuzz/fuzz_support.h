@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../support/temp_dirs.h"
 #include "common/error.h"
 
 #define FUZZ_REQUIRE(cond, what)                                                                                   \
@@ -33,14 +34,9 @@ namespace moe::fuzz {
 /// The parsers' log lines (spdlog) are off: millions of inputs would flood the fuzzer's output.
 inline const bool kLogsOff = (spdlog::set_level(spdlog::level::off), true);
 
-/// A folder of this process's own under $TMPDIR (or /tmp), made on first use and reused.
+/// A folder of this process's own under $TMPDIR (or /tmp), made on first use, reused, removed at exit.
 inline const std::string& scratch_dir() {
-  static const std::string dir = [] {
-    const char* tmp = std::getenv("TMPDIR");
-    auto d = std::filesystem::path(tmp && *tmp ? tmp : "/tmp") / ("moe-fuzz-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(d);
-    return d.string();
-  }();
+  static const std::string dir = test::fresh_temp_dir("moe-fuzz-" + std::to_string(::getpid())).string();
   return dir;
 }
 

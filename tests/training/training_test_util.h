@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "support/temp_dirs.h"
 #include "training/trainer.h"
 
 namespace moe::test {
@@ -35,11 +36,7 @@ inline std::vector<MetricsLine> read_metrics(const std::string& run_dir) {
 }
 
 inline std::string temp_dir(const std::string& name) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("moe-train-test-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
+  return test::fresh_temp_dir("moe-train-test-" + name + "-" + std::to_string(::getpid())).string();
 }
 
 /// Two runs' metrics line by line: same types, updates and bit-identical losses (Catch2 checks).

@@ -16,6 +16,7 @@
 #include "models/checkpoint.h"
 #include "models/model.h"
 #include "models/model_registry.h"
+#include "support/temp_dirs.h"
 
 namespace moe::test {
 
@@ -113,10 +114,7 @@ inline std::vector<std::pair<std::string, YAML::Node>> family_configs() {
 
 /// A fresh temp folder for one test.
 inline std::filesystem::path temp_dir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() / ("moe-translator-test-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d;
+  return fresh_temp_dir("moe-translator-test-" + name + "-" + std::to_string(::getpid()));
 }
 
 /// Saves `m` with its word vocabulary as both the src and tgt vocabularies.
