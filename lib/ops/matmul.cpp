@@ -111,15 +111,18 @@ void gemm(const T* a, const T* b, T* c, bool ta, bool tb, int64_t m, int64_t n, 
           bool split) {
   const int64_t lda = std::max<int64_t>(1, ta ? m : k), ldb = std::max<int64_t>(1, tb ? k : n),
                 ldc = std::max<int64_t>(1, n);
-  constexpr int64_t kMinFlopsPerThread = int64_t(1) << 20;  // below this a fork costs more than it saves
   if (!split) return blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  // Below 2^20 FLOPs per thread a fork costs more than it saves, unless b is larger than a core's L2 cache: then a
+  // product of a few rows (the last steps of greedy decoding) streams b from memory, and two threads stream their
+  // halves in about half the time (docs/PERF.md, "Greedy decoding at two cores").
+  const int64_t min_flops = int64_t(sizeof(T)) * n * k > (int64_t(1) << 19) ? int64_t(1) << 17 : int64_t(1) << 20;
   if (m >= n) {
-    const int64_t rows = std::max<int64_t>(4, kMinFlopsPerThread / std::max<int64_t>(1, 2 * n * k));
+    const int64_t rows = std::max<int64_t>(4, min_flops / std::max<int64_t>(1, 2 * n * k));
     parallel_for(m, rows, [&](int64_t lo, int64_t hi) {
       blas(ta, tb, hi - lo, n, k, alpha, ta ? a + lo : a + lo * lda, lda, b, ldb, beta, c + lo * ldc, ldc);
     });
   } else {
-    const int64_t cols = std::max<int64_t>(16, kMinFlopsPerThread / std::max<int64_t>(1, 2 * m * k));
+    const int64_t cols = std::max<int64_t>(16, min_flops / std::max<int64_t>(1, 2 * m * k));
     parallel_for(n, cols, [&](int64_t lo, int64_t hi) {
       blas(ta, tb, m, hi - lo, k, alpha, a, lda, tb ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
     });

@@ -1,8 +1,9 @@
 // Every CPU kernel split across threads (common/cpu_threads.h) against its one-thread run, in f32
-// with shapes above the split thresholds: matmul (all transpositions, rows and columns split, a
-// batch), bias_grad (also against a naive column sum), dropout, unary and binary (a broadcast
-// operand's gradient), cross-entropy, softmax, layer norm (forward and backward), attention (causal, padded,
-// grouped heads; forward and backward) and Adam. Equal bit for bit, except matmul within 1e-5.
+// with shapes above the split thresholds: matmul (all transpositions, rows and columns split, two rows
+// by a weight larger than L2, a batch), bias_grad (also against a naive column sum), dropout, unary and
+// binary (a broadcast operand's gradient), cross-entropy, softmax, layer norm (forward and backward),
+// attention (causal, padded, grouped heads; forward and backward) and Adam. Equal bit for bit, except
+// matmul within 1e-5.
 #include <catch2/catch.hpp>
 #include <functional>
 
@@ -49,7 +50,8 @@ TEST_CASE("threaded kernels: matmul splits rows, columns and batches", "[ops][th
   struct Case {
     Shape a, b;
   };
-  for (const Case& c : {Case{{301, 64}, {64, 70}}, Case{{9, 256}, {256, 1001}}, Case{{6, 40, 32}, {6, 32, 40}}})
+  for (const Case& c : {Case{{301, 64}, {64, 70}}, Case{{9, 256}, {256, 1001}}, Case{{2, 512}, {512, 512}},
+                        Case{{6, 40, 32}, {6, 32, 40}}})
     for (int t = 0; t < 4; ++t) {
       const bool ta = t & 1, tb = t & 2;
       auto tr = [](Shape s, bool on) {
