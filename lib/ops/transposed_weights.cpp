@@ -56,10 +56,13 @@ void copy_strided_from_transposed(const Tensor& wt, float* out, int64_t outer, i
                                   int64_t off) {
   const int64_t n = wt.shape()[0], k = wt.shape()[1];
   const float* t = wt.data<float>();
+  if (outer == 0 || len == 0) return;
+  const int64_t last = (outer - 1) * full + off + len - 1;  // the largest flat index read
+  MOE_CHECK(off >= 0 && n > 0 && last / n < k, "copy_strided_from_transposed: index ", last, " outside the weight [", k,
+            ", ", n, "]");
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < len; ++i) {
       const int64_t idx = o * full + off + i, r = idx / n, c = idx % n;  // W[r, c] = t[c, r]
-      MOE_CHECK(r < k, "copy_strided_from_transposed: index ", idx, " outside the weight [", k, ", ", n, "]");
       out[o * len + i] = t[c * k + r];
     }
 }
