@@ -31,6 +31,7 @@ class TransformerLm : public Model, public Decoder {
 
   /// Final hidden states [B, T, d] for input ids [B, T] (i32), positions starting at `offset`.
   Expr hidden(const Builder& b, const Tensor& input, std::vector<KVCache>* caches = nullptr, int64_t offset = 0) const;
+  using Model::loss;  // a translation batch's (Model's: an error for a language model), beside this one
   /// Summed loss of targets [B, T] given input [B, T]; mask [B, T] (any dtype; undefined = all).
   Expr loss(const Builder& b, const Tensor& input, const Tensor& target, const Tensor& mask,
             float label_smoothing) const;
