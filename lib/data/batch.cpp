@@ -1,5 +1,5 @@
 // Batch packing (row-major [B, T] i32 tensors padded with pad_id; u8 masks for translation, f32 for LM; the real
-// targets' positions and ids).
+// positions of both sides and the targets' ids).
 // Covered by tests/data/batch_test.cpp.
 #include "data/batch.h"
 
@@ -45,11 +45,11 @@ Batch make_batch(const std::vector<std::span<const int32_t>>& src, const std::ve
   batch.tgt_out = Tensor::from_vector<int32_t>(to, Shape{Bi, Ti});
   batch.tgt_mask = Tensor::from_vector<float>(tm, Shape{Bi, Ti}, Device::cpu(), DType::u8);
   batch.ids = std::move(ids);
-  set_target_rows(batch);
+  set_real_rows(batch);
   return batch;
 }
 
-void set_target_rows(Batch& batch) {
+void set_real_rows(Batch& batch) {
   const std::vector<int32_t> out = batch.tgt_out.to_vector<int32_t>();
   const std::vector<float> mask = batch.tgt_mask.to_vector<float>();
   std::vector<int32_t> rows, labels;
@@ -61,6 +61,11 @@ void set_target_rows(Batch& batch) {
   const auto n = static_cast<int64_t>(rows.size());
   batch.tgt_rows = Tensor::from_vector<int32_t>(rows, Shape{n});
   batch.tgt_labels = Tensor::from_vector<int32_t>(labels, Shape{n});
+  const std::vector<float> src_mask = batch.src_mask.to_vector<float>();
+  std::vector<int32_t> src_rows;
+  for (size_t i = 0; i < src_mask.size(); ++i)
+    if (src_mask[i] != 0) src_rows.push_back(static_cast<int32_t>(i));
+  batch.src_rows = Tensor::from_vector<int32_t>(src_rows, Shape{static_cast<int64_t>(src_rows.size())});
 }
 
 LmBatch make_lm_batch(const std::vector<std::vector<int32_t>>& inputs, const std::vector<std::vector<int32_t>>& targets,

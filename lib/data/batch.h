@@ -1,8 +1,9 @@
 // Batches: CPU i32 tensors padded with the pad id, ready for the trainer to move to the GPU.
 // Translation: src = x </s>, tgt_in = <s> y, tgt_out = y </s>; masks are u8 1/0 of the same shape (the attention
-// op's key-padding format); tgt_rows / tgt_labels list the real targets.
+// op's key-padding format); src_rows, tgt_rows and tgt_labels list the real positions.
 // LM: input = x[t], target = x[t+1], mask marks scored targets. Covered by tests/data/batch_test.cpp.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -14,21 +15,27 @@ namespace moe::data {
 struct Batch {
   Tensor src, src_mask;                 // [B, S]
   Tensor tgt_in, tgt_out, tgt_mask;     // [B, T]
-  // [N] i32, the N real targets: their flat positions b T + t in tgt_out and their ids, so that the output layer
-  // and the loss skip the padding (models/transformer.cpp); undefined: the loss runs over every position, masked.
-  Tensor tgt_rows, tgt_labels;
+  // [N] i32, the N real targets: their flat positions b T + t in tgt_out and their ids, and [M] i32, the flat
+  // positions b S + s of the M real source tokens, so that the output layer, the loss and the position-wise layers
+  // skip the padding (models/transformer.h, RealPositions); undefined: every position, the padding masked.
+  Tensor tgt_rows, tgt_labels, src_rows;
   std::vector<int64_t> ids;             // sentence ids (line numbers, 0-based) to restore order
   std::vector<int32_t> src_lengths, tgt_lengths;  // with </s> (resp. <s>) counted
   int64_t src_tokens = 0, tgt_tokens = 0;         // real (unpadded) tokens
   int64_t size() const { return static_cast<int64_t>(ids.size()); }
 };
 
+/// Every tensor of a Batch: what moves to a device with it (those defined).
+inline constexpr std::array<Tensor Batch::*, 8> kBatchTensors{&Batch::src,        &Batch::src_mask, &Batch::tgt_in,
+                                                              &Batch::tgt_out,    &Batch::tgt_mask, &Batch::tgt_rows,
+                                                              &Batch::tgt_labels, &Batch::src_rows};
+
 /// Builds a translation batch from token spans (without specials).
 Batch make_batch(const std::vector<std::span<const int32_t>>& src, const std::vector<std::span<const int32_t>>& tgt,
                  std::vector<int64_t> ids, int32_t pad_id, int32_t bos_id, int32_t eos_id);
 
-/// Sets batch.tgt_rows and tgt_labels from its tgt_out and tgt_mask (host tensors).
-void set_target_rows(Batch& batch);
+/// Sets batch.src_rows, tgt_rows and tgt_labels from its src_mask, tgt_out and tgt_mask (host tensors).
+void set_real_rows(Batch& batch);
 
 struct LmBatch {
   Tensor input, target, mask;  // [B, T]; mask 1 where the target is scored

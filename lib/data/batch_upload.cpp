@@ -94,18 +94,15 @@ std::vector<Tensor> BatchUploader::transfer(const std::vector<const Tensor*>& te
 Batch BatchUploader::upload(const Batch& b) {
   if (device_.is_cpu()) return b;
   Batch out = b;
-  std::vector<const Tensor*> in{&b.src, &b.src_mask, &b.tgt_in, &b.tgt_out, &b.tgt_mask};
-  if (b.tgt_rows.defined()) in.insert(in.end(), {&b.tgt_rows, &b.tgt_labels});
+  std::vector<const Tensor*> in;
+  std::vector<Tensor*> to;
+  for (auto field : kBatchTensors)
+    if ((b.*field).defined()) {
+      in.push_back(&(b.*field));
+      to.push_back(&(out.*field));
+    }
   auto t = transfer(in);
-  out.src = std::move(t[0]);
-  out.src_mask = std::move(t[1]);
-  out.tgt_in = std::move(t[2]);
-  out.tgt_out = std::move(t[3]);
-  out.tgt_mask = std::move(t[4]);
-  if (b.tgt_rows.defined()) {
-    out.tgt_rows = std::move(t[5]);
-    out.tgt_labels = std::move(t[6]);
-  }
+  for (size_t i = 0; i < to.size(); ++i) *to[i] = std::move(t[i]);
   return out;
 }
 

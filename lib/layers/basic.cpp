@@ -8,8 +8,10 @@
 #include "graph/expr/bias_act_dropout.h"
 #include "graph/expr/binary.h"
 #include "graph/expr/dropout.h"
+#include "graph/expr/gather_scatter.h"
 #include "graph/expr/layer_norm.h"
 #include "graph/expr/matmul.h"
+#include "graph/expr/shape_ops.h"
 #include "graph/expr/unary.h"
 
 namespace moe {
@@ -67,6 +69,16 @@ Expr residual_block(const Builder& b, const Expr& x, int64_t dim, bool pre_norm,
                     const std::function<Expr(const Expr&)>& f) {
   if (pre_norm) return add(x, dropout(f(layer_norm_layer(b.sub("ln"), x, dim)), dropout_p));
   return layer_norm_layer(b.sub("ln"), add(x, dropout(f(x), dropout_p)), dim);
+}
+
+Expr residual_block_rows(const Builder& b, const Expr& x, const Expr& rows, int64_t dim, bool pre_norm, float dropout_p,
+                         const std::function<Expr(const Expr&)>& f) {
+  const Shape& s = x.shape();
+  const Expr flat = reshape(x, Shape{s.numel() / dim, dim});
+  const Expr picked = index_select(flat, rows);
+  if (pre_norm)
+    return reshape(index_add(flat, rows, dropout(f(layer_norm_layer(b.sub("ln"), picked, dim)), dropout_p)), s);
+  return layer_norm_layer(b.sub("ln"), reshape(index_add(flat, rows, dropout(f(picked), dropout_p)), s), dim);
 }
 
 Expr feed_forward(const Builder& b, const Expr& x, int64_t dim, int64_t hidden, Activation act,

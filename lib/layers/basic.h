@@ -1,6 +1,7 @@
 // Basic layers built from graph ops: dense (affine) projections, layer normalisation with learned
-// gain and bias, sinusoidal position encodings, the residual block and the position-wise feed-forward block.
-// Covered by tests/layers/transformer_test.cpp (the FFN's fused node: tests/ops/bias_act_dropout_test.cpp).
+// gain and bias, sinusoidal position encodings, the residual block (on every row or on listed rows) and the
+// position-wise feed-forward block. Covered by tests/layers/transformer_test.cpp (the FFN's fused node:
+// tests/ops/bias_act_dropout_test.cpp).
 #pragma once
 #include <functional>
 #include <string>
@@ -25,6 +26,11 @@ UnaryOp activation_op(Activation a);
 /// Residual block around f with layer norm "ln" under b: pre-norm x + drop(f(LN(x))), post-norm LN(x + drop(f(x))).
 Expr residual_block(const Builder& b, const Expr& x, int64_t dim, bool pre_norm, float dropout_p,
                     const std::function<Expr(const Expr&)>& f);
+/// residual_block on the rows `rows` [R] (i32 flat positions b T + t) of x [B, T, d] only: the other rows (the
+/// padding, which only masked attention reads) pass through, so f and, pre-norm, the norm see R rows instead of
+/// B T. Pre-norm: x + drop(f(LN(x))) at those rows; post-norm: LN(x + drop(f(x))), f at those rows, the norm on all.
+Expr residual_block_rows(const Builder& b, const Expr& x, const Expr& rows, int64_t dim, bool pre_norm, float dropout_p,
+                         const std::function<Expr(const Expr&)>& f);
 /// FFN: dense(d -> hidden), activation, dropout (the three as one bias_act_dropout node after the
 /// GEMM), dense(hidden -> d).
 Expr feed_forward(const Builder& b, const Expr& x, int64_t dim, int64_t hidden, Activation act,

@@ -127,6 +127,9 @@ class FfnSite {
   virtual std::optional<RoutedSite> routed(FfnRole, int) const { return std::nullopt; }
   /// Whether build() reads FfnInput::padding at `role` (the models compute it only then).
   virtual bool reads_padding(FfnRole) const { return false; }
+  /// Whether each output row depends on its own input row only (no routing, capacity or statistics over rows),
+  /// so that a model may run the site on the real positions of a batch only (models/transformer.h).
+  virtual bool position_wise() const { return false; }
 };
 
 struct AttentionFamily {

@@ -39,6 +39,7 @@ class DenseFfnSite : public FfnSite {
   Expr build(const Builder& b, const Expr& x, const FfnInput&) const override {
     return feed_forward(b, x, s_.dim, s_.hidden, s_.activation, s_.activation_dropout);
   }
+  bool position_wise() const override { return true; }
 
  private:
   FfnShape s_;

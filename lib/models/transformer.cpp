@@ -69,20 +69,30 @@ std::vector<std::string> Transformer::future_sites() const {
   return out;
 }
 
-Expr Transformer::encoder_layer(const Builder& b, Expr x, const Tensor& src_mask, int layer) const {
+Expr Transformer::ffn_block(const Builder& b, const Expr& x, const FfnInput& in, const Tensor& rows) const {
+  const Builder ffn = b.sub("ffn");
+  auto f = [&](const Expr& h) { return ffn_->build(ffn, h, in); };
+  if (rows.defined() && ffn_->position_wise())
+    return residual_block_rows(ffn, x, b.graph().input(rows), c_.d_model, c_.pre_norm, c_.dropout, f);
+  return residual_block(ffn, x, c_.d_model, c_.pre_norm, c_.dropout, f);
+}
+
+Expr Transformer::encoder_layer(const Builder& b, Expr x, const Tensor& src_mask, int layer, const Tensor& rows) const {
   x = residual_block(b.sub("self_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
     AttentionInput in{h, h, src_mask, false, true, nullptr, src_mask, Expr(), c_.attention_dropout};
     return attention_->build(b.sub("self_attn"), in, SiteRole::encoder_self);
   });
-  return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
-    return ffn_->build(b.sub("ffn"), h, FfnInput{FfnRole::encoder, layer, src_mask});
-  });
+  return ffn_block(b, x, FfnInput{FfnRole::encoder, layer, src_mask}, rows);
 }
 
 Expr Transformer::encode(const Builder& b, const Tensor& src, const Tensor& src_mask) const {
+  return encode_rows(b, src, src_mask, Tensor());
+}
+
+Expr Transformer::encode_rows(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& rows) const {
   Expr x = embed(b, src_table(), c_.src_vocab, src, 0);
   const Builder enc = b.sub("encoder");
-  for (int l = 0; l < c_.enc_layers; ++l) x = encoder_layer(enc.layer(l), x, src_mask, l);
+  for (int l = 0; l < c_.enc_layers; ++l) x = encoder_layer(enc.layer(l), x, src_mask, l, rows);
   if (c_.pre_norm) x = layer_norm_layer(enc.sub("final_ln"), x, c_.d_model);
   return x;
 }
@@ -113,9 +123,7 @@ Expr Transformer::decoder_layer(const Builder& b, Expr x, const Expr& memory, co
         h, memory, src_mask, false, false, cross_cache, gates.tgt_padding, gates.source_mean, c_.attention_dropout};
     return attention_->build(b.sub("cross_attn"), in, SiteRole::decoder_cross);
   });
-  return residual_block(b.sub("ffn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
-    return ffn_->build(b.sub("ffn"), h, FfnInput{FfnRole::decoder, layer, gates.tgt_padding});
-  });
+  return ffn_block(b, x, FfnInput{FfnRole::decoder, layer, gates.tgt_padding}, gates.rows);
 }
 
 Expr Transformer::decoder_stack(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask, State* state,
@@ -140,9 +148,10 @@ Expr Transformer::output_logits(const Builder& b, const Expr& h) const {
 }
 
 Expr Transformer::decoder_states(const Builder& b, const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
-                                 const Tensor& tgt_mask) const {
+                                 const Tensor& tgt_mask, const Tensor& rows) const {
   Expr y = embed(b, tgt_table(), c_.tgt_vocab, tgt_in, 0);
-  const GateContext gates = gate_context(memory, src_mask, tgt_in, tgt_mask);
+  GateContext gates = gate_context(memory, src_mask, tgt_in, tgt_mask);
+  gates.rows = rows;
   return decoder_stack(b, y, memory, src_mask, nullptr, gates);
 }
 
@@ -152,15 +161,15 @@ Expr Transformer::decode(const Builder& b, const Expr& memory, const Tensor& src
 }
 
 Expr Transformer::loss(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in,
-                       const Tensor& tgt_out, float label_smoothing, const Tensor& tgt_mask, const Tensor& tgt_rows,
-                       const Tensor& tgt_labels) const {
-  Expr memory = encode(b, src, src_mask);
-  Expr h = decoder_states(b, memory, src_mask, tgt_in, tgt_mask);
+                       const Tensor& tgt_out, float label_smoothing, const Tensor& tgt_mask,
+                       const RealPositions& real) const {
+  Expr memory = encode_rows(b, src, src_mask, real.src_rows);
+  Expr h = decoder_states(b, memory, src_mask, tgt_in, tgt_mask, real.tgt_rows);
   Expr targets;
-  if (tgt_rows.defined()) {  // the real targets only: the output layer's three GEMMs and the loss skip the padding
+  if (real.tgt_rows.defined()) {  // the real targets only: the output layer's three GEMMs and the loss skip the padding
     const Shape& s = h.shape();
-    h = index_select(reshape(h, Shape{s[0] * s[1], s[2]}), b.graph().input(tgt_rows));
-    targets = b.graph().input(tgt_labels);
+    h = index_select(reshape(h, Shape{s[0] * s[1], s[2]}), b.graph().input(real.tgt_rows));
+    targets = b.graph().input(real.tgt_labels);
   } else {
     targets = b.graph().input(tgt_out.view(Shape{tgt_out.numel()}));
   }

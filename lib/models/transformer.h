@@ -1,7 +1,8 @@
 // The Transformer encoder-decoder (Vaswani et al. 2017) with post-norm or pre-norm layers, tied
 // embeddings, sinusoidal positions, and attention / feed-forward sites from the site registry
 // (layers/sites.h), made once when the model is built, so MAE, MoA and sparse-MoE variants reuse
-// everything else. Teacher-forced loss for training; an encoder pass plus incremental decoding steps
+// everything else. Teacher-forced loss for training (position-wise FFN blocks, the output layer and the loss on the
+// batch's real positions only: RealPositions); an encoder pass plus incremental decoding steps
 // with key/value caches for beam search (the EncoderDecoder interface, models/decoder.h).
 // Covered by tests/layers/transformer_test.cpp.
 #pragma once
@@ -16,6 +17,13 @@
 
 namespace moe {
 
+/// The real (unpadded) positions of a teacher-forced batch (data::Batch's src_rows, tgt_rows and tgt_labels: i32
+/// flat positions b T + t, and the targets' ids): the position-wise FFN blocks run on those rows only, the output
+/// layer and the loss on the real targets only. Undefined tensors: every position, the padding masked.
+struct RealPositions {
+  Tensor src_rows, tgt_rows, tgt_labels;
+};
+
 class Transformer : public EncoderDecoder {
  public:
   explicit Transformer(TransformerConfig config);
@@ -24,11 +32,10 @@ class Transformer : public EncoderDecoder {
   Expr encode(const Builder& b, const Tensor& src, const Tensor& src_mask) const override;
   Expr decode(const Builder& b, const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
               const Tensor& tgt_mask = {}) const override;
-  /// Sum over non-padding target tokens of the label-smoothed cross-entropy (an f32 scalar). With tgt_rows and
-  /// tgt_labels (data::Batch's: the real targets' flat positions and ids) only those rows reach the output layer.
+  /// Sum over non-padding target tokens of the label-smoothed cross-entropy (an f32 scalar); `real` lets the
+  /// position-wise blocks, the output layer and the loss skip the padding (the same loss).
   Expr loss(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in, const Tensor& tgt_out,
-            float label_smoothing, const Tensor& tgt_mask = {}, const Tensor& tgt_rows = {},
-            const Tensor& tgt_labels = {}) const;
+            float label_smoothing, const Tensor& tgt_mask = {}, const RealPositions& real = {}) const;
 
   /// Decoding state: caches per decoder layer and the source mask, for N hypotheses.
   struct State : DecoderState {
@@ -56,11 +63,17 @@ class Transformer : public EncoderDecoder {
 
  private:
   Expr embed(const Builder& b, const std::string& table, int64_t vocab, const Tensor& ids, int64_t offset) const;
-  Expr encoder_layer(const Builder& b, Expr x, const Tensor& src_mask, int layer) const;
-  /// What decoder sites read besides their input: the target padding and the source mean (MAE gates).
+  /// encode() with the real source positions (RealPositions::src_rows; undefined: every position).
+  Expr encode_rows(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& rows) const;
+  Expr encoder_layer(const Builder& b, Expr x, const Tensor& src_mask, int layer, const Tensor& rows) const;
+  /// The FFN block of a layer; on the rows `rows` only when they are defined and the site is position-wise.
+  Expr ffn_block(const Builder& b, const Expr& x, const FfnInput& in, const Tensor& rows) const;
+  /// What decoder sites read besides their input: the target padding and the source mean (MAE gates); and the real
+  /// target positions of a teacher-forced batch (RealPositions::tgt_rows) for the FFN blocks.
   struct GateContext {
     Tensor tgt_padding;
     Expr source_mean;
+    Tensor rows;
   };
   GateContext gate_context(const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
                            const Tensor& tgt_mask) const;
@@ -70,7 +83,7 @@ class Transformer : public EncoderDecoder {
   Expr output_logits(const Builder& b, const Expr& h) const;
   /// The teacher-forced decoder states [B, T, d] (decode() without the output layer).
   Expr decoder_states(const Builder& b, const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
-                      const Tensor& tgt_mask) const;
+                      const Tensor& tgt_mask, const Tensor& rows = {}) const;
   Expr decoder_stack(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask, State* state,
                      const GateContext& gates) const;
   std::string src_table() const { return c_.tie_embeddings == TieEmbeddings::all ? "embed.shared" : "embed.src"; }

@@ -36,7 +36,7 @@ TrainBatch rank_slice(const TrainBatch& batch, int rank, int world) {
       s.tgt_lengths.assign(x->tgt_lengths.begin() + a, x->tgt_lengths.begin() + b);
       s.src_tokens = count_nonzero(s.src_mask);
       s.tgt_tokens = count_nonzero(s.tgt_mask);
-      if (x->tgt_rows.defined()) data::set_target_rows(s);
+      if (x->tgt_rows.defined()) data::set_real_rows(s);
     }
     return TrainBatch{std::move(s)};
   }

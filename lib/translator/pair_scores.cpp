@@ -15,15 +15,8 @@ namespace moe {
 namespace {
 data::Batch on_device(const data::Batch& b, Device d) {
   data::Batch out = b;
-  out.src = b.src.to(d);
-  out.src_mask = b.src_mask.to(d);
-  out.tgt_in = b.tgt_in.to(d);
-  out.tgt_out = b.tgt_out.to(d);
-  out.tgt_mask = b.tgt_mask.to(d);
-  if (b.tgt_rows.defined()) {
-    out.tgt_rows = b.tgt_rows.to(d);
-    out.tgt_labels = b.tgt_labels.to(d);
-  }
+  for (auto field : data::kBatchTensors)
+    if ((b.*field).defined()) out.*field = (b.*field).to(d);
   return out;
 }
 }  // namespace

@@ -29,6 +29,7 @@ TEST_CASE("batch: translation batch layout", "[data]") {
   CHECK(x.tgt_rows.to_vector<int32_t>() == std::vector<int32_t>{0, 1, 2, 5, 6, 7, 8, 9});
   CHECK(x.tgt_labels.to_vector<int32_t>() == std::vector<int32_t>{30, 31, 3, 40, 41, 42, 43, 3});
   CHECK(x.tgt_rows.dtype() == DType::i32);
+  CHECK(x.src_rows.to_vector<int32_t>() == std::vector<int32_t>{0, 1, 2, 3, 4, 5});  // the real source positions
   // size-1 batch with an empty target side
   std::vector<int32_t> e;
   Batch y = make_batch({std::span<const int32_t>(a)}, {std::span<const int32_t>(e)}, {0}, 0, 2, 3);

@@ -111,6 +111,8 @@ TEST_CASE("dist: rank_slice splits a global batch into the ranks' rows", "[dist]
     if (s.size()) CHECK(b.ids.front() == 5 * r / 3);
     if (s.size()) CHECK(b.tgt_rows.numel() == s.tokens());  // the slice's own real targets, positions in the slice
     if (s.size()) CHECK(b.tgt_rows.to_vector<int32_t>().back() < b.tgt_out.numel());
+    if (s.size()) CHECK(b.src_rows.numel() == b.src_tokens);  // and real source positions
+    if (s.size()) CHECK(b.src_rows.to_vector<int32_t>().back() < b.src.numel());
   }
   CHECK(rows == 5);
   CHECK(tokens == whole.tokens());

@@ -40,6 +40,9 @@ TEST_CASE("sites: the built-in families and their errors", "[layers][sites]") {
   CHECK_THROWS_WITH(r.ffn(yaml("{type: dense, hiden: 8}"), f), Catch::Contains("did you mean 'model.ffn.hidden'"));
   CHECK_THROWS_WITH(r.ffn(yaml("{type: moe, experts: 4, k: 9}"), f), Catch::Contains("k = 9"));
   CHECK(r.ffn(YAML::Node(), f, "moe"));  // the fallback family (LSTM LMs' MoE layers)
+  // the dense FFN may run on the real rows only; routed experts (capacity, balancing over rows) may not
+  CHECK(r.ffn(YAML::Node(), f)->position_wise());
+  CHECK_FALSE(r.ffn(yaml("{type: moe, experts: 4, k: 2}"), f)->position_wise());
 }
 
 TEST_CASE("sites: the dense FFN takes its own width", "[layers][sites]") {

@@ -3,6 +3,7 @@
 // hundred CPU steps.
 #include "models/transformer.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <random>
 
@@ -114,32 +115,43 @@ TEST_CASE("transformer: source-side caches stay one per sentence, read through a
   for (int64_t v = 0; v < 12; ++v) CHECK(last[v] == last[12 + v]);  // rows 2 and 3 had the same history
 }
 
-// data::Batch lists its real targets (tgt_rows, tgt_labels) so that the output layer and the loss skip the padding:
-// the loss and every gradient equal those of all positions with the padding masked out.
-TEST_CASE("transformer: the loss over the real targets only equals the masked loss", "[layers][transformer]") {
-  Transformer net(tiny(true));
-  ParameterStore store(Device::cpu(), 1);
-  std::vector<int32_t> a{5, 6, 7}, c{8}, y1{9, 10, 4, 5}, y2{6};
-  const data::Batch batch = data::make_batch({a, c}, {y1, y2}, {0, 1}, 0, 2, 3);
-  REQUIRE(batch.tgt_rows.numel() == 7);  // of 2 x 5 positions
-  auto run = [&](bool packed) {
-    Graph g(Device::cpu(), &store);
-    Builder b(g);
-    Expr loss = net.loss(b, batch.src, batch.src_mask, batch.tgt_in, batch.tgt_out, 0.1f, batch.tgt_mask,
-                         packed ? batch.tgt_rows : Tensor(), packed ? batch.tgt_labels : Tensor());
-    g.forward();
-    store.zero_grads();
-    g.backward(loss, 1.0);
-    return std::vector<std::vector<float>>{{float(loss.val().item())}, store.grads().to_vector<float>()};
-  };
-  const auto dense = run(false);
-  const auto packed = run(true);
-  REQUIRE(dense.size() == packed.size());
-  CHECK(packed[0][0] == Approx(dense[0][0]).epsilon(1e-6));
-  double worst = 0;
-  for (size_t p = 1; p < dense.size(); ++p)
-    for (size_t i = 0; i < dense[p].size(); ++i) worst = std::max(worst, double(std::abs(dense[p][i] - packed[p][i])));
-  CHECK(worst < 1e-6);
+// data::Batch lists its real positions (src_rows, tgt_rows, tgt_labels) so that the FFN blocks, the output layer and
+// the loss skip the padding: the loss and every gradient equal those of all positions with the padding masked out,
+// pre-norm and post-norm, and each layer's FFN block ran on the real rows (one index_add node per layer).
+TEST_CASE("transformer: the loss over the real positions only equals the masked loss", "[layers][transformer]") {
+  for (bool pre_norm : {true, false}) {
+    INFO("pre_norm " << pre_norm);
+    Transformer net(tiny(pre_norm));
+    ParameterStore store(Device::cpu(), 1);
+    std::vector<int32_t> a{5, 6, 7}, c{8}, y1{9, 10, 4, 5}, y2{6};
+    const data::Batch batch = data::make_batch({a, c}, {y1, y2}, {0, 1}, 0, 2, 3);
+    REQUIRE(batch.tgt_rows.numel() == 7);  // of 2 x 5 positions
+    REQUIRE(batch.src_rows.numel() == 6);  // of 2 x 4
+    int64_t row_blocks = 0;
+    auto run = [&](bool packed) {
+      Graph g(Device::cpu(), &store);
+      Builder b(g);
+      const RealPositions real =
+          packed ? RealPositions{batch.src_rows, batch.tgt_rows, batch.tgt_labels} : RealPositions{};
+      Expr loss = net.loss(b, batch.src, batch.src_mask, batch.tgt_in, batch.tgt_out, 0.1f, batch.tgt_mask, real);
+      g.forward();
+      store.zero_grads();
+      g.backward(loss, 1.0);
+      row_blocks = std::count_if(g.tape().begin(), g.tape().end(), [](const auto& n) { return n->op == "index_add"; });
+      return std::vector<std::vector<float>>{{float(loss.val().item())}, store.grads().to_vector<float>()};
+    };
+    const auto dense = run(false);
+    CHECK(row_blocks == 0);
+    const auto packed = run(true);
+    CHECK(row_blocks == 4);  // 2 encoder and 2 decoder layers
+    REQUIRE(dense.size() == packed.size());
+    CHECK(packed[0][0] == Approx(dense[0][0]).epsilon(1e-6));
+    double worst = 0;
+    for (size_t p = 1; p < dense.size(); ++p)
+      for (size_t i = 0; i < dense[p].size(); ++i)
+        worst = std::max(worst, double(std::abs(dense[p][i] - packed[p][i])));
+    CHECK(worst < 1e-6);
+  }
 }
 
 TEST_CASE("transformer: learns to copy short sequences", "[layers][transformer][train]") {
