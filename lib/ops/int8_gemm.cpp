@@ -1,4 +1,4 @@
-// int8_gemm.h: weight quantization, the active set of quantized weights and the int8 product.
+// int8_gemm.h: weight quantization and the int8 product.
 #include "ops/int8_gemm.h"
 
 #include <immintrin.h>
@@ -192,17 +192,6 @@ size_t Int8Weights::bytes() const {
   size_t b = 0;
   for (const auto& [p, m] : by_data_) b += m.q.size() + m.panels.size() + m.scale.size() * sizeof(float);
   return b;
-}
-
-namespace {
-std::vector<const Int8Weights*> g_active;  // set and cleared by the inference programs' main thread
-}
-ActiveInt8Weights::ActiveInt8Weights(const Int8Weights* weights) : weights_(weights) { g_active.push_back(weights); }
-ActiveInt8Weights::~ActiveInt8Weights() { g_active.erase(std::find(g_active.begin(), g_active.end(), weights_)); }
-const Int8Matrix* active_int8_weight(const Tensor& w) {
-  for (const Int8Weights* set : g_active)
-    if (const Int8Matrix* m = set->find(w)) return m;
-  return nullptr;
 }
 
 namespace cpu {

@@ -20,6 +20,7 @@
 #include <map>
 #include <vector>
 
+#include "ops/active_weights.h"
 #include "tensor/tensor.h"
 
 namespace moe {
@@ -63,20 +64,10 @@ class Int8Weights {
   std::map<const void*, Int8Matrix> by_data_;
 };
 
-/// While alive, the CPU GEMMs use `weights` (set by the inference programs; several sets at once for an
-/// ensemble, each weight found by its own data pointer).
-class ActiveInt8Weights {
- public:
-  explicit ActiveInt8Weights(const Int8Weights* weights);
-  ~ActiveInt8Weights();
-  ActiveInt8Weights(const ActiveInt8Weights&) = delete;
-  ActiveInt8Weights& operator=(const ActiveInt8Weights&) = delete;
-
- private:
-  const Int8Weights* weights_;
-};
-/// The quantized form of `w` in the active set, or nullptr.
-const Int8Matrix* active_int8_weight(const Tensor& w);
+/// While alive, the CPU GEMMs use `weights` (ops/active_weights.h).
+using ActiveInt8Weights = ActiveWeights<Int8Weights>;
+/// The quantized form of `w` in an active set, or nullptr.
+inline const Int8Matrix* active_int8_weight(const Tensor& w) { return ActiveInt8Weights::find(w); }
 
 namespace cpu {
 /// out[m, N] = (accumulate ? out : 0) + x[m, K] @ W, W = expert `e` of `w` (its transposed table when

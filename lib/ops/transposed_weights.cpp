@@ -1,4 +1,4 @@
-// transposed_weights.h: the sets of transposed f32 weights and the active ones. Covered by
+// transposed_weights.h: the sets of transposed f32 weights and strided reads of them. Covered by
 // tests/ops/transposed_weights_test.cpp.
 #include "ops/transposed_weights.h"
 
@@ -33,23 +33,6 @@ size_t TransposedWeights::bytes() const {
   size_t b = 0;
   for (const auto& [p, e] : by_data_) b += e.t.bytes();
   return b;
-}
-
-namespace {
-std::vector<const TransposedWeights*> g_active;  // set and cleared by the inference programs' main thread
-}
-
-ActiveTransposedWeights::ActiveTransposedWeights(const TransposedWeights* weights) : weights_(weights) {
-  g_active.push_back(weights);
-}
-ActiveTransposedWeights::~ActiveTransposedWeights() {
-  g_active.erase(std::find(g_active.begin(), g_active.end(), weights_));
-}
-
-const Tensor* active_transposed_weight(const Tensor& w) {
-  for (const TransposedWeights* set : g_active)
-    if (const Tensor* t = set->find(w)) return t;
-  return nullptr;
 }
 
 void copy_strided_from_transposed(const Tensor& wt, float* out, int64_t outer, int64_t len, int64_t full,

@@ -11,6 +11,7 @@
 #include <map>
 #include <vector>
 
+#include "ops/active_weights.h"
 #include "tensor/tensor.h"
 
 namespace moe {
@@ -33,20 +34,10 @@ class TransposedWeights {
   std::map<const void*, Entry> by_data_;
 };
 
-/// While alive, the CPU GEMMs and slices read `weights` (set by the inference programs' main thread; several sets
-/// at once for an ensemble, each weight found by its own data pointer).
-class ActiveTransposedWeights {
- public:
-  explicit ActiveTransposedWeights(const TransposedWeights* weights);
-  ~ActiveTransposedWeights();
-  ActiveTransposedWeights(const ActiveTransposedWeights&) = delete;
-  ActiveTransposedWeights& operator=(const ActiveTransposedWeights&) = delete;
-
- private:
-  const TransposedWeights* weights_;
-};
+/// While alive, the CPU GEMMs and slices read `weights` (ops/active_weights.h).
+using ActiveTransposedWeights = ActiveWeights<TransposedWeights>;
 /// The transposed copy of `w` in an active set, or nullptr.
-const Tensor* active_transposed_weight(const Tensor& w);
+inline const Tensor* active_transposed_weight(const Tensor& w) { return ActiveTransposedWeights::find(w); }
 
 /// Part of W read from its transposed copy `wt` [N, K], as a strided copy reads W: out[o * len + i] = W's value at
 /// flat index o * full + off + i, for o < outer, i < len.
