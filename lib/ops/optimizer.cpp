@@ -4,19 +4,44 @@
 // Covered by tests/ops/optimizer_test.cpp.
 #include "ops/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "common/cpu_threads.h"
+#include "ops/cpu_isa.h"
 #include "ops/dispatch.h"
 
 namespace moe {
 namespace cpu {
 
+namespace {
+/// adam_element over n elements. The pointers do not alias and c is a copy, so the loop vectorises (run_wide:
+/// 8 lanes on AVX2, the same operations without FMA, so the results equal the portable build's).
+void adam_range(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t n,
+                const AdamCoeffs c) {
+  for (int64_t i = 0; i < n; ++i) adam_element(p[i], g[i], m[i], v[i], c);
+}
+
+/// Sum of squares in f64 over 8 lanes (lane j takes the elements i = j mod 8), then the tail; vectorises.
+double block_sum_squares(const float* __restrict p, int64_t n) {
+  double lane[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) lane[j] += double(p[i + j]) * double(p[i + j]);
+  double s = 0;
+  for (int j = 0; j < 8; ++j) s += lane[j];
+  for (; i < n; ++i) s += double(p[i]) * double(p[i]);
+  return s;
+}
+constexpr int64_t kSumBlock = 8192;  // fixed blocks: the sum does not depend on the thread count
+}  // namespace
+
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamCoeffs& c) {
   float *p = param.data<float>(), *pm = m.data<float>(), *pv = v.data<float>();
   const float* g = grad.data<float>();
   parallel_for(param.numel(), kElementsPerThread, [&](int64_t lo, int64_t hi) {  // one flat buffer, in parallel
-    for (int64_t i = lo; i < hi; ++i) adam_element(p[i], g[i], pm[i], pv[i], c);
+    run_wide([&] { adam_range(p + lo, g + lo, pm + lo, pv + lo, hi - lo, c); });
   });
 }
 
@@ -33,8 +58,16 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& buf, cons
 
 void sum_squares(const Tensor& t, double& out) {
   const float* p = t.data<float>();
+  const int64_t n = t.numel(), blocks = (n + kSumBlock - 1) / kSumBlock;
+  std::vector<double> part(static_cast<size_t>(blocks));
+  parallel_for(blocks, kElementsPerThread / kSumBlock, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t at = b * kSumBlock;
+      run_wide([&] { part[size_t(b)] = block_sum_squares(p + at, std::min(kSumBlock, n - at)); });
+    }
+  });
   double s = 0;
-  for (int64_t i = 0, n = t.numel(); i < n; ++i) s += double(p[i]) * p[i];
+  for (double x : part) s += x;
   out = s;
 }
 
