@@ -1,9 +1,9 @@
 // Helpers of the CPU kernels that the compiler vectorises (no -ffast-math needed):
 // exp_fast(x) for f32, Cephes' expf (x = n ln2 + r, |r| <= ln2 / 2, e^r by a degree-6 polynomial,
 // 2^n by the exponent bits): within 2 ulp of std::exp on [-87, 88], e^-87.3 below that (callers
-// mask -inf themselves); exp_of() picks it for f32 and std::exp for f64. kLanes: the number of
-// independent partial sums a row reduction keeps (interleaved lanes, so the adds vectorise): row_max, row_sum.
-// Covered by tests/ops/softmax_test.cpp (exp_fast against std::exp) and the softmax / layer-norm tests.
+// mask -inf themselves); exp_of() picks it for f32 and std::exp for f64; sigmoid_fast and tanh_fast over it. kLanes:
+// the number of independent partial sums a row reduction keeps (interleaved lanes, so the adds vectorise): row_max,
+// row_sum. Covered by tests/ops/softmax_test.cpp (exp_fast against std::exp) and the softmax / layer-norm tests.
 #pragma once
 #include <algorithm>
 #include <bit>
@@ -31,6 +31,27 @@ inline float exp_fast(float x) {
 }
 
 inline float exp_of(float x) { return exp_fast(x); }
+
+/// 1 / (1 + e^-x) by exp_fast, x clamped to [-80, 80] (no subnormal quotient; sig(-80) is 1.8e-35).
+inline float sigmoid_fast(float x) {
+  x = x < -80.f ? -80.f : x;
+  x = x > 80.f ? 80.f : x;
+  return 1.f / (1.f + exp_fast(-x));
+}
+
+/// tanh in f32 as Cephes' tanhf: |x| < 0.625 by an odd polynomial (no cancellation near 0), above by
+/// 1 - 2 / (e^2|x| + 1) with |x| clamped at 10 (tanh 10 rounds to 1); both computed, one selected, so loops
+/// over it vectorise. Within a few ulp of std::tanh (tests/ops/lstm_cell_test.cpp).
+inline float tanh_fast(float x) {
+  const float a = std::min(std::fabs(x), 10.f), s = x * x;
+  const float small =
+      ((((-5.70498872745e-3f * s + 2.06390887954e-2f) * s - 5.37397155531e-2f) * s + 1.33314422036e-1f) * s -
+       3.33332819422e-1f) *
+          s * x +
+      x;
+  const float big = std::copysign(1.f - 2.f / (exp_fast(a + a) + 1.f), x);
+  return a < 0.625f ? small : big;
+}
 inline double exp_of(double x) { return std::exp(x); }
 
 /// The largest of x[0..n) (-inf when n is 0), in kLanes partial maxima.

@@ -1,6 +1,7 @@
 // The fused LSTM cell ops (lib/ops/lstm_cell.h): hand-computed values, equality with the same cell
 // written with split / sigmoid / tanh / mul graph ops, finite-difference gradients in f64 (with and
-// without a previous state, only some inputs taking gradients), edge shapes and error messages.
+// without a previous state, only some inputs taking gradients), the CPU's f32 cell (sigmoid_fast and
+// tanh_fast of ops/cpu_math.h) against its f64 one, edge shapes and error messages.
 #include "graph/expr/lstm_cell.h"
 
 #include <catch2/catch.hpp>
@@ -9,6 +10,7 @@
 #include "graph/expr/binary.h"
 #include "graph/expr/shape_ops.h"
 #include "graph/expr/unary.h"
+#include "ops/cpu_math.h"
 #include "ops/lstm_cell.h"
 #include "support/gradcheck.h"
 
@@ -78,6 +80,51 @@ TEST_CASE("lstm_cell: gradients match finite differences", "[ops][lstm_cell][gra
   // The output op alone, c as an independent input.
   CHECK(test::gradcheck({test::random_tensor({2, 8}, 8, -2, 2), test::random_tensor({2, 2}, 9, -2, 2)},
                         [](Graph&, const std::vector<Expr>& x) { return lstm_cell_output(x[0], x[1]); }) < 1e-6);
+}
+
+TEST_CASE("lstm_cell: sigmoid_fast and tanh_fast are within a few ulp", "[ops][lstm_cell]") {
+  double worst_sig = 0, worst_tanh = 0;
+  for (double x = -30; x <= 30; x += 1e-3) {
+    const float f = float(x);
+    const double s = sig(f), t = std::tanh(double(f));
+    worst_sig = std::max(worst_sig, std::fabs(cpu::sigmoid_fast(f) - s) / s);
+    if (t != 0) worst_tanh = std::max(worst_tanh, std::fabs(cpu::tanh_fast(f) - t) / std::fabs(t));
+  }
+  INFO("sigmoid " << worst_sig << ", tanh " << worst_tanh << " (relative)");
+  CHECK(worst_sig < 3e-7);  // 2.5 ulp
+  CHECK(worst_tanh < 3e-7);
+  for (float tiny : {1e-30f, -1e-8f, 3e-5f}) CHECK(cpu::tanh_fast(tiny) == Approx(std::tanh(tiny)).epsilon(1e-7));
+  CHECK(cpu::tanh_fast(INFINITY) == 1.f);
+  CHECK(cpu::tanh_fast(-50.f) == -1.f);
+  CHECK(cpu::sigmoid_fast(INFINITY) == 1.f);
+  CHECK(cpu::sigmoid_fast(-INFINITY) < 1e-30f);
+  CHECK(std::isnan(cpu::tanh_fast(NAN)));
+}
+
+TEST_CASE("lstm_cell: the f32 cell equals the f64 one, forward and backward", "[ops][lstm_cell]") {
+  // Rows over the threads, H not a multiple of the vector width, gates across both tanh branches.
+  const int64_t B = 9, H = 37;
+  for (bool with_prev : {false, true}) {
+    INFO("prev " << with_prev);
+    auto run = [&](DType dt) {
+      Tensor gates = test::random_tensor({B, 4 * H}, 11, -12, 12, dt);
+      Tensor cp = with_prev ? test::random_tensor({B, H}, 12, -3, 3, dt) : Tensor();
+      Tensor dc = test::random_tensor({B, H}, 13, -1, 1, dt), dh = test::random_tensor({B, H}, 14, -1, 1, dt);
+      Tensor c = Tensor::empty(Shape{B, H}, dt, Device::cpu()), h = Tensor::empty(Shape{B, H}, dt, Device::cpu());
+      Tensor dgates = Tensor::zeros(Shape{B, 4 * H}, dt, Device::cpu()), dcp;
+      if (with_prev) dcp = Tensor::zeros(Shape{B, H}, dt, Device::cpu());
+      lstm_cell_state_forward(gates, cp, c);
+      lstm_cell_output_forward(gates, c, h);
+      lstm_cell_output_backward(gates, c, dh, dgates, dc);  // dc += the output's share
+      lstm_cell_state_backward(gates, cp, dc, dgates, dcp);
+      std::vector<std::vector<double>> out = {c.to_vector<double>(), h.to_vector<double>(), dgates.to_vector<double>()};
+      if (with_prev) out.push_back(dcp.to_vector<double>());
+      return out;
+    };
+    const auto f32 = run(DType::f32), f64 = run(DType::f64);
+    for (size_t t = 0; t < f32.size(); ++t)
+      for (size_t k = 0; k < f32[t].size(); ++k) CHECK(f32[t][k] == Approx(f64[t][k]).margin(2e-6).epsilon(2e-6));
+  }
 }
 
 TEST_CASE("lstm_cell: edge shapes and errors", "[ops][lstm_cell]") {
