@@ -1,7 +1,11 @@
-// Element-wise unary ops: hand-computed values and finite-difference gradients (CPU, f64).
-#include <catch2/catch.hpp>
-
+// Element-wise unary ops: hand-computed values and finite-difference gradients (CPU, f64), and the f32
+// forward (tanh and sigmoid by their vectorised forms) against f64.
 #include "graph/expr/unary.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+
 #include "support/gradcheck.h"
 
 using namespace moe;
@@ -21,6 +25,24 @@ TEST_CASE("unary: values against hand-computed cases", "[ops][unary]") {
   CHECK(run(UnaryOp::erf)[4] == Approx(0.9999779095030014));
   CHECK(run(UnaryOp::softplus)[0] == Approx(std::log1p(std::exp(-2.0))));
   CHECK(run(UnaryOp::tanh)[4] == Approx(std::tanh(3.0)));
+}
+
+TEST_CASE("unary: f32 tanh and sigmoid equal f64 within a few ulp", "[ops][unary]") {
+  // 100,003 elements: several threads' ranges and a tail past the vector width; values across every branch.
+  const Tensor x32 = test::random_tensor(Shape{100003}, 5, -40, 40, DType::f32);
+  const Tensor x64 = Tensor::from_vector(x32.to_vector<double>(), x32.shape());  // the same values
+  for (UnaryOp op : {UnaryOp::tanh, UnaryOp::sigmoid}) {
+    INFO(unary_op_name(op));
+    Tensor y32 = Tensor::empty(x32.shape(), DType::f32, Device::cpu());
+    Tensor y64 = Tensor::empty(x64.shape(), DType::f64, Device::cpu());
+    unary_forward(op, x32, y32);
+    unary_forward(op, x64, y64);
+    const auto a = y32.to_vector<double>(), b = y64.to_vector<double>();
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+      worst = std::max(worst, std::fabs(a[i] - b[i]) / std::max(1e-30, std::fabs(b[i])));
+    CHECK(worst < 3e-7);  // 2.5 ulp
+  }
 }
 
 TEST_CASE("unary: finite-difference gradients", "[ops][unary][grad]") {
