@@ -8,9 +8,10 @@
 // In f32 on a CPU with AVX-512F or AVX2 (ops/cpu_isa.h) the row loops run hand-vectorised: q.k_j over the keys
 // and o = sum_j p_j v_j forward, dout_i.v_j and the updates of dk_j and dv_j (key by key) and of dq_i (its sum
 // over the keys held in registers, as the forward's o) backward. Each dot product sums 16 (8)
-// lanes and then across them, with fused multiply-adds, so its last bits differ from the portable loop's; sums over
-// keys still run in order, and a row's result does not depend on the batch, the thread count or the keys
-// beyond its causal limit.
+// lanes and then across them, with fused multiply-adds, so its last bits differ from the portable loop's; the
+// probabilities are exp_fast's (cpu_math.h, 2 ulp) and their sum takes kLanes partial sums; the other sums over
+// keys run in order, and a row's result does not depend on the batch, the thread count or the keys beyond its
+// causal limit.
 // Covered by tests/ops/attention_test.cpp (hand-computed values, finite differences in f64, each set's rows
 // against the portable ones, a cache's row table) and tests/ops/attention_dropout_test.cpp.
 #include <immintrin.h>
@@ -24,6 +25,7 @@
 #include "common/cpu_threads.h"
 #include "ops/attention.h"
 #include "ops/cpu_isa.h"
+#include "ops/cpu_math.h"
 #include "ops/dispatch.h"
 
 namespace moe::cpu {
@@ -366,6 +368,24 @@ T row_scores(const Geometry& g, const T* q, const T* k, const int64_t* off, int6
   return m;
 }
 
+/// f32 rows on a vector instruction set: s[j] = e^(s[j] - m) by exp_fast, 0 where s[j] is -inf (a masked key:
+/// exp_fast would give 1e-38), for j < n; returns their sum, in kLanes partial sums. Run inside run_wide.
+float exp_shifted(float* __restrict s, int64_t n, float m) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  auto p = [&](float x) {
+    const float e = exp_fast(x - m);
+    return x == ninf ? 0.f : e;
+  };
+  float part[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) part[l] += s[j + l] = p(s[j + l]);
+  float sum = 0;
+  for (; j < n; ++j) sum += s[j] = p(s[j]);
+  for (int l = 0; l < kLanes; ++l) sum += part[l];
+  return sum;
+}
+
 template <class T>
 void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding, bool causal, T scale,
              const Tensor& head_weight, Tensor& out, Tensor& lse, const AttentionDropout& drop,
@@ -398,7 +418,11 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
                        continue;
                      }
                      T sum = 0;
-                     for (int64_t j = 0; j < g.Tk; ++j) sum += s[j] = std::exp(s[j] - m);  // exp(-inf) = 0
+                     if constexpr (std::is_same_v<T, float>) {
+                       if (simd) run_wide([&] { sum = exp_shifted(s.data(), g.Tk, m); });
+                     }
+                     if (!simd)
+                       for (int64_t j = 0; j < g.Tk; ++j) sum += s[j] = std::exp(s[j] - m);  // exp(-inf) = 0
                      const T w = pw ? pw[g.wi(b, i, h)] : T(1);
                      int64_t n = 0;  // the keys with a weight, in order: s[c] = p of key kept[c]
                      for (int64_t j = 0; j < g.Tk; ++j) {
@@ -457,13 +481,14 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k
           const T* gdo = pdo + g.qi(b, i, h);
           const T w = pw ? pw[g.wi(b, i, h)] : T(1);
           if constexpr (std::is_same_v<T, float>) {
-            if (simd) {  // dout_i.v_j up to the causal limit (beyond it p_ij = 0)
+            if (simd) {  // p_ij, and dout_i.v_j up to the causal limit (beyond it p_ij = 0)
+              run_wide([&] { exp_shifted(s.data(), g.Tk, l); });
               dots(isa, gdo, pv, off.data(), g.keys_before_limit(i), g.D, dov_all.data());
             }
           }
           T delta = 0, dw = 0;
           for (int64_t j = 0; j < g.Tk; ++j) {
-            s[j] = std::exp(s[j] - l);  // p_ij (0 where masked)
+            if (!simd) s[j] = std::exp(s[j] - l);                      // p_ij (0 where masked)
             z[j] = attention_keep(drop, b, h, i, j, g.H, g.Tq, g.Tk);  // the forward's dropout factor
             T dov = 0;
             if (s[j] != 0 && simd)
