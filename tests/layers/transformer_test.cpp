@@ -146,11 +146,14 @@ TEST_CASE("transformer: the loss over the real positions only equals the masked 
     CHECK(row_blocks == 4);  // 2 encoder and 2 decoder layers
     REQUIRE(dense.size() == packed.size());
     CHECK(packed[0][0] == Approx(dense[0][0]).epsilon(1e-6));
-    double worst = 0;
+    double worst = 0, largest = 0;
     for (size_t p = 1; p < dense.size(); ++p)
-      for (size_t i = 0; i < dense[p].size(); ++i)
+      for (size_t i = 0; i < dense[p].size(); ++i) {
         worst = std::max(worst, double(std::abs(dense[p][i] - packed[p][i])));
-    CHECK(worst < 1e-6);
+        largest = std::max(largest, double(std::abs(dense[p][i])));
+      }
+    INFO("largest gradient " << largest);
+    CHECK(worst < 1e-6 * std::max(1.0, largest));  // f32 rounding: the GEMMs run on other row counts
   }
 }
 
