@@ -31,6 +31,7 @@ inline float exp_fast(float x) {
 }
 
 inline float exp_of(float x) { return exp_fast(x); }
+inline double exp_of(double x) { return std::exp(x); }
 
 /// 1 / (1 + e^-x) by exp_fast, x clamped to [-80, 80] (no subnormal quotient; sig(-80) is 1.8e-35).
 inline float sigmoid_fast(float x) {
@@ -52,7 +53,6 @@ inline float tanh_fast(float x) {
   const float big = std::copysign(1.f - 2.f / (exp_fast(a + a) + 1.f), x);
   return a < 0.625f ? small : big;
 }
-inline double exp_of(double x) { return std::exp(x); }
 
 /// The largest of x[0..n) (-inf when n is 0), in kLanes partial maxima.
 template <class T>
