@@ -9,7 +9,7 @@
 // and o = sum_j p_j v_j forward, dout_i.v_j and the updates of dk_j and dv_j (key by key) and of dq_i (its sum
 // over the keys held in registers, as the forward's o) backward. Each dot product sums 16 (8)
 // lanes and then across them, with fused multiply-adds, so its last bits differ from the portable loop's; the
-// probabilities are exp_fast's (cpu_math.h, 2 ulp) and their sum takes kLanes partial sums; the other sums over
+// probabilities are exp_fast's (cpu_math.h, 2 ulp) and their sum is row_sum's (lanes); the other sums over
 // keys run in order, and a row's result does not depend on the batch, the thread count or the keys beyond its
 // causal limit.
 // Covered by tests/ops/attention_test.cpp (hand-computed values, finite differences in f64, each set's rows
@@ -368,22 +368,10 @@ T row_scores(const Geometry& g, const T* q, const T* k, const int64_t* off, int6
   return m;
 }
 
-/// f32 rows on a vector instruction set: s[j] = e^(s[j] - m) by exp_fast, 0 where s[j] is -inf (a masked key:
-/// exp_fast would give 1e-38), for j < n; returns their sum, in kLanes partial sums. Run inside run_wide.
-float exp_shifted(float* __restrict s, int64_t n, float m) {
-  const float ninf = -std::numeric_limits<float>::infinity();
-  auto p = [&](float x) {
-    const float e = exp_fast(x - m);
-    return x == ninf ? 0.f : e;
-  };
-  float part[kLanes] = {};
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) part[l] += s[j + l] = p(s[j + l]);
-  float sum = 0;
-  for (; j < n; ++j) sum += s[j] = p(s[j]);
-  for (int l = 0; l < kLanes; ++l) sum += part[l];
-  return sum;
+/// f32 rows on a vector instruction set: s[j] = masked_exp(s[j], m) (cpu_math.h: exp_fast, 0 for a masked key) for
+/// j < n, in a loop that vectorises inside run_wide.
+void exp_shifted(float* __restrict s, int64_t n, float m) {
+  for (int64_t j = 0; j < n; ++j) s[j] = masked_exp(s[j], m);
 }
 
 template <class T>
@@ -419,7 +407,11 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ke
                      }
                      T sum = 0;
                      if constexpr (std::is_same_v<T, float>) {
-                       if (simd) run_wide([&] { sum = exp_shifted(s.data(), g.Tk, m); });
+                       if (simd)
+                         run_wide([&] {
+                           exp_shifted(s.data(), g.Tk, m);
+                           sum = static_cast<T>(row_sum(s.data(), g.Tk, [](float p) { return p; }));
+                         });
                      }
                      if (!simd)
                        for (int64_t j = 0; j < g.Tk; ++j) sum += s[j] = std::exp(s[j] - m);  // exp(-inf) = 0

@@ -1,9 +1,10 @@
 // Helpers of the CPU kernels that the compiler vectorises (no -ffast-math needed):
 // exp_fast(x) for f32, Cephes' expf (x = n ln2 + r, |r| <= ln2 / 2, e^r by a degree-6 polynomial,
 // 2^n by the exponent bits): within 2 ulp of std::exp on [-87, 88], e^-87.3 below that (callers
-// mask -inf themselves); exp_of() picks it for f32 and std::exp for f64; sigmoid_fast and tanh_fast over it. kLanes:
-// the number of independent partial sums a row reduction keeps (interleaved lanes, so the adds vectorise): row_max,
-// row_sum. Covered by tests/ops/softmax_test.cpp (exp_fast against std::exp) and the softmax / layer-norm tests.
+// mask -inf themselves: masked_exp); exp_of() picks it for f32 and std::exp for f64; sigmoid_fast and tanh_fast over
+// it. kLanes: the number of independent partial sums a row reduction keeps (interleaved lanes, so the adds vectorise):
+// row_max, row_sum. Covered by tests/ops/softmax_test.cpp (exp_fast against std::exp) and the softmax / layer-norm
+// tests.
 #pragma once
 #include <algorithm>
 #include <bit>
@@ -32,6 +33,12 @@ inline float exp_fast(float x) {
 
 inline float exp_of(float x) { return exp_fast(x); }
 inline double exp_of(double x) { return std::exp(x); }
+
+/// e^(v - m) by exp_of, 0 where v is -inf (a masked entry, which exp_fast alone would take to e^-87.3).
+template <class T>
+T masked_exp(T v, T m) {
+  return v == -std::numeric_limits<T>::infinity() ? T(0) : exp_of(v - m);
+}
 
 /// 1 / (1 + e^-x) by exp_fast, x clamped to [-80, 80] (no subnormal quotient; sig(-80) is 1.8e-35).
 inline float sigmoid_fast(float x) {

@@ -40,8 +40,7 @@ void forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& 
           continue;
         }
         const T m = row_max(xr, V);  // exp_of: exp_fast for f32 (-inf masked here), std::exp for f64
-        const double s =
-            row_sum(xr, V, [m](T v) { return v == -std::numeric_limits<T>::infinity() ? T(0) : exp_of(v - m); });
+        const double s = row_sum(xr, V, [m](T v) { return masked_exp(v, m); });
         const T sx = static_cast<T>(row_sum(xr, V, [](T v) { return v; }));
         const T l = m + static_cast<T>(std::log(s));
         plse[n] = l;
@@ -67,8 +66,7 @@ void backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, co
         T* dr = dx + n * V;
         const T g = dl[n], l = plse[n], tq = T(1) - eps - eps_i;
         auto grad = [&](int64_t j0, int64_t j1, T q) {  // dr[j] += g (p_j - q) with p_j = exp(x_j - lse)
-          for (int64_t j = j0; j < j1; ++j)
-            dr[j] += g * ((xr[j] == -std::numeric_limits<T>::infinity() ? T(0) : exp_of(xr[j] - l)) - q);
+          for (int64_t j = j0; j < j1; ++j) dr[j] += g * (masked_exp(xr[j], l) - q);
         };
         grad(0, t[n], eps_i);
         grad(t[n], t[n] + 1, eps_i + tq);  // the target's share of the smoothed distribution

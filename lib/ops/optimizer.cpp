@@ -10,6 +10,7 @@
 
 #include "common/cpu_threads.h"
 #include "ops/cpu_isa.h"
+#include "ops/cpu_math.h"
 #include "ops/dispatch.h"
 
 namespace moe {
@@ -23,14 +24,14 @@ void adam_range(float* __restrict p, const float* __restrict g, float* __restric
   for (int64_t i = 0; i < n; ++i) adam_element(p[i], g[i], m[i], v[i], c);
 }
 
-/// Sum of squares in f64 over 8 lanes (lane j takes the elements i = j mod 8), then the tail; vectorises.
+/// Sum of squares in f64 over kLanes lanes (lane j takes the elements i = j mod kLanes), then the tail; vectorises.
 double block_sum_squares(const float* __restrict p, int64_t n) {
-  double lane[8] = {};
+  double lane[kLanes] = {};
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) lane[j] += double(p[i + j]) * double(p[i + j]);
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) lane[j] += double(p[i + j]) * double(p[i + j]);
   double s = 0;
-  for (int j = 0; j < 8; ++j) s += lane[j];
+  for (int j = 0; j < kLanes; ++j) s += lane[j];
   for (; i < n; ++i) s += double(p[i]) * double(p[i]);
   return s;
 }

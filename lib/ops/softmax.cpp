@@ -50,7 +50,7 @@ void row_forward(const T* xr, const uint8_t* mr, T* yr, int64_t cols, bool log) 
     std::fill(yr, yr + cols, log ? ninf : T(0));
     return;
   }
-  const auto e_of = [m](T v) { return v == -std::numeric_limits<T>::infinity() ? T(0) : exp_of(v - m); };
+  const auto e_of = [m](T v) { return masked_exp(v, m); };
   if (log && !mr) {  // the sum only: no e_j stored and read back (decoding's log-probabilities over the vocabulary)
     const T lse = static_cast<T>(m + std::log(row_sum(xr, cols, e_of)));
     for (int64_t c = 0; c < cols; ++c) yr[c] = xr[c] - lse;
