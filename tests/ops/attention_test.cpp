@@ -272,15 +272,16 @@ TEST_CASE("f32 attention: every instruction set's rows equal the portable ones",
 }
 
 // A row's result does not depend on how many padded keys the batch adds (the scores of 8 keys are reduced together,
-// a lone key by itself, in the same order: ops/attention_cpu.cpp): 11 keys alone and the same 11 followed by 5
-// padded ones (so keys 8-10 fall in a block of 8) give the same bits, on every instruction set, in f32.
+// a lone key by itself, in the same order; the probabilities' sum puts key j in lane j mod 8: ops/attention_cpu.cpp,
+// cpu_math.h's row_sum): 11 keys alone and the same 11 followed by 5 padded ones (so keys 8-10 fall in a block of
+// 8) give the same bits, on every instruction set, in f32, for one query and for 8 (16 rows of 2 heads).
 TEST_CASE("f32 attention: padding keys leave a row's bits as they are", "[ops][attention]") {
   const CpuIsa saved = cpu_isa();
   const int64_t H = 2, D = 40, kept = 11, padded = 16;
-  const Tensor q = test::random_tensor(Shape{1, 1, H, D}, 7, -1.5, 1.5);
+  const Tensor q = test::random_tensor(Shape{1, 8, H, D}, 7, -1.5, 1.5);
   const Tensor k = test::random_tensor(Shape{1, padded, H, D}, 8, -1.5, 1.5);
   const Tensor v = test::random_tensor(Shape{1, padded, H, D}, 9, -1, 1);
-  auto f32 = [](const Tensor& t, int64_t keys) {
+  auto f32 = [](const Tensor& t, int64_t keys) {  // the first `keys` entries of axis 1
     const std::vector<double> all = t.to_vector<double>();
     const int64_t row = t.numel() / t.shape()[1];
     return Tensor::from_vector(std::vector<double>(all.begin(), all.begin() + keys * row),
@@ -288,15 +289,16 @@ TEST_CASE("f32 attention: padding keys leave a row's bits as they are", "[ops][a
   };
   std::vector<int32_t> m(static_cast<size_t>(padded), 0);
   std::fill(m.begin(), m.begin() + kept, 1);
-  const Tensor q32 = f32(q, 1);
-  for (CpuIsa isa : {CpuIsa::portable, CpuIsa::avx2, CpuIsa::avx512}) {
-    if (!cpu_supports(isa)) continue;
-    INFO(enum_name(isa));
-    set_cpu_isa(isa);
-    const Run alone = run(q32, f32(k, kept), f32(v, kept), Tensor(), false, 0.5f);
-    const Run with_pad = run(q32, f32(k, padded), f32(v, padded), mask(m, Shape{1, padded}), false, 0.5f);
-    CHECK(alone.out == with_pad.out);
-    CHECK(alone.lse == with_pad.lse);
-  }
+  for (CpuIsa isa : {CpuIsa::portable, CpuIsa::avx2, CpuIsa::avx512})
+    for (int64_t queries : {1, 8}) {
+      if (!cpu_supports(isa)) continue;
+      INFO(enum_name(isa) << " queries " << queries);
+      set_cpu_isa(isa);
+      const Tensor q32 = f32(q, queries);
+      const Run alone = run(q32, f32(k, kept), f32(v, kept), Tensor(), false, 0.5f);
+      const Run with_pad = run(q32, f32(k, padded), f32(v, padded), mask(m, Shape{1, padded}), false, 0.5f);
+      CHECK(alone.out == with_pad.out);
+      CHECK(alone.lse == with_pad.lse);
+    }
   set_cpu_isa(saved);
 }
