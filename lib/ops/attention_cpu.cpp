@@ -9,9 +9,9 @@
 // and o = sum_j p_j v_j forward, dout_i.v_j and the updates of dk_j and dv_j (key by key) and of dq_i (its sum
 // over the keys held in registers, as the forward's o) backward. Each dot product sums 16 (8)
 // lanes and then across them, with fused multiply-adds, so its last bits differ from the portable loop's; the
-// probabilities are exp_fast's (cpu_math.h, 2 ulp) and their sum is row_sum's (lanes); the other sums over
-// keys run in order, and a row's result does not depend on the batch, the thread count or the keys beyond its
-// causal limit.
+// probabilities are exp_fast's (cpu_math.h, 2 ulp) and their sum is row_sum's (lanes); the weighted sums over keys
+// run in order (on AVX2 in four partial sums, key c into sum c mod 4), and a row's result does not depend on the
+// batch, the thread count, the padded keys or the keys beyond its causal limit.
 // Covered by tests/ops/attention_test.cpp (hand-computed values, finite differences in f64, each set's rows
 // against the portable ones, a cache's row table) and tests/ops/attention_dropout_test.cpp.
 #include <immintrin.h>
@@ -238,47 +238,46 @@ MOE_AVX2 void dots_avx2(const float* q, const float* k, const int64_t* off, int6
   }
 }
 
-/// weighted_sum_avx512 on AVX2: 32 elements of o in four registers while the keys stream past.
+/// weighted_sum_avx512 on AVX2, 16 elements of o at a time in two registers: key c goes into partial sum c mod 4
+/// (each in order, o's old value starting the first) and o = (s0 + s1) + (s2 + s3), so that four chains of
+/// multiply-adds run side by side (one chain per register is bound by the FMA's latency, not its throughput).
+/// kWhole: all 16 elements, by plain loads (a masked load costs more on AMD cores); else the first `lanes`.
+template <bool kWhole>
+MOE_AVX2 inline void weighted_sum16(const float* p, const int64_t* kept, int64_t n, const float* v,
+                                    const int64_t* off, int64_t lanes, float* o, bool add) {
+  const __m256i m[2] = {lanes8(std::min<int64_t>(lanes, 8)), lanes8(std::max<int64_t>(lanes - 8, 0))};
+  auto load = [&m](const float* a, int r) MOE_AVX2 {
+    return kWhole ? _mm256_loadu_ps(a + 8 * r) : _mm256_maskload_ps(a + 8 * r, m[r]);
+  };
+  __m256 a[4][2];
+  for (auto& part : a) part[0] = part[1] = _mm256_setzero_ps();
+  if (add) a[0][0] = load(o, 0), a[0][1] = load(o, 1);
+  auto step = [&](int64_t c, int q) MOE_AVX2 {
+    const float* vr = v + off[kept[c]];
+    const __m256 pc = _mm256_set1_ps(p[c]);
+    a[q][0] = _mm256_fmadd_ps(pc, load(vr, 0), a[q][0]);
+    a[q][1] = _mm256_fmadd_ps(pc, load(vr, 1), a[q][1]);
+  };
+  int64_t c = 0;
+  for (; c + 4 <= n; c += 4)
+    for (int q = 0; q < 4; ++q) step(c + q, q);
+  for (int q = 0; c + q < n; ++q) step(c + q, q);
+  for (int r = 0; r < 2; ++r) {
+    const __m256 sum = _mm256_add_ps(_mm256_add_ps(a[0][r], a[1][r]), _mm256_add_ps(a[2][r], a[3][r]));
+    if (kWhole)
+      _mm256_storeu_ps(o + 8 * r, sum);
+    else
+      _mm256_maskstore_ps(o + 8 * r, m[r], sum);
+  }
+}
+
 MOE_AVX2 void weighted_sum_avx2(const float* p, const int64_t* kept, int64_t n, const float* v, const int64_t* off,
                                 int64_t D, float* o, bool add) {
-  for (int64_t x = 0; x < D; x += 32) {
-    if (x + 32 <= D) {  // a whole block: plain loads (a masked load costs more on AMD cores)
-      const __m256 zero = _mm256_setzero_ps();
-      __m256 a0 = add ? _mm256_loadu_ps(o + x) : zero, a1 = add ? _mm256_loadu_ps(o + x + 8) : zero,
-             a2 = add ? _mm256_loadu_ps(o + x + 16) : zero, a3 = add ? _mm256_loadu_ps(o + x + 24) : zero;
-      for (int64_t c = 0; c < n; ++c) {
-        const float* vr = v + off[kept[c]] + x;
-        const __m256 pc = _mm256_set1_ps(p[c]);
-        a0 = _mm256_fmadd_ps(pc, _mm256_loadu_ps(vr), a0);
-        a1 = _mm256_fmadd_ps(pc, _mm256_loadu_ps(vr + 8), a1);
-        a2 = _mm256_fmadd_ps(pc, _mm256_loadu_ps(vr + 16), a2);
-        a3 = _mm256_fmadd_ps(pc, _mm256_loadu_ps(vr + 24), a3);
-      }
-      _mm256_storeu_ps(o + x, a0);
-      _mm256_storeu_ps(o + x + 8, a1);
-      _mm256_storeu_ps(o + x + 16, a2);
-      _mm256_storeu_ps(o + x + 24, a3);
-      continue;
-    }
-    __m256i m[4];
-    __m256 a[4];
-    for (int r = 0; r < 4; ++r) {
-      m[r] = lanes8(std::clamp<int64_t>(D - x - 8 * r, 0, 8));
-      a[r] = add ? _mm256_maskload_ps(o + x + 8 * r, m[r]) : _mm256_setzero_ps();
-    }
-    __m256 &a0 = a[0], &a1 = a[1], &a2 = a[2], &a3 = a[3];
-    for (int64_t c = 0; c < n; ++c) {
-      const float* vr = v + off[kept[c]] + x;
-      const __m256 pc = _mm256_set1_ps(p[c]);
-      a0 = _mm256_fmadd_ps(pc, _mm256_maskload_ps(vr, m[0]), a0);
-      a1 = _mm256_fmadd_ps(pc, _mm256_maskload_ps(vr + 8, m[1]), a1);
-      a2 = _mm256_fmadd_ps(pc, _mm256_maskload_ps(vr + 16, m[2]), a2);
-      a3 = _mm256_fmadd_ps(pc, _mm256_maskload_ps(vr + 24, m[3]), a3);
-    }
-    _mm256_maskstore_ps(o + x, m[0], a0);
-    _mm256_maskstore_ps(o + x + 8, m[1], a1);
-    _mm256_maskstore_ps(o + x + 16, m[2], a2);
-    _mm256_maskstore_ps(o + x + 24, m[3], a3);
+  for (int64_t x = 0; x < D; x += 16) {
+    if (x + 16 <= D)
+      weighted_sum16<true>(p, kept, n, v + x, off, 16, o + x, add);
+    else
+      weighted_sum16<false>(p, kept, n, v + x, off, D - x, o + x, add);
   }
 }
 

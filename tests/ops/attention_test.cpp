@@ -204,10 +204,11 @@ TEST_CASE("attention: a decoding cache's row table reads the keys it names", "[o
                     Catch::Contains("no attention dropout"));
 }
 
-// The hand-vectorised row loops of each wider set (scores by 16 or 8 lanes, the weighted sum four registers at a
-// time, masked tails) compute what the portable ones do: forward and backward in f32 on each, against the same
-// inputs in f64. Shapes of decoding (one query, many keys), of training (causal, Tq = Tk), head sizes with and
-// without a tail of 16 and of 8, grouped heads, padding and both head-weight shapes; the gradients added to 0.25.
+// The hand-vectorised row loops of each wider set (scores by 16 or 8 lanes, the weighted sums in registers, masked
+// tails) compute what the portable ones do: forward and backward in f32 on each, against the same inputs in f64.
+// Shapes of decoding (one query, many keys), of training (causal, Tq = Tk up to 40), head sizes with and without a
+// tail of 16 and of 8 (and D 3: a tail alone), grouped heads, padding and both head-weight shapes; the gradients
+// added to 0.25.
 TEST_CASE("f32 attention: every instruction set's rows equal the portable ones", "[ops][attention]") {
   std::vector<CpuIsa> wider;
   for (CpuIsa isa : {CpuIsa::avx2, CpuIsa::avx512})
@@ -218,7 +219,9 @@ TEST_CASE("f32 attention: every instruction set's rows equal the portable ones",
   }
   const Case cases[] = {{2, 1, 37, 8, 8, 64, false, true, 1}, {2, 19, 19, 4, 2, 20, true, true, 2},
                         {1, 5, 70, 2, 1, 80, true, false, 0}, {3, 4, 9, 2, 2, 16, false, false, 0},
-                        {2, 6, 6, 2, 2, 12, true, false, 0},  {1, 3, 3, 1, 1, 3, true, false, 0}};
+                        {2, 6, 6, 2, 2, 12, true, false, 0},  {1, 3, 3, 1, 1, 3, true, false, 0},
+                        {3, 9, 11, 2, 2, 16, false, true, 0}, {2, 8, 8, 1, 1, 3, true, false, 1},
+                        {1, 40, 40, 2, 2, 8, true, false, 0}};
   const CpuIsa saved = cpu_isa();
   uint32_t seed = 100;
   for (const Case& c : cases) {
