@@ -24,18 +24,24 @@ void add_decoding_options(CLI::App& app, DecodingOptions& o, const std::vector<s
     const auto* key = table.find(name);
     MOE_CHECK(key, "no decoding option '", name, "'");
     const std::string flag = flag_naming()(name);
-    app.add_option_function<std::string>(
-           flag,
-           [&o, read = key->read, flag](const std::string& value) {
-             try {
-               read(YAML::Node(value), o, flag);
-             } catch (const Error& e) {
-               throw CLI::ValidationError(e.what());
-             }
-           },
-           key->help)
-        ->type_name(flag_type(key->type))
-        ->default_str(YAML::Dump(key->write(o)));
+    CLI::Option* opt = nullptr;
+    if (key->type == config::ValueType::Bool) {  // a switch without a value: --sampling
+      opt = app.add_flag_function(
+          flag, [&o, read = key->read, flag](int64_t count) { read(YAML::Node(count > 0), o, flag); }, key->help);
+    } else {
+      opt = app.add_option_function<std::string>(
+                   flag,
+                   [&o, read = key->read, flag](const std::string& value) {
+                     try {
+                       read(YAML::Node(value), o, flag);
+                     } catch (const Error& e) {
+                       throw CLI::ValidationError(e.what());
+                     }
+                   },
+                   key->help)
+                ->type_name(flag_type(key->type));
+    }
+    opt->default_str(YAML::Dump(key->write(o)));
   }
 }
 

@@ -36,6 +36,21 @@ const config::Keys<DecodingOptions>& decoding_keys() {
         .add("max_len_a", &D::search, &S::max_len_a, "max output tokens = a * source tokens + b", at_least(0.0))
         .add("max_len_b", &D::search, &S::max_len_b, "max output tokens = a * source tokens + b", at_least<int64_t>(0))
         .add("min_len", &D::search, &S::min_len, "fewest output tokens before </s>", at_least<int64_t>(0))
+        .add("sampling", &D::search, &S::sampling,
+             "sample each output token instead of beam search: beam independent samples per input (ranked by the "
+             "length-normalised score for n_best)")
+        .add("sampling_topk", &D::search, &S::sampling_topk,
+             "sampling: draw from the k most probable tokens only (0 = all)", at_least<int64_t>(0))
+        .add("sampling_topp", &D::search, &S::sampling_topp,
+             "sampling: draw from the smallest set of most probable tokens whose probability reaches p (1 = all)",
+             [](const double& v, const std::string& key) {
+               MOE_CHECK(v > 0 && v <= 1, key, " must be in (0, 1], got ", v);
+             })
+        .add("temperature", &D::search, &S::temperature,
+             "sampling: the logits are divided by it (< 1 sharper, > 1 flatter)", above(0.0))
+        .add("seed", &D::search, &S::seed,
+             "sampling: the random seed; an input's samples depend only on it and the input's tokens",
+             at_least<int64_t>(0))
         .add("max_tokens", &D::max_tokens,
              "padded tokens per batch (translating: source tokens x beam, the hypotheses' tokens); 0 = auto: 4096, "
              "translating min(4096 x beam, 16384)",
@@ -80,8 +95,14 @@ std::string KeyNaming::operator()(const std::string& key) const {
 }
 
 void check_decoding_options(const DecodingOptions& o, const KeyNaming& name) {
-  MOE_CHECK(o.search.n_best <= o.search.beam, name("n_best"), " ", o.search.n_best, " must be in [1, ", name("beam"),
-            " = ", o.search.beam, "]");
+  const SearchOptions& s = o.search;
+  MOE_CHECK(s.n_best <= s.beam, name("n_best"), " ", s.n_best, " must be in [1, ", name("beam"), " = ", s.beam, "]");
+  const SearchOptions plain;
+  for (const auto& [key, set] : {std::pair{"sampling_topk", s.sampling_topk != plain.sampling_topk},
+                                 {"sampling_topp", s.sampling_topp != plain.sampling_topp},
+                                 {"temperature", s.temperature != plain.temperature},
+                                 {"seed", s.seed != plain.seed}})
+    MOE_CHECK(s.sampling || !set, name(key), " applies to sampling only: add ", name("sampling"));
 }
 
 Placement decoding_placement(const DecodingOptions& o, const KeyNaming& name) {

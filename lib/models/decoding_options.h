@@ -48,6 +48,14 @@ struct SearchOptions {
   double max_len_a = 0.0;  // max output tokens = min(a * src_len + b, max_positions - 1)
   int64_t max_len_b = 200;
   int64_t min_len = 1;  // fewest output tokens before </s> may be chosen
+  // Sampling instead of beam search (translator/sampling_search.h; fairseq --sampling): `beam` independent samples
+  // per input, each token drawn from the model's distribution at `temperature`, restricted to the `sampling_topk`
+  // most probable tokens (0: all) and then to the smallest set whose probability reaches `sampling_topp` (1: all).
+  bool sampling = false;
+  int64_t sampling_topk = 0;
+  double sampling_topp = 1.0;
+  double temperature = 1.0;
+  int64_t seed = 1;  // with the input's tokens, decides the draws (the same input and seed: the same samples)
   bool operator==(const SearchOptions&) const = default;
 };
 
@@ -70,8 +78,9 @@ int64_t scoring_batch_tokens(const DecodingOptions& o);
 /// min(4,096 x beam, 16,384).
 int64_t translation_batch_tokens(const DecodingOptions& o);
 
-/// The one key table: beam, n_best, lenpen, length_penalty, max_len_a, max_len_b, min_len, max_tokens,
-/// device, dtype. Each entry point declares the subset it uses, under its own names (flags or section).
+/// The one key table: beam, n_best, lenpen, length_penalty, max_len_a, max_len_b, min_len, sampling,
+/// sampling_topk, sampling_topp, temperature, seed, max_tokens, device, dtype. Each entry point declares the subset it
+/// uses, under its own names (flags or section).
 const config::Keys<DecodingOptions>& decoding_keys();
 /// The search keys (beam .. min_len): what a program that decodes but does not batch or place takes.
 const std::vector<std::string>& search_key_names();

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "translator/sampling_search.h"
 
 namespace moe {
 
@@ -84,12 +85,19 @@ std::vector<std::vector<Hypothesis>> Translator::translate_batch(
                                                              Tensor::from_vector(mask, Shape{B, S}, device_));
   // Greedy without scores: log-softmax changes no row's ranking (a row's scores shift by one constant), so the
   // search picks the same tokens from the logits (up to ties that rounding makes or breaks).
-  const bool logits = o_.search.beam == 1 && !o_.scores;
+  const bool logits = o_.search.beam == 1 && !o_.scores && !o_.search.sampling;
   auto step = [&](const Tensor& prev) {
     return (logits ? decoder_.step_logits(builder, *state, prev) : decoder_.step(builder, *state, prev)).val();
   };
   auto reorder = [&](const Tensor& origin) { state->reorder(builder, origin); };
-  auto found = beam_search(lengths, step, reorder, o_.search, prefixes);
+  std::vector<std::vector<Hypothesis>> found;
+  if (o_.search.sampling) {
+    std::vector<uint64_t> streams;
+    for (const auto* src : sources) streams.push_back(sample_stream(*src));
+    found = sampling_search(lengths, streams, step, reorder, o_.search, prefixes);
+  } else {
+    found = beam_search(lengths, step, reorder, o_.search, prefixes);
+  }
   if (logits)
     for (auto& list : found)
       for (Hypothesis& h : list) h.log_prob = h.score = std::numeric_limits<double>::quiet_NaN();

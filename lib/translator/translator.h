@@ -1,6 +1,7 @@
 // Translator: batched beam search with any encoder-decoder (the Decoder interface, models/decoder.h).
 // A batch of source sentences is padded into [B, S] ids with a u8 mask, encoded once by
-// Decoder::start, and decoded step by step by beam_search (lib/translator/beam_search.h), whose
+// Decoder::start, and decoded step by step by beam_search (lib/translator/beam_search.h), or with
+// search.sampling by sampling_search (sampling_search.h, each input's draws keyed by its tokens), whose
 // reorders select, duplicate and drop the rows of the decoder's state (key/value caches). Inputs are batched by a
 // budget of padded source tokens, longest first, and results come back in input order. Covered by
 // tests/translator/translator_test.cpp.

@@ -24,23 +24,7 @@ std::vector<double> probs(std::initializer_list<std::pair<int, double>> p, int64
   return lp;
 }
 
-/// A deterministic pseudo-random normalised distribution for (sentence, prefix).
-std::vector<double> hashed(int64_t sentence, const std::vector<int32_t>& prefix, int64_t v) {
-  uint64_t h = 1469598103934665603ull ^ static_cast<uint64_t>(sentence);
-  for (int32_t t : prefix) h = (h ^ static_cast<uint64_t>(t + 7)) * 1099511628211ull;
-  std::vector<double> lp(static_cast<size_t>(v));
-  double z = 0;
-  for (int64_t t = 0; t < v; ++t) {
-    uint64_t x = (h + static_cast<uint64_t>(t) * 0x9e3779b97f4a7c15ull);
-    x ^= x >> 29;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 32;
-    lp[t] = static_cast<double>(x % 10000) / 2000.0;
-    z += std::exp(lp[t]);
-  }
-  for (double& x : lp) x -= std::log(z);
-  return lp;
-}
+using test::hashed;
 
 std::vector<std::vector<Hypothesis>> search(MockScorer& m, const std::vector<int64_t>& src, const BeamOptions& o) {
   return beam_search(src, m.step_fn(), m.reorder_fn(), o);

@@ -1,7 +1,8 @@
 // The decoding options declared once (models/decoding_options.h, cli/decoding_options.h): the four entry
 // points that decode (moe-translate, moe-score, moe-serve with its requests, moe-train's valid.* and
 // eval.* keys) give the same defaults, parsed and as --help shows them; bad values are errors naming the
-// flag or the key; the checks across keys name the keys as each entry point spells them; the automatic batch.
+// flag or the key (--sampling a switch); the checks across keys name the keys as each entry point spells them; the
+// automatic batch.
 #include "models/decoding_options.h"
 
 #include <CLI/CLI.hpp>
@@ -117,6 +118,18 @@ TEST_CASE("decoding values are parsed once and errors name the flag or the key",
   CHECK_THROWS_WITH(parse("--device tpu"), Catch::Contains("--device") && Catch::Contains("tpu"));
   CHECK_THROWS_WITH(parse("--dtype f16"), Catch::Contains("--dtype") && Catch::Contains("bf16"));
   CHECK_THROWS_WITH(parse("--max-tokens -1"), Catch::Contains("--max-tokens"));
+  // --sampling is a switch; its numbers are checked where they are parsed
+  const SearchOptions sampling =
+      parse("--sampling --sampling-topk 10 --sampling-topp 0.9 --temperature 0.7 --seed 5").search;
+  CHECK(sampling.sampling);
+  CHECK(sampling.sampling_topk == 10);
+  CHECK(sampling.sampling_topp == 0.9);
+  CHECK(sampling.temperature == 0.7);
+  CHECK(sampling.seed == 5);
+  CHECK_FALSE(parse("").search.sampling);
+  CHECK_THROWS_WITH(parse("--sampling --sampling-topp 1.5"), Catch::Contains("--sampling-topp must be in (0, 1]"));
+  CHECK_THROWS_WITH(parse("--sampling --temperature 0"), Catch::Contains("--temperature must be > 0"));
+  CHECK_THROWS_WITH(parse("--sampling --sampling-topk -1"), Catch::Contains("--sampling-topk must be >= 0"));
 
   config::Schema schema;
   register_train_keys(schema);
@@ -137,6 +150,11 @@ TEST_CASE("the checks across decoding keys name them as the entry point does", "
                     Catch::Contains("--n-best 6") && Catch::Contains("--beam = 5"));
   CHECK_THROWS_WITH(check_decoding_options(o, {.section = "valid"}), Catch::Contains("valid.n_best 6"));
   o.search.n_best = 5;
+  check_decoding_options(o, cli::flag_naming());
+  o.search.temperature = 0.8;  // a sampling number without --sampling is a mistake, not silently unused
+  CHECK_THROWS_WITH(check_decoding_options(o, cli::flag_naming()),
+                    Catch::Contains("--temperature applies to sampling only: add --sampling"));
+  o.search.sampling = true;
   check_decoding_options(o, cli::flag_naming());
   o.device = Device::cpu();
   o.dtype = ComputeDType::bf16;

@@ -1,13 +1,34 @@
-// A hand-built incremental scorer for beam-search tests: log-probabilities are a function of
+// A hand-built incremental scorer for beam-search and sampling tests: log-probabilities are a function of
 // (sentence, prefix), the state is the prefix of every row, and reorder() permutes the rows the way
-// Transformer::reorder permutes its caches. It records the row count of every step.
+// Transformer::reorder permutes its caches. It records the row count of every step. hashed(): a deterministic
+// pseudo-random distribution to build scorers from.
 #pragma once
+#include <cmath>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
 #include "translator/beam_search.h"
 
 namespace moe::test {
+
+/// A deterministic pseudo-random normalised distribution (log-probabilities) over v tokens for (sentence, prefix).
+inline std::vector<double> hashed(int64_t sentence, const std::vector<int32_t>& prefix, int64_t v) {
+  uint64_t h = 1469598103934665603ull ^ static_cast<uint64_t>(sentence);
+  for (int32_t t : prefix) h = (h ^ static_cast<uint64_t>(t + 7)) * 1099511628211ull;
+  std::vector<double> lp(static_cast<size_t>(v));
+  double z = 0;
+  for (int64_t t = 0; t < v; ++t) {
+    uint64_t x = (h + static_cast<uint64_t>(t) * 0x9e3779b97f4a7c15ull);
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 32;
+    lp[t] = static_cast<double>(x % 10000) / 2000.0;
+    z += std::exp(lp[t]);
+  }
+  for (double& x : lp) x -= std::log(z);
+  return lp;
+}
 
 class MockScorer {
  public:

@@ -1,6 +1,7 @@
 // Translator with a tiny random Transformer: beam 1 equals greedy argmax decoding recomputed from
 // scratch (teacher-forced decode of each prefix, no caches; also over the logits when no scores are wanted), a batch
-// equals its sentences alone (also for an lstm_seq2seq with batchwise MoE layers, beam 5 and the GNMT length penalty),
+// equals its sentences alone (also for an lstm_seq2seq with batchwise MoE layers, beam 5 and the GNMT length penalty,
+// and for sampling: its samples, their order and log-probs),
 // n-best lists are ordered and their log-probs equal forced decoding, token batching (source tokens x
 // beam), and
 // translate_lines keeps one output line per input line (empty lines, truncation, n-best); an MAE
@@ -169,6 +170,16 @@ void check_batched_equals_single(const test::TinyModel& m, TranslatorOptions o) 
 TEST_CASE("batched beam search equals sentence-by-sentence and forced decoding", "[translator]") {
   TranslatorOptions o;
   o.search.beam = 4;
+  check_batched_equals_single(test::tiny_model(13, 32, 4.f), o);
+}
+
+TEST_CASE("sampling: a batch samples as its sentences alone, log-probs equal forced decoding",
+          "[translator][sampling]") {
+  TranslatorOptions o;
+  o.search.sampling = true;
+  o.search.beam = 4;
+  o.search.temperature = 1.3;
+  o.search.sampling_topp = 0.95;
   check_batched_equals_single(test::tiny_model(13, 32, 4.f), o);
 }
 

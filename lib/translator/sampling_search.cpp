@@ -1,0 +1,127 @@
+// sampling_search.h implementation: the host keeps every sample (tokens, log-prob) and draws its next token from
+// its row of the step's log-probabilities. Covered by tests/translator/sampling_search_test.cpp.
+#include "translator/sampling_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/error.h"
+#include "tensor/philox.h"
+#include "translator/target_prefix.h"
+#include "translator/token_sampler.h"
+
+namespace moe {
+
+uint64_t sample_stream(const std::vector<int32_t>& source) {
+  uint64_t h = 14695981039346656037ull;
+  for (int32_t id : source)
+    for (int byte = 0; byte < 4; ++byte) {
+      h ^= (static_cast<uint32_t>(id) >> (8 * byte)) & 0xFFu;
+      h *= 1099511628211ull;
+    }
+  return h;
+}
+
+namespace {
+struct Sample {
+  std::vector<int32_t> tokens;
+  double log_prob = 0;
+  bool done = false;
+};
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>& src_lengths,
+                                                     const std::vector<uint64_t>& streams, const StepFn& step,
+                                                     const ReorderFn& reorder, const BeamOptions& o,
+                                                     const TargetPrefixes& prefixes) {
+  MOE_CHECK(o.beam >= 1, "sampling: beam (samples per input) must be at least 1, got ", o.beam);
+  MOE_CHECK(o.n_best >= 1 && o.n_best <= o.beam, "sampling: n-best ", o.n_best, " must be in [1, beam = ", o.beam, "]");
+  MOE_CHECK(o.temperature > 0, "sampling: temperature must be > 0, got ", o.temperature);
+  MOE_CHECK(streams.size() == src_lengths.size(), "sampling: ", streams.size(), " streams for ", src_lengths.size(),
+            " inputs");
+  const int64_t sentences = static_cast<int64_t>(src_lengths.size());
+  std::vector<std::vector<Hypothesis>> finished(static_cast<size_t>(sentences));
+  if (sentences == 0) return finished;
+  std::vector<int64_t> max_len(static_cast<size_t>(sentences));
+  for (int64_t s = 0; s < sentences; ++s) max_len[s] = max_output_length(src_lengths[s], o);
+  check_prefixes(prefixes, sentences, o, max_len);
+
+  const SamplingRule rule{o.temperature, o.sampling_topk, o.sampling_topp};
+  const auto seed = static_cast<uint64_t>(o.seed);
+  std::vector<std::vector<Sample>> samples(static_cast<size_t>(sentences), std::vector<Sample>(o.beam));
+  std::vector<int64_t> active(static_cast<size_t>(sentences));  // the inputs whose rows the scorer holds, in order
+  for (int64_t s = 0; s < sentences; ++s) active[s] = s;
+  int64_t rows_per = 1;  // rows per active input: 1 before the first step, then `beam`
+  std::vector<int32_t> prev(active.size(), o.bos_id);
+  std::vector<float> row;
+  SamplerScratch scratch;
+
+  for (int64_t t = 0; !active.empty(); ++t) {
+    const int64_t n = static_cast<int64_t>(active.size()) * rows_per;
+    const Tensor logp = step(Tensor::from_vector(prev, Shape{n}));
+    MOE_CHECK(logp.defined() && logp.shape().ndim() == 2 && logp.shape()[0] == n,
+              "sampling: the step function returned ", logp.shape(), " for ", n, " rows (expected [", n, ",V])");
+    const int64_t v = logp.shape()[1];
+    const std::vector<float> lp = logp.to_vector<float>();
+    std::vector<int64_t> next_active;
+    std::vector<int32_t> origin, next_prev;
+    for (size_t a = 0; a < active.size(); ++a) {
+      const int64_t s = active[a];
+      const auto in_prefix = !prefixes.empty() && t < static_cast<int64_t>(prefixes[s].size());
+      for (int64_t j = 0; j < o.beam; ++j) {
+        Sample& x = samples[s][j];
+        if (x.done) continue;
+        const float* r = lp.data() + (static_cast<int64_t>(a) * rows_per + (rows_per == 1 ? 0 : j)) * v;
+        int32_t token = o.eos_id;  // at the maximum length
+        if (in_prefix) {
+          token = prefixes[s][t];
+          MOE_CHECK(token < v, "sampling: prefix token ", token, " of input ", s, " is outside the vocabulary of ", v);
+        } else if (t < max_len[s]) {
+          row.assign(r, r + v);
+          if (std::any_of(row.begin(), row.end(), [](float x) { return std::isnan(x); }))
+            MOE_FAIL("sampling: NaN log-probability at step ", t, " of input ", s);
+          row[o.pad_id] = row[o.bos_id] = -std::numeric_limits<float>::infinity();
+          if (t < o.min_len) row[o.eos_id] = -std::numeric_limits<float>::infinity();
+          float draw[4];  // two 24-bit lanes make one uniform number of 48 bits
+          philox_uniform4(seed, streams[s], static_cast<uint64_t>(t * o.beam + j), draw);
+          const double u = draw[0] + static_cast<double>(draw[1]) / 16777216.0;
+          token = sample_token(row.data(), v, rule, u, scratch);
+        }
+        if (token < 0) {  // nothing may be drawn: the sample ends without a hypothesis
+          x.done = true;
+          continue;
+        }
+        x.log_prob += r[token];
+        if (token == o.eos_id) {
+          x.done = true;
+          const int64_t len = static_cast<int64_t>(x.tokens.size()) + 1;
+          finished[s].push_back({x.tokens, x.log_prob, normalized_score(x.log_prob, len, o.penalty, o.lenpen)});
+        } else {
+          x.tokens.push_back(token);
+        }
+      }
+      const auto& all = samples[s];
+      if (std::all_of(all.begin(), all.end(), [](const Sample& x) { return x.done; })) continue;
+      next_active.push_back(s);
+      for (int64_t j = 0; j < o.beam; ++j) {
+        origin.push_back(static_cast<int32_t>(static_cast<int64_t>(a) * rows_per + (rows_per == 1 ? 0 : j)));
+        next_prev.push_back(all[j].done ? o.pad_id : all[j].tokens.back());
+      }
+    }
+    active = std::move(next_active);
+    prev = std::move(next_prev);
+    rows_per = o.beam;
+    if (!active.empty())
+      reorder(Tensor::from_vector(origin, Shape{static_cast<int64_t>(origin.size())}, logp.device()));
+  }
+
+  for (auto& done : finished) {
+    std::stable_sort(done.begin(), done.end(),
+                     [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; });
+    if (static_cast<int>(done.size()) > o.n_best) done.resize(static_cast<size_t>(o.n_best));
+  }
+  return finished;
+}
+
+}  // namespace moe
