@@ -124,4 +124,14 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
   return finished;
 }
 
+std::vector<std::vector<Hypothesis>> run_search(const std::vector<int64_t>& src_lengths,
+                                                const std::vector<const std::vector<int32_t>*>& inputs,
+                                                const StepFn& step, const ReorderFn& reorder, const BeamOptions& o,
+                                                const TargetPrefixes& prefixes) {
+  if (!o.sampling) return beam_search(src_lengths, step, reorder, o, prefixes);
+  std::vector<uint64_t> streams;
+  for (const auto* input : inputs) streams.push_back(sample_stream(*input));
+  return sampling_search(src_lengths, streams, step, reorder, o, prefixes);
+}
+
 }  // namespace moe

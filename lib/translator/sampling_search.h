@@ -30,4 +30,11 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
                                                      const ReorderFn& reorder, const BeamOptions& options,
                                                      const TargetPrefixes& prefixes = {});
 
+/// beam_search, or sampling_search when options.sampling, with each input's stream made from `inputs[s]`'s tokens
+/// (what the draws of input s are keyed by: its source, or a language model's prompt).
+std::vector<std::vector<Hypothesis>> run_search(const std::vector<int64_t>& src_lengths,
+                                                const std::vector<const std::vector<int32_t>*>& inputs,
+                                                const StepFn& step, const ReorderFn& reorder,
+                                                const BeamOptions& options, const TargetPrefixes& prefixes = {});
+
 }  // namespace moe

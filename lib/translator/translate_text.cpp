@@ -71,22 +71,26 @@ std::vector<std::string> translate_lines(
   std::vector<std::string> out;
   out.reserve(lines.size() * static_cast<size_t>(n_best));
   for (size_t i = 0; i < lines.size(); ++i) {
-    const auto& hyps = results[i];
-    if (!hyps.empty()) stats.tgt_tokens += static_cast<int64_t>(hyps[0].tokens.size());
-    if (n_best == 1) {
-      out.push_back(hyps.empty() ? std::string() : hypothesis_text(tgt_vocab, hyps[0]));
-      continue;
-    }
-    const std::string index = std::to_string(first_index + static_cast<int64_t>(i));
-    for (int h = 0; h < n_best; ++h) {
-      if (h < static_cast<int>(hyps.size())) {
-        out.push_back(index + "\t" + format_score(hyps[h].score) + "\t" + hypothesis_text(tgt_vocab, hyps[h]));
-      } else {  // an empty input (its empty output is certain) or fewer hypotheses than asked for
-        out.push_back(index + "\t" + format_score(sources[i].empty() && h == 0 ? 0.0 : -INFINITY) + "\t");
-      }
-    }
+    if (!results[i].empty()) stats.tgt_tokens += static_cast<int64_t>(results[i][0].tokens.size());
+    // an empty input's empty output is certain (score 0)
+    append_output_lines(out, results[i], n_best, first_index + static_cast<int64_t>(i), tgt_vocab, sources[i].empty());
   }
   return out;
+}
+
+void append_output_lines(std::vector<std::string>& out, const std::vector<Hypothesis>& hyps, int n_best, int64_t index,
+                         const data::Vocab& vocab, bool certain_empty) {
+  if (n_best == 1) {
+    out.push_back(hyps.empty() ? std::string() : hypothesis_text(vocab, hyps[0]));
+    return;
+  }
+  const std::string number = std::to_string(index);
+  for (int h = 0; h < n_best; ++h) {
+    if (h < static_cast<int>(hyps.size()))
+      out.push_back(number + "\t" + format_score(hyps[h].score) + "\t" + hypothesis_text(vocab, hyps[h]));
+    else  // fewer hypotheses than asked for
+      out.push_back(number + "\t" + format_score(certain_empty && h == 0 ? 0.0 : -INFINITY) + "\t");
+  }
 }
 
 }  // namespace moe

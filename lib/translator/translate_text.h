@@ -35,6 +35,11 @@ std::vector<std::string> translate_lines(
 /// `truncated` is set). moe-serve encodes its requests with it.
 std::vector<int32_t> encode_source_line(const Translator& translator, const data::Vocab& src_vocab,
                                         const std::string& line, bool& truncated);
+/// The output lines of one input line's hypotheses, as translate_lines writes them: the best text, or with
+/// n_best > 1 exactly n_best lines "index \t score \t text" (missing ones with score -inf, or 0 for the first
+/// when `certain_empty`: an empty input, whose empty output is certain).
+void append_output_lines(std::vector<std::string>& out, const std::vector<Hypothesis>& hyps, int n_best, int64_t index,
+                         const data::Vocab& vocab, bool certain_empty = false);
 /// The output text of a hypothesis: decoded, on one line.
 std::string hypothesis_text(const data::Vocab& tgt_vocab, const Hypothesis& hyp);
 /// A score as the n-best lines write it (6 decimals; "-inf" / "inf").

@@ -90,14 +90,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate_batch(
     return (logits ? decoder_.step_logits(builder, *state, prev) : decoder_.step(builder, *state, prev)).val();
   };
   auto reorder = [&](const Tensor& origin) { state->reorder(builder, origin); };
-  std::vector<std::vector<Hypothesis>> found;
-  if (o_.search.sampling) {
-    std::vector<uint64_t> streams;
-    for (const auto* src : sources) streams.push_back(sample_stream(*src));
-    found = sampling_search(lengths, streams, step, reorder, o_.search, prefixes);
-  } else {
-    found = beam_search(lengths, step, reorder, o_.search, prefixes);
-  }
+  auto found = run_search(lengths, sources, step, reorder, o_.search, prefixes);
   if (logits)
     for (auto& list : found)
       for (Hypothesis& h : list) h.log_prob = h.score = std::numeric_limits<double>::quiet_NaN();

@@ -5,6 +5,7 @@
 # validation lines with moe-score ppl (the checkpoint's validation windows: 64 tokens scoring 32) and
 # checks a finite perplexity equal to the logged validation perplexity of checkpoint.best and clearly
 # below the add-one unigram perplexity of the same text under the same vocabulary (computed here),
+# continues prompts with moe-generate (one line per prompt; sampled n-best blocks reproducible from the seed),
 # runs scripts/evaluate.sh on the run (the same perplexity, as a Markdown row and a JSON line), then
 # checks that an interrupted-and-resumed run logs exactly the losses of an uninterrupted one.
 # Usage (ctest passes both): e2e_lm.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped (no data).
@@ -16,7 +17,7 @@ UPDATES="${E2E_UPDATES:-200}"
 E2E_NAME=e2e_lm
 source "$(dirname "$0")/lib/e2e_common.sh"
 if [[ ! -f "$DATA/wiki.train.tokens" ]]; then echo "e2e_lm: no WikiText-103 sample in $DATA: skipped"; exit 77; fi
-for p in moe-train moe-score; do [[ -x "$BIN/$p" ]] || { echo "e2e_lm: $BIN/$p is missing" >&2; exit 1; }; done
+for p in moe-train moe-score moe-generate; do [[ -x "$BIN/$p" ]] || { echo "e2e_lm: $BIN/$p is missing" >&2; exit 1; }; done
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/moe-e2e-lm.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 fail() { e2e_fail "$@"; }
@@ -54,6 +55,22 @@ awk -v p="$ppl" -v l="$logged" 'BEGIN {d = p - l; if (d < 0) d = -d; exit !(d < 
   fail "moe-score ppl $ppl differs from the logged validation perplexity $logged"
 awk -v p="$ppl" -v u="$unigram" 'BEGIN {exit !(p < 0.9 * u)}' ||
   fail "perplexity $ppl is not clearly below the unigram perplexity $unigram"
+
+# 3b. Continue prompts with the trained model (moe-generate): one line per prompt, the empty one included, greedy;
+#     sampled n-best blocks of "index <TAB> score <TAB> text", the same for the same seed.
+{ awk 'NF && n < 5 { print $1, $2, $3; n++ }' "$WORK/valid.txt"; echo; } > "$WORK/prompts.txt"  # 5 prompts, 1 empty
+"$BIN/moe-generate" -m "$WORK/run/checkpoint.best.safetensors" -i "$WORK/prompts.txt" --device cpu --beam 1 \
+  --max-len-b 12 -q > "$WORK/greedy.txt" || fail "moe-generate"
+[[ "$(wc -l < "$WORK/greedy.txt")" == 6 ]] || fail "moe-generate wrote $(wc -l < "$WORK/greedy.txt") lines for 6 prompts"
+sample() {
+  "$BIN/moe-generate" -m "$WORK/run/checkpoint.best.safetensors" -i "$WORK/prompts.txt" --device cpu --sampling \
+    --sampling-topp 0.9 --beam 2 --n-best 2 --max-len-b 12 --seed 3 -q
+}
+sample > "$WORK/sampled.txt" || fail "moe-generate --sampling"
+[[ "$(cut -f1 "$WORK/sampled.txt" | tr '\n' ' ')" == "0 0 1 1 2 2 3 3 4 4 5 5 " ]] ||
+  fail "moe-generate --sampling --n-best 2: not two lines per prompt in order"
+cmp -s "$WORK/sampled.txt" <(sample) || fail "moe-generate --sampling gave other samples for the same seed"
+echo "e2e_lm: moe-generate: $(head -n 1 "$WORK/prompts.txt") -> $(head -n 1 "$WORK/greedy.txt")"
 
 # 4. The papers' evaluation chain (scripts/evaluate.sh): checkpoint.best with the recipe's windows
 #    (64 / 32, as stored): the same perplexity, as a Markdown row and a JSON line.

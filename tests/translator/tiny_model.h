@@ -1,6 +1,6 @@
-// A tiny randomly initialised Transformer (2+2 layers, d = 16; or an lstm_seq2seq) over a 24-word
-// vocabulary for the translator and scoring tests, and a checkpoint of it (word vocabularies
-// embedded) in a temp folder.
+// A tiny randomly initialised Transformer (2+2 layers, d = 16; or an lstm_seq2seq), or a causal Transformer LM,
+// over a 24-word vocabulary for the translator, generation and scoring tests, and a checkpoint of it (word
+// vocabularies embedded) in a temp folder.
 #pragma once
 #include <unistd.h>
 
@@ -117,15 +117,34 @@ inline std::filesystem::path temp_dir(const std::string& name) {
   return fresh_temp_dir("moe-translator-test-" + name + "-" + std::to_string(::getpid()));
 }
 
-/// Saves `m` with its word vocabulary as both the src and tgt vocabularies.
-inline std::string save_tiny(const TinyModel& m, const std::filesystem::path& dir) {
+/// A causal Transformer LM (2 layers, d 16, max_positions 24) over the same 24 words, random parameters drawn from
+/// `seed`, all declared (one decoding step). `net()` does not apply.
+inline TinyModel tiny_lm(uint64_t seed = 11) {
+  TinyModel m;
+  m.vocab = std::make_unique<data::WordVocab>(tiny_words());
+  m.model =
+      create_model(YAML::Load("{type: transformer_lm, d_model: 16, ffn_dim: 32, heads: 2, layers: 2, "
+                              "dropout: 0.0, max_positions: 24, vocab: " +
+                              std::to_string(m.vocab->size()) + "}"));
+  m.params = std::make_unique<ParameterStore>(Device::cpu(), seed);
+  Graph g(Device::cpu(), m.params.get(), GraphOptions{.training = false});
+  Builder builder(g);
+  const auto state = m.model->decoder()->start(builder, Tensor(), Tensor());
+  m.model->decoder()->step(builder, *state, Tensor::from_vector(std::vector<int32_t>{2}, Shape{1}));
+  return m;
+}
+
+/// Saves `m` with its word vocabulary under each of `roles` (a translation model: src and tgt; an LM: lm).
+inline std::string save_tiny(const TinyModel& m, const std::filesystem::path& dir,
+                             const std::vector<std::string>& roles = {"src", "tgt"}) {
   const auto vocab_path = dir / "words.vocab";
   std::ofstream v(vocab_path);
   for (const auto& w : tiny_words()) v << w << "\n";
   v.close();
   const std::string path = (dir / "tiny.safetensors").string();
-  save_checkpoint(path, *m.model, *m.params,
-                  {VocabFile::read("src", vocab_path.string()), VocabFile::read("tgt", vocab_path.string())});
+  std::vector<VocabFile> vocabs;
+  for (const std::string& role : roles) vocabs.push_back(VocabFile::read(role, vocab_path.string()));
+  save_checkpoint(path, *m.model, *m.params, vocabs);
   return path;
 }
 

@@ -1,0 +1,122 @@
+// moe-generate end to end on a saved tiny LM checkpoint (tiny_model.h): one output line per prompt in input
+// order (an empty prompt generates from <s>), the library's continuations, n-best blocks, sampling reproducible
+// from the seed, chunks, and errors (a translation checkpoint, a missing input); the built binary (when present)
+// with --help and a pipe.
+#include "moe-generate/generate_cli.h"
+
+#include <catch2/catch.hpp>
+#include <sstream>
+
+#include "tiny_model.h"
+#include "translator/lm_generation.h"
+#include "translator/translate_text.h"
+
+using namespace moe;
+
+namespace {
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream is(s);
+  for (std::string l; std::getline(is, l);) out.push_back(l);
+  return out;
+}
+
+std::string run(const GenerateCliOptions& o, const std::string& input) {
+  std::istringstream in(input);
+  std::ostringstream out, err;
+  run_generate(o, in, out, err);
+  return out.str();
+}
+
+GenerateCliOptions tiny_cli(const std::string& checkpoint) {
+  GenerateCliOptions o;
+  o.model = checkpoint;
+  o.decoding.device = Device::cpu();
+  o.decoding.search.max_len_b = 6;
+  o.quiet = true;
+  return o;
+}
+
+const std::vector<std::string> kPrompts = {"w4 w9 w13", "", "w7", "w5 w6 w7 w8", "w2 w2"};
+}  // namespace
+
+TEST_CASE("moe-generate keeps one line per prompt and gives the library's continuations", "[translator][generate]") {
+  const auto m = test::tiny_lm();
+  const auto dir = test::temp_dir("generate");
+  GenerateCliOptions o = tiny_cli(test::save_tiny(m, dir, {"lm"}));
+  o.chunk_lines = 2;  // several chunks
+  std::string input;
+  for (const auto& p : kPrompts) input += p + "\n";
+  const auto got = split_lines(run(o, input));
+  REQUIRE(got.size() == kPrompts.size());
+  std::vector<std::vector<int32_t>> prompts;
+  for (const auto& p : kPrompts) prompts.push_back(m.vocab->encode(p));
+  const auto want =
+      generate_continuations(*m.model->decoder(), *m.params, Device::cpu(), translator_options(o.decoding), prompts);
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    INFO("prompt " << i);
+    CHECK(got[i] == hypothesis_text(*m.vocab, want[i][0]));
+  }
+  CHECK(!got[1].empty());  // an empty prompt generates from <s>
+
+  // n-best blocks of sampled continuations, the same for the same seed
+  o.decoding.search.sampling = true;
+  o.decoding.search.beam = o.decoding.search.n_best = 3;
+  o.decoding.search.seed = 4;
+  const std::string sampled = run(o, input);
+  const auto lines = split_lines(sampled);
+  REQUIRE(lines.size() == 3 * kPrompts.size());
+  for (size_t i = 0; i < lines.size(); ++i) CHECK(lines[i].rfind(std::to_string(i / 3) + "\t", 0) == 0);
+  CHECK(run(o, input) == sampled);
+  o.decoding.search.seed = 5;
+  CHECK(run(o, input) != sampled);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("moe-generate errors name the checkpoint or the input", "[translator][generate]") {
+  const auto dir = test::temp_dir("generate-errors");
+  const auto translation = test::tiny_model();
+  GenerateCliOptions o = tiny_cli(test::save_tiny(translation, dir));
+  CHECK_THROWS_WITH(run(o, "w1\n"), Catch::Contains("not a causal language model") &&
+                                        Catch::Contains("tiny.safetensors") && Catch::Contains("moe-translate"));
+  std::filesystem::remove_all(dir);
+  const auto lm_dir = test::temp_dir("generate-errors-lm");
+  o = tiny_cli(test::save_tiny(test::tiny_lm(), lm_dir, {"lm"}));
+  o.input = (lm_dir / "missing.txt").string();
+  CHECK_THROWS_WITH(run(o, ""), Catch::Contains("cannot open input") && Catch::Contains("missing.txt"));
+  o.input = "-";
+  o.decoding.search.temperature = 0.5;
+  CHECK_THROWS_WITH(run(o, "w1\n"), Catch::Contains("--temperature applies to sampling only"));
+  std::filesystem::remove_all(lm_dir);
+}
+
+TEST_CASE("the moe-generate binary", "[translator][generate]") {
+  const std::string bin = std::string(MOE_BIN_DIR) + "/moe-generate";
+  if (!std::filesystem::exists(bin)) {
+    WARN("moe-generate not built at " << bin << ": skipping the binary checks");
+    return;
+  }
+  const auto dir = test::temp_dir("generate-bin");
+  const std::string ckpt = test::save_tiny(test::tiny_lm(), dir, {"lm"});
+  test::write_file(dir / "in.txt", "w1 w2\n\nw3\n");
+  const std::string cmd = bin + " -m " + ckpt + " --device cpu --sampling --max-len-b 5 < " +
+                          (dir / "in.txt").string() + " > " + (dir / "out.txt").string() + " 2> " +
+                          (dir / "err.txt").string();
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream f(dir / "out.txt");
+  std::stringstream buf;
+  buf << f.rdbuf();
+  CHECK(split_lines(buf.str()).size() == 3);
+  std::ifstream e(dir / "err.txt");
+  std::stringstream ebuf;
+  ebuf << e.rdbuf();
+  CHECK(ebuf.str().find("moe-generate: 3 prompts") != std::string::npos);
+  CHECK(std::system((bin + " --help > " + (dir / "help.txt").string()).c_str()) == 0);
+  std::ifstream h(dir / "help.txt");
+  std::stringstream hb;
+  hb << h.rdbuf();
+  for (const char* opt : {"--beam", "--sampling", "--sampling-topp", "--temperature", "--seed", "--max-len-b"})
+    CHECK(hb.str().find(opt) != std::string::npos);
+  CHECK(std::system((bin + " --device cpu 2> /dev/null").c_str()) != 0);  // -m is required
+  std::filesystem::remove_all(dir);
+}
