@@ -4,11 +4,11 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <fstream>
 #include <iostream>
 
 #include "cli/decoding_options.h"
 #include "cli/program.h"
+#include "cli/text_streams.h"
 #include "common/progress_meter.h"
 #include "common/stop_signal.h"
 #include "models/checkpoint.h"
@@ -28,20 +28,9 @@ void run_generate(const GenerateCliOptions& o, std::istream& in, std::ostream& o
             " model, not a causal language model (moe-translate translates with translation models)");
   const data::Vocab& vocab = ck.first_vocab({"lm", "tgt", "src"});
 
-  std::ifstream in_file;
-  std::istream* is = &in;
-  if (o.input != "-") {
-    in_file.open(o.input, std::ios::binary);
-    MOE_CHECK(in_file.is_open(), "cannot open input '", o.input, "'");
-    is = &in_file;
-  }
-  std::ofstream out_file;
-  std::ostream* os = &out;
-  if (o.output != "-") {
-    out_file.open(o.output, std::ios::binary);
-    MOE_CHECK(out_file.is_open(), "cannot open output '", o.output, "'");
-    os = &out_file;
-  }
+  cli::TextStreams streams(o.input, o.output, in, out);
+  std::istream* is = &streams.in();
+  std::ostream* os = &streams.out();
   const auto t0 = std::chrono::steady_clock::now();
   ProgressMeter progress(err, {.name = "moe-generate",
                                .unit = "lines",
@@ -97,12 +86,7 @@ void add_generate_options(CLI::App& app, GenerateCliOptions& o) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cli::add_cpu_threads_option(app);
-  app.add_flag("-q,--quiet", o.quiet, "no summary or progress on stderr");
-  app.add_option("--log-every", o.log_every,
-                 "seconds between progress lines on stderr when it is not a terminal (0 = none; on a terminal one "
-                 "line is redrawn in place)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  cli::add_progress_options(app, o.quiet, o.log_every);
 }
 
 int generate_main(int argc, char** argv) {

@@ -14,6 +14,7 @@
 #include "cli/enum_option.h"
 #include "cli/mae_inference_option.h"
 #include "cli/program.h"
+#include "cli/text_streams.h"
 #include "common/progress_meter.h"
 #include "common/stop_signal.h"
 #include "tensor/allocator.h"
@@ -88,20 +89,9 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   const data::Vocab& tgt_vocab = models.tgt_vocab();
   Translator translator(models.decoder(), models.params(), device, to);
 
-  std::ifstream in_file;
-  std::istream* is = &in;
-  if (o.input != "-") {
-    in_file.open(o.input, std::ios::binary);
-    MOE_CHECK(in_file.is_open(), "cannot open input '", o.input, "'");
-    is = &in_file;
-  }
-  std::ofstream out_file;
-  std::ostream* os = &out;
-  if (o.output != "-") {
-    out_file.open(o.output, std::ios::binary);
-    MOE_CHECK(out_file.is_open(), "cannot open output '", o.output, "'");
-    os = &out_file;
-  }
+  cli::TextStreams streams(o.input, o.output, in, out);
+  std::istream* is = &streams.in();
+  std::ostream* os = &streams.out();
 
   const auto t1 = std::chrono::steady_clock::now();
   ProgressMeter progress(err, {.name = "moe-translate",
@@ -179,12 +169,7 @@ void add_translate_options(CLI::App& app, TranslateCliOptions& o) {
   cli::add_enum_option(app, "--quantize", o.quantize,
                        "int8: dense and expert weights int8 per output channel, activations per row, on the CPU");
   cli::add_cpu_threads_option(app);
-  app.add_flag("-q,--quiet", o.quiet, "no summary or progress on stderr");
-  app.add_option("--log-every", o.log_every,
-                 "seconds between progress lines on stderr when it is not a terminal (0 = none; on a terminal one "
-                 "line is redrawn in place)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  cli::add_progress_options(app, o.quiet, o.log_every);
 }
 
 int translate_main(int argc, char** argv) {

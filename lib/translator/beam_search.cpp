@@ -25,6 +25,22 @@ int64_t max_output_length(int64_t src_len, const BeamOptions& o) {
   return std::min(n, o.max_positions - 1);
 }
 
+std::vector<int64_t> max_output_lengths(const std::vector<int64_t>& src_lengths, const BeamOptions& o,
+                                        const TargetPrefixes& prefixes) {
+  std::vector<int64_t> max_len;
+  for (int64_t len : src_lengths) max_len.push_back(max_output_length(len, o));
+  check_prefixes(prefixes, static_cast<int64_t>(src_lengths.size()), o, max_len);
+  return max_len;
+}
+
+void keep_n_best(std::vector<std::vector<Hypothesis>>& lists, int n_best) {
+  for (auto& list : lists) {
+    std::stable_sort(list.begin(), list.end(),
+                     [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; });
+    if (static_cast<int>(list.size()) > n_best) list.resize(static_cast<size_t>(n_best));
+  }
+}
+
 namespace {
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
@@ -50,9 +66,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const std::vector<int64_t>& src
   const int64_t sentences = static_cast<int64_t>(src_lengths.size());
   std::vector<std::vector<Hypothesis>> finished(static_cast<size_t>(sentences));
   if (sentences == 0) return finished;
-  std::vector<int64_t> max_len(static_cast<size_t>(sentences));
-  for (int64_t s = 0; s < sentences; ++s) max_len[s] = max_output_length(src_lengths[s], o);
-  check_prefixes(prefixes, sentences, o, max_len);
+  const std::vector<int64_t> max_len = max_output_lengths(src_lengths, o, prefixes);
 
   std::vector<Row> rows;  // active rows, sentence-major: `beams` rows per active sentence
   for (int64_t s = 0; s < sentences; ++s) rows.push_back({s, {}, 0.0});
@@ -137,11 +151,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const std::vector<int64_t>& src
     reorder(Tensor::from_vector(origin, Shape{static_cast<int64_t>(origin.size())}, dev));
   }
 
-  for (auto& done : finished) {
-    std::stable_sort(done.begin(), done.end(),
-                     [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; });
-    if (static_cast<int>(done.size()) > o.n_best) done.resize(static_cast<size_t>(o.n_best));
-  }
+  keep_n_best(finished, o.n_best);
   return finished;
 }
 

@@ -48,6 +48,13 @@ using ReorderFn = std::function<void(const Tensor& origin)>;
 /// translator/target_prefix.h). An empty list: no prefixes.
 using TargetPrefixes = std::vector<std::vector<int32_t>>;
 
+/// Each sentence's maximum output length (max_output_length), raised to its forced prefix's length when longer
+/// (`prefixes`: none, or one per sentence; checked by check_prefixes, target_prefix.h).
+std::vector<int64_t> max_output_lengths(const std::vector<int64_t>& src_lengths, const BeamOptions& options,
+                                        const TargetPrefixes& prefixes);
+/// Sorts each list best score first (stable: equal scores keep their order) and keeps its first n_best.
+void keep_n_best(std::vector<std::vector<Hypothesis>>& lists, int n_best);
+
 /// Searches all sentences at once; `src_lengths` (with </s>) give each sentence's maximum length.
 /// Returns per sentence up to n_best hypotheses, best normalised score first (empty only when the
 /// scorer gave -inf to every continuation). `prefixes` (one per sentence, or none) are forced.

@@ -8,7 +8,6 @@
 
 #include "common/error.h"
 #include "tensor/philox.h"
-#include "translator/target_prefix.h"
 #include "translator/token_sampler.h"
 
 namespace moe {
@@ -43,9 +42,7 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
   const int64_t sentences = static_cast<int64_t>(src_lengths.size());
   std::vector<std::vector<Hypothesis>> finished(static_cast<size_t>(sentences));
   if (sentences == 0) return finished;
-  std::vector<int64_t> max_len(static_cast<size_t>(sentences));
-  for (int64_t s = 0; s < sentences; ++s) max_len[s] = max_output_length(src_lengths[s], o);
-  check_prefixes(prefixes, sentences, o, max_len);
+  const std::vector<int64_t> max_len = max_output_lengths(src_lengths, o, prefixes);
 
   const SamplingRule rule{o.temperature, o.sampling_topk, o.sampling_topp};
   const auto seed = static_cast<uint64_t>(o.seed);
@@ -116,11 +113,7 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
       reorder(Tensor::from_vector(origin, Shape{static_cast<int64_t>(origin.size())}, logp.device()));
   }
 
-  for (auto& done : finished) {
-    std::stable_sort(done.begin(), done.end(),
-                     [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; });
-    if (static_cast<int>(done.size()) > o.n_best) done.resize(static_cast<size_t>(o.n_best));
-  }
+  keep_n_best(finished, o.n_best);
   return finished;
 }
 

@@ -14,12 +14,7 @@
 using namespace moe;
 
 namespace {
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream is(s);
-  for (std::string l; std::getline(is, l);) out.push_back(l);
-  return out;
-}
+using test::split_lines;
 
 std::string run(const GenerateCliOptions& o, const std::string& input) {
   std::istringstream in(input);
@@ -103,20 +98,12 @@ TEST_CASE("the moe-generate binary", "[translator][generate]") {
                           (dir / "in.txt").string() + " > " + (dir / "out.txt").string() + " 2> " +
                           (dir / "err.txt").string();
   REQUIRE(std::system(cmd.c_str()) == 0);
-  std::ifstream f(dir / "out.txt");
-  std::stringstream buf;
-  buf << f.rdbuf();
-  CHECK(split_lines(buf.str()).size() == 3);
-  std::ifstream e(dir / "err.txt");
-  std::stringstream ebuf;
-  ebuf << e.rdbuf();
-  CHECK(ebuf.str().find("moe-generate: 3 prompts") != std::string::npos);
+  CHECK(split_lines(test::read_file(dir / "out.txt")).size() == 3);
+  CHECK(test::read_file(dir / "err.txt").find("moe-generate: 3 prompts") != std::string::npos);
   CHECK(std::system((bin + " --help > " + (dir / "help.txt").string()).c_str()) == 0);
-  std::ifstream h(dir / "help.txt");
-  std::stringstream hb;
-  hb << h.rdbuf();
+  const std::string help = test::read_file(dir / "help.txt");
   for (const char* opt : {"--beam", "--sampling", "--sampling-topp", "--temperature", "--seed", "--max-len-b"})
-    CHECK(hb.str().find(opt) != std::string::npos);
+    CHECK(help.find(opt) != std::string::npos);
   CHECK(std::system((bin + " --device cpu 2> /dev/null").c_str()) != 0);  // -m is required
   std::filesystem::remove_all(dir);
 }

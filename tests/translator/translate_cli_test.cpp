@@ -15,12 +15,7 @@
 using namespace moe;
 
 namespace {
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream is(s);
-  for (std::string l; std::getline(is, l);) out.push_back(l);
-  return out;
-}
+using test::split_lines;
 
 /// moe-translate options for a saved tiny model on the CPU: at most 6 output tokens, 12-token batches.
 TranslateCliOptions tiny_cli(const test::TinyModel& m, const std::filesystem::path& dir) {
@@ -80,10 +75,7 @@ TEST_CASE("moe-translate keeps lines, order and empties", "[translator][cli]") {
   std::ostringstream none, err2;
   run_translate(o, unused, none, err2);
   CHECK(none.str().empty());
-  std::ifstream f(o.output);
-  std::stringstream buf;
-  buf << f.rdbuf();
-  const auto nb = split_lines(buf.str());
+  const auto nb = split_lines(test::read_file(o.output));
   REQUIRE(nb.size() == 3 * lines.size());
   for (size_t i = 0; i < lines.size(); ++i) {
     CHECK(nb[3 * i].rfind(std::to_string(i) + "\t", 0) == 0);
@@ -173,19 +165,14 @@ TEST_CASE("the moe-translate binary", "[translator][cli]") {
   const std::string cmd = bin + " -m " + ckpt + " --device cpu --beam 2 --max-len-b 5 < " + (dir / "in.txt").string() +
                           " > " + (dir / "out.txt").string() + " 2> " + (dir / "err.txt").string();
   REQUIRE(std::system(cmd.c_str()) == 0);
-  std::ifstream f(dir / "out.txt");
-  std::stringstream buf;
-  buf << f.rdbuf();
-  const auto out = split_lines(buf.str());
+  const auto out = split_lines(test::read_file(dir / "out.txt"));
   REQUIRE(out.size() == 3);
   CHECK(out[1].empty());
   CHECK(std::system((bin + " --help > " + (dir / "help.txt").string()).c_str()) == 0);
-  std::ifstream h(dir / "help.txt");
-  std::stringstream hb;
-  hb << h.rdbuf();
+  const std::string help = test::read_file(dir / "help.txt");
   for (const char* opt : {"--beam", "--n-best", "--lenpen", "--max-len-a", "--max-len-b", "--device", "--dtype",
-                          "--max-tokens", "--mae-inference", "--prefix", "--weights"})
-    CHECK(hb.str().find(opt) != std::string::npos);
+                          "--max-tokens", "--mae-inference", "--prefix", "--weights", "--sampling"})
+    CHECK(help.find(opt) != std::string::npos);
   CHECK(std::system((bin + " --device cpu 2> /dev/null").c_str()) != 0);  // -m is required
   std::filesystem::remove_all(dir);
 }
