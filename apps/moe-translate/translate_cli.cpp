@@ -174,7 +174,8 @@ void add_translate_options(CLI::App& app, TranslateCliOptions& o) {
 
 int translate_main(int argc, char** argv) {
   TranslateCliOptions o;
-  CLI::App app("moe-translate: translate raw text with a trained checkpoint (beam search)", "moe-translate");
+  CLI::App app("moe-translate: translate raw text with a trained checkpoint (beam search or sampling)",
+               "moe-translate");
   add_translate_options(app, o);
   CLI11_PARSE(app, argc, argv);
   install_stop_handlers("moe-translate");
