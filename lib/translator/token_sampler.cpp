@@ -54,7 +54,8 @@ void keep_head(float* w, int64_t v, bool by_mass, double want, SamplerScratch& s
     want -= by_mass ? s.work[last].first : 1.0;
     if (want <= 0) break;
   }
-  const auto [weight, id] = s.work[last];
+  const float weight = s.work[last].first;  // (not a structured binding: clang cannot capture one)
+  const int32_t id = s.work[last].second;
   run_wide([&] { drop_lighter(w, v, weight, id); });
 }
 }  // namespace
