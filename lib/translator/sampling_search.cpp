@@ -54,6 +54,8 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
   std::vector<float> row;
   SamplerScratch scratch;
 
+  // the scorer's row of sample j of the a-th active input: its input's one row at the first step
+  const auto row_of = [&](size_t a, int64_t j) { return static_cast<int64_t>(a) * rows_per + (rows_per == 1 ? 0 : j); };
   for (int64_t t = 0; !active.empty(); ++t) {
     const int64_t n = static_cast<int64_t>(active.size()) * rows_per;
     const Tensor logp = step(Tensor::from_vector(prev, Shape{n}));
@@ -69,7 +71,7 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
       for (int64_t j = 0; j < o.beam; ++j) {
         Sample& x = samples[s][j];
         if (x.done) continue;
-        const float* r = lp.data() + (static_cast<int64_t>(a) * rows_per + (rows_per == 1 ? 0 : j)) * v;
+        const float* r = lp.data() + row_of(a, j) * v;
         int32_t token = o.eos_id;  // at the maximum length
         if (in_prefix) {
           token = prefixes[s][t];
@@ -102,7 +104,7 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
       if (std::all_of(all.begin(), all.end(), [](const Sample& x) { return x.done; })) continue;
       next_active.push_back(s);
       for (int64_t j = 0; j < o.beam; ++j) {
-        origin.push_back(static_cast<int32_t>(static_cast<int64_t>(a) * rows_per + (rows_per == 1 ? 0 : j)));
+        origin.push_back(static_cast<int32_t>(row_of(a, j)));
         next_prev.push_back(all[j].done ? o.pad_id : all[j].tokens.back());
       }
     }
