@@ -66,7 +66,9 @@ int32_t sample_token(const float* logp, int64_t v, const SamplingRule& rule, dou
   if (mx == -std::numeric_limits<float>::infinity()) return -1;
   s.weight.resize(static_cast<size_t>(v));
   float* w = s.weight.data();
-  run_wide([&] { weights(logp, v, mx, static_cast<float>(1.0 / rule.temperature), w); });
+  // 1 / T within float range: past it (T < 3e-39) (x - m) / T would be 0 * inf = NaN for the most probable token.
+  const auto inv_t = static_cast<float>(std::min(1.0 / rule.temperature, double{std::numeric_limits<float>::max()}));
+  run_wide([&] { weights(logp, v, mx, inv_t, w); });
   if (rule.topk > 0) keep_head(w, v, false, static_cast<double>(rule.topk), s);
   double total = 0;
   for (int64_t i = 0; i < v; ++i) total += w[i];

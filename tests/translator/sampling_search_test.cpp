@@ -72,6 +72,8 @@ TEST_CASE("a draw reproduces the distribution: temperature, top-k, top-p, exclud
   for (double x : p) sharp.push_back(std::pow(x, 2.0)), flat.push_back(std::pow(x, 0.5));
   check_counts(grid_counts(logp, {.temperature = 0.5}, n), sharp, n);
   check_counts(grid_counts(logp, {.temperature = 2.0}, n), flat, n);
+  // a temperature so small that 1 / T is past a float's range: the most probable token only (was NaN weights)
+  check_counts(grid_counts(logp, {.temperature = 1e-300}, n), {0, 0, 0, 1, 0, 0}, n);
   // top-k 2: tokens 3 (0.3) and 2 (0.2; ties with 5 broken by the lower id)
   check_counts(grid_counts(logp, {.topk = 2}, n), {0, 0, 0.2, 0.3, 0, 0}, n);
   // top-p: the smallest head of 3, 2, 5, 4, 1, 0 whose mass reaches p
