@@ -50,26 +50,10 @@ head -n 40 "$DATA/test_2016_flickr.de" | awk 'NR % 2 {print $1, $2; next} {print
 "$BIN/moe-translate" -m "$CKPT" -i "$WORK/test40.en" -o "$WORK/refp.txt" --prefix "$WORK/prefix40.txt" \
   --device cpu -q || e2e_fail "moe-translate --prefix"
 
-# start_server LOG ARGS...: starts moe-serve on a free port (sets SERVER and PORT), waits for /health.
-start_server() {
+start_server() {  # LOG ARGS...: the trained checkpoint as "tiny" (e2e_common.sh: sets SERVER and PORT)
   local log="$1"
   shift
-  rm -f "$WORK/port"
-  "$BIN/moe-serve" -m "$CKPT" --name tiny --port 0 --port-file "$WORK/port" --device cpu "$@" 2> "$log" &
-  SERVER=$!
-  PIDS+=("$SERVER")
-  for _ in $(seq 100); do [[ -s "$WORK/port" ]] && break; sleep 0.2; done
-  [[ -s "$WORK/port" ]] || { cat "$log"; e2e_fail "moe-serve did not start listening"; }
-  PORT="$(cat "$WORK/port")"
-  curl -sf "http://127.0.0.1:$PORT/health" > /dev/null || e2e_fail "/health did not answer"
-}
-# stop_server [PID]: SIGTERM, then the exit status must be 0 within 60 s.
-stop_server() {
-  local pid="${1:-$SERVER}" status=0
-  kill -TERM "$pid"
-  timeout 60 tail --pid="$pid" -f /dev/null || e2e_fail "moe-serve did not stop within 60 s of SIGTERM"
-  wait "$pid" || status=$?
-  [[ $status -eq 0 ]] || e2e_fail "moe-serve exited with $status after SIGTERM"
+  e2e_start_server "$CKPT" "$log" --name tiny "$@"
 }
 
 start_server "$WORK/serve1.log" --cpu-threads 2 --max-wait-ms 20 --read-timeout-s 3 --max-lines 64 --max-line-bytes 4096
@@ -93,7 +77,7 @@ python3 "$CLIENT" compare "$BATCHED_PORT" "$PORT" "$WORK/test.en" "$WORK/ref.txt
   "$WORK/compare.json" || e2e_fail "load"
 cpu1=("$(cpu_ticks "$BATCHED")" "$(cpu_ticks "$SERVER")")
 echo "{\"batched\": $(( cpu1[0] - cpu0[0] )), \"single\": $(( cpu1[1] - cpu0[1] )), \"hz\": $(getconf CLK_TCK)}" > "$WORK/cpu.json"
-stop_server
+e2e_stop_server
 ! grep -q "POST /v1/translate" "$WORK/serve2.log" || e2e_fail "--quiet still logged requests"
 SERVER="$BATCHED" PORT="$BATCHED_PORT"
 python3 - "$WORK/compare.json" "$WORK/cpu.json" "$MIN_SPEEDUP" <<'EOF' || e2e_fail "dynamic batching is not ${MIN_SPEEDUP}x faster"
@@ -135,7 +119,7 @@ for i, (g, (lp, n)) in enumerate(zip(got, want)):
     assert f"{g['log_prob']:.6f}" == lp and g["tokens"] == int(n), (i, g, lp, n)
 print(f"serve: /v1/score: {len(got)} pairs equal moe-score pairs")
 EOF
-stop_server
+e2e_stop_server
 grep -q "POST /v1/translate 200" "$WORK/serve1.log" || e2e_fail "no request log lines"
 
 # A 2-sentence queue and a 50 ms timeout: 503 with Retry-After, 504. A queued job waits up to 200 ms for
@@ -143,7 +127,7 @@ grep -q "POST /v1/translate 200" "$WORK/serve1.log" || e2e_fail "no request log 
 # every queued request in time: no 504).
 start_server "$WORK/serve4.log" --max-queue-lines 2 --request-timeout-s 0.05 --max-wait-ms 200 --quiet
 python3 "$CLIENT" overload "$PORT" "$WORK/test.en" "$WORK/ref.txt" || e2e_fail "queue limit and timeout"
-stop_server
+e2e_stop_server
 
 # SIGTERM during load: every request the server answered reached its client, and it exits 0.
 start_server "$WORK/serve3.log" --max-wait-ms 20
@@ -152,7 +136,7 @@ CLIENTS=$!
 answered_so_far() { curl -sf "http://127.0.0.1:$PORT/metrics" |
   sed -n 's/^moe_serve_requests_total{endpoint="translate",status="200"} //p'; }
 for _ in $(seq 300); do (( $(answered_so_far || echo 0) + 0 >= 8 )) && break; sleep 0.2; done  # then SIGTERM mid-load
-stop_server
+e2e_stop_server
 wait "$CLIENTS" || e2e_fail "clients saw wrong answers during the shutdown"
 answered="$(sed -n 's/.*stopped by SIGTERM: \([0-9]*\) translate requests answered.*/\1/p' "$WORK/serve3.log")"
 [[ -n "$answered" && "$answered" == "$(cat "$WORK/received")" ]] ||

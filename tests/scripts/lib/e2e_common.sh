@@ -10,6 +10,9 @@
 #                                      at exit) and TINY (moe-train's arguments: the recipe, the pairs copied to
 #                                      WORK, the joint vocabulary WORK/vocab.spm, train.max_tokens 600); exits 77
 #                                      (skipped) without the data
+# e2e_start_server CKPT LOG ARGS...    starts moe-serve -m CKPT --device cpu ARGS on a free port (stderr to LOG),
+#                                      waits for /health; sets SERVER (its pid, also appended to PIDS) and PORT
+# e2e_stop_server [PID]                SIGTERM to PID (default SERVER); moe-serve must exit 0 within 60 s
 
 e2e_fail() { echo "$E2E_NAME: FAILED: $*" >&2; exit 1; }
 
@@ -48,4 +51,25 @@ e2e_tiny_setup() {
   TINY=(--config "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/recipes/ci-tiny.yml"
         --data.train.src "$WORK/train.en" --data.train.tgt "$WORK/train.de"
         --data.vocab.src "$WORK/vocab.spm" --data.vocab.tgt "$WORK/vocab.spm" --train.max_tokens 600)
+}
+
+e2e_start_server() {
+  local ckpt="$1" log="$2"
+  shift 2
+  rm -f "$WORK/port"
+  "$BIN/moe-serve" -m "$ckpt" --port 0 --port-file "$WORK/port" --device cpu "$@" 2> "$log" &
+  SERVER=$!
+  PIDS+=("$SERVER")
+  for _ in $(seq 100); do [[ -s "$WORK/port" ]] && break; sleep 0.2; done
+  [[ -s "$WORK/port" ]] || { cat "$log"; e2e_fail "moe-serve did not start listening"; }
+  PORT="$(cat "$WORK/port")"
+  curl -sf "http://127.0.0.1:$PORT/health" > /dev/null || e2e_fail "/health did not answer"
+}
+
+e2e_stop_server() {
+  local pid="${1:-$SERVER}" status=0
+  kill -TERM "$pid"
+  timeout 60 tail --pid="$pid" -f /dev/null || e2e_fail "moe-serve did not stop within 60 s of SIGTERM"
+  wait "$pid" || status=$?
+  [[ $status -eq 0 ]] || e2e_fail "moe-serve exited with $status after SIGTERM"
 }
