@@ -32,10 +32,11 @@ void add_serve_options(CLI::App& app, ServeOptions& o) {
   cli::add_decoding_options(app, o.decoding);
   app.get_option("--max-tokens")
       ->description("hypotheses' tokens decoded together (source tokens x beam of several requests' sentences)");
-  for (const std::string& key : search_key_names()) {
-    CLI::Option* opt = app.get_option(cli::flag_naming()(key));
-    opt->description(opt->get_description() + " (the default of requests' \"" + key + "\")");
-  }
+  for (const auto* keys : {&search_key_names(), &sampling_key_names()})
+    for (const std::string& key : *keys) {
+      CLI::Option* opt = app.get_option(cli::flag_naming()(key));
+      opt->description(opt->get_description() + " (the default of requests' \"" + key + "\")");
+    }
   cli::add_cpu_threads_option(app);
   app.get_option("--cpu-threads")
       ->description("threads of CPU ops (0 = the physical cores; default: one core fewer, left to the HTTP threads)");

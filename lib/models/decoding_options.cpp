@@ -73,6 +73,11 @@ const std::vector<std::string>& search_key_names() {
   return names;
 }
 
+const std::vector<std::string>& sampling_key_names() {
+  static const std::vector<std::string> names = {"sampling", "sampling_topk", "sampling_topp", "temperature", "seed"};
+  return names;
+}
+
 std::vector<std::string> best_hypothesis_search_keys() {
   std::vector<std::string> keys = search_key_names();
   std::erase(keys, "n_best");

@@ -84,6 +84,8 @@ int64_t translation_batch_tokens(const DecodingOptions& o);
 const config::Keys<DecodingOptions>& decoding_keys();
 /// The search keys (beam .. min_len): what a program that decodes but does not batch or place takes.
 const std::vector<std::string>& search_key_names();
+/// The sampling keys: sampling, then the numbers that apply to sampling only (sampling_topk .. seed).
+const std::vector<std::string>& sampling_key_names();
 /// The search keys of a program that uses the best hypothesis only (BLEU validation, moe-score experts):
 /// all but n_best.
 std::vector<std::string> best_hypothesis_search_keys();

@@ -1,6 +1,7 @@
 // request.h implementation: nlohmann::json parses the body (strictly: UTF-8 is checked, lone surrogates
-// refused), then a table per endpoint maps each field to its typed setter; a field not in the table is an
-// error listing the known ones. Covered by tests/serving/request_test.cpp and tests/fuzz/serve_request.cpp.
+// refused), then a table per endpoint maps each field to its typed setter (the search fields' setters declared
+// once); a field not in the table is an error listing the known ones. Covered by
+// tests/serving/request_test.cpp and tests/fuzz/serve_request.cpp.
 #include "serving/request.h"
 
 #include <algorithm>
@@ -83,6 +84,11 @@ E choice(const json& v, const std::string& field, std::initializer_list<E> allow
   throw RequestError(field, "'" + s + "' is not one of " + names);
 }
 
+bool boolean(const json& v, const std::string& field) {
+  if (!v.is_boolean()) throw RequestError(field, std::string("must be true or false, got ") + v.type_name());
+  return v.get<bool>();
+}
+
 std::vector<std::string> lines(const json& v, const std::string& field, const RequestLimits& limits) {
   if (!v.is_array()) throw RequestError(field, std::string("must be an array of strings, got ") + v.type_name());
   if (v.empty()) throw RequestError(field, "is empty: give at least one line");
@@ -111,9 +117,10 @@ template <class R>
 using Setter = std::function<void(R&, const json&, const std::string&, const RequestLimits&)>;
 
 template <class R>
-R parse_fields(std::string_view body, const RequestLimits& limits,
-               const std::vector<std::pair<std::string, Setter<R>>>& table, R r = {}) {
-  const json j = parse_object(body);
+using Table = std::vector<std::pair<std::string, Setter<R>>>;
+
+template <class R>
+R parse_fields(const json& j, const RequestLimits& limits, const Table<R>& table, R r = {}) {
   for (auto field = j.begin(); field != j.end(); ++field) {
     const std::string& key = field.key();  // not a structured binding: clang 14 cannot capture one
     auto it = std::find_if(table.begin(), table.end(), [&](const auto& e) { return e.first == key; });
@@ -128,17 +135,10 @@ R parse_fields(std::string_view body, const RequestLimits& limits,
   return r;
 }
 
-ExpertChoice mae_choice(const json& v, const std::string& f) {
-  return choice(v, f, {ExpertChoice::mixture, ExpertChoice::argmax});
-}
-}  // namespace
-
-TranslateRequest parse_translate_request(std::string_view body, const RequestLimits& limits,
-                                         const SearchOptions& defaults) {
-  using R = TranslateRequest;
-  static const std::vector<std::pair<std::string, Setter<R>>> table = {
-      {"text", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.text = lines(v, f, l); }},
-      {"model", [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.model = string(v, f); }},
+/// `rest` after the fields of R's `search` (moe-translate's search options, beam search or sampling).
+template <class R>
+Table<R> with_search_fields(Table<R> rest) {
+  Table<R> t = {
       {"beam", [](R& r, const json& v, const std::string& f,
                   const RequestLimits& l) { r.search.beam = static_cast<int>(integer(v, f, 1, l.max_beam)); }},
       {"n_best", [](R& r, const json& v, const std::string& f,
@@ -155,32 +155,80 @@ TranslateRequest parse_translate_request(std::string_view body, const RequestLim
                        const RequestLimits&) { r.search.max_len_b = integer(v, f, 0, 1 << 20); }},
       {"min_len", [](R& r, const json& v, const std::string& f,
                      const RequestLimits&) { r.search.min_len = integer(v, f, 0, 1 << 20); }},
-      {"mae_inference",
-       [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.experts = mae_choice(v, f); }},
-      {"prefix", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.prefix = lines(v, f, l); }}};
+      {"sampling",
+       [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.search.sampling = boolean(v, f); }},
+      {"sampling_topk", [](R& r, const json& v, const std::string& f,
+                           const RequestLimits&) { r.search.sampling_topk = integer(v, f, 0, 1 << 30); }},
+      {"sampling_topp",
+       [](R& r, const json& v, const std::string& f, const RequestLimits&) {
+         const double p = number(v, f, 0.0);
+         if (p == 0 || p > 1) throw RequestError(f, "must be in (0, 1], got " + v.dump());
+         r.search.sampling_topp = p;
+       }},
+      {"temperature",
+       [](R& r, const json& v, const std::string& f, const RequestLimits&) {
+         const double t = number(v, f, 0.0);
+         if (t == 0) throw RequestError(f, "must be > 0, got " + v.dump());
+         r.search.temperature = t;
+       }},
+      {"seed", [](R& r, const json& v, const std::string& f, const RequestLimits&) {
+         r.search.seed = integer(v, f, 0, std::numeric_limits<int64_t>::max());
+       }}};
+  t.insert(t.end(), rest.begin(), rest.end());
+  return t;
+}
+
+/// Parses `body` with `table` over `defaults`, then checks the search fields across each other: n_best <= beam,
+/// and a sampling field the request gives only with sampling on (its own "sampling" or the server's default).
+template <class R>
+R parse_search_request(std::string_view body, const RequestLimits& limits, const Table<R>& table,
+                       const SearchOptions& defaults) {
+  const json j = parse_object(body);
   R initial;
   static_cast<SearchOptions&>(initial.search) = defaults;
-  R r = parse_fields(body, limits, table, std::move(initial));
-  if (r.text.empty()) throw RequestError("text", "is required: an array of source sentences");
-  if (!r.prefix.empty() && r.prefix.size() != r.text.size())
-    throw RequestError("prefix", "has " + std::to_string(r.prefix.size()) + " lines but text has " +
-                                     std::to_string(r.text.size()) + " (one prefix per line; \"\" forces nothing)");
+  R r = parse_fields(j, limits, table, std::move(initial));
+  if (r.text.empty()) throw RequestError("text", "is required: an array of lines");
   if (r.search.n_best > r.search.beam)
     throw RequestError("n_best", "is " + std::to_string(r.search.n_best) +
                                      " but must be at most beam = " + std::to_string(r.search.beam));
+  for (const std::string& key : sampling_key_names())
+    if (!r.search.sampling && key != "sampling" && j.contains(key))
+      throw RequestError(key, "applies to sampling only: add \"sampling\": true");
+  return r;
+}
+
+ExpertChoice mae_choice(const json& v, const std::string& f) {
+  return choice(v, f, {ExpertChoice::mixture, ExpertChoice::argmax});
+}
+}  // namespace
+
+TranslateRequest parse_translate_request(std::string_view body, const RequestLimits& limits,
+                                         const SearchOptions& defaults) {
+  using R = TranslateRequest;
+  static const Table<R> table = with_search_fields<R>(
+      {{"text", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.text = lines(v, f, l); }},
+       {"model", [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.model = string(v, f); }},
+       {"mae_inference",
+        [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.experts = mae_choice(v, f); }},
+       {"prefix",
+        [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.prefix = lines(v, f, l); }}});
+  R r = parse_search_request(body, limits, table, defaults);
+  if (!r.prefix.empty() && r.prefix.size() != r.text.size())
+    throw RequestError("prefix", "has " + std::to_string(r.prefix.size()) + " lines but text has " +
+                                     std::to_string(r.text.size()) + " (one prefix per line; \"\" forces nothing)");
   return r;
 }
 
 ScoreRequest parse_score_request(std::string_view body, const RequestLimits& limits) {
   using R = ScoreRequest;
-  static const std::vector<std::pair<std::string, Setter<R>>> table = {
+  static const Table<R> table = {
       {"src", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.src = lines(v, f, l); }},
       {"tgt", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.tgt = lines(v, f, l); }},
       {"text", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.text = lines(v, f, l); }},
       {"model", [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.model = string(v, f); }},
       {"mae_inference",
        [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.experts = mae_choice(v, f); }}};
-  R r = parse_fields(body, limits, table);
+  R r = parse_fields(parse_object(body), limits, table);
   if (!r.text.empty() && (!r.src.empty() || !r.tgt.empty()))
     throw RequestError("text", "give either text (a language model) or src and tgt (a translation model), not both");
   if (r.text.empty() && r.src.empty() && r.tgt.empty())

@@ -1,8 +1,9 @@
 // The requests of moe-serve's JSON API (docs/SERVING.md), parsed once into typed structs at the edge:
-// POST /v1/translate {"text": [...], "beam", "n_best", "lenpen", "length_penalty", "max_len_a",
-// "max_len_b", "min_len", "mae_inference", "model", "prefix"} and POST /v1/score {"src": [...], "tgt":
-// [...]} (a translation model) or {"text": [...]} (a language model). A field left out takes the server's
-// default: moe-serve's search flags, whose defaults are moe-translate's (models/decoding_options.h).
+// POST /v1/translate {"text": [...], the search fields, "mae_inference", "model", "prefix"} and POST /v1/score
+// {"src": [...], "tgt": [...]} (a translation model) or {"text": [...]} (a language model). The search fields
+// are moe-translate's options: "beam", "n_best", "lenpen", "length_penalty", "max_len_a", "max_len_b", "min_len", "sampling",
+// "sampling_topk", "sampling_topp", "temperature", "seed". A field left out takes the server's default:
+// moe-serve's search flags, whose defaults are moe-translate's (models/decoding_options.h).
 // Anything a client may get wrong is a RequestError naming the field ("text[3]", "beam", "body"): bad
 // JSON (with its byte offset), invalid UTF-8, a wrong type, an unknown field, a value out of range, too
 // many lines or too long a line. Covered by tests/serving/request_test.cpp and tests/fuzz/serve_request.cpp.

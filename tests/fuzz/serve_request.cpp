@@ -1,7 +1,8 @@
 // Fuzzes moe-serve's request parser (lib/serving/request.cpp): arbitrary bytes as the body of POST
-// /v1/translate and /v1/score. Bad input must be a RequestError (a moe::Error) naming a field, with a 4xx
-// status and a JSON error body; an accepted request must hold what the server relies on: 1..max_lines
-// lines, each valid UTF-8 of at most max_line_bytes without '\n', 1 <= n_best <= beam <= max_beam.
+// /v1/translate and /v1/score. Bad input must be a RequestError (a moe::Error) naming a field, with
+// a 4xx status and a JSON error body; an accepted request must hold what the server relies on: 1..max_lines
+// lines, each valid UTF-8 of at most max_line_bytes without '\n', 1 <= n_best <= beam <= max_beam, and sampling
+// numbers the sampler takes (top-k >= 0, top-p in (0, 1], temperature > 0, seed >= 0).
 // Seeds: tests/fuzz/seeds/serve_request.
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,12 @@ void check_lines(const std::vector<std::string>& lines, bool may_be_empty) {
     FUZZ_REQUIRE(static_cast<int64_t>(l.size()) <= kLimits.max_line_bytes, "a line past --max-line-bytes");
     FUZZ_REQUIRE(moe::data::is_valid_utf8(l) && l.find('\n') == std::string::npos, "a line with '\\n' or bad UTF-8");
   }
+}
+
+void check_search(const moe::BeamOptions& s) {
+  FUZZ_REQUIRE(s.n_best >= 1 && s.n_best <= s.beam && s.beam <= kLimits.max_beam, "n_best or beam out of range");
+  FUZZ_REQUIRE(s.sampling_topk >= 0 && s.sampling_topp > 0 && s.sampling_topp <= 1 && s.temperature > 0 && s.seed >= 0,
+               "a sampling number out of range");
 }
 
 template <class Parse, class Check>
@@ -40,8 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   };
   run(body, parse_translate, [](const moe::serving::TranslateRequest& r) {
     check_lines(r.text, false);
-    FUZZ_REQUIRE(r.search.n_best >= 1 && r.search.n_best <= r.search.beam && r.search.beam <= kLimits.max_beam,
-                 "n_best or beam out of range");
+    check_search(r.search);
   });
   run(body, moe::serving::parse_score_request, [](const moe::serving::ScoreRequest& r) {
     check_lines(r.text, true);

@@ -4,7 +4,8 @@
 # (1-best, and 3-best for the first 60), then against moe-serve:
 #  1. equality: the 200 lines as 40 concurrent requests, and the n-best lines, are moe-translate's output;
 #     40 lines with target prefixes (the reference's first two words on every other line, "" between) sent
-#     beside the same lines without any are moe-translate --prefix's output and moe-translate's;
+#     beside the same lines without any are moe-translate --prefix's output and moe-translate's; 40 lines
+#     sampled (top-k 5, 2 samples, a seed) in concurrent requests are moe-translate --sampling's n-best output;
 #  2. bad input: truncated and 10 MB bodies, a slow client, invalid UTF-8, unknown fields, n_best > beam,
 #     empty text, ... each a 4xx with a JSON error naming the field, and a valid request right after each
 #     answers correctly;
@@ -49,6 +50,8 @@ head -n 40 "$WORK/test.en" > "$WORK/test40.en"
 head -n 40 "$DATA/test_2016_flickr.de" | awk 'NR % 2 {print $1, $2; next} {print ""}' > "$WORK/prefix40.txt"
 "$BIN/moe-translate" -m "$CKPT" -i "$WORK/test40.en" -o "$WORK/refp.txt" --prefix "$WORK/prefix40.txt" \
   --device cpu -q || e2e_fail "moe-translate --prefix"
+"$BIN/moe-translate" -m "$CKPT" -i "$WORK/test40.en" -o "$WORK/refs.txt" --sampling --sampling-topk 5 --beam 2 \
+  --n-best 2 --seed 3 --device cpu -q || e2e_fail "moe-translate --sampling"
 
 start_server() {  # LOG ARGS...: the trained checkpoint as "tiny" (e2e_common.sh: sets SERVER and PORT)
   local log="$1"
@@ -67,6 +70,8 @@ fi
 python3 "$CLIENT" equal "$PORT" "$WORK/test.en" "$WORK/ref.txt" "$WORK/ref3.txt" 60 || e2e_fail "equality"
 python3 "$CLIENT" prefix "$PORT" "$WORK/test.en" "$WORK/ref.txt" "$WORK/prefix40.txt" "$WORK/refp.txt" ||
   e2e_fail "prefixes"
+python3 "$CLIENT" same "$PORT" /v1/translate "$WORK/test40.en" "$WORK/refs.txt" \
+  '{"sampling": true, "sampling_topk": 5, "beam": 2, "seed": 3}' 2 || e2e_fail "sampling"
 python3 "$CLIENT" bad "$PORT" "$WORK/test.en" "$WORK/ref.txt" || e2e_fail "bad input"
 python3 "$CLIENT" disconnect "$PORT" "$WORK/test.en" "$WORK/ref.txt" || e2e_fail "disconnecting clients"
 BATCHED="$SERVER" BATCHED_PORT="$PORT"

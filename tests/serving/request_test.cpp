@@ -1,5 +1,6 @@
-// Parsing moe-serve's requests (lib/serving/request.h): defaults equal moe-translate's, every option
-// read, and each kind of bad input refused with the field named and the right status.
+// Parsing moe-serve's requests (lib/serving/request.h): defaults equal moe-translate's (or the server's), every
+// option read (sampling's too), and each kind of bad input refused with the field named and the
+// right status.
 #include "serving/request.h"
 
 #include <catch2/catch.hpp>
@@ -8,16 +9,19 @@ using namespace moe;
 using namespace moe::serving;
 
 namespace {
+enum class Endpoint { translate, score };
+
 /// The field and status of the RequestError that parsing `body` throws (fails when none is thrown).
-std::pair<std::string, int> refusal(const std::string& body, bool score = false) {
+std::pair<std::string, int> refusal(const std::string& body, Endpoint endpoint = Endpoint::translate,
+                                    const SearchOptions& defaults = {}) {
   RequestLimits limits;
   limits.max_lines = 3;
   limits.max_line_bytes = 10;
   try {
-    if (score)
+    if (endpoint == Endpoint::score)
       parse_score_request(body, limits);
     else
-      parse_translate_request(body, limits);
+      parse_translate_request(body, limits, defaults);
   } catch (const RequestError& e) {
     return {e.field(), e.status()};
   }
@@ -85,17 +89,53 @@ TEST_CASE("bad translate requests name their field", "[serving]") {
   CHECK(refusal(R"({"text": ["a"], "prefix": ["0123456789x"]})") == P{"prefix[0]", 413});
 }
 
+TEST_CASE("translate requests take the sampling options, with sampling on only", "[serving]") {
+  const char* body =
+      R"({"text": ["a"], "sampling": true, "sampling_topk": 10, "sampling_topp": 0.9, "temperature": 0.7, "seed": 42,
+          "beam": 3, "n_best": 2})";
+  for (const BeamOptions& s : {parse_translate_request(body, {}).search}) {
+    CHECK(s.sampling);
+    CHECK(s.sampling_topk == 10);
+    CHECK(s.sampling_topp == 0.9);
+    CHECK(s.temperature == 0.7);
+    CHECK(s.seed == 42);
+    CHECK(s.beam == 3);
+    CHECK(s.n_best == 2);
+  }
+  SearchOptions sampling_server;  // moe-serve --sampling --temperature 0.5: requests sample unless they say not
+  sampling_server.sampling = true;
+  sampling_server.temperature = 0.5;
+  const TranslateRequest d = parse_translate_request(R"({"text": ["a"], "seed": 7})", {}, sampling_server);
+  CHECK(d.search.sampling);
+  CHECK(d.search.temperature == 0.5);
+  CHECK(d.search.seed == 7);
+  CHECK_FALSE(parse_translate_request(R"({"text": ["a"], "sampling": false})", {}, sampling_server).search.sampling);
+  using P = std::pair<std::string, int>;
+  for (Endpoint e : {Endpoint::translate}) {
+    CHECK(refusal(R"({"text": ["a"], "sampling": "yes"})", e) == P{"sampling", 400});
+    CHECK(refusal(R"({"text": ["a"], "sampling": true, "sampling_topk": -1})", e) == P{"sampling_topk", 400});
+    CHECK(refusal(R"({"text": ["a"], "sampling": true, "sampling_topp": 0})", e) == P{"sampling_topp", 400});
+    CHECK(refusal(R"({"text": ["a"], "sampling": true, "sampling_topp": 1.5})", e) == P{"sampling_topp", 400});
+    CHECK(refusal(R"({"text": ["a"], "sampling": true, "temperature": 0})", e) == P{"temperature", 400});
+    CHECK(refusal(R"({"text": ["a"], "sampling": true, "seed": -1})", e) == P{"seed", 400});
+    // a sampling number without sampling would be ignored: refused, as moe-translate refuses it
+    CHECK(refusal(R"({"text": ["a"], "temperature": 0.5})", e) == P{"temperature", 400});
+    CHECK(refusal(R"({"text": ["a"], "sampling_topk": 5})", e) == P{"sampling_topk", 400});
+    CHECK(refusal(R"({"text": ["a"], "sampling": false, "seed": 3})", e, sampling_server) == P{"seed", 400});
+  }
+}
+
 TEST_CASE("a score request holds pairs or LM text", "[serving]") {
   const ScoreRequest p = parse_score_request(R"({"src": ["a", "b"], "tgt": ["x", "y"]})", {});
   CHECK(p.src.size() == 2);
   CHECK(p.tgt.size() == 2);
   CHECK(parse_score_request(R"({"text": ["a b c"]})", {}).text.size() == 1);
   using P = std::pair<std::string, int>;
-  CHECK(refusal(R"({"src": ["a"]})", true) == P{"tgt", 400});
-  CHECK(refusal(R"({"src": ["a"], "tgt": ["x", "y"]})", true) == P{"tgt", 400});
-  CHECK(refusal(R"({"text": ["a"], "src": ["a"], "tgt": ["b"]})", true) == P{"text", 400});
-  CHECK(refusal(R"({})", true) == P{"body", 400});
-  CHECK(refusal(R"({"beam": 3, "text": ["a"]})", true) == P{"beam", 400});
+  CHECK(refusal(R"({"src": ["a"]})", Endpoint::score) == P{"tgt", 400});
+  CHECK(refusal(R"({"src": ["a"], "tgt": ["x", "y"]})", Endpoint::score) == P{"tgt", 400});
+  CHECK(refusal(R"({"text": ["a"], "src": ["a"], "tgt": ["b"]})", Endpoint::score) == P{"text", 400});
+  CHECK(refusal(R"({})", Endpoint::score) == P{"body", 400});
+  CHECK(refusal(R"({"beam": 3, "text": ["a"]})", Endpoint::score) == P{"beam", 400});
 }
 
 TEST_CASE("error bodies are JSON even for invalid UTF-8", "[serving]") {

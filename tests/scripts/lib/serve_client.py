@@ -8,6 +8,11 @@
   serve_client.py prefix PORT SRC REF PREFIXES REF_PREFIXED       8 requests with "prefix" (one per line, some
                                                                    empty) beside 8 without, all at once: each
                                                                    answer is moe-translate's (--prefix or not)
+  serve_client.py same PORT ENDPOINT SRC REF OPTIONS N_BEST       SRC's lines in concurrent requests of 5 to
+                                                                   ENDPOINT (/v1/translate) with
+                                                                   OPTIONS (a JSON object) and n_best N_BEST: the
+                                                                   answers are REF, the program's own output
+                                                                   (1-best lines, or n-best lines)
   serve_client.py load PORT SRC REF CLIENTS SECONDS [OUT.json [BEAM [DIFFER_OK [MAX_LEN_B]]]]   one-line
                                                                    requests at once; each checked against REF
                                                                    (DIFFER_OK 1: unlike ones counted, not failed);
@@ -116,6 +121,29 @@ def cmd_equal(port, src, ref1, refn, n_lines):
         fail(f"equal: {len(got)} n-best lines for {len(refn)} reference lines")
     print(f"serve_client: equal: {len(ref1)} lines in 40 concurrent requests and {len(refn)} n-best lines "
           f"({len(chunks)} concurrent requests) are moe-translate's output")
+
+
+def cmd_same(port, endpoint, src, ref, options, n_best):
+    lines, ref, options, n_best = read_lines(src), read_lines(ref), json.loads(options), int(n_best)
+    key = "translations"
+
+    def one(k):
+        status, body, _ = post(port, endpoint, dict(text=lines[k:k + 5], n_best=n_best, **options))
+        if status != 200:
+            fail(f"same: {endpoint} answered {status}: {body}")
+        out = body[key]
+        return [t["text"] for t in out] if n_best == 1 else nbest_lines(k, out, n_best)
+
+    starts = range(0, len(lines), 5)
+    with concurrent.futures.ThreadPoolExecutor(len(starts)) as pool:
+        got = [l for part in pool.map(one, starts) for l in part]
+    for i, (g, r) in enumerate(zip(got, ref)):
+        if not (g == r or (n_best > 1 and same_nbest_line(g, r))):
+            fail(f"same: {endpoint} {options}: line {i + 1}: server {g!r} but the program {r!r}")
+    if len(got) != len(ref):
+        fail(f"same: {len(got)} lines for {len(ref)} reference lines")
+    print(f"serve_client: same: {len(lines)} lines to {endpoint} with {options} in {len(starts)} concurrent requests "
+          f"give the program's {len(ref)} output lines")
 
 
 def cmd_prefix(port, src, ref, prefixes, ref_prefixed):
@@ -437,7 +465,7 @@ def cmd_until_stopped(port, src, ref, clients, out):
 
 
 if __name__ == "__main__":
-    commands = {"equal": cmd_equal, "prefix": cmd_prefix, "load": cmd_load, "compare": cmd_compare, "bad": cmd_bad, "overload": cmd_overload,
+    commands = {"equal": cmd_equal, "same": cmd_same, "prefix": cmd_prefix, "load": cmd_load, "compare": cmd_compare, "bad": cmd_bad, "overload": cmd_overload,
                 "disconnect": cmd_disconnect,
                 "until-stopped": cmd_until_stopped}
     if len(sys.argv) < 3 or sys.argv[1] not in commands:
