@@ -23,6 +23,7 @@ thread_local std::chrono::steady_clock::time_point request_start;
 
 Endpoint endpoint_of(const std::string& path) {
   if (path == "/v1/translate") return Endpoint::translate;
+  if (path == "/v1/generate") return Endpoint::generate;
   if (path == "/v1/score") return Endpoint::score;
   if (path == "/health") return Endpoint::health;
   if (path == "/v1/models") return Endpoint::models;
@@ -41,7 +42,8 @@ std::string http_reason(int status) {
     case 400:
       return "bad request (malformed HTTP, or a body that is truncated or arrived too slowly)";
     case 404:
-      return "no such endpoint (POST /v1/translate, POST /v1/score, GET /health, GET /v1/models, GET /metrics)";
+      return "no such endpoint (POST /v1/translate, POST /v1/generate, POST /v1/score, GET /health, GET /v1/models, "
+             "GET /metrics)";
     case 405:
       return "method not allowed";
     case 408:
@@ -118,7 +120,8 @@ void add_routes(httplib::Server& server, ServeContext& c) {
                 const serving::TranslateRequest t = serving::parse_translate_request(req.body, c.limits, c.search);
                 const size_t m = model_index(c, t.model);
                 if (!c.models[m].translates())
-                  throw RequestError("model", "'" + c.models[m].name + "' is a language model: use /v1/score");
+                  throw RequestError("model",
+                                     "'" + c.models[m].name + "' is a language model: use /v1/generate or /v1/score");
                 int64_t truncated = 0;
                 auto ids = serving::encode_request(c.models[m], t, truncated);
                 auto prefixes = serving::encode_prefixes(c.models[m], t);
@@ -126,6 +129,17 @@ void add_routes(httplib::Server& server, ServeContext& c) {
                        [&](const serving::JobResult& r) {
                          return serving::translate_body(c.models[m], t.search.n_best, r.hypotheses, truncated);
                        });
+              }));
+  server.Post("/v1/generate", guarded([&c](const httplib::Request& req, httplib::Response& res) {
+                const serving::GenerateRequest g = serving::parse_generate_request(req.body, c.limits, c.search);
+                const size_t m = model_index(c, g.model);
+                if (!c.models[m].generates())
+                  throw RequestError("model", "'" + c.models[m].name + "' is not a causal language model" +
+                                                  (c.models[m].translates() ? ": use /v1/translate" : ""));
+                auto prompts = serving::encode_prompts(c.models[m], g);
+                answer(c, req, c.worker.generate(m, g, std::move(prompts)), res, [&](const serving::JobResult& r) {
+                  return serving::generate_body(c.models[m], g.search.n_best, r.hypotheses);
+                });
               }));
   server.Post("/v1/score", guarded([&c](const httplib::Request& req, httplib::Response& res) {
                 const serving::ScoreRequest s = serving::parse_score_request(req.body, c.limits);

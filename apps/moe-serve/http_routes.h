@@ -1,6 +1,6 @@
-// moe-serve's routes on cpp-httplib: POST /v1/translate, POST /v1/score, GET /health, GET /v1/models,
-// GET /metrics; JSON errors naming the field for every 4xx/5xx (including those cpp-httplib makes
-// itself: 413 for a body past --max-body-bytes, 400 for a truncated or timed-out body); 503 with
+// moe-serve's routes on cpp-httplib: POST /v1/translate, POST /v1/generate, POST /v1/score, GET /health,
+// GET /v1/models, GET /metrics; JSON errors naming the field for every 4xx/5xx (including those cpp-httplib
+// makes itself: 413 for a body past --max-body-bytes, 400 for a truncated or timed-out body); 503 with
 // Retry-After when the queue is full; 504 past the per-request timeout; 499 (logged and counted only)
 // when the client hangs up before its answer (its queued sentences are then dropped); a request log
 // line each (spdlog, info level) with the metrics recorded. Covered by tests/scripts/serve.sh.
@@ -23,7 +23,7 @@ struct ServeContext {
   serving::Worker& worker;
   serving::ServerMetrics& metrics;
   serving::RequestLimits limits;
-  SearchOptions search;  // the defaults of translate requests (--beam, ...)
+  SearchOptions search;  // the defaults of translate and generate requests (--beam, ...)
   std::chrono::milliseconds request_timeout;
   DType dtype;
 };

@@ -1,5 +1,5 @@
-// moe-serve: an HTTP/1.1 JSON server that translates and scores with checkpoints loaded once, batching
-// the sentences of concurrent requests (`moe-serve -m model.safetensors --port 8080`; the command line is
+// moe-serve: an HTTP/1.1 JSON server that translates, continues prompts and scores with checkpoints loaded once,
+// batching the sentences of concurrent requests (`moe-serve -m model.safetensors --port 8080`; the command line is
 // serve_cli.h, the API docs/SERVING.md). Covered by tests/scripts/serve.sh.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>

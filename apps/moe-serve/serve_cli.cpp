@@ -151,7 +151,8 @@ int run_serve(const ServeOptions& o) {
 
 int serve_main(int argc, char** argv) {
   ServeOptions o;
-  CLI::App app("moe-serve: translate and score over HTTP/1.1 + JSON, batching concurrent requests", "moe-serve");
+  CLI::App app("moe-serve: translate, generate and score over HTTP/1.1 + JSON, batching concurrent requests",
+               "moe-serve");
   add_serve_options(app, o);
   CLI11_PARSE(app, argc, argv);
   if (app.count("--cpu-threads") == 0) set_cpu_threads(default_cpu_threads());

@@ -16,7 +16,7 @@
 
 namespace moe::serving {
 
-MOE_NAMED_ENUM(Endpoint, translate, score, health, models, metrics, other)
+MOE_NAMED_ENUM(Endpoint, translate, generate, score, health, models, metrics, other)
 
 /// A cumulative histogram with fixed upper bounds (the last bucket, +Inf, is implicit).
 class Histogram {

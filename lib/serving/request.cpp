@@ -1,6 +1,6 @@
 // request.h implementation: nlohmann::json parses the body (strictly: UTF-8 is checked, lone surrogates
-// refused), then a table per endpoint maps each field to its typed setter (the search fields' setters declared
-// once); a field not in the table is an error listing the known ones. Covered by
+// refused), then a table per endpoint maps each field to its typed setter (the search fields' setters shared by
+// /v1/translate and /v1/generate); a field not in the table is an error listing the known ones. Covered by
 // tests/serving/request_test.cpp and tests/fuzz/serve_request.cpp.
 #include "serving/request.h"
 
@@ -217,6 +217,15 @@ TranslateRequest parse_translate_request(std::string_view body, const RequestLim
     throw RequestError("prefix", "has " + std::to_string(r.prefix.size()) + " lines but text has " +
                                      std::to_string(r.text.size()) + " (one prefix per line; \"\" forces nothing)");
   return r;
+}
+
+GenerateRequest parse_generate_request(std::string_view body, const RequestLimits& limits,
+                                       const SearchOptions& defaults) {
+  using R = GenerateRequest;
+  static const Table<R> table = with_search_fields<R>(
+      {{"text", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.text = lines(v, f, l); }},
+       {"model", [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.model = string(v, f); }}});
+  return parse_search_request(body, limits, table, defaults);
 }
 
 ScoreRequest parse_score_request(std::string_view body, const RequestLimits& limits) {

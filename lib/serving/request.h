@@ -1,7 +1,8 @@
 // The requests of moe-serve's JSON API (docs/SERVING.md), parsed once into typed structs at the edge:
-// POST /v1/translate {"text": [...], the search fields, "mae_inference", "model", "prefix"} and POST /v1/score
-// {"src": [...], "tgt": [...]} (a translation model) or {"text": [...]} (a language model). The search fields
-// are moe-translate's options: "beam", "n_best", "lenpen", "length_penalty", "max_len_a", "max_len_b", "min_len", "sampling",
+// POST /v1/translate {"text": [...], the search fields, "mae_inference", "model", "prefix"}, POST /v1/generate
+// {"text": [prompts], the search fields, "model"} (a language model) and POST /v1/score {"src": [...], "tgt":
+// [...]} (a translation model) or {"text": [...]} (a language model). The search fields are moe-translate's
+// options: "beam", "n_best", "lenpen", "length_penalty", "max_len_a", "max_len_b", "min_len", "sampling",
 // "sampling_topk", "sampling_topp", "temperature", "seed". A field left out takes the server's default:
 // moe-serve's search flags, whose defaults are moe-translate's (models/decoding_options.h).
 // Anything a client may get wrong is a RequestError naming the field ("text[3]", "beam", "body"): bad
@@ -47,6 +48,13 @@ struct TranslateRequest {
   ExpertChoice experts = ExpertChoice::mixture;  // MAE models (moe-translate --mae-inference)
 };
 
+/// Prompts for a causal language model to continue (moe-generate's options).
+struct GenerateRequest {
+  std::string model;
+  std::vector<std::string> text;  // prompts; "" generates from <s>
+  BeamOptions search;             // max_len_a / b count the new tokens (a * prompt tokens + b)
+};
+
 struct ScoreRequest {
   std::string model;
   std::vector<std::string> src, tgt;  // a translation model: log P(tgt[i] | src[i]) (forced decoding)
@@ -57,6 +65,8 @@ struct ScoreRequest {
 /// `defaults`: the search options of the fields the request leaves out.
 TranslateRequest parse_translate_request(std::string_view body, const RequestLimits& limits,
                                          const SearchOptions& defaults = {});
+GenerateRequest parse_generate_request(std::string_view body, const RequestLimits& limits,
+                                       const SearchOptions& defaults = {});
 ScoreRequest parse_score_request(std::string_view body, const RequestLimits& limits);
 
 /// The JSON body of an error response: {"error": {"field": ..., "message": ...}}.

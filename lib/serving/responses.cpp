@@ -26,6 +26,21 @@ std::vector<std::vector<int32_t>> encode_lines(const data::Vocab& vocab, const s
   }
   return ids;
 }
+/// Per line {"text", "score"} of its best hypothesis, and with n_best > 1 "hypotheses": [{"text", "score"}].
+json best_lists(const data::Vocab& vocab, int n_best, const std::vector<std::vector<Hypothesis>>& hyps) {
+  json out = json::array();
+  for (const auto& list : hyps) {
+    json t = {{"text", list.empty() ? std::string() : hypothesis_text(vocab, list[0])},
+              {"score", list.empty() ? 0.0 : list[0].score}};
+    if (n_best > 1) {
+      json all = json::array();
+      for (const Hypothesis& h : list) all.push_back({{"text", hypothesis_text(vocab, h)}, {"score", h.score}});
+      t["hypotheses"] = std::move(all);
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
 }  // namespace
 
 std::vector<std::vector<int32_t>> encode_request(const ServedModel& model, const TranslateRequest& request,
@@ -62,18 +77,16 @@ TargetPrefixes encode_prefixes(const ServedModel& model, const TranslateRequest&
 
 std::string translate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,
                            int64_t truncated) {
-  json out = json::array();
-  for (const auto& list : hyps) {
-    json t = {{"text", list.empty() ? std::string() : hypothesis_text(*model.tgt, list[0])},
-              {"score", list.empty() ? 0.0 : list[0].score}};
-    if (n_best > 1) {
-      json all = json::array();
-      for (const Hypothesis& h : list) all.push_back({{"text", hypothesis_text(*model.tgt, h)}, {"score", h.score}});
-      t["hypotheses"] = std::move(all);
-    }
-    out.push_back(std::move(t));
-  }
-  return dump({{"model", model.name}, {"translations", std::move(out)}, {"truncated", truncated}});
+  return dump(
+      {{"model", model.name}, {"translations", best_lists(*model.tgt, n_best, hyps)}, {"truncated", truncated}});
+}
+
+std::vector<std::vector<int32_t>> encode_prompts(const ServedModel& model, const GenerateRequest& request) {
+  return encode_lines(*model.lm, request.text, model.ck.model->decoder()->spec().max_positions - 1, "text");
+}
+
+std::string generate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps) {
+  return dump({{"model", model.name}, {"generations", best_lists(*model.lm, n_best, hyps)}});
 }
 
 void check_score_request(const ServedModel& model, const ScoreRequest& request) {

@@ -1,5 +1,5 @@
-// The JSON bodies moe-serve answers with (docs/SERVING.md): translations with their scores and n-best
-// lists (texts decoded exactly as moe-translate decodes them, translate_text.h), forced-decoding scores
+// The JSON bodies moe-serve answers with (docs/SERVING.md): translations and continuations with their scores and
+// n-best lists (texts decoded exactly as moe-translate decodes them, translate_text.h), forced-decoding scores
 // of pairs and the perplexity of LM text (computed here, on the worker's thread), and the model list.
 // Scores are natural-log, length-normalised as moe-translate's n-best lines; JSON has no -inf, so a
 // hypothesis the search could not find is absent rather than given a score. Covered by
@@ -27,6 +27,14 @@ TargetPrefixes encode_prefixes(const ServedModel& model, const TranslateRequest&
 /// {"model", "translations": [{"text", "score", "hypotheses" (n_best > 1): [{"text", "score"}]}], "truncated"}.
 std::string translate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,
                            int64_t truncated);
+
+/// The prompts of a generate request, encoded with the language model's vocabulary as moe-generate encodes them;
+/// one longer than the model's positions allow is a RequestError naming "text[i]" (found before queueing).
+std::vector<std::vector<int32_t>> encode_prompts(const ServedModel& model, const GenerateRequest& request);
+
+/// {"model", "generations": [{"text", "score", "hypotheses" (n_best > 1): [{"text", "score"}]}]}: the continuations
+/// (without their prompts), scores counting the prompts' tokens as moe-generate's n-best lines do.
+std::string generate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps);
 
 /// Scores `request` with `model` on `device` (pairs or LM text, as the model is) and returns the body:
 /// pairs: {"model", "scores": [{"log_prob", "tokens"}], "log_prob", "tokens", "perplexity"};

@@ -6,6 +6,7 @@
 #include <future>
 
 #include "common/error.h"
+#include "translator/lm_generation.h"
 
 namespace moe::serving {
 
@@ -64,21 +65,30 @@ Submitted Worker::submit(Job job) {
   return s;
 }
 
+Job Worker::search_job(BatchKey key, const BeamOptions& search, std::vector<std::vector<int32_t>> lines) {
+  Job job;
+  job.key = key;
+  job.key.search = search;
+  job.key.search.n_best = search.beam;  // jobs that differ only in n_best share a batch
+  job.lines = static_cast<int64_t>(lines.size());
+  for (const auto& ids : lines) job.tokens += (static_cast<int64_t>(ids.size()) + 1) * search.beam;  // hypotheses'
+  job.state = std::make_shared<JobState>();
+  job.state->sources = std::move(lines);
+  job.state->n_best = search.n_best;
+  return job;
+}
+
 Submitted Worker::translate(size_t model, const TranslateRequest& request, std::vector<std::vector<int32_t>> sources,
                             TargetPrefixes prefixes) {
   MOE_CHECK(prefixes.empty() || prefixes.size() == sources.size(), "serving: ", prefixes.size(), " prefixes for ",
             sources.size(), " sentences");
-  Job job;
-  const BeamOptions& s = request.search;
-  job.key = {.model = model, .search = s, .experts = request.experts};
-  job.key.search.n_best = s.beam;  // jobs that differ only in n_best share a batch
-  job.lines = static_cast<int64_t>(sources.size());
-  for (const auto& ids : sources) job.tokens += (static_cast<int64_t>(ids.size()) + 1) * s.beam;  // hypotheses'
-  job.state = std::make_shared<JobState>();
-  job.state->sources = std::move(sources);
+  Job job = search_job({.model = model, .experts = request.experts}, request.search, std::move(sources));
   job.state->prefixes = std::move(prefixes);
-  job.state->n_best = s.n_best;
   return submit(std::move(job));
+}
+
+Submitted Worker::generate(size_t model, const GenerateRequest& request, std::vector<std::vector<int32_t>> prompts) {
+  return submit(search_job({.model = model, .generate = true}, request.search, std::move(prompts)));
 }
 
 Submitted Worker::run_alone(size_t model, int64_t lines, std::function<std::string()> work) {
@@ -133,8 +143,9 @@ void Worker::decode(std::vector<Job>& jobs) {
     if (any_prefix) prefixes.insert(prefixes.end(), j.state->prefixes.begin(), j.state->prefixes.end());
     prefixes.resize(any_prefix ? all.size() : 0);
   }
-  const Translator translator(*m.ck.model->encoder_decoder(), *m.ck.params, device_, o);
-  auto results = translator.translate(all, {}, prefixes);
+  auto results =
+      k.generate ? generate_continuations(*m.ck.model->decoder(), *m.ck.params, device_, o, all)
+                 : Translator(*m.ck.model->encoder_decoder(), *m.ck.params, device_, o).translate(all, {}, prefixes);
   int64_t tokens = 0;
   size_t next = 0;
   for (Job& j : jobs) {

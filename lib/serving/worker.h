@@ -2,11 +2,12 @@
 // requests become jobs (their source ids, encoded by the caller's thread as moe-translate encodes them)
 // in a BatchQueue; the worker takes batches of jobs with the same model and search options, decodes all
 // their sentences with one Translator::translate call (sorted by length and cut into --max-tokens
-// batches, exactly as moe-translate does, and the same beam search), and hands each job its n-best
-// lists in its own order. A job's target prefixes (moe-translate --prefix) travel with its sentences, so
-// one batch may mix sentences with and without them (an empty prefix forces nothing). Scoring jobs run
-// alone on the same thread. A job whose client gave up (hung up, or timed out) is skipped if still
-// queued, its sentences counted as dropped. close() drains: everything queued is still done.
+// batches, exactly as moe-translate does, and the same beam search or sampling), and hands each job its
+// n-best lists in its own order. Generation requests (prompts for a language model) are batched the same
+// way and continued by one generate_continuations call, as moe-generate continues them. A job's target prefixes
+// (moe-translate --prefix) travel with its sentences, so one batch may mix sentences with and without them (an empty
+// prefix forces nothing). Scoring jobs run alone on the same thread. A job whose client gave up (hung up, or timed out)
+// is skipped if still queued, its sentences counted as dropped. close() drains: everything queued is still done.
 // Covered by tests/serving/worker_test.cpp and tests/scripts/serve.sh.
 #pragma once
 #include <atomic>
@@ -36,6 +37,7 @@ struct ServedModel {
   std::unique_ptr<Translator> encoder;  // translation models: encode_source_line's position limit
   std::unique_ptr<InferenceWeights> weights;  // on the CPU: the f32 dense weights transposed (released before ck)
   bool translates() const { return encoder != nullptr; }
+  bool generates() const { return !translates() && ck.model->decoder() != nullptr; }  // a causal language model
 };
 
 /// Loads `path` onto `device` as the model called `name`.
@@ -58,14 +60,15 @@ struct JobResult {
 /// The equality that decides which jobs may be decoded together.
 struct BatchKey {
   size_t model = 0;
-  uint64_t alone = 0;  // non-zero: a job that runs by itself (scoring)
+  uint64_t alone = 0;     // non-zero: a job that runs by itself (scoring)
+  bool generate = false;  // prompts a language model continues (/v1/generate), not sentences to translate
   BeamOptions search;  // n_best = beam: each job keeps its own first n_best of the sorted list
   ExpertChoice experts = ExpertChoice::mixture;
   bool operator==(const BatchKey&) const = default;
 };
 
 struct JobState {
-  std::vector<std::vector<int32_t>> sources;  // translation
+  std::vector<std::vector<int32_t>> sources;  // translation: source sentences; generation: prompts
   TargetPrefixes prefixes;                    // none, or one per source
   int n_best = 1;
   std::function<std::string()> run;  // scoring: computes the JSON on the worker's thread
@@ -95,6 +98,8 @@ class Worker {
   /// each output beginning with its prefix in `prefixes` (none, or one per source).
   Submitted translate(size_t model, const TranslateRequest& request, std::vector<std::vector<int32_t>> sources,
                       TargetPrefixes prefixes = {});
+  /// Queues the continuation of `prompts` (ids of the request's lines, in order) by language model `model`.
+  Submitted generate(size_t model, const GenerateRequest& request, std::vector<std::vector<int32_t>> prompts);
   /// Queues `work` (scoring on model `model`), run alone on the worker's thread.
   Submitted run_alone(size_t model, int64_t lines, std::function<std::string()> work);
   /// Stops taking jobs; the worker finishes those queued, then ends. Joins it.
@@ -106,6 +111,8 @@ class Worker {
   void loop();
   void decode(std::vector<Job>& jobs);
   Submitted submit(Job job);
+  /// A job of `lines` (sources or prompts) searched with `search`, of which the job keeps n_best.
+  static Job search_job(BatchKey key, const BeamOptions& search, std::vector<std::vector<int32_t>> lines);
 
   std::vector<ServedModel>& models_;
   Device device_;

@@ -1,5 +1,5 @@
 // Fuzzes moe-serve's request parser (lib/serving/request.cpp): arbitrary bytes as the body of POST
-// /v1/translate and /v1/score. Bad input must be a RequestError (a moe::Error) naming a field, with
+// /v1/translate, /v1/generate and /v1/score. Bad input must be a RequestError (a moe::Error) naming a field, with
 // a 4xx status and a JSON error body; an accepted request must hold what the server relies on: 1..max_lines
 // lines, each valid UTF-8 of at most max_line_bytes without '\n', 1 <= n_best <= beam <= max_beam, and sampling
 // numbers the sampler takes (top-k >= 0, top-p in (0, 1], temperature > 0, seed >= 0).
@@ -46,6 +46,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return moe::serving::parse_translate_request(b, l);  // the default search options
   };
   run(body, parse_translate, [](const moe::serving::TranslateRequest& r) {
+    check_lines(r.text, false);
+    check_search(r.search);
+  });
+  const auto parse_generate = [](std::string_view b, const moe::serving::RequestLimits& l) {
+    return moe::serving::parse_generate_request(b, l);
+  };
+  run(body, parse_generate, [](const moe::serving::GenerateRequest& r) {
     check_lines(r.text, false);
     check_search(r.search);
   });

@@ -5,7 +5,8 @@
 # validation lines with moe-score ppl (the checkpoint's validation windows: 64 tokens scoring 32) and
 # checks a finite perplexity equal to the logged validation perplexity of checkpoint.best and clearly
 # below the add-one unigram perplexity of the same text under the same vocabulary (computed here),
-# continues prompts with moe-generate (one line per prompt; sampled n-best blocks reproducible from the seed),
+# continues prompts with moe-generate (one line per prompt; sampled n-best blocks reproducible from the seed) and
+# with moe-serve's /v1/generate (the same lines, greedy and sampled),
 # runs scripts/evaluate.sh on the run (the same perplexity, as a Markdown row and a JSON line), then
 # checks that an interrupted-and-resumed run logs exactly the losses of an uninterrupted one.
 # Usage (ctest passes both): e2e_lm.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped (no data).
@@ -17,9 +18,10 @@ UPDATES="${E2E_UPDATES:-200}"
 E2E_NAME=e2e_lm
 source "$(dirname "$0")/lib/e2e_common.sh"
 if [[ ! -f "$DATA/wiki.train.tokens" ]]; then echo "e2e_lm: no WikiText-103 sample in $DATA: skipped"; exit 77; fi
-for p in moe-train moe-score moe-generate; do [[ -x "$BIN/$p" ]] || { echo "e2e_lm: $BIN/$p is missing" >&2; exit 1; }; done
+for p in moe-train moe-score moe-generate moe-serve; do [[ -x "$BIN/$p" ]] || { echo "e2e_lm: $BIN/$p is missing" >&2; exit 1; }; done
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/moe-e2e-lm.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
 fail() { e2e_fail "$@"; }
 
 head -n 1500 "$DATA/wiki.train.tokens" > "$WORK/train.txt"
@@ -71,6 +73,22 @@ sample > "$WORK/sampled.txt" || fail "moe-generate --sampling"
   fail "moe-generate --sampling --n-best 2: not two lines per prompt in order"
 cmp -s "$WORK/sampled.txt" <(sample) || fail "moe-generate --sampling gave other samples for the same seed"
 echo "e2e_lm: moe-generate: $(head -n 1 "$WORK/prompts.txt") -> $(head -n 1 "$WORK/greedy.txt")"
+
+# 3c. moe-serve's /v1/generate continues the same prompts (in concurrent requests) exactly as moe-generate did,
+#     greedy and sampled; /v1/translate refuses a language model, naming "model"; /metrics counts the requests.
+CLIENT="$(dirname "$0")/lib/serve_client.py"
+e2e_start_server "$WORK/run/checkpoint.best.safetensors" "$WORK/serve.log" --name lm --quiet
+python3 "$CLIENT" same "$PORT" /v1/generate "$WORK/prompts.txt" "$WORK/greedy.txt" '{"beam": 1, "max_len_b": 12}' 1 ||
+  fail "/v1/generate greedy"
+python3 "$CLIENT" same "$PORT" /v1/generate "$WORK/prompts.txt" "$WORK/sampled.txt" \
+  '{"sampling": true, "sampling_topp": 0.9, "beam": 2, "max_len_b": 12, "seed": 3}' 2 || fail "/v1/generate sampling"
+status="$(curl -s -o "$WORK/translate.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+  -d '{"text": ["a"]}' "http://127.0.0.1:$PORT/v1/translate")"
+[[ "$status" == 400 ]] && grep -q '"field":"model"' "$WORK/translate.json" ||
+  fail "/v1/translate to a language model answered $status $(cat "$WORK/translate.json"), not 400 naming model"
+curl -sf "http://127.0.0.1:$PORT/metrics" | grep -qF 'moe_serve_requests_total{endpoint="generate",status="200"} 4' ||
+  fail "/metrics does not count the 4 generate requests"
+e2e_stop_server
 
 # 4. The papers' evaluation chain (scripts/evaluate.sh): checkpoint.best with the recipe's windows
 #    (64 / 32, as stored): the same perplexity, as a Markdown row and a JSON line.

@@ -22,7 +22,8 @@
 #     give on a CPU: a step of 16 sentences costs 10 to 11 times a step of one (the per-row work of top-k,
 #     log-softmax and cache reorders dominates), and with one thread, the faster setting in absolute
 #     terms, batching gains next to nothing for this model (docs/PERF.md "moe-serve");
-#  5. /metrics in Prometheus text format; /health and /v1/models; /v1/score against moe-score pairs;
+#  5. /metrics in Prometheus text format; /health and /v1/models; /v1/score against moe-score pairs; /v1/generate
+#     to a translation model is a 400 naming "model";
 #  6. a full queue answers 503 with Retry-After, a request past --request-timeout-s 504;
 #  7. SIGTERM during load: the server exits 0 and answered exactly the requests the clients received.
 # Usage (ctest passes both): serve.sh BIN_DIR SHARED_DATA_DIR [--full]. Exit 77 = skipped (no data).
@@ -109,6 +110,10 @@ batched_mean="$(awk '/^moe_serve_batch_sentences_sum/ {s = $2} /^moe_serve_batch
 echo "serve: /metrics: $(grep -c '^moe_' <<< "$metrics") samples; mean sentences per decoded batch $batched_mean"
 awk -v m="$batched_mean" 'BEGIN {exit !(m >= 4)}' || e2e_fail "batches of $batched_mean sentences on average: requests were not batched"
 curl -sf "http://127.0.0.1:$PORT/v1/models" | grep -q '"name":"tiny"' || e2e_fail "/v1/models does not list tiny"
+status="$(curl -s -o "$WORK/generate.json" -w '%{http_code}' -H 'Content-Type: application/json' -d '{"text": ["a"]}' \
+  "http://127.0.0.1:$PORT/v1/generate")"
+[[ "$status" == 400 ]] && grep -q '"field":"model"' "$WORK/generate.json" ||
+  e2e_fail "/v1/generate to a translation model answered $status $(cat "$WORK/generate.json"), not 400 naming model"
 "$BIN/moe-score" pairs -m "$CKPT" --src "$WORK/test60.en" --tgt "$WORK/test60.de" --device cpu > "$WORK/pairs.txt" 2>/dev/null ||
   e2e_fail "moe-score pairs"
 python3 - "$PORT" "$WORK/test60.en" "$WORK/test60.de" "$WORK/pairs.txt" <<'EOF' || e2e_fail "/v1/score differs from moe-score pairs"

@@ -1,5 +1,5 @@
 // Parsing moe-serve's requests (lib/serving/request.h): defaults equal moe-translate's (or the server's), every
-// option read (sampling's too), and each kind of bad input refused with the field named and the
+// option read (sampling's and /v1/generate's too), and each kind of bad input refused with the field named and the
 // right status.
 #include "serving/request.h"
 
@@ -9,7 +9,7 @@ using namespace moe;
 using namespace moe::serving;
 
 namespace {
-enum class Endpoint { translate, score };
+enum class Endpoint { translate, score, generate };
 
 /// The field and status of the RequestError that parsing `body` throws (fails when none is thrown).
 std::pair<std::string, int> refusal(const std::string& body, Endpoint endpoint = Endpoint::translate,
@@ -20,6 +20,8 @@ std::pair<std::string, int> refusal(const std::string& body, Endpoint endpoint =
   try {
     if (endpoint == Endpoint::score)
       parse_score_request(body, limits);
+    else if (endpoint == Endpoint::generate)
+      parse_generate_request(body, limits, defaults);
     else
       parse_translate_request(body, limits, defaults);
   } catch (const RequestError& e) {
@@ -89,11 +91,11 @@ TEST_CASE("bad translate requests name their field", "[serving]") {
   CHECK(refusal(R"({"text": ["a"], "prefix": ["0123456789x"]})") == P{"prefix[0]", 413});
 }
 
-TEST_CASE("translate requests take the sampling options, with sampling on only", "[serving]") {
+TEST_CASE("translate and generate requests take the sampling options, with sampling on only", "[serving]") {
   const char* body =
       R"({"text": ["a"], "sampling": true, "sampling_topk": 10, "sampling_topp": 0.9, "temperature": 0.7, "seed": 42,
           "beam": 3, "n_best": 2})";
-  for (const BeamOptions& s : {parse_translate_request(body, {}).search}) {
+  for (const BeamOptions& s : {parse_translate_request(body, {}).search, parse_generate_request(body, {}).search}) {
     CHECK(s.sampling);
     CHECK(s.sampling_topk == 10);
     CHECK(s.sampling_topp == 0.9);
@@ -111,7 +113,7 @@ TEST_CASE("translate requests take the sampling options, with sampling on only",
   CHECK(d.search.seed == 7);
   CHECK_FALSE(parse_translate_request(R"({"text": ["a"], "sampling": false})", {}, sampling_server).search.sampling);
   using P = std::pair<std::string, int>;
-  for (Endpoint e : {Endpoint::translate}) {
+  for (Endpoint e : {Endpoint::translate, Endpoint::generate}) {
     CHECK(refusal(R"({"text": ["a"], "sampling": "yes"})", e) == P{"sampling", 400});
     CHECK(refusal(R"({"text": ["a"], "sampling": true, "sampling_topk": -1})", e) == P{"sampling_topk", 400});
     CHECK(refusal(R"({"text": ["a"], "sampling": true, "sampling_topp": 0})", e) == P{"sampling_topp", 400});
@@ -123,6 +125,25 @@ TEST_CASE("translate requests take the sampling options, with sampling on only",
     CHECK(refusal(R"({"text": ["a"], "sampling_topk": 5})", e) == P{"sampling_topk", 400});
     CHECK(refusal(R"({"text": ["a"], "sampling": false, "seed": 3})", e, sampling_server) == P{"seed", 400});
   }
+}
+
+TEST_CASE("a generate request holds prompts and the search options", "[serving]") {
+  SearchOptions server;
+  server.beam = 1;
+  server.max_len_b = 20;
+  const GenerateRequest g =
+      parse_generate_request(R"({"text": ["a man", ""], "model": "lm", "max_len_b": 5})", {}, server);
+  CHECK(g.text == std::vector<std::string>{"a man", ""});
+  CHECK(g.model == "lm");
+  CHECK(g.search.beam == 1);  // the server's default
+  CHECK(g.search.max_len_b == 5);
+  using P = std::pair<std::string, int>;
+  CHECK(refusal(R"({"max_len_b": 5})", Endpoint::generate) == P{"text", 400});
+  CHECK(refusal(R"({"text": []})", Endpoint::generate) == P{"text", 400});
+  CHECK(refusal(R"({"text": ["a"], "prefix": ["b"]})", Endpoint::generate) == P{"prefix", 400});  // translate's only
+  CHECK(refusal(R"({"text": ["a"], "mae_inference": "argmax"})", Endpoint::generate) == P{"mae_inference", 400});
+  CHECK(refusal(R"({"text": ["a"], "beam": 2, "n_best": 3})", Endpoint::generate) == P{"n_best", 400});
+  CHECK(refusal(R"({"text": ["a", "b", "c", "d"]})", Endpoint::generate) == P{"text", 413});
 }
 
 TEST_CASE("a score request holds pairs or LM text", "[serving]") {

@@ -1,7 +1,8 @@
 // The serving worker (lib/serving/worker.h, responses.h) on a tiny checkpoint: jobs with the same options
 // are decoded together and each gets what moe-translate's path (translate_lines) gives for its lines
 // (n-best scores to 1e-5), target prefixes included, in batches that mix jobs with and without them;
-// other options form their own batch; an abandoned job is skipped; the JSON bodies hold the texts.
+// other options form their own batch; an abandoned job is skipped; the JSON bodies hold the texts. Generate jobs
+// (prompts of a language model) batch the same way and get what moe-generate's path (generate_continuations) gives.
 #include "serving/worker.h"
 
 #include <catch2/catch.hpp>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "serving/responses.h"
+#include "translator/lm_generation.h"
 #include "translator/tiny_model.h"
 #include "translator/translate_text.h"
 
@@ -195,4 +197,80 @@ TEST_CASE("score bodies equal forced decoding; the model list names each model",
   const auto list = nlohmann::json::parse(models_body(models, Device::cpu()));
   CHECK(list["models"][0]["name"] == "tiny");
   CHECK(list["models"][0]["kind"] == "translation");
+}
+
+TEST_CASE("generate jobs are batched by options and continue prompts as moe-generate does", "[serving]") {
+  std::vector<ServedModel> models;
+  const auto lm_dir = test::temp_dir("serving-generate-lm"), mt_dir = test::temp_dir("serving-generate-mt");
+  models.push_back(load_served_model("lm", test::save_tiny(test::tiny_lm(), lm_dir, {"lm"}), Device::cpu()));
+  models.push_back(load_served_model("mt", test::save_tiny(test::tiny_model(13, 32, 4.f), mt_dir), Device::cpu()));
+  CHECK(models[0].generates());
+  CHECK_FALSE(models[0].translates());
+  CHECK_FALSE(models[1].generates());
+  ServerMetrics metrics;
+  Worker worker(models, Device::cpu(), {.batching = {.max_tokens = 1000, .max_wait = std::chrono::milliseconds(300)}},
+                metrics);
+  std::promise<void> queued;  // the worker held until every job is queued (see the first case)
+  Submitted hold = worker.run_alone(0, 1, [all = queued.get_future().share()] {
+    all.wait();
+    return std::string("{}");
+  });
+  const auto generate_request = [](std::vector<std::string> text, int beam, int n_best, bool sampling) {
+    GenerateRequest g;
+    g.text = std::move(text);
+    g.search.beam = beam;
+    g.search.n_best = n_best;
+    g.search.max_len_b = 6;
+    g.search.sampling = sampling;
+    g.search.seed = 9;
+    return g;
+  };
+  // Two greedy jobs (one batch), a sampled one (its own), and a translation job of the same beam (its own).
+  const std::vector<GenerateRequest> requests = {generate_request({"w1 w2", ""}, 1, 1, false),
+                                                 generate_request({"w3"}, 1, 1, false),
+                                                 generate_request({"w4 w5", "w4 w5", "w6"}, 3, 2, true)};
+  std::vector<Submitted> jobs;
+  for (const auto& g : requests) jobs.push_back(worker.generate(0, g, encode_prompts(models[0], g)));
+  TranslateRequest t = request({"w1 w2"}, 1, 1);
+  int64_t truncated = 0;
+  Submitted translation = worker.translate(1, t, encode_request(models[1], t, truncated));
+  queued.set_value();
+  CHECK(hold.result.get().json == "{}");
+  const ServedModel& lm = models[0];
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    INFO("request " << i);
+    const JobResult r = jobs[i].result.get();
+    REQUIRE(r.status == 200);
+    if (i == 2)  // equal prompts, one seed: the same samples (the draws are keyed by the prompt's tokens)
+      for (size_t h = 0; h < 2; ++h) CHECK(r.hypotheses[0][h].tokens == r.hypotheses[1][h].tokens);
+    TranslatorOptions o;
+    o.search = requests[i].search;
+    const auto want = generate_continuations(*lm.ck.model->decoder(), *lm.ck.params, Device::cpu(), o,
+                                             encode_prompts(lm, requests[i]));
+    REQUIRE(r.hypotheses.size() == want.size());
+    const auto body = nlohmann::json::parse(generate_body(lm, requests[i].search.n_best, r.hypotheses));
+    CHECK(body["model"] == "lm");
+    for (size_t l = 0; l < want.size(); ++l) {
+      REQUIRE(r.hypotheses[l].size() == static_cast<size_t>(requests[i].search.n_best));
+      for (size_t h = 0; h < want[l].size() && h < r.hypotheses[l].size(); ++h) {
+        CHECK(r.hypotheses[l][h].tokens == want[l][h].tokens);
+        CHECK(r.hypotheses[l][h].score == Approx(want[l][h].score).margin(1e-5));
+      }
+      CHECK(body["generations"][l]["text"] == hypothesis_text(*lm.lm, want[l][0]));
+      CHECK(body["generations"][l].contains("hypotheses") == (requests[i].search.n_best > 1));
+    }
+  }
+  CHECK(translation.result.get().status == 200);
+  worker.close();
+  const std::string text = metrics.prometheus(0, 0);
+  CHECK_THAT(text, Catch::Contains("moe_serve_batch_sentences_count 3\n"));  // greedy 3, sampled 3, translation 1
+  CHECK_THAT(text, Catch::Contains("moe_serve_batch_sentences_sum 7\n"));
+  GenerateRequest too_long = generate_request({"w1", std::string()}, 1, 1, false);
+  for (int k = 0; k < 24; ++k) too_long.text[1] += "w2 ";
+  try {
+    encode_prompts(lm, too_long);
+    FAIL("a prompt past max_positions was accepted");
+  } catch (const RequestError& e) {
+    CHECK(e.field() == "text[1]");
+  }
 }

@@ -9,7 +9,7 @@
                                                                    empty) beside 8 without, all at once: each
                                                                    answer is moe-translate's (--prefix or not)
   serve_client.py same PORT ENDPOINT SRC REF OPTIONS N_BEST       SRC's lines in concurrent requests of 5 to
-                                                                   ENDPOINT (/v1/translate) with
+                                                                   ENDPOINT (/v1/translate, /v1/generate) with
                                                                    OPTIONS (a JSON object) and n_best N_BEST: the
                                                                    answers are REF, the program's own output
                                                                    (1-best lines, or n-best lines)
@@ -125,7 +125,7 @@ def cmd_equal(port, src, ref1, refn, n_lines):
 
 def cmd_same(port, endpoint, src, ref, options, n_best):
     lines, ref, options, n_best = read_lines(src), read_lines(ref), json.loads(options), int(n_best)
-    key = "translations"
+    key = "generations" if endpoint == "/v1/generate" else "translations"
 
     def one(k):
         status, body, _ = post(port, endpoint, dict(text=lines[k:k + 5], n_best=n_best, **options))
