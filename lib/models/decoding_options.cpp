@@ -36,6 +36,9 @@ const config::Keys<DecodingOptions>& decoding_keys() {
         .add("max_len_a", &D::search, &S::max_len_a, "max output tokens = a * source tokens + b", at_least(0.0))
         .add("max_len_b", &D::search, &S::max_len_b, "max output tokens = a * source tokens + b", at_least<int64_t>(0))
         .add("min_len", &D::search, &S::min_len, "fewest output tokens before </s>", at_least<int64_t>(0))
+        .add("no_repeat_ngram_size", &D::search, &S::no_repeat_ngram_size,
+             "no n-gram of this size twice in an output (0 = off; fairseq --no-repeat-ngram-size)",
+             at_least<int64_t>(0))
         .add("sampling", &D::search, &S::sampling,
              "sample each output token instead of beam search: beam independent samples per input (ranked by the "
              "length-normalised score for n_best)")
@@ -68,8 +71,8 @@ const config::Keys<DecodingOptions>& decoding_keys() {
 }
 
 const std::vector<std::string>& search_key_names() {
-  static const std::vector<std::string> names = {"beam",      "n_best",    "lenpen", "length_penalty",
-                                                 "max_len_a", "max_len_b", "min_len"};
+  static const std::vector<std::string> names = {"beam",      "n_best",    "lenpen",  "length_penalty",
+                                                 "max_len_a", "max_len_b", "min_len", "no_repeat_ngram_size"};
   return names;
 }
 

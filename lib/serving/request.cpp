@@ -155,6 +155,8 @@ Table<R> with_search_fields(Table<R> rest) {
                        const RequestLimits&) { r.search.max_len_b = integer(v, f, 0, 1 << 20); }},
       {"min_len", [](R& r, const json& v, const std::string& f,
                      const RequestLimits&) { r.search.min_len = integer(v, f, 0, 1 << 20); }},
+      {"no_repeat_ngram_size", [](R& r, const json& v, const std::string& f,
+                                  const RequestLimits&) { r.search.no_repeat_ngram_size = integer(v, f, 0, 1 << 20); }},
       {"sampling",
        [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.search.sampling = boolean(v, f); }},
       {"sampling_topk", [](R& r, const json& v, const std::string& f,

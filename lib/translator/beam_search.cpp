@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "ops/beam_topk.h"
+#include "translator/repeated_ngrams.h"
 #include "translator/target_prefix.h"
 
 namespace moe {
@@ -82,6 +83,13 @@ std::vector<std::vector<Hypothesis>> beam_search(const std::vector<int64_t>& src
     const int64_t v = logp.shape()[1];
     MOE_CHECK(beams * v < std::numeric_limits<int32_t>::max(), "beam search: ", beams, " beams x ", v,
               " tokens exceed the top-k index range");
+    if (o.no_repeat_ngram_size > 0) {
+      std::vector<const std::vector<int32_t>*> tokens(static_cast<size_t>(n), nullptr);
+      for (int64_t r = 0; r < n; ++r)
+        if (prefixes.empty() || t >= static_cast<int64_t>(prefixes[rows[r].sentence].size()))
+          tokens[r] = &rows[r].tokens;
+      block_repeated_ngrams(logp, tokens, o.no_repeat_ngram_size);
+    }
     const Device dev = logp.device();
     std::vector<float> cum(static_cast<size_t>(n));
     std::vector<uint8_t> mode(static_cast<size_t>(n));

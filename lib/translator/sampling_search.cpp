@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "tensor/philox.h"
+#include "translator/repeated_ngrams.h"
 #include "translator/token_sampler.h"
 
 namespace moe {
@@ -82,6 +83,8 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
             MOE_FAIL("sampling: NaN log-probability at step ", t, " of input ", s);
           row[o.pad_id] = row[o.bos_id] = -std::numeric_limits<float>::infinity();
           if (t < o.min_len) row[o.eos_id] = -std::numeric_limits<float>::infinity();
+          for (int32_t banned : repeated_ngram_tokens(x.tokens, o.no_repeat_ngram_size))
+            row[banned] = -std::numeric_limits<float>::infinity();
           float draw[4];  // two 24-bit lanes make one uniform number of 48 bits
           philox_uniform4(seed, streams[s], static_cast<uint64_t>(t * o.beam + j), draw);
           const double u = draw[0] + static_cast<double>(draw[1]) / 16777216.0;

@@ -1,12 +1,14 @@
 // CPU-vs-CUDA parity of the beam-search step scores (exact in f32: one addition per element) on the
 // float4 path (V % 4 == 0) and the scalar path, bf16 and f16 log-probs exactly, and a whole beam
-// search whose scorer lives on the GPU giving the CPU's hypotheses. Skipped without a GPU.
+// search whose scorer lives on the GPU giving the CPU's hypotheses (repeated n-grams blocked or not), and the
+// blocking on bf16 log-probs. Skipped without a GPU.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
 
 #include "ops/beam_scores.h"
 #include "translator/beam_search.h"
+#include "translator/repeated_ngrams.h"
 
 using namespace moe;
 
@@ -49,7 +51,7 @@ TEST_CASE("beam_scores parity", "[gpu][translator]") {
 TEST_CASE("beam search with a GPU scorer matches the CPU", "[gpu][translator]") {
   // A scorer whose log-probs depend on (row history length, token): deterministic, device-agnostic.
   const int64_t V = 50;
-  auto run = [&](Device d) {
+  auto run = [&](Device d, int64_t no_repeat) {
     std::vector<std::vector<int32_t>> hist;
     auto step = [&](const Tensor& prev) {
       const auto p = prev.to_vector<int32_t>();
@@ -75,15 +77,32 @@ TEST_CASE("beam search with a GPU scorer matches the CPU", "[gpu][translator]") 
     opt.beam = 4;
     opt.n_best = 4;
     opt.max_len_b = 12;
+    opt.no_repeat_ngram_size = no_repeat;
     return beam_search({3, 5, 9}, step, reorder, opt);
   };
-  const auto cpu = run(Device::cpu()), gpu = run(Device::cuda(0));
-  REQUIRE(cpu.size() == gpu.size());
-  for (size_t s = 0; s < cpu.size(); ++s) {
-    REQUIRE(cpu[s].size() == gpu[s].size());
-    for (size_t h = 0; h < cpu[s].size(); ++h) {
-      CHECK(cpu[s][h].tokens == gpu[s][h].tokens);
-      CHECK(cpu[s][h].score == gpu[s][h].score);
+  for (int64_t no_repeat : {0, 1, 2}) {  // blocked n-grams: translator/repeated_ngrams.h
+    INFO("no_repeat_ngram_size " << no_repeat);
+    const auto cpu = run(Device::cpu(), no_repeat), gpu = run(Device::cuda(0), no_repeat);
+    REQUIRE(cpu.size() == gpu.size());
+    for (size_t s = 0; s < cpu.size(); ++s) {
+      REQUIRE(cpu[s].size() == gpu[s].size());
+      for (size_t h = 0; h < cpu[s].size(); ++h) {
+        CHECK(cpu[s][h].tokens == gpu[s][h].tokens);
+        CHECK(cpu[s][h].score == gpu[s][h].score);
+      }
     }
+  }
+}
+
+TEST_CASE("repeated n-grams blocked in bf16 log-probs on the GPU", "[gpu][translator]") {
+  const std::vector<int32_t> a = {1, 2, 1}, b = {3, 3};
+  std::vector<float> values(18);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = -0.5f * static_cast<float>(i);
+  Tensor logp = Tensor::from_vector(values, Shape{3, 6}, Device::cuda(0), DType::bf16);
+  block_repeated_ngrams(logp, {&a, &b, nullptr}, 2);
+  const auto out = logp.to_vector<float>();
+  for (size_t i = 0; i < values.size(); ++i) {
+    INFO(i);
+    CHECK(out[i] == (i == 2 || i == 9 ? -INFINITY : values[i]));  // row 0 token 2, row 1 token 3
   }
 }

@@ -5,7 +5,8 @@
 # validation lines with moe-score ppl (the checkpoint's validation windows: 64 tokens scoring 32) and
 # checks a finite perplexity equal to the logged validation perplexity of checkpoint.best and clearly
 # below the add-one unigram perplexity of the same text under the same vocabulary (computed here),
-# continues prompts with moe-generate (one line per prompt; sampled n-best blocks reproducible from the seed) and
+# continues prompts with moe-generate (one line per prompt; sampled n-best blocks reproducible from the seed; no
+# word pair twice with --no-repeat-ngram-size 2) and
 # with moe-serve's /v1/generate (the same lines, greedy and sampled),
 # runs scripts/evaluate.sh on the run (the same perplexity, as a Markdown row and a JSON line), then
 # checks that an interrupted-and-resumed run logs exactly the losses of an uninterrupted one.
@@ -73,6 +74,21 @@ sample > "$WORK/sampled.txt" || fail "moe-generate --sampling"
   fail "moe-generate --sampling --n-best 2: not two lines per prompt in order"
 cmp -s "$WORK/sampled.txt" <(sample) || fail "moe-generate --sampling gave other samples for the same seed"
 echo "e2e_lm: moe-generate: $(head -n 1 "$WORK/prompts.txt") -> $(head -n 1 "$WORK/greedy.txt")"
+# --no-repeat-ngram-size 2: no word pair twice in a prompt and its continuation (longer, where a tiny LM loops).
+for block in 0 2; do
+  "$BIN/moe-generate" -m "$WORK/run/checkpoint.best.safetensors" -i "$WORK/prompts.txt" --device cpu --beam 3 \
+    --max-len-b 40 --no-repeat-ngram-size "$block" -q > "$WORK/no_repeat_$block.txt" ||
+    fail "moe-generate --no-repeat-ngram-size $block"
+done
+python3 - "$WORK/prompts.txt" "$WORK/no_repeat_2.txt" "$WORK/no_repeat_0.txt" <<'PY' || fail "--no-repeat-ngram-size 2"
+import sys
+def repeats(prompts, outputs):
+    lines = [(p.split() + o.split()) for p, o in zip(open(prompts).read().split("\n"), open(outputs).read().split("\n"))]
+    return sum(max(0, len(w) - 1) - len(set(zip(w, w[1:]))) for w in lines)
+blocked, plain = repeats(sys.argv[1], sys.argv[2]), repeats(sys.argv[1], sys.argv[3])
+print(f"e2e_lm: repeated word pairs in beam-3 continuations: {plain} plain, {blocked} with --no-repeat-ngram-size 2")
+sys.exit(blocked != 0)
+PY
 
 # 3c. moe-serve's /v1/generate continues the same prompts (in concurrent requests) exactly as moe-generate did,
 #     greedy and sampled; /v1/translate refuses a language model, naming "model"; /metrics counts the requests.
