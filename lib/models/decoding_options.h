@@ -80,9 +80,8 @@ int64_t scoring_batch_tokens(const DecodingOptions& o);
 int64_t translation_batch_tokens(const DecodingOptions& o);
 
 /// The one key table: beam, n_best, lenpen, length_penalty, max_len_a, max_len_b, min_len, no_repeat_ngram_size,
-/// sampling,
-/// sampling_topk, sampling_topp, temperature, seed, max_tokens, device, dtype. Each entry point declares the subset it
-/// uses, under its own names (flags or section).
+/// sampling, sampling_topk, sampling_topp, temperature, seed, max_tokens, device, dtype. Each entry point declares
+/// the subset it uses, under its own names (flags or section).
 const config::Keys<DecodingOptions>& decoding_keys();
 /// The search keys (beam .. no_repeat_ngram_size): what a program that decodes but does not batch or place takes.
 const std::vector<std::string>& search_key_names();
