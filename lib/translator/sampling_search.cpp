@@ -1,11 +1,13 @@
 // sampling_search.h implementation: the host keeps every sample (tokens, log-prob) and draws its next token from
-// its row of the step's log-probabilities. Covered by tests/translator/sampling_search_test.cpp.
+// its row of the step's log-probabilities, the step's draws split over the threads (parallel_for). Covered by
+// tests/translator/sampling_search_test.cpp.
 #include "translator/sampling_search.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "common/cpu_threads.h"
 #include "common/error.h"
 #include "tensor/philox.h"
 #include "translator/repeated_ngrams.h"
@@ -29,6 +31,29 @@ struct Sample {
   double log_prob = 0;
   bool done = false;
 };
+
+struct DrawScratch {
+  std::vector<float> row;
+  SamplerScratch sampler;
+};
+constexpr int32_t kNaNRow = -2;
+
+/// The token a sample with `tokens` so far draws at step t from its scorer row `logp` [v] with Philox block `block`
+/// of its input's stream: -1 when nothing may be drawn, kNaNRow when the row holds a NaN.
+int32_t draw_token(const float* logp, int64_t v, const std::vector<int32_t>& tokens, uint64_t stream, int64_t block,
+                   int64_t t, const BeamOptions& o, DrawScratch& scratch) {
+  std::vector<float>& row = scratch.row;
+  row.assign(logp, logp + v);
+  if (std::any_of(row.begin(), row.end(), [](float x) { return std::isnan(x); })) return kNaNRow;
+  row[o.pad_id] = row[o.bos_id] = -std::numeric_limits<float>::infinity();
+  if (t < o.min_len) row[o.eos_id] = -std::numeric_limits<float>::infinity();
+  for (int32_t banned : repeated_ngram_tokens(tokens, o.no_repeat_ngram_size))
+    row[banned] = -std::numeric_limits<float>::infinity();
+  float draw[4];  // two 24-bit lanes make one uniform number of 48 bits
+  philox_uniform4(static_cast<uint64_t>(o.seed), stream, static_cast<uint64_t>(block), draw);
+  const double u = draw[0] + static_cast<double>(draw[1]) / 16777216.0;
+  return sample_token(row.data(), v, {o.temperature, o.sampling_topk, o.sampling_topp}, u, scratch.sampler);
+}
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>& src_lengths,
@@ -45,15 +70,11 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
   if (sentences == 0) return finished;
   const std::vector<int64_t> max_len = max_output_lengths(src_lengths, o, prefixes);
 
-  const SamplingRule rule{o.temperature, o.sampling_topk, o.sampling_topp};
-  const auto seed = static_cast<uint64_t>(o.seed);
   std::vector<std::vector<Sample>> samples(static_cast<size_t>(sentences), std::vector<Sample>(o.beam));
   std::vector<int64_t> active(static_cast<size_t>(sentences));  // the inputs whose rows the scorer holds, in order
   for (int64_t s = 0; s < sentences; ++s) active[s] = s;
   int64_t rows_per = 1;  // rows per active input: 1 before the first step, then `beam`
   std::vector<int32_t> prev(active.size(), o.bos_id);
-  std::vector<float> row;
-  SamplerScratch scratch;
 
   // the scorer's row of sample j of the a-th active input: its input's one row at the first step
   const auto row_of = [&](size_t a, int64_t j) { return static_cast<int64_t>(a) * rows_per + (rows_per == 1 ? 0 : j); };
@@ -64,6 +85,36 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
               "sampling: the step function returned ", logp.shape(), " for ", n, " rows (expected [", n, ",V])");
     const int64_t v = logp.shape()[1];
     const std::vector<float> lp = logp.to_vector<float>();
+    // This step's draws (the samples going on, past their prefix, below their maximum length) over the threads:
+    // each depends on its row and its Philox block only, so neither the threads nor their order change it.
+    struct Draw {
+      size_t a;   // the active input
+      int64_t j;  // its sample
+      int32_t token = -1;
+    };
+    std::vector<Draw> draws;
+    std::vector<size_t> draw_of(active.size() * static_cast<size_t>(o.beam));  // the draw of sample (a, j)
+    for (size_t a = 0; a < active.size(); ++a) {
+      const int64_t s = active[a];
+      if ((!prefixes.empty() && t < static_cast<int64_t>(prefixes[s].size())) || t >= max_len[s]) continue;
+      for (int64_t j = 0; j < o.beam; ++j)
+        if (!samples[s][j].done) {
+          draw_of[a * o.beam + j] = draws.size();
+          draws.push_back({a, j});
+        }
+    }
+    parallel_for(static_cast<int64_t>(draws.size()), std::max<int64_t>(1, kElementsPerThread / v),
+                 [&](int64_t begin, int64_t end) {
+                   DrawScratch scratch;
+                   for (int64_t d = begin; d < end; ++d) {
+                     Draw& x = draws[d];
+                     const int64_t s = active[x.a];
+                     x.token = draw_token(lp.data() + row_of(x.a, x.j) * v, v, samples[s][x.j].tokens, streams[s],
+                                          t * o.beam + x.j, t, o, scratch);
+                   }
+                 });
+    for (const Draw& x : draws)
+      if (x.token == kNaNRow) MOE_FAIL("sampling: NaN log-probability at step ", t, " of input ", active[x.a]);
     std::vector<int64_t> next_active;
     std::vector<int32_t> origin, next_prev;
     for (size_t a = 0; a < active.size(); ++a) {
@@ -78,17 +129,7 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
           token = prefixes[s][t];
           MOE_CHECK(token < v, "sampling: prefix token ", token, " of input ", s, " is outside the vocabulary of ", v);
         } else if (t < max_len[s]) {
-          row.assign(r, r + v);
-          if (std::any_of(row.begin(), row.end(), [](float x) { return std::isnan(x); }))
-            MOE_FAIL("sampling: NaN log-probability at step ", t, " of input ", s);
-          row[o.pad_id] = row[o.bos_id] = -std::numeric_limits<float>::infinity();
-          if (t < o.min_len) row[o.eos_id] = -std::numeric_limits<float>::infinity();
-          for (int32_t banned : repeated_ngram_tokens(x.tokens, o.no_repeat_ngram_size))
-            row[banned] = -std::numeric_limits<float>::infinity();
-          float draw[4];  // two 24-bit lanes make one uniform number of 48 bits
-          philox_uniform4(seed, streams[s], static_cast<uint64_t>(t * o.beam + j), draw);
-          const double u = draw[0] + static_cast<double>(draw[1]) / 16777216.0;
-          token = sample_token(row.data(), v, rule, u, scratch);
+          token = draws[draw_of[a * o.beam + j]].token;
         }
         if (token < 0) {  // nothing may be drawn: the sample ends without a hypothesis
           x.done = true;

@@ -10,8 +10,8 @@
 // (sample_stream), so an input's samples do not depend on the batch it is decoded in or on the other inputs. The rows
 // are laid out as beam search's (beam rows per active input after the first step; a finished sample's row is a filler
 // fed <pad> until its input's last sample ends), so the scorer's reorders are the same. The log-probabilities are read
-// on the host (an [N, V] copy per step from a GPU). Covered by tests/translator/sampling_search_test.cpp and
-// tests/translator/translator_test.cpp.
+// on the host (an [N, V] copy per step from a GPU), and a step's draws run over the CPU threads. Covered by
+// tests/translator/sampling_search_test.cpp and tests/translator/translator_test.cpp.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -2,7 +2,8 @@
 // over a grid of uniform numbers reproduces the distribution exactly (temperature, top-k, top-p, excluded
 // tokens); each sample's log-prob is the sum of the scorer's log-probs of its tokens and </s>; samples are
 // reproducible from the seed and the stream and do not depend on the batch; top-k 1 is greedy search; the
-// first tokens of many samples follow the model's distribution; lengths, prefixes and argument errors.
+// first tokens of many samples follow the model's distribution; the draws of a step split over the threads give
+// the same samples as one thread; lengths, prefixes and argument errors.
 #include "translator/sampling_search.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <limits>
 #include <map>
 
+#include "common/cpu_threads.h"
 #include "mock_scorer.h"
 #include "translator/token_sampler.h"
 
@@ -178,6 +180,32 @@ TEST_CASE("samples sum the scorer's log-probs, are reproducible and do not depen
   CHECK(rows[0] == 4);
   CHECK(rows[1] == 16);
   for (size_t i = 2; i < rows.size(); ++i) CHECK((rows[i] % 4 == 0 && rows[i] <= rows[i - 1]));
+}
+
+TEST_CASE("samples do not depend on the thread count", "[translator][sampling]") {
+  // A vocabulary large enough that a step's draws split over the threads (parallel_for's share per thread).
+  const int64_t V = kElementsPerThread / 2;
+  const std::vector<int64_t> src = {6, 3, 9};
+  const std::vector<uint64_t> streams = {5, 6, 7};
+  BeamOptions o = sampling_options(4);
+  o.sampling_topp = 0.95;
+  o.no_repeat_ngram_size = 2;
+  std::vector<std::vector<Hypothesis>> out[2];
+  const int saved = cpu_threads();
+  for (int threads : {1, 3}) {
+    set_cpu_threads(threads);
+    MockScorer m(V, [&](int64_t s, const std::vector<int32_t>& p) { return hashed(s, p, V); });
+    out[threads == 3] = sample(m, src, streams, o);
+  }
+  set_cpu_threads(saved);
+  for (size_t s = 0; s < src.size(); ++s) {
+    REQUIRE(out[0][s].size() == 4);
+    REQUIRE(out[1][s].size() == out[0][s].size());
+    for (size_t h = 0; h < out[0][s].size(); ++h) {
+      CHECK(out[1][s][h].tokens == out[0][s][h].tokens);
+      CHECK(out[1][s][h].log_prob == out[0][s][h].log_prob);
+    }
+  }
 }
 
 TEST_CASE("top-k 1 sampling is greedy search; n-best keeps the best samples", "[translator][sampling]") {
