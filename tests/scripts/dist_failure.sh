@@ -31,13 +31,17 @@ args=(--config "$RECIPE" --data.train.src "$WORK/train.en" --data.train.tgt "$WO
       --data.vocab.src "$WORK/vocab.spm" --data.vocab.tgt "$WORK/vocab.spm" --model.dropout 0
       --train.max_tokens 300 --train.update_freq 2 --train.log_every 1 --train.save_every 10 --train.keep_last 0 --dist.backend mpi)
 train() { mpirun --oversubscribe -np 2 "$BIN/moe-train" "${args[@]}" "$@"; }
-rank_pid() {  # pid of the moe-train of rank $2 whose command line names run folder $1
+rank_pid() {  # pid of the moe-train of rank $2 whose command line names run folder $1, looked for during 2 s
+  # (once, in a full ctest -j2 run, one look right after the job's second update found no rank 1 although it ran)
   local p
-  for p in $(pgrep -f "moe-train .*--run_dir $1( |$)" || true); do
-    if tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
-      echo "$p"
-      return 0
-    fi
+  for _ in $(seq 1 40); do
+    for p in $(pgrep -f "moe-train .*--run_dir $1( |$)" || true); do
+      if tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+        echo "$p"
+        return 0
+      fi
+    done
+    sleep 0.05
   done
   return 0
 }
