@@ -84,7 +84,10 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
     MOE_CHECK(logp.defined() && logp.shape().ndim() == 2 && logp.shape()[0] == n,
               "sampling: the step function returned ", logp.shape(), " for ", n, " rows (expected [", n, ",V])");
     const int64_t v = logp.shape()[1];
-    const std::vector<float> lp = logp.to_vector<float>();
+    // f32 rows on the CPU are read in place; from another device or dtype, through a host copy.
+    const bool in_place = logp.device().is_cpu() && logp.dtype() == DType::f32;
+    const std::vector<float> host = in_place ? std::vector<float>() : logp.to_vector<float>();
+    const float* lp = in_place ? logp.data<float>() : host.data();
     // This step's draws (the samples going on, past their prefix, below their maximum length) over the threads:
     // each depends on its row and its Philox block only, so neither the threads nor their order change it.
     struct Draw {
@@ -109,7 +112,7 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
                    for (int64_t d = begin; d < end; ++d) {
                      Draw& x = draws[d];
                      const int64_t s = active[x.a];
-                     x.token = draw_token(lp.data() + row_of(x.a, x.j) * v, v, samples[s][x.j].tokens, streams[s],
+                     x.token = draw_token(lp + row_of(x.a, x.j) * v, v, samples[s][x.j].tokens, streams[s],
                                           t * o.beam + x.j, t, o, scratch);
                    }
                  });
@@ -123,7 +126,7 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
       for (int64_t j = 0; j < o.beam; ++j) {
         Sample& x = samples[s][j];
         if (x.done) continue;
-        const float* r = lp.data() + row_of(a, j) * v;
+        const float* r = lp + row_of(a, j) * v;
         int32_t token = o.eos_id;  // at the maximum length
         if (in_prefix) {
           token = prefixes[s][t];
