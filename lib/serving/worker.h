@@ -62,7 +62,7 @@ struct BatchKey {
   size_t model = 0;
   uint64_t alone = 0;     // non-zero: a job that runs by itself (scoring)
   bool generate = false;  // prompts a language model continues (/v1/generate), not sentences to translate
-  BeamOptions search;  // n_best = beam: each job keeps its own first n_best of the sorted list
+  BeamOptions search{};  // n_best = beam: each job keeps its own first n_best of the sorted list
   ExpertChoice experts = ExpertChoice::mixture;
   bool operator==(const BatchKey&) const = default;
 };
