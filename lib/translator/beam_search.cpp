@@ -86,8 +86,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const std::vector<int64_t>& src
     if (o.no_repeat_ngram_size > 0) {
       std::vector<const std::vector<int32_t>*> tokens(static_cast<size_t>(n), nullptr);
       for (int64_t r = 0; r < n; ++r)
-        if (prefixes.empty() || t >= static_cast<int64_t>(prefixes[rows[r].sentence].size()))
-          tokens[r] = &rows[r].tokens;
+        if (!forced_at(prefixes, rows[r].sentence, t)) tokens[r] = &rows[r].tokens;
       block_repeated_ngrams(logp, tokens, o.no_repeat_ngram_size);
     }
     const Device dev = logp.device();

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "tensor/philox.h"
 #include "translator/repeated_ngrams.h"
+#include "translator/target_prefix.h"
 #include "translator/token_sampler.h"
 
 namespace moe {
@@ -99,7 +100,7 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
     std::vector<size_t> draw_of(active.size() * static_cast<size_t>(o.beam));  // the draw of sample (a, j)
     for (size_t a = 0; a < active.size(); ++a) {
       const int64_t s = active[a];
-      if ((!prefixes.empty() && t < static_cast<int64_t>(prefixes[s].size())) || t >= max_len[s]) continue;
+      if (forced_at(prefixes, s, t) || t >= max_len[s]) continue;
       for (int64_t j = 0; j < o.beam; ++j)
         if (!samples[s][j].done) {
           draw_of[a * o.beam + j] = draws.size();
@@ -122,7 +123,7 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
     std::vector<int32_t> origin, next_prev;
     for (size_t a = 0; a < active.size(); ++a) {
       const int64_t s = active[a];
-      const auto in_prefix = !prefixes.empty() && t < static_cast<int64_t>(prefixes[s].size());
+      const bool in_prefix = forced_at(prefixes, s, t);
       for (int64_t j = 0; j < o.beam; ++j) {
         Sample& x = samples[s][j];
         if (x.done) continue;

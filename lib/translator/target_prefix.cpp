@@ -33,9 +33,8 @@ void force_prefix_candidates(const TargetPrefixes& prefixes, int64_t t, const st
   const int64_t v = logp.shape()[1];
   const Tensor flat = logp.view(Shape{logp.numel()});
   for (size_t a = 0; a < sentence_of.size(); ++a) {
-    const auto& p = prefixes[sentence_of[a]];
-    if (t >= static_cast<int64_t>(p.size())) continue;
-    const int32_t token = p[t];
+    if (!forced_at(prefixes, sentence_of[a], t)) continue;
+    const int32_t token = prefixes[sentence_of[a]][t];
     MOE_CHECK(token < v, "beam search: the target prefix of sentence ", sentence_of[a], " holds token id ", token,
               ", outside the vocabulary of ", v);
     const int64_t first = static_cast<int64_t>(a) * k;

@@ -15,6 +15,11 @@
 
 namespace moe {
 
+/// Whether step t of sentence s takes its prefix's token (t < |prefixes[s]|; never without prefixes).
+inline bool forced_at(const TargetPrefixes& prefixes, int64_t s, int64_t t) {
+  return !prefixes.empty() && t < static_cast<int64_t>(prefixes[s].size());
+}
+
 /// Checks prefixes against `sentences` and the search's specials (no <pad>, <s> or </s>, no negative
 /// id, at most max_positions - 1 tokens) and raises each sentence's maximum output length `max_len[s]`
 /// to at least its prefix length. An empty list means none.
