@@ -91,34 +91,27 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
     const float* lp = in_place ? logp.data<float>() : host.data();
     // This step's draws (the samples going on, past their prefix, below their maximum length) over the threads:
     // each depends on its row and its Philox block only, so neither the threads nor their order change it.
-    struct Draw {
-      size_t a;   // the active input
-      int64_t j;  // its sample
-      int32_t token = -1;
-    };
-    std::vector<Draw> draws;
-    std::vector<size_t> draw_of(active.size() * static_cast<size_t>(o.beam));  // the draw of sample (a, j)
+    std::vector<std::pair<size_t, int64_t>> draws;  // (active input a, sample j)
     for (size_t a = 0; a < active.size(); ++a) {
       const int64_t s = active[a];
       if (forced_at(prefixes, s, t) || t >= max_len[s]) continue;
       for (int64_t j = 0; j < o.beam; ++j)
-        if (!samples[s][j].done) {
-          draw_of[a * o.beam + j] = draws.size();
-          draws.push_back({a, j});
-        }
+        if (!samples[s][j].done) draws.emplace_back(a, j);
     }
+    std::vector<int32_t> drawn(active.size() * static_cast<size_t>(o.beam), -1);  // sample (a, j)'s token
     parallel_for(static_cast<int64_t>(draws.size()), std::max<int64_t>(1, kElementsPerThread / v),
                  [&](int64_t begin, int64_t end) {
                    DrawScratch scratch;
                    for (int64_t d = begin; d < end; ++d) {
-                     Draw& x = draws[d];
-                     const int64_t s = active[x.a];
-                     x.token = draw_token(lp + row_of(x.a, x.j) * v, v, samples[s][x.j].tokens, streams[s],
-                                          t * o.beam + x.j, t, o, scratch);
+                     const auto [a, j] = draws[d];
+                     const int64_t s = active[a];
+                     drawn[a * o.beam + j] = draw_token(lp + row_of(a, j) * v, v, samples[s][j].tokens, streams[s],
+                                                        t * o.beam + j, t, o, scratch);
                    }
                  });
-    for (const Draw& x : draws)
-      if (x.token == kNaNRow) MOE_FAIL("sampling: NaN log-probability at step ", t, " of input ", active[x.a]);
+    for (const auto& [a, j] : draws)
+      if (drawn[a * o.beam + j] == kNaNRow)
+        MOE_FAIL("sampling: NaN log-probability at step ", t, " of input ", active[a]);
     std::vector<int64_t> next_active;
     std::vector<int32_t> origin, next_prev;
     for (size_t a = 0; a < active.size(); ++a) {
@@ -133,7 +126,7 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
           token = prefixes[s][t];
           MOE_CHECK(token < v, "sampling: prefix token ", token, " of input ", s, " is outside the vocabulary of ", v);
         } else if (t < max_len[s]) {
-          token = draws[draw_of[a * o.beam + j]].token;
+          token = drawn[a * o.beam + j];
         }
         if (token < 0) {  // nothing may be drawn: the sample ends without a hypothesis
           x.done = true;
