@@ -27,6 +27,7 @@ void run_generate(const GenerateCliOptions& o, std::istream& in, std::ostream& o
   MOE_CHECK(ck.model->is_language_model() && ck.model->decoder(), "'", o.model, "' holds a ", ck.model->type(),
             " model, not a causal language model (moe-translate translates with translation models)");
   const data::Vocab& vocab = ck.first_vocab({"lm", "tgt", "src"});
+  to.search.unk_id = vocab.unk_id();
 
   cli::TextStreams streams(o.input, o.output, in, out);
   std::istream* is = &streams.in();

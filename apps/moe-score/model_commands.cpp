@@ -321,6 +321,7 @@ cli::SubcommandRunner setup_experts(CLI::App& sub) {
         to.search.n_best = 1;
         to.scores = false;
         to.experts = a->opt.experts;
+        to.search.unk_id = tv.unk_id();
         const EncoderDecoder* net = ck.model->encoder_decoder();
         MOE_CHECK(net, "experts: a ", ck.model->type(), " model has no encoder-decoder to translate with");
         const Translator translator(*net, *ck.params, device, to);

@@ -87,6 +87,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   const TranslationModels models = load_translation_models(o.models, o.weights, device, o.quantize);
   const data::Vocab& src_vocab = models.src_vocab();
   const data::Vocab& tgt_vocab = models.tgt_vocab();
+  to.search.unk_id = tgt_vocab.unk_id();
   Translator translator(models.decoder(), models.params(), device, to);
 
   cli::TextStreams streams(o.input, o.output, in, out);

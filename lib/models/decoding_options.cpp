@@ -3,6 +3,8 @@
 #include "models/decoding_options.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace moe {
 
@@ -39,6 +41,19 @@ const config::Keys<DecodingOptions>& decoding_keys() {
         .add("no_repeat_ngram_size", &D::search, &S::no_repeat_ngram_size,
              "no n-gram of this size twice in an output (0 = off; fairseq --no-repeat-ngram-size)",
              at_least<int64_t>(0))
+        .add_custom(
+            "unkpen", config::ValueType::Float,
+            "unknown-word penalty: subtracted from <unk>'s log-probability at every step (fairseq --unkpen; "
+            "inf = never output <unk>, as Marian does by default)",
+            [](const YAML::Node& v, D& o, const std::string& key) {
+              const bool never = v.IsScalar() && (v.Scalar() == "inf" || v.Scalar() == "+inf");
+              const double p =
+                  never ? std::numeric_limits<double>::infinity() : config::detail::from_yaml<double>(v, key);
+              MOE_CHECK(!std::isnan(p) && p != -std::numeric_limits<double>::infinity(), key,
+                        " must be a number or inf, got ", v.Scalar());
+              o.search.unkpen = p;
+            },
+            [](const D& o) { return YAML::Node(o.search.unkpen); })
         .add("sampling", &D::search, &S::sampling,
              "sample each output token instead of beam search: beam independent samples per input (ranked by the "
              "length-normalised score for n_best)")
@@ -72,7 +87,8 @@ const config::Keys<DecodingOptions>& decoding_keys() {
 
 const std::vector<std::string>& search_key_names() {
   static const std::vector<std::string> names = {"beam",      "n_best",    "lenpen",  "length_penalty",
-                                                 "max_len_a", "max_len_b", "min_len", "no_repeat_ngram_size"};
+                                                 "max_len_a", "max_len_b", "min_len", "no_repeat_ngram_size",
+                                                 "unkpen"};
   return names;
 }
 

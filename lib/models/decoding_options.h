@@ -49,6 +49,7 @@ struct SearchOptions {
   int64_t max_len_b = 200;
   int64_t min_len = 1;  // fewest output tokens before </s> may be chosen
   int64_t no_repeat_ngram_size = 0;  // > 0: no n-gram of this size twice in an output (translator/repeated_ngrams.h)
+  double unkpen = 0.0;  // subtracted from <unk>'s log-prob at each free step; inf: never (translator/unk_penalty.h)
   // Sampling instead of beam search (translator/sampling_search.h; fairseq --sampling): `beam` independent samples
   // per input, each token drawn from the model's distribution at `temperature`, restricted to the `sampling_topk`
   // most probable tokens (0: all) and then to the smallest set whose probability reaches `sampling_topp` (1: all).
@@ -80,10 +81,10 @@ int64_t scoring_batch_tokens(const DecodingOptions& o);
 int64_t translation_batch_tokens(const DecodingOptions& o);
 
 /// The one key table: beam, n_best, lenpen, length_penalty, max_len_a, max_len_b, min_len, no_repeat_ngram_size,
-/// sampling, sampling_topk, sampling_topp, temperature, seed, max_tokens, device, dtype. Each entry point declares
-/// the subset it uses, under its own names (flags or section).
+/// unkpen, sampling, sampling_topk, sampling_topp, temperature, seed, max_tokens, device, dtype. Each entry point
+/// declares the subset it uses, under its own names (flags or section).
 const config::Keys<DecodingOptions>& decoding_keys();
-/// The search keys (beam .. no_repeat_ngram_size): what a program that decodes but does not batch or place takes.
+/// The search keys (beam .. unkpen): what a program that decodes but does not batch or place takes.
 const std::vector<std::string>& search_key_names();
 /// The sampling keys: sampling, then the numbers that apply to sampling only (sampling_topk .. seed).
 const std::vector<std::string>& sampling_key_names();

@@ -157,6 +157,15 @@ Table<R> with_search_fields(Table<R> rest) {
                      const RequestLimits&) { r.search.min_len = integer(v, f, 0, 1 << 20); }},
       {"no_repeat_ngram_size", [](R& r, const json& v, const std::string& f,
                                   const RequestLimits&) { r.search.no_repeat_ngram_size = integer(v, f, 0, 1 << 20); }},
+      {"unkpen",
+       [](R& r, const json& v, const std::string& f, const RequestLimits&) {
+         if (!v.is_string()) {
+           r.search.unkpen = number(v, f, -std::numeric_limits<double>::max());
+           return;
+         }
+         if (v.get<std::string>() != "inf") throw RequestError(f, "must be a number or \"inf\", got " + v.dump());
+         r.search.unkpen = std::numeric_limits<double>::infinity();  // JSON has no infinity
+       }},
       {"sampling",
        [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.search.sampling = boolean(v, f); }},
       {"sampling_topk", [](R& r, const json& v, const std::string& f,

@@ -3,8 +3,8 @@
 // {"text": [prompts], the search fields, "model"} (a language model) and POST /v1/score {"src": [...], "tgt":
 // [...]} (a translation model) or {"text": [...]} (a language model). The search fields are moe-translate's
 // options: "beam", "n_best", "lenpen", "length_penalty", "max_len_a", "max_len_b", "min_len",
-// "no_repeat_ngram_size", "sampling", "sampling_topk", "sampling_topp", "temperature", "seed". A field left
-// out takes the server's default: moe-serve's search flags, whose defaults are moe-translate's
+// "no_repeat_ngram_size", "unkpen" (a number or "inf"), "sampling", "sampling_topk", "sampling_topp", "temperature",
+// "seed". A field left out takes the server's default: moe-serve's search flags, whose defaults are moe-translate's
 // (models/decoding_options.h).
 // Anything a client may get wrong is a RequestError naming the field ("text[3]", "beam", "body"): bad
 // JSON (with its byte offset), invalid UTF-8, a wrong type, an unknown field, a value out of range, too

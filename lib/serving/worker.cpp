@@ -134,6 +134,7 @@ void Worker::decode(std::vector<Job>& jobs) {
   o.max_tokens = options_.batching.max_tokens;
   o.dtype = options_.dtype;
   o.experts = k.experts;
+  o.search.unk_id = (k.generate ? m.lm : m.tgt)->unk_id();
   std::vector<std::vector<int32_t>> all;
   const bool any_prefix =
       std::any_of(jobs.begin(), jobs.end(), [](const Job& j) { return !j.state->prefixes.empty(); });

@@ -25,7 +25,7 @@ BleuValidator::BleuValidator(const std::string& src_path, const std::string& ref
 
 double BleuValidator::run(const Model& model, ParameterStore& store, DType compute_dtype, const data::Vocab& tgt_vocab,
                           std::vector<std::string>* hyps_out, const BuildContext& context) const {
-  const std::vector<std::vector<int32_t>> best = decoder_(model, store, compute_dtype, sources_, context);
+  const std::vector<std::vector<int32_t>> best = decoder_(model, store, compute_dtype, tgt_vocab, sources_, context);
   MOE_CHECK(best.size() == sources_.size(), "BLEU validation: the decoder returned ", best.size(), " translations for ",
             sources_.size(), " sources");
   std::vector<std::string> hyps;

@@ -18,12 +18,12 @@
 namespace moe {
 
 /// Decodes source token sequences (without </s>) with `model`'s parameters in the store, in the compute
-/// dtype, its graphs built with `context` (a training run's communicator): the best hypothesis's tokens
-/// per source, in order (empty when none was found). Sources longer than the model's positions allow are
-/// the decoder's to cut.
+/// dtype, into `tgt_vocab`'s tokens (its <unk> for valid.unkpen), its graphs built with `context` (a training
+/// run's communicator): the best hypothesis's tokens per source, in order (empty when none was found).
+/// Sources longer than the model's positions allow are the decoder's to cut.
 using BleuDecoder = std::function<std::vector<std::vector<int32_t>>(
-    const Model& model, ParameterStore& store, DType compute_dtype, const std::vector<std::vector<int32_t>>& sources,
-    const BuildContext& context)>;
+    const Model& model, ParameterStore& store, DType compute_dtype, const data::Vocab& tgt_vocab,
+    const std::vector<std::vector<int32_t>>& sources, const BuildContext& context)>;
 
 class BleuValidator {
  public:

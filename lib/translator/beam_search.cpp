@@ -11,6 +11,7 @@
 #include "ops/beam_topk.h"
 #include "translator/repeated_ngrams.h"
 #include "translator/target_prefix.h"
+#include "translator/unk_penalty.h"
 
 namespace moe {
 
@@ -83,12 +84,15 @@ std::vector<std::vector<Hypothesis>> beam_search(const std::vector<int64_t>& src
     const int64_t v = logp.shape()[1];
     MOE_CHECK(beams * v < std::numeric_limits<int32_t>::max(), "beam search: ", beams, " beams x ", v,
               " tokens exceed the top-k index range");
+    std::vector<uint8_t> free_rows(static_cast<size_t>(n));  // past their forced prefix: the options apply
+    for (int64_t r = 0; r < n; ++r) free_rows[r] = !forced_at(prefixes, rows[r].sentence, t);
     if (o.no_repeat_ngram_size > 0) {
       std::vector<const std::vector<int32_t>*> tokens(static_cast<size_t>(n), nullptr);
       for (int64_t r = 0; r < n; ++r)
-        if (!forced_at(prefixes, rows[r].sentence, t)) tokens[r] = &rows[r].tokens;
+        if (free_rows[r]) tokens[r] = &rows[r].tokens;
       block_repeated_ngrams(logp, tokens, o.no_repeat_ngram_size);
     }
+    penalize_unk(logp, free_rows, o);
     const Device dev = logp.device();
     std::vector<float> cum(static_cast<size_t>(n));
     std::vector<uint8_t> mode(static_cast<size_t>(n));

@@ -26,6 +26,7 @@ double normalized_score(double log_prob, int64_t length, LengthPenalty kind, dou
 struct BeamOptions : SearchOptions {
   int64_t max_positions = 1024;  // the decoder's position limit (step t reads position t)
   int32_t pad_id = 0, bos_id = 2, eos_id = 3;
+  int32_t unk_id = -1;  // the target vocabulary's <unk> (the caller's to set: -1 = not known, and unkpen must be 0)
   bool operator==(const BeamOptions&) const = default;
 };
 

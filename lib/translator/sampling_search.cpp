@@ -13,6 +13,7 @@
 #include "translator/repeated_ngrams.h"
 #include "translator/target_prefix.h"
 #include "translator/token_sampler.h"
+#include "translator/unk_penalty.h"
 
 namespace moe {
 
@@ -50,6 +51,7 @@ int32_t draw_token(const float* logp, int64_t v, const std::vector<int32_t>& tok
   if (t < o.min_len) row[o.eos_id] = -std::numeric_limits<float>::infinity();
   for (int32_t banned : repeated_ngram_tokens(tokens, o.no_repeat_ngram_size))
     row[banned] = -std::numeric_limits<float>::infinity();
+  if (o.unkpen != 0) row[o.unk_id] -= static_cast<float>(o.unkpen);
   float draw[4];  // two 24-bit lanes make one uniform number of 48 bits
   philox_uniform4(static_cast<uint64_t>(o.seed), stream, static_cast<uint64_t>(block), draw);
   const double u = draw[0] + static_cast<double>(draw[1]) / 16777216.0;
@@ -85,6 +87,7 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
     MOE_CHECK(logp.defined() && logp.shape().ndim() == 2 && logp.shape()[0] == n,
               "sampling: the step function returned ", logp.shape(), " for ", n, " rows (expected [", n, ",V])");
     const int64_t v = logp.shape()[1];
+    check_unk_penalty(o, v);
     // f32 rows on the CPU are read in place; from another device or dtype, through a host copy.
     const bool in_place = logp.device().is_cpu() && logp.dtype() == DType::f32;
     const std::vector<float> host = in_place ? std::vector<float>() : logp.to_vector<float>();
@@ -132,7 +135,7 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
           x.done = true;
           continue;
         }
-        x.log_prob += r[token];
+        x.log_prob += r[token] - (in_prefix ? 0.0 : unk_cost(token, o));
         if (token == o.eos_id) {
           x.done = true;
           const int64_t len = static_cast<int64_t>(x.tokens.size()) + 1;

@@ -1,7 +1,7 @@
 // CPU-vs-CUDA parity of the beam-search step scores (exact in f32: one addition per element) on the
 // float4 path (V % 4 == 0) and the scalar path, bf16 and f16 log-probs exactly, and a whole beam
-// search whose scorer lives on the GPU giving the CPU's hypotheses (repeated n-grams blocked or not), and the
-// blocking on bf16 log-probs. Skipped without a GPU.
+// search whose scorer lives on the GPU giving the CPU's hypotheses (repeated n-grams blocked or not, <unk>
+// penalised or not), and the blocking and the penalty on bf16 log-probs. Skipped without a GPU.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
@@ -9,6 +9,7 @@
 #include "ops/beam_scores.h"
 #include "translator/beam_search.h"
 #include "translator/repeated_ngrams.h"
+#include "translator/unk_penalty.h"
 
 using namespace moe;
 
@@ -51,7 +52,7 @@ TEST_CASE("beam_scores parity", "[gpu][translator]") {
 TEST_CASE("beam search with a GPU scorer matches the CPU", "[gpu][translator]") {
   // A scorer whose log-probs depend on (row history length, token): deterministic, device-agnostic.
   const int64_t V = 50;
-  auto run = [&](Device d, int64_t no_repeat) {
+  auto run = [&](Device d, int64_t no_repeat, double unkpen) {
     std::vector<std::vector<int32_t>> hist;
     auto step = [&](const Tensor& prev) {
       const auto p = prev.to_vector<int32_t>();
@@ -78,11 +79,15 @@ TEST_CASE("beam search with a GPU scorer matches the CPU", "[gpu][translator]") 
     opt.n_best = 4;
     opt.max_len_b = 12;
     opt.no_repeat_ngram_size = no_repeat;
+    opt.unk_id = 1;
+    opt.unkpen = unkpen;
     return beam_search({3, 5, 9}, step, reorder, opt);
   };
-  for (int64_t no_repeat : {0, 1, 2}) {  // blocked n-grams: translator/repeated_ngrams.h
-    INFO("no_repeat_ngram_size " << no_repeat);
-    const auto cpu = run(Device::cpu(), no_repeat), gpu = run(Device::cuda(0), no_repeat);
+  // blocked n-grams (translator/repeated_ngrams.h) and the <unk> penalty (translator/unk_penalty.h)
+  for (const auto& [no_repeat, unkpen] :
+       {std::pair<int64_t, double>{0, 0.0}, {1, 0.0}, {2, 0.0}, {0, 1.5}, {2, INFINITY}}) {
+    INFO("no_repeat_ngram_size " << no_repeat << " unkpen " << unkpen);
+    const auto cpu = run(Device::cpu(), no_repeat, unkpen), gpu = run(Device::cuda(0), no_repeat, unkpen);
     REQUIRE(cpu.size() == gpu.size());
     for (size_t s = 0; s < cpu.size(); ++s) {
       REQUIRE(cpu[s].size() == gpu[s].size());
@@ -104,5 +109,20 @@ TEST_CASE("repeated n-grams blocked in bf16 log-probs on the GPU", "[gpu][transl
   for (size_t i = 0; i < values.size(); ++i) {
     INFO(i);
     CHECK(out[i] == (i == 2 || i == 9 ? -INFINITY : values[i]));  // row 0 token 2, row 1 token 3
+  }
+}
+
+TEST_CASE("the <unk> penalty on bf16 log-probs on the GPU", "[gpu][translator]") {
+  std::vector<float> values(12);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = -0.5f * static_cast<float>(i);
+  Tensor logp = Tensor::from_vector(values, Shape{3, 4}, Device::cuda(0), DType::bf16);
+  BeamOptions o;
+  o.unk_id = 1;
+  o.unkpen = 2.0;
+  penalize_unk(logp, {1, 0, 1}, o);  // row 1 inside a forced prefix
+  const auto out = logp.to_vector<float>();
+  for (size_t i = 0; i < values.size(); ++i) {
+    INFO(i);
+    CHECK(out[i] == (i == 1 || i == 9 ? values[i] - 2.0f : values[i]));
   }
 }

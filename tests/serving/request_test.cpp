@@ -4,6 +4,7 @@
 #include "serving/request.h"
 
 #include <catch2/catch.hpp>
+#include <limits>
 
 using namespace moe;
 using namespace moe::serving;
@@ -45,7 +46,7 @@ TEST_CASE("a translate request takes moe-translate's defaults and every option",
   CHECK(d.prefix.empty());
   const TranslateRequest r = parse_translate_request(
       R"({"text": ["a"], "beam": 4, "n_best": 4, "lenpen": 0.6, "length_penalty": "gnmt", "max_len_a": 1.5,
-          "max_len_b": 7, "min_len": 0, "no_repeat_ngram_size": 3, "mae_inference": "argmax", "model": "de",
+          "max_len_b": 7, "min_len": 0, "no_repeat_ngram_size": 3, "unkpen": 2.5, "mae_inference": "argmax", "model": "de",
           "prefix": ["x y"]})",
       {});
   CHECK(r.search.beam == 4);
@@ -56,6 +57,9 @@ TEST_CASE("a translate request takes moe-translate's defaults and every option",
   CHECK(r.search.max_len_b == 7);
   CHECK(r.search.min_len == 0);
   CHECK(r.search.no_repeat_ngram_size == 3);
+  CHECK(r.search.unkpen == 2.5);
+  CHECK(parse_translate_request(R"({"text": ["a"], "unkpen": "inf"})", {}).search.unkpen ==
+        std::numeric_limits<double>::infinity());
   CHECK(r.experts == ExpertChoice::argmax);
   CHECK(r.model == "de");
   CHECK(r.prefix == std::vector<std::string>{"x y"});
@@ -70,6 +74,7 @@ TEST_CASE("bad translate requests name their field", "[serving]") {
   CHECK(refusal(R"({"text": ["\ud800"]})") == P{"text", 400});              // a lone surrogate
   CHECK(refusal(R"({"text": ["a"], "colour": 1})") == P{"colour", 400});    // unknown field
   CHECK(refusal(R"({"text": ["a"], "no_repeat_ngram_size": -1})") == P{"no_repeat_ngram_size", 400});
+  CHECK(refusal(R"({"text": ["a"], "unkpen": "never"})") == P{"unkpen", 400});
   CHECK(refusal(R"({"text": ["a"], "": 1})") == P{"body", 400});            // an empty key (found by fuzzing)
   CHECK(refusal(R"({"text": []})") == P{"text", 400});
   CHECK(refusal(R"({"beam": 2})") == P{"text", 400});  // no text

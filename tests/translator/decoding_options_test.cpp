@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <catch2/catch.hpp>
+#include <limits>
 
 #include "cli/decoding_options.h"
 #include "config/recipe_args.h"
@@ -127,6 +128,11 @@ TEST_CASE("decoding values are parsed once and errors name the flag or the key",
   CHECK(sampling.temperature == 0.7);
   CHECK(sampling.seed == 5);
   CHECK_FALSE(parse("").search.sampling);
+  CHECK(parse("--unkpen 2.5").search.unkpen == 2.5);
+  CHECK(parse("--unkpen inf").search.unkpen == std::numeric_limits<double>::infinity());
+  CHECK(parse("--unkpen=-1").search.unkpen == -1.0);
+  CHECK_THROWS_WITH(parse("--unkpen=-.inf"), Catch::Contains("--unkpen must be a number or inf"));
+  CHECK_THROWS_WITH(parse("--unkpen often"), Catch::Contains("--unkpen"));
   CHECK_THROWS_WITH(parse("--sampling --sampling-topp 1.5"), Catch::Contains("--sampling-topp must be in (0, 1]"));
   CHECK_THROWS_WITH(parse("--sampling --temperature 0"), Catch::Contains("--temperature must be > 0"));
   CHECK_THROWS_WITH(parse("--sampling --sampling-topk -1"), Catch::Contains("--sampling-topk must be >= 0"));
