@@ -1,5 +1,5 @@
 // moe-vocab: `moe-vocab build -i TEXT -o VOCAB [-t bpe|unigram|word]`, `moe-vocab encode`, `moe-vocab
-// bench` (vocab_commands.cpp). Covered by tests/data/prep_test.cpp and data-prep/*.sh.
+// lex`, `moe-vocab bench` (vocab_commands.cpp). Covered by tests/data/prep_test.cpp and data-prep/*.sh.
 #include <iostream>
 
 #include "cli/program.h"

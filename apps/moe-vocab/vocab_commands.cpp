@@ -1,15 +1,20 @@
 // The subcommands of moe-vocab, one table line each (vocab_program.h): `build` (SentencePiece BPE/unigram
 // or word vocabularies; lib/data/vocab_builder.h), `encode` (the token ids of a text file, one line of
-// space-separated ids per input line, for the PyTorch side of scripts/bench-cpu.sh) and `bench` (batches/s
-// and tokens/s of the batch generator with its prefetch thread; lib/data/bench.h).
-// Covered by tests/data/vocab_test.cpp, tests/data/prep_test.cpp and tests/data/bench_test.cpp.
+// space-separated ids per input line, for the PyTorch side of scripts/bench-cpu.sh), `lex` (a lexical table of a
+// parallel corpus by IBM Model 1, the input of moe-translate --shortlist; lib/data/lexical_table.h) and `bench`
+// (batches/s and tokens/s of the batch generator with its prefetch thread; lib/data/bench.h).
+// Covered by tests/data/vocab_test.cpp, tests/data/prep_test.cpp, tests/data/bench_test.cpp,
+// tests/data/lexical_table_test.cpp and tests/scripts/e2e_translation.sh (lex).
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <memory>
+#include <sstream>
 
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "data/bench.h"
 #include "data/corpus.h"
+#include "data/lexical_table.h"
 #include "data/vocab.h"
 #include "data/vocab_builder.h"
 #include "moe-vocab/vocab_program.h"
@@ -80,6 +85,48 @@ cli::SubcommandRunner setup_encode(CLI::App& sub) {
   };
 }
 
+cli::SubcommandRunner setup_lex(CLI::App& sub) {
+  struct Args {
+    std::string src, tgt, src_vocab, tgt_vocab, output;
+    data::Model1Options model1;
+    int64_t max_lines = 0;
+  };
+  auto a = std::make_shared<Args>();
+  sub.add_option("-i,--input", a->src, "the source side of the parallel text (plain or .gz)")->required();
+  sub.add_option("--tgt", a->tgt, "the target side, line by line with the source")->required();
+  sub.add_option("--src-vocab", a->src_vocab, "the source vocabulary (the model's)")->required();
+  sub.add_option("--tgt-vocab", a->tgt_vocab, "the target vocabulary (default: the source's)");
+  sub.add_option("-o,--output", a->output, "the table: 'target source p(target|source)' lines (Marian's lex.s2t)")
+      ->required();
+  sub.add_option("--iterations", a->model1.iterations, "IBM Model 1 EM iterations")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub.add_option("--prune", a->model1.prune, "pairs with a lower probability are dropped after each iteration")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.999));
+  sub.add_option("--max-lines", a->max_lines, "read at most this many sentence pairs (0 = all)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  return [a](std::ostream& out, std::ostream&) {
+    const auto src_vocab = data::load_vocab(a->src_vocab);
+    const auto tgt_vocab = a->tgt_vocab.empty() ? data::load_vocab(a->src_vocab) : data::load_vocab(a->tgt_vocab);
+    data::check_aligned(a->src, a->tgt);
+    std::vector<std::vector<int32_t>> sources, targets;
+    data::LineReader src(a->src), tgt(a->tgt);
+    for (std::string s, t; (a->max_lines == 0 || src.line_number() < a->max_lines) && src.next(s) && tgt.next(t);) {
+      sources.push_back(src_vocab->encode(s));
+      targets.push_back(tgt_vocab->encode(t));
+    }
+    const data::LexicalTable table = data::train_lexical_table(sources, targets, a->model1);
+    std::ostringstream text;
+    data::write_lexical_table(table, *src_vocab, *tgt_vocab, text);
+    write_file_atomic(a->output, text.str());
+    out << "moe-vocab lex: " << table.entries.size() << " pairs from " << sources.size() << " sentence pairs ("
+        << a->model1.iterations << " iterations of IBM Model 1) -> " << a->output << "\n";
+    return 0;
+  };
+}
+
 cli::SubcommandRunner setup_bench(CLI::App& sub) {
   struct Args {
     std::string src, tgt, vocab;
@@ -106,6 +153,8 @@ cli::SubcommandTable vocab_table() {
       {
           {"build", "build a SentencePiece (bpe, unigram) or word vocabulary from training text", setup_build},
           {"encode", "write the token ids of a text file, one line per input line", setup_encode},
+          {"lex", "a lexical table p(target|source) of a parallel text (IBM Model 1), for moe-translate --shortlist",
+           setup_lex},
           {"bench", "batches/s and tokens/s of the batch generator with its prefetch thread", setup_bench},
       });
 }

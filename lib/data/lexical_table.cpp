@@ -1,0 +1,157 @@
+// lexical_table.h implementation. Covered by tests/data/lexical_table_test.cpp.
+#include "data/lexical_table.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <ostream>
+#include <string_view>
+#include <unordered_map>
+
+#include "common/error.h"
+#include "data/corpus.h"
+
+namespace moe::data {
+
+namespace {
+constexpr int32_t kNullWord = -1;
+
+uint64_t pair_key(int32_t source, int32_t target) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(source)) << 32) | static_cast<uint32_t>(target);
+}
+int32_t key_source(uint64_t key) { return static_cast<int32_t>(static_cast<uint32_t>(key >> 32)); }
+int32_t key_target(uint64_t key) { return static_cast<int32_t>(static_cast<uint32_t>(key)); }
+
+using PairTable = std::unordered_map<uint64_t, double>;
+
+/// One EM iteration: the expected counts of every pair under t, normalised per source word, without the pairs
+/// below `prune`.
+PairTable em_iteration(const std::vector<std::vector<int32_t>>& sources,
+                       const std::vector<std::vector<int32_t>>& targets, const PairTable& t, double prune) {
+  PairTable counts;
+  counts.reserve(t.size());
+  std::vector<double> row;
+  for (size_t s = 0; s < sources.size(); ++s) {
+    const auto& f = sources[s];
+    const auto& e = targets[s];
+    if (f.empty() || e.empty()) continue;
+    for (int32_t target : e) {
+      // the source words, NULL first, and their t(target | word); a pruned pair has t = 0
+      row.assign(f.size() + 1, 0.0);
+      double sum = 0;
+      for (size_t i = 0; i <= f.size(); ++i) {
+        const auto it = t.find(pair_key(i == 0 ? kNullWord : f[i - 1], target));
+        row[i] = it == t.end() ? 0.0 : it->second;
+        sum += row[i];
+      }
+      if (sum <= 0) continue;
+      for (size_t i = 0; i <= f.size(); ++i)
+        if (row[i] > 0) counts[pair_key(i == 0 ? kNullWord : f[i - 1], target)] += row[i] / sum;
+    }
+  }
+  std::unordered_map<int32_t, double> totals;
+  for (const auto& [key, c] : counts) totals[key_source(key)] += c;
+  PairTable next;
+  next.reserve(counts.size());
+  for (const auto& [key, c] : counts) {
+    const double p = c / totals[key_source(key)];
+    if (p >= prune) next.emplace(key, p);
+  }
+  return next;
+}
+
+/// The table's order: by source, then probability descending, then target.
+void sort_entries(LexicalTable& table) {
+  std::sort(table.entries.begin(), table.entries.end(), [](const LexicalEntry& a, const LexicalEntry& b) {
+    if (a.source != b.source) return a.source < b.source;
+    if (a.prob != b.prob) return a.prob > b.prob;
+    return a.target < b.target;
+  });
+}
+}  // namespace
+
+LexicalTable train_lexical_table(const std::vector<std::vector<int32_t>>& sources,
+                                 const std::vector<std::vector<int32_t>>& targets, const Model1Options& o) {
+  MOE_CHECK(sources.size() == targets.size(), "lexical table: ", sources.size(), " source sentences but ",
+            targets.size(), " target sentences");
+  MOE_CHECK(o.iterations >= 1, "lexical table: iterations must be at least 1, got ", o.iterations);
+  MOE_CHECK(o.prune >= 0 && o.prune < 1, "lexical table: the pruning threshold must be in [0, 1), got ", o.prune);
+  // Uniform start: every co-occurring pair (and NULL with every target word) the same t, so that the first
+  // E-step spreads each target word evenly over its sentence's source words.
+  PairTable t;
+  for (size_t s = 0; s < sources.size(); ++s) {
+    if (sources[s].empty() || targets[s].empty()) continue;
+    for (int32_t target : targets[s]) {
+      t.emplace(pair_key(kNullWord, target), 1.0);
+      for (int32_t source : sources[s]) t.emplace(pair_key(source, target), 1.0);
+    }
+  }
+  for (int it = 0; it < o.iterations; ++it) t = em_iteration(sources, targets, t, o.prune);
+  LexicalTable table;
+  for (const auto& [key, p] : t)
+    if (key_source(key) != kNullWord)
+      table.entries.push_back({key_source(key), key_target(key), static_cast<float>(p)});
+  sort_entries(table);
+  return table;
+}
+
+void write_lexical_table(const LexicalTable& table, const Vocab& src, const Vocab& tgt, std::ostream& out) {
+  char prob[32];
+  for (const LexicalEntry& e : table.entries) {
+    const auto r = std::to_chars(prob, prob + sizeof prob, e.prob);
+    out << tgt.piece(e.target) << ' ' << src.piece(e.source) << ' ' << std::string_view(prob, r.ptr - prob) << '\n';
+  }
+}
+
+namespace {
+/// Each piece's id (a transparent map: looked up by string_view).
+struct PieceHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using PieceIds = std::unordered_map<std::string, int32_t, PieceHash, std::equal_to<>>;
+
+PieceIds piece_ids(const Vocab& v) {
+  PieceIds ids;
+  for (int32_t i = 0; i < v.size(); ++i) ids.emplace(v.piece(i), i);
+  return ids;
+}
+}  // namespace
+
+LexicalTable read_lexical_table(const std::string& path, const Vocab& src, const Vocab& tgt, int64_t* skipped) {
+  const auto src_ids = piece_ids(src), tgt_ids = piece_ids(tgt);
+  LexicalTable table;
+  int64_t unknown = 0;
+  LineReader reader(path);
+  std::string line;
+  while (reader.next(line)) {
+    // the fields between blanks (spaces, tabs, a carriage return)
+    std::string_view fields[4];
+    int n = 0;
+    for (size_t i = 0; n < 4;) {
+      i = line.find_first_not_of(" \t\r", i);
+      if (i == std::string::npos) break;
+      const size_t end = std::min(line.find_first_of(" \t\r", i), line.size());
+      fields[n++] = std::string_view(line).substr(i, end - i);
+      i = end;
+    }
+    if (n == 0) continue;
+    MOE_CHECK(n == 3, path, ":", reader.line_number(), ": expected 'target source probability', got '", line, "'");
+    const std::string_view prob = fields[2];
+    float p = 0;
+    const auto r = std::from_chars(prob.data(), prob.data() + prob.size(), p);
+    MOE_CHECK(r.ec == std::errc() && r.ptr == prob.data() + prob.size() && p >= 0 && p <= 1, path, ":",
+              reader.line_number(), ": the probability '", prob, "' is not a number in [0, 1]");
+    const auto t = tgt_ids.find(fields[0]), s = src_ids.find(fields[1]);
+    if (s == src_ids.end() || t == tgt_ids.end()) {
+      ++unknown;
+      continue;
+    }
+    table.entries.push_back({s->second, t->second, p});
+  }
+  sort_entries(table);
+  if (skipped) *skipped = unknown;
+  return table;
+}
+
+}  // namespace moe::data
