@@ -5,17 +5,20 @@
 // progress on stderr while it runs (common/progress_meter.h) and reports lines, words/s and tokens/s
 // (and truncated lines) there at the end. --prefix FILE forces the beginning of each output
 // (translator/target_prefix.h), read line by line beside the input. The search, batching and device
-// flags are the shared decoding options (models/decoding_options.h, cli/decoding_options.h).
+// flags are the shared decoding options (models/decoding_options.h, cli/decoding_options.h). --shortlist FILE
+// [FIRST [BEST [THRESHOLD]]] restricts each batch's output vocabulary (translator/shortlist.h), as Marian's does.
 // Covered by tests/translator/translate_cli_test.cpp.
 #pragma once
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "layers/build_context.h"
 #include "models/decoding_options.h"
 #include "models/int8_model.h"
+#include "translator/shortlist.h"
 
 namespace CLI {
 class App;
@@ -23,11 +26,21 @@ class App;
 
 namespace moe {
 
+/// --shortlist FILE [FIRST [BEST [THRESHOLD]]]: a lexical table and how much of it a batch's list takes.
+struct ShortlistSpec {
+  std::string path;
+  ShortlistOptions options;
+};
+
+/// The values of --shortlist (1 to 4); an error naming the option for a bad number.
+ShortlistSpec parse_shortlist_spec(const std::vector<std::string>& values);
+
 struct TranslateCliOptions {
   std::vector<std::string> models;  // -m, once per model: two or more decode as an ensemble
   std::vector<double> weights;      // --weights, one per model (empty = equal)
   std::string input = "-", output = "-";
   std::string prefix;  // --prefix FILE: one target prefix per input line ("" = none)
+  std::optional<ShortlistSpec> shortlist;  // --shortlist
   DecodingOptions decoding;     // --beam, --n-best, ..., --max-tokens, --device, --dtype
   int64_t chunk_lines = 10000;  // input lines read, sorted and translated at a time
   Quantize quantize = Quantize::none;                  // int8: CPU int8 inference (models/int8_model.h)

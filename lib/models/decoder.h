@@ -3,6 +3,7 @@
 //   start(src)  encodes the source (an encoder-decoder) or starts empty histories (a language model)
 //   step(prev)  log-probabilities [N, V] of the next token after prev [N]; advances the state
 //   reorder     keeps and duplicates hypotheses: row i of the new state is row origin[i] of the old
+//   restrict_output  later steps score only some output entries (a shortlist: translator/shortlist.h)
 // EncoderDecoder adds the teacher-forced halves (encode, decode) that forced scoring and analysis run
 // over whole target sentences. Covered by tests/layers/transformer_test.cpp (the Transformer),
 // tests/models/transformer_lm_test.cpp and tests/models/lstm_lm_test.cpp (the language models) and
@@ -27,6 +28,9 @@ class DecoderState {
   virtual ~DecoderState() = default;
   /// Row i of the new state is row origin[i] (i32 [N'], on the decoder's device) of the old one.
   virtual void reorder(const Builder& b, const Tensor& origin) = 0;
+  /// The output layer's weight rows [V', d] (compute dtype) of the entries the steps score, set by
+  /// Decoder::restrict_output; undefined: the whole vocabulary.
+  Tensor output_rows;
 };
 
 class Decoder {
@@ -44,6 +48,13 @@ class Decoder {
   virtual Expr step_logits(const Builder& b, DecoderState& state, const Tensor& prev) const {
     return step(b, state, prev);
   }
+  /// The output layer's weight [V, d] (the f32 parameter: logits = h weight^T); undefined where a model has none.
+  virtual Expr output_weight(const Builder&) const { return {}; }
+  /// Makes the later steps of `state` score only the output entries `columns` (i32 [V'], on the decoder's device):
+  /// step() gives [N, V'] log-probabilities normalised over them and step_logits() [N, V'] scores, column j for
+  /// entry columns[j]. By default it keeps the rows of output_weight() in state.output_rows (an error for a model
+  /// without one), which the model's steps multiply instead of the whole weight.
+  virtual void restrict_output(const Builder& b, DecoderState& state, const Tensor& columns) const;
 };
 
 class EncoderDecoder : public Decoder {

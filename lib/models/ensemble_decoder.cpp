@@ -71,4 +71,10 @@ Expr EnsembleDecoder::step(const Builder& b, DecoderState& state, const Tensor& 
   return sum;
 }
 
+void EnsembleDecoder::restrict_output(const Builder&, DecoderState& state, const Tensor& columns) const {
+  auto& runs = static_cast<EnsembleState&>(state).runs;
+  for (size_t i = 0; i < runs.size(); ++i)
+    members_[i].decoder->restrict_output(runs[i].builder, *runs[i].state, columns);
+}
+
 }  // namespace moe

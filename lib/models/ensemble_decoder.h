@@ -30,6 +30,8 @@ class EnsembleDecoder : public Decoder {
   DecoderSpec spec() const override { return spec_; }
   std::unique_ptr<DecoderState> start(const Builder& b, const Tensor& src, const Tensor& src_mask) const override;
   Expr step(const Builder& b, DecoderState& state, const Tensor& prev) const override;
+  /// Restricts every member's output to the same entries.
+  void restrict_output(const Builder& b, DecoderState& state, const Tensor& columns) const override;
   /// The normalised weights, in member order.
   const std::vector<float>& weights() const { return weights_; }
 

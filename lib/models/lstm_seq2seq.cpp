@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "graph/expr/binary.h"
+#include "graph/expr/cast.h"
 #include "graph/expr/cross_entropy.h"
 #include "graph/expr/dropout.h"
 #include "graph/expr/embedding.h"
@@ -65,12 +66,16 @@ Expr LstmSeq2seq::embed(const Builder& b, bool source, const Tensor& ids) const 
   return dropout(embedding(t, ids, 1.f, b.dtype()), c_.dropout);
 }
 
-Expr LstmSeq2seq::output_logits(const Builder& b, const Expr& h) const {
+Expr LstmSeq2seq::output_weight(const Builder& b) const {
+  return c_.tie_embeddings == TieEmbeddings::none
+             ? b.param("out.w", Shape{c_.tgt_vocab, c_.d_model}, Init::glorot_uniform())
+             : b.param(table(false), Shape{c_.tgt_vocab, c_.d_model}, Init::normal(0, std::pow(c_.d_model, -0.5)));
+}
+
+Expr LstmSeq2seq::output_logits(const Builder& b, const Expr& h, const Tensor& weight_rows) const {
   const Shape s = h.shape();
   Expr rows = reshape(h, Shape{s[0] * s[1], s[2]});
-  Expr w = c_.tie_embeddings == TieEmbeddings::none
-               ? b.weight("out.w", Shape{c_.tgt_vocab, c_.d_model}, Init::glorot_uniform())
-               : b.weight(table(false), Shape{c_.tgt_vocab, c_.d_model}, Init::normal(0, std::pow(c_.d_model, -0.5)));
+  Expr w = weight_rows.defined() ? b.graph().input(weight_rows) : cast(output_weight(b), b.dtype());
   return matmul(rows, w, false, true);
 }
 

@@ -96,6 +96,7 @@ class LstmSeq2seq : public Model, public EncoderDecoder {
   DecoderSpec spec() const override;
   std::unique_ptr<DecoderState> start(const Builder& b, const Tensor& src, const Tensor& src_mask) const override;
   Expr step(const Builder& b, DecoderState& state, const Tensor& prev) const override;
+  Expr output_weight(const Builder& b) const override;
 
  private:
   Expr embed(const Builder& b, bool source, const Tensor& ids) const;
@@ -106,7 +107,9 @@ class LstmSeq2seq : public Model, public EncoderDecoder {
   /// The decoder layers over embedded inputs y [B, T, d], carrying `r`; returns the top states [B, T, d].
   Expr decoder_stack(const Builder& b, const Expr& y, const AttentionMemory& memory, const Tensor& tgt_mask,
                      Recurrence& r) const;
-  Expr output_logits(const Builder& b, const Expr& h) const;
+  /// Logits [B * T, vocabulary] of states h [B, T, d]; [.., V'] with the rows [V', d] of a restricted output
+  /// (DecoderState::output_rows) when `weight_rows` is defined.
+  Expr output_logits(const Builder& b, const Expr& h, const Tensor& weight_rows = {}) const;
   std::string table(bool source) const;
   /// The MoE site when layer `l` of that side (encoder_moe_after / decoder_moe_after) is followed by one.
   const FfnSite* moe_after(const std::vector<int>& layers, int l) const;

@@ -84,7 +84,7 @@ Expr LstmSeq2seq::step(const Builder& b, DecoderState& state, const Tensor& prev
   State& st = dynamic_cast<State&>(state);
   const int64_t n = prev.numel();
   Expr h = decoder_stack(b, embed(b, false, prev.view(Shape{n, 1})), st.memory, Tensor(), st.recurrence);
-  return log_softmax(cast(output_logits(b, h), DType::f32));
+  return log_softmax(cast(output_logits(b, h, st.output_rows), DType::f32));
 }
 
 void LstmSeq2seq::State::reorder(const Builder& b, const Tensor& origin) {

@@ -138,12 +138,15 @@ Expr Transformer::decoder_stack(const Builder& b, Expr x, const Expr& memory, co
   return x;
 }
 
-Expr Transformer::output_logits(const Builder& b, const Expr& h) const {
+Expr Transformer::output_weight(const Builder& b) const {
+  const std::string table = c_.tie_embeddings == TieEmbeddings::none ? "out.w" : tgt_table();
+  return b.graph().param(table, Shape{c_.tgt_vocab, c_.d_model}, Init::normal(0, std::pow(c_.d_model, -0.5)));
+}
+
+Expr Transformer::output_logits(const Builder& b, const Expr& h, const Tensor& weight_rows) const {
   const Shape& s = h.shape();
   Expr rows = s.ndim() == 2 ? h : reshape(h, Shape{s[0] * s[1], s[2]});
-  const std::string table = c_.tie_embeddings == TieEmbeddings::none ? "out.w" : tgt_table();
-  Expr w = cast(b.graph().param(table, Shape{c_.tgt_vocab, c_.d_model}, Init::normal(0, std::pow(c_.d_model, -0.5))),
-                b.dtype());
+  Expr w = weight_rows.defined() ? b.graph().input(weight_rows) : cast(output_weight(b), b.dtype());
   return matmul(rows, w, false, true);
 }
 
@@ -206,7 +209,7 @@ Expr Transformer::step_logits(const Builder& b, DecoderState& state, const Tenso
   if (st.source_mean.defined()) gates.source_mean = b.graph().input(st.source_mean);
   Expr h = decoder_stack(b, y, Expr(), st.src_mask, &st, gates);
   ++st.step;
-  return cast(output_logits(b, h), DType::f32);
+  return cast(output_logits(b, h, st.output_rows), DType::f32);
 }
 
 void Transformer::State::reorder(const Builder&, const Tensor& origin) {

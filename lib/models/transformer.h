@@ -55,6 +55,7 @@ class Transformer : public EncoderDecoder {
   std::unique_ptr<DecoderState> start(const Builder& b, const Tensor& src, const Tensor& src_mask) const override;
   Expr step(const Builder& b, DecoderState& state, const Tensor& prev) const override;
   Expr step_logits(const Builder& b, DecoderState& state, const Tensor& prev) const override;
+  Expr output_weight(const Builder& b) const override;
   bool shares_embeddings() const override { return c_.tie_embeddings == TieEmbeddings::all; }
   /// The decoder sites whose teacher-forced graphs see later target positions.
   std::vector<std::string> future_sites() const;
@@ -79,8 +80,9 @@ class Transformer : public EncoderDecoder {
                            const Tensor& tgt_mask) const;
   Expr decoder_layer(const Builder& b, Expr x, const Expr& memory, const Tensor& src_mask, KVCache* self_cache,
                      KVCache* cross_cache, const GateContext& gates, int layer) const;
-  /// Logits [rows, vocabulary] of decoder states h [B, T, d] or [rows, d].
-  Expr output_logits(const Builder& b, const Expr& h) const;
+  /// Logits [rows, vocabulary] of decoder states h [B, T, d] or [rows, d]; [rows, V'] with the weight rows [V', d]
+  /// of a restricted output (DecoderState::output_rows) when `weight_rows` is defined.
+  Expr output_logits(const Builder& b, const Expr& h, const Tensor& weight_rows = {}) const;
   /// The teacher-forced decoder states [B, T, d] (decode() without the output layer).
   Expr decoder_states(const Builder& b, const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
                       const Tensor& tgt_mask, const Tensor& rows = {}) const;

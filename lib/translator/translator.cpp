@@ -86,11 +86,29 @@ std::vector<std::vector<Hypothesis>> Translator::translate_batch(
   // Greedy without scores: log-softmax changes no row's ranking (a row's scores shift by one constant), so the
   // search picks the same tokens from the logits (up to ties that rounding makes or breaks).
   const bool logits = o_.search.beam == 1 && !o_.scores && !o_.search.sampling;
-  auto step = [&](const Tensor& prev) {
+  auto scores = [&](const Tensor& prev) {
     return (logits ? decoder_.step_logits(builder, *state, prev) : decoder_.step(builder, *state, prev)).val();
   };
   auto reorder = [&](const Tensor& origin) { state->reorder(builder, origin); };
-  auto found = run_search(lengths, sources, step, reorder, o_.search, prefixes);
+  std::vector<std::vector<Hypothesis>> found;
+  if (!o_.shortlist) {
+    found = run_search(lengths, sources, scores, reorder, o_.search, prefixes);
+  } else {  // the search over the list's columns: its ids in and out through the list
+    const BeamOptions& o = o_.search;
+    std::vector<int32_t> specials{o.pad_id, o.bos_id, o.eos_id};
+    if (o.unk_id >= 0) specials.push_back(o.unk_id);
+    const BatchShortlist list = o_.shortlist->batch(sources, prefixes, specials);
+    const int64_t width = static_cast<int64_t>(list.ids().size());
+    decoder_.restrict_output(builder, *state, Tensor::from_vector(list.ids(), Shape{width}, device_));
+    auto step = [&](const Tensor& prev_columns) {
+      std::vector<int32_t> prev = prev_columns.to_vector<int32_t>();
+      list.to_ids(prev);
+      return scores(Tensor::from_vector(prev, prev_columns.shape()));
+    };
+    found = run_search(lengths, sources, step, reorder, list.to_columns(o), list.to_columns(prefixes));
+    for (auto& hypotheses : found)
+      for (Hypothesis& h : hypotheses) list.to_ids(h.tokens);
+  }
   if (logits)
     for (auto& list : found)
       for (Hypothesis& h : list) h.log_prob = h.score = std::numeric_limits<double>::quiet_NaN();

@@ -3,8 +3,9 @@
 // Decoder::start, and decoded step by step by beam_search (lib/translator/beam_search.h), or with
 // search.sampling by sampling_search (sampling_search.h, each input's draws keyed by its tokens), whose
 // reorders select, duplicate and drop the rows of the decoder's state (key/value caches). Inputs are batched by a
-// budget of padded source tokens, longest first, and results come back in input order. Covered by
-// tests/translator/translator_test.cpp.
+// budget of padded source tokens, longest first, and results come back in input order. With a shortlist the
+// decoder scores only the batch's list (Decoder::restrict_output) and the search runs over its columns.
+// Covered by tests/translator/translator_test.cpp and tests/translator/shortlist_test.cpp.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -15,6 +16,7 @@
 #include "graph/parameters.h"
 #include "models/decoder.h"
 #include "translator/beam_search.h"
+#include "translator/shortlist.h"
 
 namespace moe {
 
@@ -27,6 +29,8 @@ struct TranslatorOptions {
   /// false: the caller reads only the tokens; greedy search (beam 1) then ranks the model's logits
   /// (Decoder::step_logits, no log-softmax over the vocabulary) and the hypotheses' scores are NaN.
   bool scores = true;
+  /// A lexical shortlist (translator/shortlist.h; not owned): each batch scores only its list's target tokens.
+  const Shortlist* shortlist = nullptr;
 };
 
 /// The translator options of the user's decoding options (models/decoding_options.h): the search,

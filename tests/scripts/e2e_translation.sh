@@ -3,7 +3,8 @@
 # pairs (a few hundred updates), checks from metrics.jsonl that the loss clearly falls, translates
 # 100 test lines with moe-translate (line count preserved) and scores them with moe-score bleu, runs
 # int8 inference (quantized on load and pre-quantized: identical, close to f32), runs scripts/evaluate.sh
-# (averaging, beam, both BLEU figures as a Markdown row and a JSON line), then
+# (averaging, beam, both BLEU figures as a Markdown row and a JSON line), builds a lexical shortlist and translates
+# with it (moe-vocab lex, moe-translate --shortlist), then
 # checks that an interrupted-and-resumed run logs exactly the losses of an uninterrupted one.
 # Usage (ctest passes both): e2e_translation.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped (no data).
 set -euo pipefail
@@ -14,7 +15,7 @@ UPDATES="${E2E_UPDATES:-200}"
 E2E_NAME=e2e_translation
 source "$(dirname "$0")/lib/e2e_common.sh"
 if [[ ! -f "$DATA/train.en" ]]; then echo "e2e_translation: no Multi30k data in $DATA: skipped"; exit 77; fi
-for p in moe-train moe-translate moe-score moe-average; do
+for p in moe-train moe-translate moe-score moe-average moe-vocab; do
   [[ -x "$BIN/$p" ]] || { echo "e2e_translation: $BIN/$p is missing" >&2; exit 1; }
 done
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/moe-e2e.XXXXXX")"
@@ -76,6 +77,21 @@ echo "e2e_translation: int8: $same of 100 lines as f32, BLEU $bleu8 (f32 $bleu32
 (( same >= 30 )) || fail "int8 changed $((100 - same)) of 100 translations"
 awk -v a="$bleu32" -v b="$bleu8" 'BEGIN { d = a - b; exit !(d <= 1.5 && d >= -1.5) }' ||
   fail "int8 BLEU $bleu8 is more than 1.5 from f32's $bleu32"
+
+# 2c. A lexical shortlist (translator/shortlist.h): moe-vocab lex (IBM Model 1) on the training pairs, then
+#     moe-translate --shortlist with its default sizes keeps the line count and stays close to the whole
+#     vocabulary's BLEU (the list holds 100 first ids and 100 translations per source token of 1,000).
+"$BIN/moe-vocab" lex -i "$WORK/train.en" --tgt "$WORK/train.de" --src-vocab "$WORK/vocab.spm" -o "$WORK/lex.s2t" \
+  > "$WORK/lex.log" || fail "moe-vocab lex"
+grep -q "pairs from 2000 sentence pairs" "$WORK/lex.log" || fail "moe-vocab lex: $(cat "$WORK/lex.log")"
+"$BIN/moe-translate" -m "$WORK/run/checkpoint.last.safetensors" -i "$WORK/test.en" -o "$WORK/hyp-sl.de" \
+  --beam 4 --device cpu --shortlist "$WORK/lex.s2t" 2> "$WORK/sl.err" || fail "moe-translate --shortlist"
+grep -q "shortlist '.*lex.s2t': [0-9]* pairs (0 skipped" "$WORK/sl.err" || fail "no shortlist summary: $(cat "$WORK/sl.err")"
+[[ "$(wc -l < "$WORK/hyp-sl.de")" -eq 100 ]] || fail "moe-translate --shortlist wrote $(wc -l < "$WORK/hyp-sl.de") lines"
+bleu_sl=$(bleu_of "$WORK/hyp-sl.de")
+echo "e2e_translation: shortlist: BLEU $bleu_sl (the whole vocabulary: $bleu32)"
+awk -v a="$bleu32" -v b="$bleu_sl" 'BEGIN { d = a - b; exit !(d <= 1.5 && d >= -1.5) }' ||
+  fail "shortlist BLEU $bleu_sl is more than 1.5 from the whole vocabulary's $bleu32"
 
 # 3. Averaging the kept numbered checkpoints.
 "$BIN/moe-average" -o "$WORK/avg.safetensors" --last 2 --run-dir "$WORK/run" || fail "moe-average"

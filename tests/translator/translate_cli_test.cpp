@@ -1,12 +1,14 @@
 // moe-translate end to end on a saved tiny checkpoint: one output line per input line in input order
 // (empty lines stay empty, over-long lines are truncated with a warning, lines that are not UTF-8 are
 // translated with U+FFFD for their bad bytes and named in a warning), the same translations as
-// the library, n-best blocks, files vs streams, the summary, and option errors; the built binary
-// (when present) with --help and a pipe.
+// the library, n-best blocks, files vs streams, the summary, and option errors; --shortlist (its values, the file's
+// errors, outputs within the list); the built binary (when present) with --help and a pipe.
 #include "moe-translate/translate_cli.h"
 
+#include <CLI/CLI.hpp>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include "tiny_model.h"
@@ -152,6 +154,49 @@ TEST_CASE("moe-translate option errors", "[translator][cli]") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("moe-translate --shortlist", "[translator][cli][shortlist]") {
+  auto m = test::tiny_model(13, 32, 4.f);
+  const auto dir = test::temp_dir("cli-shortlist");
+  TranslateCliOptions o = tiny_cli(m, dir);
+  o.decoding.search.beam = 3;
+  o.decoding.search.unkpen = std::numeric_limits<double>::infinity();
+  // Each word's one translation is itself; the first 4 ids are the specials: outputs hold source words only.
+  std::string lex = "w0 w0 0.9\nzz w1 0.5\n";  // zz: not in the vocabulary, skipped
+  for (int i = 1; i < 20; ++i) lex += "w" + std::to_string(i) + " w" + std::to_string(i) + " 0.9\n";
+  test::write_file(dir / "lex.s2t", lex);
+  CLI::App app;
+  add_translate_options(app, o);
+  const std::string lex_path = (dir / "lex.s2t").string();
+  const std::vector<std::string> args = {"--shortlist", lex_path, "4", "1", "0.5", "-m", o.models[0]};
+  std::vector<const char*> argv = {"moe-translate"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  REQUIRE(o.shortlist);
+  CHECK(o.shortlist->path == lex_path);
+  CHECK((o.shortlist->options.first == 4 && o.shortlist->options.best == 1 && o.shortlist->options.threshold == 0.5));
+  std::istringstream in("w1 w2\n\nw3 w3 w7\n");
+  std::ostringstream out, err;
+  run_translate(o, in, out, err);
+  const auto lines = split_lines(out.str());
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[1].empty());
+  std::istringstream words(lines[0] + " " + lines[2]);
+  for (std::string word; words >> word;) CHECK((word == "w1" || word == "w2" || word == "w3" || word == "w7"));
+  CHECK_THAT(err.str(), Catch::Contains("20 pairs (1 skipped") && Catch::Contains("batch lists of"));
+
+  CHECK_THROWS_WITH(parse_shortlist_spec({}), Catch::Contains("FILE [FIRST"));
+  CHECK_THROWS_WITH(parse_shortlist_spec({"f", "100", "x"}), Catch::Contains("BEST") && Catch::Contains("'x'"));
+  CHECK_THROWS_WITH(parse_shortlist_spec({"f", "-1"}), Catch::Contains("FIRST"));
+  CHECK_THROWS_WITH(parse_shortlist_spec({"f", "1", "1", "2"}), Catch::Contains("THRESHOLD must be at most 1"));
+  CHECK_THROWS_WITH(parse_shortlist_spec({"f", "1", "1", "0", "9"}), Catch::Contains("got 5 values"));
+  o.shortlist->path = (dir / "missing.s2t").string();
+  CHECK_THROWS_WITH(run_translate(o, in, out, err), Catch::Contains("missing.s2t"));
+  test::write_file(dir / "bad.s2t", "w1 w1 0.5\nw2 w2\n");
+  o.shortlist->path = (dir / "bad.s2t").string();
+  CHECK_THROWS_WITH(run_translate(o, in, out, err), Catch::Contains("bad.s2t:2"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("the moe-translate binary", "[translator][cli]") {
   const std::string bin = std::string(MOE_BIN_DIR) + "/moe-translate";
   if (!std::filesystem::exists(bin)) {
@@ -171,7 +216,7 @@ TEST_CASE("the moe-translate binary", "[translator][cli]") {
   CHECK(std::system((bin + " --help > " + (dir / "help.txt").string()).c_str()) == 0);
   const std::string help = test::read_file(dir / "help.txt");
   for (const char* opt : {"--beam", "--n-best", "--lenpen", "--max-len-a", "--max-len-b", "--device", "--dtype",
-                          "--max-tokens", "--mae-inference", "--prefix", "--weights", "--sampling"})
+                          "--max-tokens", "--mae-inference", "--prefix", "--weights", "--sampling", "--shortlist"})
     CHECK(help.find(opt) != std::string::npos);
   CHECK(std::system((bin + " --device cpu 2> /dev/null").c_str()) != 0);  // -m is required
   std::filesystem::remove_all(dir);

@@ -1,0 +1,19 @@
+// decoder.h implementation: the default output restriction (the shortlist's rows of the output weight, gathered
+// once per decoding). Covered by tests/translator/shortlist_test.cpp.
+#include "models/decoder.h"
+
+#include "common/error.h"
+#include "graph/expr/cast.h"
+#include "graph/expr/gather_scatter.h"
+
+namespace moe {
+
+void Decoder::restrict_output(const Builder& b, DecoderState& state, const Tensor& columns) const {
+  const Expr w = output_weight(b);
+  MOE_CHECK(w.defined(), "this model has no output layer whose vocabulary a shortlist can restrict");
+  MOE_CHECK(columns.dtype() == DType::i32 && columns.shape().ndim() == 1 && columns.numel() >= 1,
+            "restrict_output: the output entries must be a non-empty i32 vector, got ", columns.shape());
+  state.output_rows = cast(index_select(w, b.graph().input(columns)), b.dtype()).val();
+}
+
+}  // namespace moe
