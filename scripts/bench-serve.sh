@@ -9,6 +9,8 @@
 #       [--beam K]         (the requests' beam size and moe-translate's; default 5)
 #       [--dtype D]        (f32 or bf16, moe-translate's and both servers'; default f32)
 #       [--max-len-b N]    (translations of at most N tokens: max_len_a 0, max_len_b N; default moe-translate's)
+#       [--shortlist "FILE [FIRST BEST THRESHOLD]"]  (a lexical shortlist, moe-translate's and both servers'; a
+#                           sentence's list depends on its batch, so use --differ-ok)
 #       [--differ-ok]      (an answer unlike moe-translate's is counted, not an error: on a GPU the GEMMs may
 #                           round differently as the batch around a sentence changes; a last column says how many)
 set -euo pipefail
@@ -27,7 +29,8 @@ while (( $# )); do
     --dtype) ARGS+=(--dtype "$2"); shift 2 ;;
     --differ-ok) DIFFER_OK=1; shift ;;
     --max-len-b) MAX_LEN_B="$2"; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --shortlist) read -r -a shortlist_values <<< "$2"; ARGS+=(--shortlist "${shortlist_values[@]}"); shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-serve: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
 done

@@ -14,6 +14,7 @@
 
 #include "cli/decoding_options.h"
 #include "cli/program.h"
+#include "cli/shortlist_option.h"
 #include "common/cpu_threads.h"
 #include "common/stop_signal.h"
 #include "moe-serve/client_connection.h"
@@ -28,6 +29,8 @@ void add_serve_options(CLI::App& app, ServeOptions& o) {
   app.add_option("--port", o.port, "port to listen on (0: any free port)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
+  cli::add_shortlist_option(app, o.shortlist,
+                            "; for every translation model served (a model's pairs: the pieces in its vocabularies)");
   app.add_option("--port-file", o.port_file, "write the port listened on to this file once listening");
   cli::add_decoding_options(app, o.decoding);
   app.get_option("--max-tokens")
@@ -101,6 +104,11 @@ int run_serve(const ServeOptions& o) {
     for (size_t j = 0; j < i; ++j)
       MOE_CHECK(models[j].name != models[i].name, "two models are called '", models[i].name, "' (use --name)");
     spdlog::info("model '{}': {} ({}) on {}", models[i].name, o.models[i], models[i].ck.model->type(), device.str());
+    if (o.shortlist && models[i].translates()) {
+      std::string summary;
+      models[i].shortlist = cli::load_shortlist(*o.shortlist, *models[i].src, *models[i].tgt, summary);
+      spdlog::info("model '{}': shortlist {}", models[i].name, summary);
+    }
   }
   serving::ServerMetrics metrics;
   serving::Worker worker(models, device,

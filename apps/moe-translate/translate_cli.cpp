@@ -7,8 +7,8 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <optional>
-#include <sstream>
 
 #include "cli/decoding_options.h"
 #include "cli/ensemble_options.h"
@@ -76,23 +76,6 @@ class PrefixLines {
 };
 }  // namespace
 
-ShortlistSpec parse_shortlist_spec(const std::vector<std::string>& v) {
-  MOE_CHECK(!v.empty() && v.size() <= 4, "--shortlist takes FILE [FIRST [BEST [THRESHOLD]]], got ", v.size(),
-            " values");
-  ShortlistSpec spec{v[0], {}};
-  auto number = [&](size_t i, const char* what, auto& field) {
-    if (i >= v.size()) return;
-    std::istringstream in(v[i]);
-    const bool ok = static_cast<bool>(in >> field) && (in >> std::ws).eof() && field >= 0;
-    MOE_CHECK(ok, "--shortlist: ", what, " must be a number >= 0, got '", v[i], "'");
-  };
-  number(1, "FIRST (the first target ids always kept)", spec.options.first);
-  number(2, "BEST (translations per source token)", spec.options.best);
-  number(3, "THRESHOLD (the least p(target|source))", spec.options.threshold);
-  MOE_CHECK(spec.options.threshold <= 1, "--shortlist: THRESHOLD must be at most 1, got ", spec.options.threshold);
-  return spec;
-}
-
 void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream& out, std::ostream& err) {
   const auto t0 = std::chrono::steady_clock::now();
   MOE_CHECK(o.chunk_lines >= 1, "--chunk-lines must be positive, got ", o.chunk_lines);
@@ -106,16 +89,12 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   const data::Vocab& src_vocab = models.src_vocab();
   const data::Vocab& tgt_vocab = models.tgt_vocab();
   to.search.unk_id = tgt_vocab.unk_id();
-  std::optional<Shortlist> shortlist;
+  std::unique_ptr<Shortlist> shortlist;
   if (o.shortlist) {
-    int64_t skipped = 0;
-    const data::LexicalTable table = data::read_lexical_table(o.shortlist->path, src_vocab, tgt_vocab, &skipped);
-    shortlist.emplace(table, tgt_vocab.size(), o.shortlist->options);
-    to.shortlist = &*shortlist;
-    if (!o.quiet)
-      err << "moe-translate: shortlist '" << o.shortlist->path << "': " << table.entries.size() << " pairs (" << skipped
-          << " skipped: pieces not in the model's vocabularies); first " << o.shortlist->options.first << ", best "
-          << o.shortlist->options.best << ", threshold " << o.shortlist->options.threshold << "\n";
+    std::string summary;
+    shortlist = cli::load_shortlist(*o.shortlist, src_vocab, tgt_vocab, summary);
+    to.shortlist = shortlist.get();
+    if (!o.quiet) err << "moe-translate: shortlist " << summary << "\n";
   }
   Translator translator(models.decoder(), models.params(), device, to);
 
@@ -192,19 +171,7 @@ void add_translate_options(CLI::App& app, TranslateCliOptions& o) {
       "--prefix", o.prefix,
       "target prefixes, one per input line (tokenized like the target; empty = none): each output "
       "begins with its prefix, the search continues after it; an empty input line stays an empty output line");
-  app.add_option_function<std::vector<std::string>>(
-         "--shortlist",
-         [&o](const std::vector<std::string>& v) {
-           try {
-             o.shortlist = parse_shortlist_spec(v);
-           } catch (const Error& e) {
-             throw CLI::ValidationError(e.what());
-           }
-         },
-         "FILE [FIRST [BEST [THRESHOLD]]]: score only the first FIRST target ids (default 100) and each source "
-         "token's BEST (100) most probable translations with p >= THRESHOLD (0) of the lexical table FILE "
-         "('target source p' lines: moe-vocab lex, Marian's lex.s2t); probabilities are normalised over the list")
-      ->expected(1, 4);
+  cli::add_shortlist_option(app, o.shortlist);
   cli::add_decoding_options(app, o.decoding);
   app.get_option("--n-best")
       ->description("hypotheses per input (at most --beam); > 1 writes 'index<TAB>score<TAB>text' lines");

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "cli/shortlist_option.h"
 #include "layers/build_context.h"
 #include "models/decoding_options.h"
 #include "models/int8_model.h"
-#include "translator/shortlist.h"
 
 namespace CLI {
 class App;
@@ -26,21 +26,12 @@ class App;
 
 namespace moe {
 
-/// --shortlist FILE [FIRST [BEST [THRESHOLD]]]: a lexical table and how much of it a batch's list takes.
-struct ShortlistSpec {
-  std::string path;
-  ShortlistOptions options;
-};
-
-/// The values of --shortlist (1 to 4); an error naming the option for a bad number.
-ShortlistSpec parse_shortlist_spec(const std::vector<std::string>& values);
-
 struct TranslateCliOptions {
   std::vector<std::string> models;  // -m, once per model: two or more decode as an ensemble
   std::vector<double> weights;      // --weights, one per model (empty = equal)
   std::string input = "-", output = "-";
   std::string prefix;  // --prefix FILE: one target prefix per input line ("" = none)
-  std::optional<ShortlistSpec> shortlist;  // --shortlist
+  std::optional<cli::ShortlistSpec> shortlist;  // --shortlist
   DecodingOptions decoding;     // --beam, --n-best, ..., --max-tokens, --device, --dtype
   int64_t chunk_lines = 10000;  // input lines read, sorted and translated at a time
   Quantize quantize = Quantize::none;                  // int8: CPU int8 inference (models/int8_model.h)

@@ -135,6 +135,7 @@ void Worker::decode(std::vector<Job>& jobs) {
   o.dtype = options_.dtype;
   o.experts = k.experts;
   o.search.unk_id = (k.generate ? m.lm : m.tgt)->unk_id();
+  if (!k.generate) o.shortlist = m.shortlist.get();
   std::vector<std::vector<int32_t>> all;
   const bool any_prefix =
       std::any_of(jobs.begin(), jobs.end(), [](const Job& j) { return !j.state->prefixes.empty(); });

@@ -6,8 +6,10 @@
 // n-best lists in its own order. Generation requests (prompts for a language model) are batched the same
 // way and continued by one generate_continuations call, as moe-generate continues them. A job's target prefixes
 // (moe-translate --prefix) travel with its sentences, so one batch may mix sentences with and without them (an empty
-// prefix forces nothing). Scoring jobs run alone on the same thread. A job whose client gave up (hung up, or timed out)
-// is skipped if still queued, its sentences counted as dropped. close() drains: everything queued is still done.
+// prefix forces nothing). A model with a shortlist decodes each batch over its list, the union of its sentences'
+// (so a sentence's output may depend on the requests it is batched with, as in moe-translate). Scoring jobs run
+// alone on the same thread. A job whose client gave up (hung up, or timed out) is skipped if still queued, its
+// sentences counted as dropped. close() drains: everything queued is still done.
 // Covered by tests/serving/worker_test.cpp and tests/scripts/serve.sh.
 #pragma once
 #include <atomic>
@@ -36,6 +38,7 @@ struct ServedModel {
   const data::Vocab* lm = nullptr;      // language models
   std::unique_ptr<Translator> encoder;  // translation models: encode_source_line's position limit
   std::unique_ptr<InferenceWeights> weights;  // on the CPU: the f32 dense weights transposed (released before ck)
+  std::unique_ptr<Shortlist> shortlist;       // translation models: moe-serve --shortlist (translator/shortlist.h)
   bool translates() const { return encoder != nullptr; }
   bool generates() const { return !translates() && ck.model->decoder() != nullptr; }  // a causal language model
 };

@@ -24,7 +24,8 @@
 #     terms, batching gains next to nothing for this model (docs/PERF.md "moe-serve");
 #  5. /metrics in Prometheus text format; /health and /v1/models; /v1/score against moe-score pairs; /v1/generate
 #     to a translation model is a 400 naming "model";
-#  6. a full queue answers 503 with Retry-After, a request past --request-timeout-s 504;
+#  6. --shortlist: one sentence per batch, the answers are moe-translate --shortlist's; a full queue answers 503
+#     with Retry-After, a request past --request-timeout-s 504;
 #  7. SIGTERM during load: the server exits 0 and answered exactly the requests the clients received.
 # Usage (ctest passes both): serve.sh BIN_DIR SHARED_DATA_DIR [--full]. Exit 77 = skipped (no data).
 set -euo pipefail
@@ -34,7 +35,7 @@ e2e_tiny_setup "$@"
 LOAD_SECONDS="${SERVE_LOAD_SECONDS:-8}" ROUNDS=4 MIN_SPEEDUP="${SERVE_MIN_SPEEDUP:-1.2}"
 [[ "${3:-}" == --full ]] && LOAD_SECONDS=30 ROUNDS=6
 CLIENT="$(dirname "$0")/lib/serve_client.py"
-for p in moe-train moe-translate moe-score moe-serve; do [[ -x "$BIN/$p" ]] || e2e_fail "$BIN/$p is missing"; done
+for p in moe-train moe-translate moe-score moe-serve moe-vocab; do [[ -x "$BIN/$p" ]] || e2e_fail "$BIN/$p is missing"; done
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
 
@@ -131,6 +132,19 @@ print(f"serve: /v1/score: {len(got)} pairs equal moe-score pairs")
 EOF
 e2e_stop_server
 grep -q "POST /v1/translate 200" "$WORK/serve1.log" || e2e_fail "no request log lines"
+
+# --shortlist (translator/shortlist.h): one sentence per batch (--max-tokens 1) on both sides, so that each
+# sentence's list is the same: the server's answers are moe-translate --shortlist's.
+"$BIN/moe-vocab" lex -i "$WORK/train.en" --tgt "$WORK/train.de" --src-vocab "$WORK/vocab.spm" -o "$WORK/lex.s2t" \
+  > /dev/null || e2e_fail "moe-vocab lex"
+"$BIN/moe-translate" -m "$CKPT" -i "$WORK/test40.en" -o "$WORK/refsl.txt" --shortlist "$WORK/lex.s2t" 50 10 \
+  --max-tokens 1 --device cpu -q || e2e_fail "moe-translate --shortlist"
+cmp -s "$WORK/refsl.txt" <(head -n 40 "$WORK/ref.txt") && e2e_fail "the shortlist changed no translation"
+start_server "$WORK/serve5.log" --max-tokens 1 --shortlist "$WORK/lex.s2t" 50 10
+grep -q "model 'tiny': shortlist '.*lex.s2t': [0-9]* pairs (0 skipped" "$WORK/serve5.log" ||
+  e2e_fail "no shortlist line in the log: $(cat "$WORK/serve5.log")"
+python3 "$CLIENT" same "$PORT" /v1/translate "$WORK/test40.en" "$WORK/refsl.txt" '{}' 1 || e2e_fail "shortlist"
+e2e_stop_server
 
 # A 2-sentence queue and a 50 ms timeout: 503 with Retry-After, 504. A queued job waits up to 200 ms for
 # company, past the timeout whatever the machine's speed (a fast decode on a loaded machine once answered

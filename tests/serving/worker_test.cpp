@@ -1,14 +1,17 @@
 // The serving worker (lib/serving/worker.h, responses.h) on a tiny checkpoint: jobs with the same options
 // are decoded together and each gets what moe-translate's path (translate_lines) gives for its lines
 // (n-best scores to 1e-5), target prefixes included, in batches that mix jobs with and without them;
-// other options form their own batch; an abandoned job is skipped; the JSON bodies hold the texts. Generate jobs
+// other options form their own batch; an abandoned job is skipped; the JSON bodies hold the texts; a model with a
+// shortlist (moe-serve --shortlist) translates as moe-translate --shortlist and within its list. Generate jobs
 // (prompts of a language model) batch the same way and get what moe-generate's path (generate_continuations) gives.
 #include "serving/worker.h"
 
 #include <catch2/catch.hpp>
 #include <future>
+#include <limits>
 #include <nlohmann/json.hpp>
 
+#include "cli/shortlist_option.h"
 #include "serving/responses.h"
 #include "translator/lm_generation.h"
 #include "translator/tiny_model.h"
@@ -27,10 +30,12 @@ TranslateRequest request(std::vector<std::string> text, int beam, int n_best) {
   return r;
 }
 
-/// moe-translate's output lines for `r` (translate_lines with the same options).
+/// moe-translate's output lines for `r` (translate_lines with the same options and the model's shortlist).
 std::vector<std::string> reference(const ServedModel& m, const TranslateRequest& r) {
   TranslatorOptions o;
   o.search = r.search;
+  o.search.unk_id = m.tgt->unk_id();
+  o.shortlist = m.shortlist.get();
   const Translator tr(*m.ck.model->encoder_decoder(), *m.ck.params, Device::cpu(), o);
   TranslateStats stats;
   return translate_lines(tr, *m.src, *m.tgt, r.text, r.search.n_best, 0, stats, {}, r.prefix);
@@ -165,6 +170,34 @@ TEST_CASE("a batch mixes jobs with and without target prefixes, each as moe-tran
     CHECK(e.field() == "prefix[1]");
     CHECK_THAT(e.message(), Catch::Contains("sentence 1"));  // the request's line, not a batch's
   }
+}
+
+TEST_CASE("a model with a shortlist translates as moe-translate --shortlist", "[serving][shortlist]") {
+  const auto dir = test::temp_dir("serving-shortlist");
+  std::vector<ServedModel> models;
+  models.push_back(load_served_model("tiny", test::save_tiny(test::tiny_model(13, 32, 4.f), dir), Device::cpu()));
+  std::string lex;  // each word translates to itself only: with FIRST 4 (the specials) the outputs are source words
+  for (int i = 0; i < 20; ++i) lex += "w" + std::to_string(i) + " w" + std::to_string(i) + " 0.9\n";
+  test::write_file(dir / "lex.s2t", lex);
+  std::string summary;
+  models[0].shortlist = cli::load_shortlist({(dir / "lex.s2t").string(), {.first = 4, .best = 1}}, *models[0].src,
+                                            *models[0].tgt, summary);
+  CHECK_THAT(summary, Catch::Contains("20 pairs (0 skipped"));
+  ServerMetrics metrics;
+  Worker worker(models, Device::cpu(), {.batching = {.max_tokens = 1000}}, metrics);
+  TranslateRequest r = request({"w1 w2 w3", "w7 w7"}, 3, 2);
+  r.search.unkpen = std::numeric_limits<double>::infinity();
+  int64_t truncated = 0;
+  const JobResult got = worker.translate(0, r, encode_request(models[0], r, truncated)).result.get();
+  REQUIRE(got.status == 200);
+  CHECK(models[0].shortlist->lists() == 1);  // the worker's one batch
+  const auto lines = lines_of(translate_body(models[0], 2, got.hypotheses, 0), 2), want = reference(models[0], r);
+  REQUIRE(lines.size() == want.size());
+  for (size_t l = 0; l < lines.size(); ++l) check_same_line(lines[l], want[l]);
+  for (const auto& hyps : got.hypotheses)  // the batch's list: the specials and w1 w2 w3 w7
+    for (const Hypothesis& h : hyps)
+      for (int32_t id : h.tokens) CHECK((id == 5 || id == 6 || id == 7 || id == 11));
+  worker.close();
 }
 
 TEST_CASE("score bodies equal forced decoding; the model list names each model", "[serving]") {

@@ -184,11 +184,11 @@ TEST_CASE("moe-translate --shortlist", "[translator][cli][shortlist]") {
   for (std::string word; words >> word;) CHECK((word == "w1" || word == "w2" || word == "w3" || word == "w7"));
   CHECK_THAT(err.str(), Catch::Contains("20 pairs (1 skipped") && Catch::Contains("batch lists of"));
 
-  CHECK_THROWS_WITH(parse_shortlist_spec({}), Catch::Contains("FILE [FIRST"));
-  CHECK_THROWS_WITH(parse_shortlist_spec({"f", "100", "x"}), Catch::Contains("BEST") && Catch::Contains("'x'"));
-  CHECK_THROWS_WITH(parse_shortlist_spec({"f", "-1"}), Catch::Contains("FIRST"));
-  CHECK_THROWS_WITH(parse_shortlist_spec({"f", "1", "1", "2"}), Catch::Contains("THRESHOLD must be at most 1"));
-  CHECK_THROWS_WITH(parse_shortlist_spec({"f", "1", "1", "0", "9"}), Catch::Contains("got 5 values"));
+  CHECK_THROWS_WITH(cli::parse_shortlist_spec({}), Catch::Contains("FILE [FIRST"));
+  CHECK_THROWS_WITH(cli::parse_shortlist_spec({"f", "100", "x"}), Catch::Contains("BEST") && Catch::Contains("'x'"));
+  CHECK_THROWS_WITH(cli::parse_shortlist_spec({"f", "-1"}), Catch::Contains("FIRST"));
+  CHECK_THROWS_WITH(cli::parse_shortlist_spec({"f", "1", "1", "2"}), Catch::Contains("THRESHOLD must be at most 1"));
+  CHECK_THROWS_WITH(cli::parse_shortlist_spec({"f", "1", "1", "0", "9"}), Catch::Contains("got 5 values"));
   o.shortlist->path = (dir / "missing.s2t").string();
   CHECK_THROWS_WITH(run_translate(o, in, out, err), Catch::Contains("missing.s2t"));
   test::write_file(dir / "bad.s2t", "w1 w1 0.5\nw2 w2\n");
