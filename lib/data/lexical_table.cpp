@@ -111,6 +111,14 @@ struct PieceHash {
 };
 using PieceIds = std::unordered_map<std::string, int32_t, PieceHash, std::equal_to<>>;
 
+/// Text of the file for an error message: control bytes as '?', at most 60 bytes.
+std::string shown(std::string_view text) {
+  std::string out(text.substr(0, 60));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return text.size() > 60 ? out + "..." : out;
+}
+
 PieceIds piece_ids(const Vocab& v) {
   PieceIds ids;
   for (int32_t i = 0; i < v.size(); ++i) ids.emplace(v.piece(i), i);
@@ -136,12 +144,13 @@ LexicalTable read_lexical_table(const std::string& path, const Vocab& src, const
       i = end;
     }
     if (n == 0) continue;
-    MOE_CHECK(n == 3, path, ":", reader.line_number(), ": expected 'target source probability', got '", line, "'");
+    MOE_CHECK(n == 3, path, ":", reader.line_number(), ": expected 'target source probability', got '", shown(line),
+              "'");
     const std::string_view prob = fields[2];
     float p = 0;
     const auto r = std::from_chars(prob.data(), prob.data() + prob.size(), p);
     MOE_CHECK(r.ec == std::errc() && r.ptr == prob.data() + prob.size() && p >= 0 && p <= 1, path, ":",
-              reader.line_number(), ": the probability '", prob, "' is not a number in [0, 1]");
+              reader.line_number(), ": the probability '", shown(prob), "' is not a number in [0, 1]");
     const auto t = tgt_ids.find(fields[0]), s = src_ids.find(fields[1]);
     if (s == src_ids.end() || t == tgt_ids.end()) {
       ++unknown;
