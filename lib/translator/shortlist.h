@@ -51,7 +51,6 @@ class Shortlist {
   /// The list of a batch of `sources` (token ids) with `prefixes` (none, or one per source) and `specials`.
   BatchShortlist batch(const std::vector<const std::vector<int32_t>*>& sources, const TargetPrefixes& prefixes,
                        const std::vector<int32_t>& specials) const;
-  const ShortlistOptions& options() const { return o_; }
   /// The lists made so far (batch() calls) and their mean width, for summaries.
   int64_t lists() const { return lists_; }
   double mean_width() const { return lists_ ? static_cast<double>(widths_) / static_cast<double>(lists_) : 0.0; }
