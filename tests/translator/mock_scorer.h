@@ -1,7 +1,7 @@
 // A hand-built incremental scorer for beam-search and sampling tests: log-probabilities are a function of
 // (sentence, prefix), the state is the prefix of every row, and reorder() permutes the rows the way
 // Transformer::reorder permutes its caches. It records the row count of every step. hashed(): a deterministic
-// pseudo-random distribution to build scorers from.
+// pseudo-random distribution to build scorers from. search_three(): a scorer's search over three inputs.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "translator/beam_search.h"
+#include "translator/sampling_search.h"
 
 namespace moe::test {
 
@@ -78,5 +79,14 @@ class MockScorer {
   std::vector<int64_t> sentence_;
   std::vector<std::vector<int32_t>> prefix_;
 };
+
+/// run_search (beam search, or sampling with o.sampling) of `m` over three inputs of 2, 4 and 2 tokens (with </s>).
+inline std::vector<std::vector<Hypothesis>> search_three(MockScorer m, const BeamOptions& o,
+                                                         const TargetPrefixes& prefixes = {}) {
+  const std::vector<std::vector<int32_t>> inputs = {{4, 3}, {5, 6, 7, 3}, {8, 3}};
+  std::vector<const std::vector<int32_t>*> ptrs;
+  for (const auto& x : inputs) ptrs.push_back(&x);
+  return run_search({2, 4, 2}, ptrs, m.step_fn(), m.reorder_fn(), o, prefixes);
+}
 
 }  // namespace moe::test

@@ -10,11 +10,11 @@
 #include <limits>
 
 #include "mock_scorer.h"
-#include "translator/sampling_search.h"
 
 using namespace moe;
 using test::hashed;
 using test::MockScorer;
+using test::search_three;
 
 namespace {
 using Tokens = std::vector<int32_t>;
@@ -52,13 +52,6 @@ MockScorer cycling_scorer(int64_t blocked_n) {
       if (repeats(prefix, t, blocked_n)) lp[t] = -std::numeric_limits<double>::infinity();
     return lp;
   });
-}
-
-std::vector<std::vector<Hypothesis>> search(MockScorer m, const BeamOptions& o, const TargetPrefixes& prefixes = {}) {
-  const std::vector<Tokens> inputs = {{4, 3}, {5, 6, 7, 3}, {8, 3}};
-  std::vector<const Tokens*> ptrs;
-  for (const auto& x : inputs) ptrs.push_back(&x);
-  return run_search({2, 4, 2}, ptrs, m.step_fn(), m.reorder_fn(), o, prefixes);
 }
 
 BeamOptions options(bool sampling) {
@@ -132,10 +125,10 @@ TEST_CASE("search without repeated n-grams equals a scorer that blocks them", "[
     for (int64_t n : {1, 2, 3}) {
       INFO((sampling ? "sampling" : "beam") << " n " << n);
       BeamOptions o = options(sampling);
-      const auto plain = search(cycling_scorer(0), o);
+      const auto plain = search_three(cycling_scorer(0), o);
       o.no_repeat_ngram_size = n;
-      const auto blocked = search(cycling_scorer(0), o);
-      check_same(blocked, search(cycling_scorer(n), options(sampling)));
+      const auto blocked = search_three(cycling_scorer(0), o);
+      check_same(blocked, search_three(cycling_scorer(n), options(sampling)));
       bool plain_repeats = false;
       for (size_t s = 0; s < blocked.size(); ++s) {
         REQUIRE(!blocked[s].empty());
@@ -152,7 +145,7 @@ TEST_CASE("a forced prefix may repeat an n-gram", "[translator][no_repeat]") {
     BeamOptions o = options(sampling);
     o.no_repeat_ngram_size = 2;
     const TargetPrefixes prefixes = {{4, 5, 4, 5}, {}, {7}};
-    const auto out = search(cycling_scorer(0), o, prefixes);
+    const auto out = search_three(cycling_scorer(0), o, prefixes);
     for (size_t s = 0; s < out.size(); ++s) {
       REQUIRE(!out[s].empty());
       for (const auto& h : out[s]) {

@@ -10,11 +10,11 @@
 #include <limits>
 
 #include "mock_scorer.h"
-#include "translator/sampling_search.h"
 
 using namespace moe;
 using test::hashed;
 using test::MockScorer;
+using test::search_three;
 
 namespace {
 using Tokens = std::vector<int32_t>;
@@ -30,13 +30,6 @@ MockScorer unk_scorer(double penalty, size_t free_from = 0) {
     if (prefix.size() >= free_from) lp[kUnk] -= penalty;
     return lp;
   });
-}
-
-std::vector<std::vector<Hypothesis>> search(MockScorer m, const BeamOptions& o, const TargetPrefixes& prefixes = {}) {
-  const std::vector<Tokens> inputs = {{4, 3}, {5, 6, 7, 3}, {8, 3}};
-  std::vector<const Tokens*> ptrs;
-  for (const auto& x : inputs) ptrs.push_back(&x);
-  return run_search({2, 4, 2}, ptrs, m.step_fn(), m.reorder_fn(), o, prefixes);
 }
 
 BeamOptions options(bool sampling, double unkpen) {
@@ -57,8 +50,8 @@ TEST_CASE("search with unkpen equals a scorer that penalises <unk> itself", "[tr
   for (bool sampling : {false, true})
     for (double p : {1.5, -0.5, std::numeric_limits<double>::infinity()}) {
       INFO((sampling ? "sampling" : "beam") << " unkpen " << p);
-      const auto penalised = search(unk_scorer(0), options(sampling, p));
-      const auto expected = search(unk_scorer(p), options(sampling, 0));
+      const auto penalised = search_three(unk_scorer(0), options(sampling, p));
+      const auto expected = search_three(unk_scorer(p), options(sampling, 0));
       REQUIRE(penalised.size() == expected.size());
       for (size_t s = 0; s < expected.size(); ++s) {
         REQUIRE(penalised[s].size() == expected[s].size());
@@ -74,8 +67,8 @@ TEST_CASE("search with unkpen equals a scorer that penalises <unk> itself", "[tr
 TEST_CASE("unkpen inf never outputs <unk>", "[translator][unkpen]") {
   for (bool sampling : {false, true}) {
     INFO((sampling ? "sampling" : "beam"));
-    const auto plain = search(unk_scorer(0), options(sampling, 0));
-    const auto never = search(unk_scorer(0), options(sampling, std::numeric_limits<double>::infinity()));
+    const auto plain = search_three(unk_scorer(0), options(sampling, 0));
+    const auto never = search_three(unk_scorer(0), options(sampling, std::numeric_limits<double>::infinity()));
     bool plain_has_unk = false;
     for (size_t s = 0; s < never.size(); ++s) {
       REQUIRE(!never[s].empty());
@@ -91,7 +84,7 @@ TEST_CASE("a forced prefix keeps its <unk> under unkpen inf", "[translator][unkp
   for (bool sampling : {false, true}) {
     INFO((sampling ? "sampling" : "beam"));
     const TargetPrefixes prefixes = {{4, kUnk}, {kUnk}, {}};
-    const auto out = search(unk_scorer(0), options(sampling, inf), prefixes);
+    const auto out = search_three(unk_scorer(0), options(sampling, inf), prefixes);
     for (size_t s = 0; s < out.size(); ++s) {
       REQUIRE(!out[s].empty());
       for (const auto& h : out[s]) {
@@ -110,10 +103,10 @@ TEST_CASE("unkpen needs the vocabulary's <unk> inside the model's tokens", "[tra
     INFO((sampling ? "sampling" : "beam"));
     BeamOptions o = options(sampling, 2.0);
     o.unk_id = -1;
-    CHECK_THROWS_WITH(search(unk_scorer(0), o), Catch::Contains("<unk> id was not given"));
+    CHECK_THROWS_WITH(search_three(unk_scorer(0), o), Catch::Contains("<unk> id was not given"));
     o.unk_id = static_cast<int32_t>(kVocab);
-    CHECK_THROWS_WITH(search(unk_scorer(0), o), Catch::Contains("outside the model's 12 output tokens"));
+    CHECK_THROWS_WITH(search_three(unk_scorer(0), o), Catch::Contains("outside the model's 12 output tokens"));
     o.unkpen = 0;  // no penalty: no id needed
-    CHECK_NOTHROW(search(unk_scorer(0), o));
+    CHECK_NOTHROW(search_three(unk_scorer(0), o));
   }
 }
