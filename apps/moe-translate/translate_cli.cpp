@@ -154,10 +154,10 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
         << secs << " s on " << device << " (" << models.compute_type(enum_name(o.decoding.dtype)) << ", beam "
         << o.decoding.search.beam << "): " << static_cast<int64_t>(stats.src_words * rate) << " words/s, "
         << static_cast<int64_t>(stats.tgt_tokens * rate) << " tokens/s; loading took " << load << " s\n";
-    const AllocatorStats mem = allocator_for(device).stats();
     if (shortlist)
       err << "moe-translate: shortlist: " << shortlist->lists() << " batch lists of " << shortlist->mean_width()
           << " target ids on average (of " << tgt_vocab.size() << ")\n";
+    const AllocatorStats mem = allocator_for(device).stats();
     err << "moe-translate: memory: peak " << format_bytes(mem.peak_in_use) << " in tensors, "
         << format_bytes(mem.reserved) << " reserved in " << mem.raw_allocations << " allocations\n";
   }
