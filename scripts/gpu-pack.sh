@@ -72,7 +72,8 @@ copy_needed() {  # FILE...: copies the shared libraries they need into lib/ (by 
   done
 }
 copy_needed "$P"/bin/*
-if ldd "$P/bin/moe-train" | grep -q 'libmpi\.so' && command -v ompi_info >/dev/null; then
+# (not `ldd | grep -q`: under pipefail grep's early exit can kill ldd with SIGPIPE and fail the test; it did once)
+if [[ "$(ldd "$P/bin/moe-train")" == *libmpi.so* ]] && command -v ompi_info >/dev/null; then
   # MPI's singleton mode (the NCCL step's one rank) loads OpenMPI's plugins from OPAL_PREFIX.
   prefix="$(ompi_info --path prefix | awk '{print $2}')"
   for what in pkglibdir pkgdatadir; do

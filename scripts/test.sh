@@ -34,7 +34,8 @@ done
 if (( INSTALL )) && ! "$ROOT/scripts/install-deps.sh" --check --with fuzz; then "$ROOT/scripts/install-deps.sh" --with fuzz; fi
 # nvcc is usually not on PATH in a fresh shell.
 if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
-gpu_answers() { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }
+# grep reads all of a pipe's input here, never -q: under pipefail -q's early exit can fail the writer with SIGPIPE.
+gpu_answers() { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep '^GPU' >/dev/null; }
 # ccache, when installed, also serves the GPU pack's build of lib/ from the emulator build's objects:
 # in its preprocessor mode the CUDA flags of the two builds do not change most files' hash.
 # CCACHE_BASEDIR makes the two builds' paths relative (../layers/common, ../../lib/...), identical

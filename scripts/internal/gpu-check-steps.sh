@@ -76,7 +76,7 @@ preflight_device() {
   local missing=() t lib dir dirs=() t0=$SECONDS
   for t in nvidia-smi python3 timeout tar ldd; do command -v "$t" >/dev/null || missing+=("$t (not on PATH)"); done
   [[ -f "$PACK/moe-gpu.tar.xz" ]] || missing+=("$PACK/moe-gpu.tar.xz (make it with scripts/gpu-pack.sh, carry gpu-pack)")
-  nvidia-smi -L 2>/dev/null | grep -q '^GPU' || missing+=("a GPU (nvidia-smi -L lists none)")
+  nvidia-smi -L 2>/dev/null | grep '^GPU' > /dev/null || missing+=("a GPU (nvidia-smi -L lists none)")
   WORK="${TMPDIR:-/tmp}/moe-gpu-check"
   if (( ${#missing[@]} == 0 )); then
     rm -rf "$WORK" && mkdir -p "$WORK"

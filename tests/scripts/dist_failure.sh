@@ -36,7 +36,8 @@ rank_pid() {  # pid of the moe-train of rank $2 whose command line names run fol
   local p
   for _ in $(seq 1 40); do
     for p in $(pgrep -f "moe-train .*--run_dir $1( |$)" || true); do
-      if tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+      # the NUL-separated file itself: `tr | grep -q` under pipefail failed whenever grep's early exit hit tr with SIGPIPE
+      if grep -qzx "OMPI_COMM_WORLD_RANK=$2" "/proc/$p/environ" 2> /dev/null; then
         echo "$p"
         return 0
       fi

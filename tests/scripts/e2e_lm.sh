@@ -102,7 +102,7 @@ status="$(curl -s -o "$WORK/translate.json" -w '%{http_code}' -H 'Content-Type: 
   -d '{"text": ["a"]}' "http://127.0.0.1:$PORT/v1/translate")"
 [[ "$status" == 400 ]] && grep -q '"field":"model"' "$WORK/translate.json" ||
   fail "/v1/translate to a language model answered $status $(cat "$WORK/translate.json"), not 400 naming model"
-curl -sf "http://127.0.0.1:$PORT/metrics" | grep -qF 'moe_serve_requests_total{endpoint="generate",status="200"} 4' ||
+curl -sf "http://127.0.0.1:$PORT/metrics" | grep -F 'moe_serve_requests_total{endpoint="generate",status="200"} 4' > /dev/null ||
   fail "/metrics does not count the 4 generate requests"
 e2e_stop_server
 

@@ -110,7 +110,7 @@ done
 batched_mean="$(awk '/^moe_serve_batch_sentences_sum/ {s = $2} /^moe_serve_batch_sentences_count/ {c = $2} END {print s / c}' <<< "$metrics")"
 echo "serve: /metrics: $(grep -c '^moe_' <<< "$metrics") samples; mean sentences per decoded batch $batched_mean"
 awk -v m="$batched_mean" 'BEGIN {exit !(m >= 4)}' || e2e_fail "batches of $batched_mean sentences on average: requests were not batched"
-curl -sf "http://127.0.0.1:$PORT/v1/models" | grep -q '"name":"tiny"' || e2e_fail "/v1/models does not list tiny"
+curl -sf "http://127.0.0.1:$PORT/v1/models" | grep '"name":"tiny"' > /dev/null || e2e_fail "/v1/models does not list tiny"
 status="$(curl -s -o "$WORK/generate.json" -w '%{http_code}' -H 'Content-Type: application/json' -d '{"text": ["a"]}' \
   "http://127.0.0.1:$PORT/v1/generate")"
 [[ "$status" == 400 ]] && grep -q '"field":"model"' "$WORK/generate.json" ||
