@@ -4,7 +4,10 @@
 #include <cmath>
 
 #include "graph/expr/attention.h"
+#include "graph/expr/cast.h"
+#include "graph/expr/matmul.h"
 #include "graph/expr/shape_ops.h"
+#include "graph/expr/softmax.h"
 #include "layers/basic.h"
 
 namespace moe {
@@ -50,10 +53,31 @@ Heads project_heads(const Builder& b, const AttentionInput& in, int64_t dim, int
   return h;
 }
 
+void record_first_head(const AttentionInput& in, const Expr& q, const Expr& k, float scale) {
+  if (!in.first_head) return;
+  MOE_CHECK(!in.cache, "attention: the first head's weights are recorded in teacher-forced graphs only");
+  const int64_t B = q.shape()[0], Tq = q.shape()[1], dh = q.shape()[3], Tk = k.shape()[1];
+  Expr q0 = reshape(slice(q, 2, 0, 1), Shape{B, Tq, dh});
+  Expr k0 = reshape(slice(k, 2, 0, 1), Shape{B, Tk, dh});
+  const DType acc = q.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  Expr scores = cast(matmul(q0, k0, false, true, scale), acc);  // [B, Tq, Tk]
+  // The keys query i sees: real ones (key padding), and with causality j <= i + (Tk - Tq), as the attention op.
+  const std::vector<uint8_t> padding =
+      in.key_padding.defined() ? in.key_padding.to_vector<uint8_t>() : std::vector<uint8_t>();
+  std::vector<uint8_t> keep(static_cast<size_t>(B * Tq * Tk), 1);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < Tq; ++i)
+      for (int64_t j = 0; j < Tk; ++j)
+        keep[static_cast<size_t>((b * Tq + i) * Tk + j)] =
+            (padding.empty() || padding[static_cast<size_t>(b * Tk + j)] != 0) && (!in.causal || j <= i + Tk - Tq);
+  *in.first_head = softmax(scores, Tensor::from_vector(keep, Shape{B, Tq, Tk}));
+}
+
 Expr attend_and_project(const Builder& b, const AttentionInput& in, const Heads& h, int64_t dim,
                         const Expr& head_weight) {
   const int64_t dh = h.q.shape()[3];
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  record_first_head(in, h.q, h.k, scale);
   Expr o = attention(h.q, h.k, h.v, in.key_padding, in.causal, scale, head_weight, in.dropout, h.key_rows);
   const Shape s = o.shape();  // a copy: in an inference graph the reshape below may free o's node
   o = reshape(o, Shape{s[0], s[1], s[2] * s[3]});

@@ -22,6 +22,9 @@ struct AttentionInput {
   Tensor query_padding{};    // optional u8 [B, Tq]: 1 = real query (gates that average the queries skip padding)
   Expr source_mean{};        // optional [B, d]: encoder output averaged over real source tokens (decoder gates)
   float dropout = 0;         // attention dropout on the weights (model.attention_dropout; training graphs only)
+  /// Optional: the site sets it to its first head's attention weights [B, Tq, Tk] (f32; f64 in f64 graphs), the
+  /// alignment head of word alignments (translator/alignment.h). Teacher-forced graphs only (no cache).
+  Expr* first_head = nullptr;
 };
 
 /// Keys and values [B, Tk, Hk, dh] through the cache of `in`: a filled cross-attention cache gives its own (one
@@ -40,6 +43,10 @@ struct Heads {
   Tensor key_rows{};  // as KeysValues
 };
 Heads project_heads(const Builder& b, const AttentionInput& in, int64_t dim, int heads, int kv_heads);
+
+/// softmax(q_0 k_0^T scale) over the keys of head 0 of q [B, Tq, H, dh] and k [B, Tk, Hk, dh], with `in`'s key
+/// padding and causality, stored in *in.first_head when it is set (else nothing is computed).
+void record_first_head(const AttentionInput& in, const Expr& q, const Expr& k, float scale);
 
 /// Standard multi-head attention; `head_weight` optional ([B, H] or [B, Tq, H]).
 Expr multi_head_attention(const Builder& b, const AttentionInput& in, int64_t dim, int heads,

@@ -89,6 +89,7 @@ MoaResult moa_attention(const AttentionInput& in, const MoaWeights& w, const Moa
     Expr a_flat = reshape(transpose(w.q, {1, 0, 2}), Shape{d, e * dd});
     Expr q = reshape(matmul(x2, a_flat), Shape{bsz, t, e, dd});
     Expr hw = reshape(cast(r.dense_gates, in.x.dtype()), Shape{bsz, t, e});
+    record_first_head(in, q, kv.k, sc);  // expert 0
     Expr att = attention(q, kv.k, kv.v, in.key_padding, in.causal, sc, hw, in.dropout, kv.key_rows);
     Expr z = matmul(reshape(att, Shape{n, e * dd}), reshape(w.o, Shape{e * dd, d}));
     res.out = reshape(z, Shape{bsz, t, d});
@@ -104,6 +105,7 @@ MoaResult moa_attention(const AttentionInput& in, const MoaWeights& w, const Moa
   Expr q_sorted = grouped_matmul(index_select(x2, tok_sorted), w.q, seg.offsets);  // [P, D]
   Expr q = reshape(index_select(q_sorted, inv), Shape{bsz, t, k, dd});
   Expr hw = reshape(cast(r.gates, in.x.dtype()), Shape{bsz, t, k});
+  record_first_head(in, q, kv.k, sc);  // each token's most-weighted expert
   Expr att = attention(q, kv.k, kv.v, in.key_padding, in.causal, sc, hw, in.dropout, kv.key_rows);  // gated heads
   Expr o_sorted = index_select(reshape(att, Shape{pairs, dd}), seg.perm);
   Expr y_sorted = grouped_matmul(o_sorted, w.o, seg.offsets);  // [P, d]

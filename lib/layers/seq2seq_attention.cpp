@@ -59,9 +59,11 @@ Expr attention_probs(const AttentionMemory& m, const Expr& query) {
   return reshape(softmax(cast(scores, acc), mask), Shape{B, S});
 }
 
-Expr attention_context(const AttentionMemory& m, const Expr& query) {
+Expr attention_context(const AttentionMemory& m, const Expr& query, Expr* probs) {
   const int64_t B = m.values.shape()[0], S = m.values.shape()[1], d = m.values.shape()[2];
-  Expr p = cast(attention_probs(m, query), m.values.dtype());
+  const Expr p_acc = attention_probs(m, query);
+  if (probs) *probs = p_acc;
+  Expr p = cast(p_acc, m.values.dtype());
   return reshape(matmul(reshape(p, Shape{B, 1, S}), m.values), Shape{B, d});
 }
 

@@ -37,7 +37,7 @@ AttentionMemory attention_memory(const Expr& memory, const Tensor& mask, const A
 
 /// Attention probabilities [B, S] (f32, or f64 for f64 inputs) for queries [B, d_query].
 Expr attention_probs(const AttentionMemory& m, const Expr& query);
-/// The context sum_i p_i x_i, [B, d_mem] in the values' dtype.
-Expr attention_context(const AttentionMemory& m, const Expr& query);
+/// The context sum_i p_i x_i, [B, d_mem] in the values' dtype; `probs` (optional) receives attention_probs.
+Expr attention_context(const AttentionMemory& m, const Expr& query, Expr* probs = nullptr);
 
 }  // namespace moe

@@ -1,5 +1,6 @@
 // decoder.h implementation: the default output restriction (the shortlist's rows of the output weight, gathered
-// once per decoding). Covered by tests/translator/shortlist_test.cpp.
+// once per decoding) and the default alignment (none). Covered by tests/translator/shortlist_test.cpp and
+// tests/translator/alignment_test.cpp.
 #include "models/decoder.h"
 
 #include "common/error.h"
@@ -14,6 +15,10 @@ void Decoder::restrict_output(const Builder& b, DecoderState& state, const Tenso
   MOE_CHECK(columns.dtype() == DType::i32 && columns.shape().ndim() == 1 && columns.numel() >= 1,
             "restrict_output: the output entries must be a non-empty i32 vector, got ", columns.shape());
   state.output_rows = cast(index_select(w, b.graph().input(columns)), b.dtype()).val();
+}
+
+Expr Decoder::alignment(const Builder&, const Tensor&, const Tensor&, const Tensor&) const {
+  MOE_FAIL("this model has no attention over a source sentence, so it cannot give word alignments");
 }
 
 }  // namespace moe

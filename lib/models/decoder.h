@@ -4,6 +4,7 @@
 //   step(prev)  log-probabilities [N, V] of the next token after prev [N]; advances the state
 //   reorder     keeps and duplicates hypotheses: row i of the new state is row origin[i] of the old
 //   restrict_output  later steps score only some output entries (a shortlist: translator/shortlist.h)
+//   alignment   the alignment head's attention over the source for a given output (translator/alignment.h)
 // EncoderDecoder adds the teacher-forced halves (encode, decode) that forced scoring and analysis run
 // over whole target sentences. Covered by tests/layers/transformer_test.cpp (the Transformer),
 // tests/models/transformer_lm_test.cpp and tests/models/lstm_lm_test.cpp (the language models) and
@@ -55,6 +56,12 @@ class Decoder {
   /// entry columns[j]. By default it keeps the rows of output_weight() in state.output_rows (an error for a model
   /// without one), which the model's steps multiply instead of the whole weight.
   virtual void restrict_output(const Builder& b, DecoderState& state, const Tensor& columns) const;
+  /// Word alignment: the attention weights [B, T, S] (f32) of the model's alignment head over the source `src`
+  /// ([B, S] i32 with its </s>; `src_mask` u8, 1 = token) while it reads the target inputs `tgt_in` ([B, T] i32:
+  /// <s> and the output, padded with pad_id), teacher-forced. Row t is the distribution over the source positions
+  /// with which the model predicts the output token after tgt_in[., t]. By default an error: a model without
+  /// attention over a source has no alignment.
+  virtual Expr alignment(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in) const;
 };
 
 class EncoderDecoder : public Decoder {

@@ -23,6 +23,14 @@ struct EnsembleState : DecoderState {
     for (MemberRun& r : runs) r.state->reorder(r.builder, origin);
   }
 };
+
+/// A graph over `m`'s parameters with the settings of b's graph, and a builder on it with b's context.
+MemberRun member_run(const Builder& b, const EnsembleMember& m) {
+  auto graph = std::make_unique<Graph>(b.graph().device(), m.params, b.graph().options());
+  Builder mb(*graph);
+  mb.context() = b.context();
+  return {std::move(graph), mb, nullptr};
+}
 }  // namespace
 
 EnsembleDecoder::EnsembleDecoder(std::vector<EnsembleMember> members) : members_(std::move(members)) {
@@ -51,13 +59,17 @@ std::unique_ptr<DecoderState> EnsembleDecoder::start(const Builder& b, const Ten
                                                      const Tensor& src_mask) const {
   auto state = std::make_unique<EnsembleState>();
   for (const EnsembleMember& m : members_) {
-    auto graph = std::make_unique<Graph>(b.graph().device(), m.params, b.graph().options());
-    Builder mb(*graph);
-    mb.context() = b.context();
-    std::unique_ptr<DecoderState> s = m.decoder->start(mb, src, src_mask);
-    state->runs.push_back({std::move(graph), mb, std::move(s)});
+    MemberRun run = member_run(b, m);
+    run.state = m.decoder->start(run.builder, src, src_mask);
+    state->runs.push_back(std::move(run));
   }
   return state;
+}
+
+Expr EnsembleDecoder::alignment(const Builder& b, const Tensor& src, const Tensor& src_mask,
+                                const Tensor& tgt_in) const {
+  const MemberRun run = member_run(b, members_.front());
+  return b.graph().input(members_.front().decoder->alignment(run.builder, src, src_mask, tgt_in).val());
 }
 
 Expr EnsembleDecoder::step(const Builder& b, DecoderState& state, const Tensor& prev) const {

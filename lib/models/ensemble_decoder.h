@@ -32,6 +32,8 @@ class EnsembleDecoder : public Decoder {
   Expr step(const Builder& b, DecoderState& state, const Tensor& prev) const override;
   /// Restricts every member's output to the same entries.
   void restrict_output(const Builder& b, DecoderState& state, const Tensor& columns) const override;
+  /// The first member's alignment (as Marian's ensembles give theirs), in its own graph.
+  Expr alignment(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in) const override;
   /// The normalised weights, in member order.
   const std::vector<float>& weights() const { return weights_; }
 

@@ -97,6 +97,8 @@ class LstmSeq2seq : public Model, public EncoderDecoder {
   std::unique_ptr<DecoderState> start(const Builder& b, const Tensor& src, const Tensor& src_mask) const override;
   Expr step(const Builder& b, DecoderState& state, const Tensor& prev) const override;
   Expr output_weight(const Builder& b) const override;
+  /// The decoder's attention (one head).
+  Expr alignment(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in) const override;
 
  private:
   Expr embed(const Builder& b, bool source, const Tensor& ids) const;
@@ -105,8 +107,9 @@ class LstmSeq2seq : public Model, public EncoderDecoder {
   Expr moe_block(const Builder& b, const FfnSite& site, const Expr& x, const Tensor& mask, FfnRole role) const;
   AttentionMemory attention_memory_of(const Builder& b, const Expr& memory, const Tensor& src_mask) const;
   /// The decoder layers over embedded inputs y [B, T, d], carrying `r`; returns the top states [B, T, d].
+  /// `probs` (optional) receives the attention probabilities of the T steps, [B, S] each.
   Expr decoder_stack(const Builder& b, const Expr& y, const AttentionMemory& memory, const Tensor& tgt_mask,
-                     Recurrence& r) const;
+                     Recurrence& r, std::vector<Expr>* probs = nullptr) const;
   /// Logits [B * T, vocabulary] of states h [B, T, d]; [.., V'] with the rows [V', d] of a restricted output
   /// (DecoderState::output_rows) when `weight_rows` is defined.
   Expr output_logits(const Builder& b, const Expr& h, const Tensor& weight_rows = {}) const;

@@ -21,7 +21,7 @@ AttentionMemory LstmSeq2seq::attention_memory_of(const Builder& b, const Expr& m
 }
 
 Expr LstmSeq2seq::decoder_stack(const Builder& b, const Expr& y, const AttentionMemory& memory, const Tensor& tgt_mask,
-                                Recurrence& r) const {
+                                Recurrence& r, std::vector<Expr>* probs) const {
   const Shape s = y.shape();
   const int64_t B = s[0], T = s[1], d = c_.d_model;
   const Builder dec = b.sub("decoder");
@@ -40,7 +40,7 @@ Expr LstmSeq2seq::decoder_stack(const Builder& b, const Expr& y, const Attention
     if (r.context.defined()) gates = add(gates, matmul(r.context, w_context));
     r.layers[0] = lstm_cell(gates, r.layers[0], w.w_h, w.w_p);
     Expr z = add(dropout(r.layers[0].h, c_.dropout), at(y, 1, d));
-    r.context = attention_context(memory, z);
+    r.context = attention_context(memory, z, probs ? &probs->emplace_back() : nullptr);
     states.push_back(reshape(z, Shape{B, 1, d}));
     contexts.push_back(reshape(r.context, Shape{B, 1, d}));
   }
@@ -63,6 +63,16 @@ Expr LstmSeq2seq::decode(const Builder& b, const Expr& memory, const Tensor& src
   const Tensor mask = tgt_mask.defined() ? tgt_mask : padding_mask(tgt_in, c_.pad_id);
   Recurrence r;
   return output_logits(b, decoder_stack(b, embed(b, false, tgt_in), attention_memory_of(b, memory, src_mask), mask, r));
+}
+
+Expr LstmSeq2seq::alignment(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in) const {
+  Recurrence r;
+  std::vector<Expr> probs;
+  decoder_stack(b, embed(b, false, tgt_in), attention_memory_of(b, encode(b, src, src_mask), src_mask),
+                padding_mask(tgt_in, c_.pad_id), r, &probs);
+  const int64_t B = tgt_in.shape()[0], S = src.shape()[1];
+  for (Expr& p : probs) p = reshape(cast(p, DType::f32), Shape{B, 1, S});
+  return probs.size() == 1 ? probs[0] : concat(probs, 1);
 }
 
 DecoderSpec LstmSeq2seq::spec() const {

@@ -121,6 +121,7 @@ Expr Transformer::decoder_layer(const Builder& b, Expr x, const Expr& memory, co
   x = residual_block(b.sub("cross_attn"), x, c_.d_model, c_.pre_norm, c_.dropout, [&](const Expr& h) {
     AttentionInput in{
         h, memory, src_mask, false, false, cross_cache, gates.tgt_padding, gates.source_mean, c_.attention_dropout};
+    if (layer == c_.dec_layers - 1) in.first_head = gates.alignment;
     return attention_->build(b.sub("cross_attn"), in, SiteRole::decoder_cross);
   });
   return ffn_block(b, x, FfnInput{FfnRole::decoder, layer, gates.tgt_padding}, gates.rows);
@@ -161,6 +162,15 @@ Expr Transformer::decoder_states(const Builder& b, const Expr& memory, const Ten
 Expr Transformer::decode(const Builder& b, const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
                          const Tensor& tgt_mask) const {
   return output_logits(b, decoder_states(b, memory, src_mask, tgt_in, tgt_mask));
+}
+
+Expr Transformer::alignment(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in) const {
+  const Expr memory = encode(b, src, src_mask);
+  GateContext gates = gate_context(memory, src_mask, tgt_in, Tensor());
+  Expr weights;
+  gates.alignment = &weights;
+  decoder_stack(b, embed(b, tgt_table(), c_.tgt_vocab, tgt_in, 0), memory, src_mask, nullptr, gates);
+  return cast(weights, DType::f32);
 }
 
 Expr Transformer::loss(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in,

@@ -56,6 +56,8 @@ class Transformer : public EncoderDecoder {
   Expr step(const Builder& b, DecoderState& state, const Tensor& prev) const override;
   Expr step_logits(const Builder& b, DecoderState& state, const Tensor& prev) const override;
   Expr output_weight(const Builder& b) const override;
+  /// The first head of the last decoder layer's cross-attention (Marian's alignment head).
+  Expr alignment(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in) const override;
   bool shares_embeddings() const override { return c_.tie_embeddings == TieEmbeddings::all; }
   /// The decoder sites whose teacher-forced graphs see later target positions.
   std::vector<std::string> future_sites() const;
@@ -75,6 +77,7 @@ class Transformer : public EncoderDecoder {
     Tensor tgt_padding;
     Expr source_mean;
     Tensor rows;
+    Expr* alignment = nullptr;  // set: receives the last layer's cross-attention first head (alignment())
   };
   GateContext gate_context(const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
                            const Tensor& tgt_mask) const;

@@ -33,10 +33,14 @@ struct BeamOptions : SearchOptions {
 /// The most output tokens (without </s>) for a source of `src_len` tokens (with its </s>).
 int64_t max_output_length(int64_t src_len, const BeamOptions& options);
 
+/// Attention weights [output position][source position] (translator/alignment.h).
+using SoftAlignment = std::vector<std::vector<float>>;
+
 struct Hypothesis {
   std::vector<int32_t> tokens;  // without <s> and </s>
   double log_prob = 0;          // sum of the token log-probs, </s> included
   double score = 0;             // log_prob normalised by the length penalty
+  SoftAlignment alignment;      // with TranslatorOptions::alignment: tokens.size() + 1 rows over the source and </s>
 };
 
 /// One decoding step: previous tokens i32 [N] (on the CPU) -> log-probabilities [N, V] (f32, on

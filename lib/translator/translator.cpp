@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "translator/alignment.h"
 #include "translator/sampling_search.h"
 
 namespace moe {
@@ -112,6 +113,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate_batch(
   if (logits)
     for (auto& list : found)
       for (Hypothesis& h : list) h.log_prob = h.score = std::numeric_limits<double>::quiet_NaN();
+  if (o_.alignment) align_hypotheses(decoder_, builder, sources, found);
   return found;
 }
 

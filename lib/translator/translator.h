@@ -4,7 +4,8 @@
 // search.sampling by sampling_search (sampling_search.h, each input's draws keyed by its tokens), whose
 // reorders select, duplicate and drop the rows of the decoder's state (key/value caches). Inputs are batched by a
 // budget of padded source tokens, longest first, and results come back in input order. With a shortlist the
-// decoder scores only the batch's list (Decoder::restrict_output) and the search runs over its columns.
+// decoder scores only the batch's list (Decoder::restrict_output) and the search runs over its columns. With
+// alignment the hypotheses get the model's word alignments (translator/alignment.h).
 // Covered by tests/translator/translator_test.cpp and tests/translator/shortlist_test.cpp.
 #pragma once
 #include <cstdint>
@@ -31,6 +32,8 @@ struct TranslatorOptions {
   bool scores = true;
   /// A lexical shortlist (translator/shortlist.h; not owned): each batch scores only its list's target tokens.
   const Shortlist* shortlist = nullptr;
+  /// Sets each hypothesis's alignment (translator/alignment.h: one teacher-forced pass per batch after the search).
+  bool alignment = false;
 };
 
 /// The translator options of the user's decoding options (models/decoding_options.h): the search,
