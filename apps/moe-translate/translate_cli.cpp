@@ -84,6 +84,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   TranslatorOptions to = translator_options(o.decoding);
   to.experts = o.mae_inference;
   to.scores = to.search.n_best > 1;  // printed with the n-best lists only (translate_text.h)
+  to.alignment = o.alignment.has_value();
 
   const TranslationModels models = load_translation_models(o.models, o.weights, device, o.quantize);
   const data::Vocab& src_vocab = models.src_vocab();
@@ -131,7 +132,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
     const int64_t first = stats.lines;
     const std::vector<std::string> chunk_prefixes = prefixes.next(chunk.size(), first);
     for (const std::string& r : translate_lines(translator, src_vocab, tgt_vocab, chunk, o.decoding.search.n_best,
-                                                first, stats, on_batch, chunk_prefixes))
+                                                first, stats, on_batch, chunk_prefixes, o.alignment))
       *os << r << '\n';
     done_lines = stats.lines;  // empty lines too (they are not decoded)
     os->flush();
@@ -172,6 +173,20 @@ void add_translate_options(CLI::App& app, TranslateCliOptions& o) {
       "target prefixes, one per input line (tokenized like the target; empty = none): each output "
       "begins with its prefix, the search continues after it; an empty input line stays an empty output line");
   cli::add_shortlist_option(app, o.shortlist);
+  app.add_option_function<std::string>(
+         "--alignment",
+         [&o](const std::string& v) {
+           try {
+             o.alignment = AlignmentOutput::parse(v, "--alignment");
+           } catch (const Error& e) {
+             throw CLI::ValidationError(e.what());
+           }
+         },
+         "hard|soft|THRESHOLD: write each output's word alignment over subword tokens, as Marian does, from the "
+         "attention of the first head of the last decoder layer over the source: 'text ||| 0-0 1-2 ...' (with "
+         "--n-best > 1 a fourth field); hard: each target position with its most attended source position, "
+         "THRESHOLD: every pair with a weight above it, soft: all weights ('t1s1,t1s2,... t2s1,...')")
+      ->type_name("MODE");
   cli::add_decoding_options(app, o.decoding);
   app.get_option("--n-best")
       ->description("hypotheses per input (at most --beam); > 1 writes 'index<TAB>score<TAB>text' lines");

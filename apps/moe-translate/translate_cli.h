@@ -6,7 +6,8 @@
 // (and truncated lines) there at the end. --prefix FILE forces the beginning of each output
 // (translator/target_prefix.h), read line by line beside the input. The search, batching and device
 // flags are the shared decoding options (models/decoding_options.h, cli/decoding_options.h). --shortlist FILE
-// [FIRST [BEST [THRESHOLD]]] restricts each batch's output vocabulary (translator/shortlist.h), as Marian's does.
+// [FIRST [BEST [THRESHOLD]]] restricts each batch's output vocabulary (translator/shortlist.h), as Marian's does;
+// --alignment hard|soft|THRESHOLD adds each output's word alignment (translator/alignment.h).
 // Covered by tests/translator/translate_cli_test.cpp.
 #pragma once
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include "layers/build_context.h"
 #include "models/decoding_options.h"
 #include "models/int8_model.h"
+#include "translator/alignment.h"
 
 namespace CLI {
 class App;
@@ -32,6 +34,7 @@ struct TranslateCliOptions {
   std::string input = "-", output = "-";
   std::string prefix;  // --prefix FILE: one target prefix per input line ("" = none)
   std::optional<cli::ShortlistSpec> shortlist;  // --shortlist
+  std::optional<AlignmentOutput> alignment;     // --alignment: write each output's word alignment
   DecodingOptions decoding;     // --beam, --n-best, ..., --max-tokens, --device, --dtype
   int64_t chunk_lines = 10000;  // input lines read, sorted and translated at a time
   Quantize quantize = Quantize::none;                  // int8: CPU int8 inference (models/int8_model.h)

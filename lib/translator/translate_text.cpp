@@ -47,11 +47,12 @@ std::string hypothesis_text(const data::Vocab& tgt_vocab, const Hypothesis& hyp)
   return one_line(tgt_vocab.decode(hyp.tokens));
 }
 
-std::vector<std::string> translate_lines(
-    const Translator& translator, const data::Vocab& src_vocab, const data::Vocab& tgt_vocab,
-    const std::vector<std::string>& lines, int n_best, int64_t first_index, TranslateStats& stats,
-    const std::function<void(int64_t sentences, int64_t target_tokens)>& on_batch,
-    const std::vector<std::string>& prefixes) {
+std::vector<std::string> translate_lines(const Translator& translator, const data::Vocab& src_vocab,
+                                         const data::Vocab& tgt_vocab, const std::vector<std::string>& lines,
+                                         int n_best, int64_t first_index, TranslateStats& stats,
+                                         const std::function<void(int64_t sentences, int64_t target_tokens)>& on_batch,
+                                         const std::vector<std::string>& prefixes,
+                                         const std::optional<AlignmentOutput>& alignment) {
   MOE_CHECK(n_best >= 1, "translate: n-best must be at least 1, got ", n_best);
   MOE_CHECK(prefixes.empty() || prefixes.size() == lines.size(), "translate: ", prefixes.size(), " prefix lines for ",
             lines.size(), " input lines");
@@ -73,23 +74,32 @@ std::vector<std::string> translate_lines(
   for (size_t i = 0; i < lines.size(); ++i) {
     if (!results[i].empty()) stats.tgt_tokens += static_cast<int64_t>(results[i][0].tokens.size());
     // an empty input's empty output is certain (score 0)
-    append_output_lines(out, results[i], n_best, first_index + static_cast<int64_t>(i), tgt_vocab, sources[i].empty());
+    append_output_lines(out, results[i], n_best, first_index + static_cast<int64_t>(i), tgt_vocab, sources[i].empty(),
+                        alignment);
   }
   return out;
 }
 
 void append_output_lines(std::vector<std::string>& out, const std::vector<Hypothesis>& hyps, int n_best, int64_t index,
-                         const data::Vocab& vocab, bool certain_empty) {
+                         const data::Vocab& vocab, bool certain_empty,
+                         const std::optional<AlignmentOutput>& alignment) {
+  // The alignment of hypothesis h after `separator`, when alignments are written.
+  auto aligned = [&](size_t h, const char* separator) {
+    if (!alignment) return std::string();
+    return separator + (h < hyps.size() ? format_alignment(hyps[h].alignment, *alignment) : std::string());
+  };
   if (n_best == 1) {
-    out.push_back(hyps.empty() ? std::string() : hypothesis_text(vocab, hyps[0]));
+    out.push_back((hyps.empty() ? std::string() : hypothesis_text(vocab, hyps[0])) + aligned(0, " ||| "));
     return;
   }
   const std::string number = std::to_string(index);
   for (int h = 0; h < n_best; ++h) {
     if (h < static_cast<int>(hyps.size()))
-      out.push_back(number + "\t" + format_score(hyps[h].score) + "\t" + hypothesis_text(vocab, hyps[h]));
+      out.push_back(number + "\t" + format_score(hyps[h].score) + "\t" + hypothesis_text(vocab, hyps[h]) +
+                    aligned(static_cast<size_t>(h), "\t"));
     else  // fewer hypotheses than asked for
-      out.push_back(number + "\t" + format_score(certain_empty && h == 0 ? 0.0 : -INFINITY) + "\t");
+      out.push_back(number + "\t" + format_score(certain_empty && h == 0 ? 0.0 : -INFINITY) + "\t" +
+                    aligned(static_cast<size_t>(h), "\t"));
   }
 }
 

@@ -5,7 +5,7 @@
 # 3e-2 (bf16 rounding of weights and activations); moe-translate --device cuda (beam 4) then writes
 # exactly the CPU's translations of 10 test lines from a checkpoint trained further on the CPU (80
 # updates: a model that has learnt to stop, whose beams are not near-ties; at most 30 tokens a line,
-# as every emulated decoding step costs), with the whole vocabulary and with a lexical shortlist.
+# as every emulated decoding step costs), with the whole vocabulary and with a lexical shortlist and alignments.
 # Usage (ctest passes both): cuda_e2e.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped: no CUDA device
 # (a build without CUDA, or nvcc's build on a machine without a GPU) or no data.
 set -euo pipefail
@@ -51,13 +51,17 @@ for device in cpu cuda; do
 done
 [[ "$(wc -l < "$WORK/hyp.cuda")" -eq 10 ]] || e2e_fail "moe-translate --device cuda wrote $(wc -l < "$WORK/hyp.cuda") lines"
 diff "$WORK/hyp.cpu" "$WORK/hyp.cuda" || e2e_fail "moe-translate --device cuda differs from --device cpu"
-# A lexical shortlist (translator/shortlist.h): the restricted output layer on the device gives the CPU's translations.
+# A lexical shortlist (translator/shortlist.h) and word alignments (translator/alignment.h): the restricted output
+# layer and the alignment head on the device give the CPU's translations and alignments.
 "$BIN/moe-vocab" lex -i "$WORK/train.en" --tgt "$WORK/train.de" --src-vocab "$WORK/vocab.spm" -o "$WORK/lex.s2t" \
   > /dev/null || e2e_fail "moe-vocab lex"
 for device in cpu cuda; do
   "$BIN/moe-translate" -m "$WORK/cpu-80/checkpoint.last.safetensors" -i "$WORK/test.en" -o "$WORK/hyp-sl.$device" \
-    --beam 4 --max-len-a 0 --max-len-b 30 --device "$device" --shortlist "$WORK/lex.s2t" 50 20 --quiet ||
-    e2e_fail "moe-translate --shortlist --device $device"
+    --beam 4 --max-len-a 0 --max-len-b 30 --device "$device" --shortlist "$WORK/lex.s2t" 50 20 --alignment hard \
+    --quiet || e2e_fail "moe-translate --shortlist --alignment hard --device $device"
 done
-diff "$WORK/hyp-sl.cpu" "$WORK/hyp-sl.cuda" || e2e_fail "moe-translate --shortlist: --device cuda differs from cpu"
-echo "cuda_e2e: OK ($UPDATES updates; f32 and bf16 losses match the cpu; 10 translations identical, with a shortlist too)"
+grep -q ' ||| [0-9]*-0' "$WORK/hyp-sl.cpu" || e2e_fail "moe-translate --alignment hard wrote no alignments"
+diff "$WORK/hyp-sl.cpu" "$WORK/hyp-sl.cuda" ||
+  e2e_fail "moe-translate --shortlist --alignment hard: --device cuda differs from cpu"
+echo "cuda_e2e: OK ($UPDATES updates; f32 and bf16 losses match the cpu; 10 translations identical, with a shortlist" \
+  "and alignments too)"

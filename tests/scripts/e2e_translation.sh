@@ -4,7 +4,7 @@
 # 100 test lines with moe-translate (line count preserved) and scores them with moe-score bleu, runs
 # int8 inference (quantized on load and pre-quantized: identical, close to f32), runs scripts/evaluate.sh
 # (averaging, beam, both BLEU figures as a Markdown row and a JSON line), builds a lexical shortlist and translates
-# with it (moe-vocab lex, moe-translate --shortlist), then
+# with it (moe-vocab lex, moe-translate --shortlist), writes word alignments (moe-translate --alignment), then
 # checks that an interrupted-and-resumed run logs exactly the losses of an uninterrupted one.
 # Usage (ctest passes both): e2e_translation.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped (no data).
 set -euo pipefail
@@ -92,6 +92,17 @@ bleu_sl=$(bleu_of "$WORK/hyp-sl.de")
 echo "e2e_translation: shortlist: BLEU $bleu_sl (the whole vocabulary: $bleu32)"
 awk -v a="$bleu32" -v b="$bleu_sl" 'BEGIN { d = a - b; exit !(d <= 1.5 && d >= -1.5) }' ||
   fail "shortlist BLEU $bleu_sl is more than 1.5 from the whole vocabulary's $bleu32"
+
+# 2d. Word alignments (translator/alignment.h): --alignment hard writes "translation ||| s-t ..." with the same
+#     translations and one pair per target position t = 0, 1, ..., n (the last: </s>).
+"$BIN/moe-translate" -m "$WORK/run/checkpoint.last.safetensors" -i "$WORK/test.en" -o "$WORK/hyp-al.de" \
+  --beam 4 --device cpu --alignment hard 2> /dev/null || fail "moe-translate --alignment hard"
+[[ "$(wc -l < "$WORK/hyp-al.de")" -eq 100 ]] || fail "moe-translate --alignment wrote $(wc -l < "$WORK/hyp-al.de") lines"
+awk -F ' [|][|][|] ' '{ print $1 }' "$WORK/hyp-al.de" | cmp -s - "$WORK/hyp.de" ||
+  fail "the translations with --alignment differ from those without"
+awk -F ' [|][|][|] ' 'NF != 2 { exit 1 } { n = split($2, p, " "); for (i = 1; i <= n; ++i)
+    if (p[i] !~ /^[0-9]+-[0-9]+$/ || substr(p[i], index(p[i], "-") + 1) != i - 1) exit 1 }' "$WORK/hyp-al.de" ||
+  fail "malformed hard alignments: $(head -n 3 "$WORK/hyp-al.de")"
 
 # 3. Averaging the kept numbered checkpoints.
 "$BIN/moe-average" -o "$WORK/avg.safetensors" --last 2 --run-dir "$WORK/run" || fail "moe-average"

@@ -2,7 +2,8 @@
 // (empty lines stay empty, over-long lines are truncated with a warning, lines that are not UTF-8 are
 // translated with U+FFFD for their bad bytes and named in a warning), the same translations as
 // the library, n-best blocks, files vs streams, the summary, and option errors; --shortlist (its values, the file's
-// errors, outputs within the list); the built binary (when present) with --help and a pipe.
+// errors, outputs within the list); --alignment (its values, Marian's line format, n-best's fourth field); the built
+// binary (when present) with --help and a pipe.
 #include "moe-translate/translate_cli.h"
 
 #include <CLI/CLI.hpp>
@@ -197,6 +198,75 @@ TEST_CASE("moe-translate --shortlist", "[translator][cli][shortlist]") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("moe-translate --alignment", "[translator][cli][alignment]") {
+  auto m = test::tiny_model(13, 32, 3.f);
+  const auto dir = test::temp_dir("cli-alignment");
+  TranslateCliOptions o = tiny_cli(m, dir);
+  o.decoding.search.beam = 3;
+  CLI::App app;
+  add_translate_options(app, o);
+  std::vector<const char*> argv = {"moe-translate", "--alignment", "0.3", "-m", o.models[0].c_str()};
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  REQUIRE(o.alignment == AlignmentOutput{AlignmentKind::threshold, 0.3f});
+  const char* bad[] = {"moe-translate", "--alignment", "strong", "-m", o.models[0].c_str()};
+  CHECK_THROWS_WITH(app.parse(5, bad), Catch::Contains("hard, soft or a threshold") && Catch::Contains("'strong'"));
+
+  // The library's translations and alignments, each line "text ||| pairs"; an empty input has an empty alignment.
+  const std::vector<std::string> lines = {"w1 w2 w3", "", "w4 w5 w6 w7 w8"};
+  TranslatorOptions to;
+  to.search.beam = 3;
+  to.search.max_len_b = 6;
+  to.search.n_best = 2;
+  to.alignment = true;
+  const Translator tr(m.net(), *m.params, Device::cpu(), to);
+  TranslateStats st;
+  const auto results = tr.translate({m.vocab->encode(lines[0]), {}, m.vocab->encode(lines[2])});
+  for (const AlignmentOutput& format : {AlignmentOutput{}, AlignmentOutput{AlignmentKind::soft, 0}}) {
+    o.alignment = format;
+    o.decoding.search.n_best = 1;
+    std::istringstream in(lines[0] + "\n\n" + lines[2] + "\n");
+    std::ostringstream out, err;
+    run_translate(o, in, out, err);
+    const auto got = split_lines(out.str());
+    REQUIRE(got.size() == 3);
+    CHECK(got[1] == " ||| ");
+    for (size_t i : {size_t{0}, size_t{2}}) {
+      const Hypothesis& best = results[i][0];
+      const size_t bar = got[i].find(" ||| ");
+      CHECK(got[i].substr(0, bar) == hypothesis_text(*m.vocab, best));
+      const std::string written = got[i].substr(bar + 5);
+      if (format.kind == AlignmentKind::hard) {  // one pair per target position, the last the </s>s'
+        CHECK(written == format_alignment(best.alignment, format));
+        CHECK(std::count(written.begin(), written.end(), '-') == static_cast<long>(best.tokens.size() + 1));
+      } else {  // the weights, up to the last bit a batch of other sentences can change
+        std::istringstream weights(written);
+        std::string row;
+        for (const std::vector<float>& want : best.alignment) {
+          REQUIRE(weights >> row);
+          std::istringstream values(row);
+          std::string v;
+          for (float w : want) {
+            REQUIRE(std::getline(values, v, ','));
+            CHECK(std::stof(v) == Approx(w).margin(1e-5));
+          }
+        }
+        CHECK_FALSE(weights >> row);
+      }
+    }
+  }
+  // n-best: the alignment is a fourth field
+  o.alignment = AlignmentOutput{};
+  o.decoding.search.n_best = 2;
+  std::istringstream in(lines[0] + "\n");
+  std::ostringstream out, err;
+  run_translate(o, in, out, err);
+  const auto got = split_lines(out.str());
+  REQUIRE(got.size() == 2);
+  for (size_t h = 0; h < 2; ++h)
+    CHECK(got[h].substr(got[h].rfind('\t') + 1) == format_alignment(results[0][h].alignment, AlignmentOutput{}));
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("the moe-translate binary", "[translator][cli]") {
   const std::string bin = std::string(MOE_BIN_DIR) + "/moe-translate";
   if (!std::filesystem::exists(bin)) {
@@ -215,8 +285,9 @@ TEST_CASE("the moe-translate binary", "[translator][cli]") {
   CHECK(out[1].empty());
   CHECK(std::system((bin + " --help > " + (dir / "help.txt").string()).c_str()) == 0);
   const std::string help = test::read_file(dir / "help.txt");
-  for (const char* opt : {"--beam", "--n-best", "--lenpen", "--max-len-a", "--max-len-b", "--device", "--dtype",
-                          "--max-tokens", "--mae-inference", "--prefix", "--weights", "--sampling", "--shortlist"})
+  for (const char* opt :
+       {"--beam", "--n-best", "--lenpen", "--max-len-a", "--max-len-b", "--device", "--dtype", "--max-tokens",
+        "--mae-inference", "--prefix", "--weights", "--sampling", "--shortlist", "--alignment"})
     CHECK(help.find(opt) != std::string::npos);
   CHECK(std::system((bin + " --device cpu 2> /dev/null").c_str()) != 0);  // -m is required
   std::filesystem::remove_all(dir);
