@@ -1,4 +1,4 @@
-// Fresh folders for tests under the system temp directory ($TMPDIR or /tmp), removed when the test program that
+// Fresh folders for tests under the system temp directory ($TMPDIR or /tmp) or a given one, removed when the test program that
 // made them exits normally, so that runs of the suite do not pile folders up in /tmp. MOE_KEEP_TEST_DIRS=1 keeps
 // them (to look at a failure's files). A forked child (tests that fork end it with _exit) removes nothing.
 // Used by the temp_dir helpers of tests/data, tests/training, tests/translator and tests/fuzz.
@@ -14,8 +14,9 @@
 
 namespace moe::test {
 
-/// temp_directory_path() / leaf, emptied and made; removed with its contents at exit.
-inline std::filesystem::path fresh_temp_dir(const std::string& leaf) {
+/// base / leaf (base: temp_directory_path() by default), emptied and made; removed with its contents at exit.
+inline std::filesystem::path fresh_temp_dir(const std::string& leaf,
+                                            const std::filesystem::path& base = std::filesystem::temp_directory_path()) {
   struct Made {
     std::mutex mu;
     std::vector<std::filesystem::path> dirs;
@@ -30,7 +31,7 @@ inline std::filesystem::path fresh_temp_dir(const std::string& leaf) {
     }
   };
   static Made made;
-  const auto dir = std::filesystem::temp_directory_path() / leaf;
+  const auto dir = base / leaf;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::lock_guard<std::mutex> lock(made.mu);
