@@ -1,8 +1,9 @@
 // moe-score ppl / pairs / experts (see model_commands.h). ppl prints "PPL = x (...)" (or the number
 // alone with --score-only, or JSON), with the validation windows a moe-train checkpoint stores unless
-// --context / --stride say otherwise; pairs prints one "log_prob<TAB>tokens" line per pair and the
-// corpus summary on stderr (--summary prints only the summary, on stdout), and with several -m scores
-// their ensemble step by step (translator/stepwise_scores.h, --weights); experts prints the gate
+// --context / --stride say otherwise; pairs prints one "log_prob<TAB>tokens" line per pair (with --alignment a
+// third field, the pair's word alignment: translator/pair_alignment.h) and the corpus summary on stderr
+// (--summary prints only the summary, on stdout), and with several -m scores their ensemble step by step
+// (translator/stepwise_scores.h, --weights; the first model aligns); experts prints the gate
 // statistics of translator/expert_report.h: translation models are run teacher-forced on --src/--tgt,
 // or, given only -i SRC, on their own translations (beam search with moe-translate's search flags);
 // language models over the windows of ppl. pairs and experts take --mae-inference like moe-translate
@@ -19,6 +20,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "cli/alignment_option.h"
 #include "cli/decoding_options.h"
 #include "cli/ensemble_options.h"
 #include "cli/enum_option.h"
@@ -29,6 +31,7 @@
 #include "models/checkpoint.h"
 #include "translator/expert_report.h"
 #include "translator/lm_perplexity.h"
+#include "translator/pair_alignment.h"
 #include "translator/pair_scores.h"
 #include "translator/stepwise_scores.h"
 #include "translator/translate_text.h"
@@ -187,6 +190,7 @@ struct PairsArgs {
   std::string src, tgt;
   PairScoreOptions opt;
   bool summary = false;
+  std::optional<AlignmentOutput> alignment;
 };
 
 cli::SubcommandRunner setup_pairs(CLI::App& sub) {
@@ -195,7 +199,8 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
   sub.get_option("--max-tokens")->description("padded (source + target) tokens per batch");
   sub.add_option("--src", a->src, "source sentences, one per line")->required();
   sub.add_option("--tgt", a->tgt, "their translations, line-aligned")->required();
-  sub.add_flag("--summary", a->summary, "print only the corpus summary (on stdout)");
+  CLI::Option* summary = sub.add_flag("--summary", a->summary, "print only the corpus summary (on stdout)");
+  cli::add_alignment_option(sub, a->alignment, "write each pair's word alignment as a third field")->excludes(summary);
   cli::add_mae_inference_option(sub, a->opt.experts);
   return [a](std::ostream& out, std::ostream& err) {
     const auto [device, dtype] = placement(a->m, "pairs");
@@ -206,13 +211,20 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
     MOE_CHECK(src_lines.size() == tgt_lines.size(), "'", a->src, "' has ", src_lines.size(), " lines but '", a->tgt,
               "' has ", tgt_lines.size());
     std::vector<PairScore> scores;
+    std::vector<SoftAlignment> alignments;
+    // The pairs' word alignments from `decoder` (an ensemble's: its first model's), when asked for.
+    const auto align = [&](const Decoder* decoder, ParameterStore& params, const auto& src, const auto& tgt) {
+      if (!a->alignment) return;
+      MOE_CHECK(decoder, "'", a->m.model(), "' holds a model without a decoder over the source: it cannot align");
+      alignments = align_pairs(*decoder, params, device, src, tgt, a->opt);
+    };
     if (a->m.models.size() > 1) {  // an ensemble: step by step through its decoder
       const TranslationModels models = load_translation_models(a->m.models, a->m.weights, device, a->m.quantize);
       for (const LoadedCheckpoint& ck : models.checkpoints)
         warn_future_gates(ck, "pairs", "these log-probabilities", err);
-      scores =
-          score_pairs_stepwise(models.decoder(), models.params(), device, encode_lines(src_lines, models.src_vocab()),
-                               encode_lines(tgt_lines, models.tgt_vocab()), a->opt);
+      const auto src = encode_lines(src_lines, models.src_vocab()), tgt = encode_lines(tgt_lines, models.tgt_vocab());
+      scores = score_pairs_stepwise(models.decoder(), models.params(), device, src, tgt, a->opt);
+      align(&models.decoder(), models.params(), src, tgt);
     } else {  // one model: its teacher-forced pass
       check_ensemble_weights(a->m.models, a->m.weights);
       LoadedCheckpoint ck = load_checkpoint(a->m.model(), device);
@@ -220,15 +232,20 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
       MOE_CHECK(!ck.model->is_language_model(), "'", a->m.model(), "' holds a ", ck.model->type(),
                 " language model; use moe-score ppl for language models");
       warn_future_gates(ck, "pairs", "these log-probabilities", err);
-      scores = score_pairs(*ck.model, *ck.params, device, encode_lines(src_lines, ck.first_vocab({"src", "tgt"})),
-                           encode_lines(tgt_lines, ck.first_vocab({"tgt", "src"})), a->opt);
+      const auto src = encode_lines(src_lines, ck.first_vocab({"src", "tgt"}));
+      const auto tgt = encode_lines(tgt_lines, ck.first_vocab({"tgt", "src"}));
+      scores = score_pairs(*ck.model, *ck.params, device, src, tgt, a->opt);
+      align(ck.model->encoder_decoder(), *ck.params, src, tgt);
     }
     double lp = 0;
     int64_t tokens = 0;
-    for (const PairScore& p : scores) {
-      lp += p.log_prob;
-      tokens += p.tokens;
-      if (!a->summary) out << num(p.log_prob, 6) << '\t' << p.tokens << '\n';
+    for (size_t i = 0; i < scores.size(); ++i) {
+      lp += scores[i].log_prob;
+      tokens += scores[i].tokens;
+      if (a->summary) continue;
+      out << num(scores[i].log_prob, 6) << '\t' << scores[i].tokens;
+      if (a->alignment) out << '\t' << format_alignment(alignments[i], *a->alignment);
+      out << '\n';
     }
     std::ostream& sum = a->summary ? out : err;
     sum << "pairs: " << scores.size() << " lines, " << tokens << " target tokens, log-prob " << num(lp, 4)

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "cli/alignment_option.h"
 #include "cli/decoding_options.h"
 #include "cli/ensemble_options.h"
 #include "cli/enum_option.h"
@@ -173,20 +174,9 @@ void add_translate_options(CLI::App& app, TranslateCliOptions& o) {
       "target prefixes, one per input line (tokenized like the target; empty = none): each output "
       "begins with its prefix, the search continues after it; an empty input line stays an empty output line");
   cli::add_shortlist_option(app, o.shortlist);
-  app.add_option_function<std::string>(
-         "--alignment",
-         [&o](const std::string& v) {
-           try {
-             o.alignment = AlignmentOutput::parse(v, "--alignment");
-           } catch (const Error& e) {
-             throw CLI::ValidationError(e.what());
-           }
-         },
-         "hard|soft|THRESHOLD: write each output's word alignment over subword tokens, as Marian does, from the "
-         "attention of the first head of the last decoder layer over the source: 'text ||| 0-0 1-2 ...' (with "
-         "--n-best > 1 a fourth field); hard: each target position with its most attended source position, "
-         "THRESHOLD: every pair with a weight above it, soft: all weights ('t1s1,t1s2,... t2s1,...')")
-      ->type_name("MODE");
+  cli::add_alignment_option(app, o.alignment,
+                            "write each output's word alignment after it, 'text ||| 0-0 1-2 ...' (with --n-best > 1 "
+                            "a fourth field)");
   cli::add_decoding_options(app, o.decoding);
   app.get_option("--n-best")
       ->description("hypotheses per input (at most --beam); > 1 writes 'index<TAB>score<TAB>text' lines");

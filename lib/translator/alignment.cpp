@@ -19,25 +19,36 @@ AlignmentOutput AlignmentOutput::parse(const std::string& text, const std::strin
   return {AlignmentKind::threshold, t};
 }
 
+std::vector<AlignmentLink> alignment_links(const SoftAlignment& alignment, const AlignmentOutput& o) {
+  MOE_CHECK(o.kind != AlignmentKind::soft, "a soft alignment has no links: it keeps every weight");
+  std::vector<AlignmentLink> links;
+  for (size_t t = 0; t < alignment.size(); ++t) {
+    const std::vector<float>& row = alignment[t];
+    const auto link = [&](size_t s) { links.push_back({static_cast<int64_t>(s), static_cast<int64_t>(t)}); };
+    if (o.kind == AlignmentKind::hard) {
+      if (!row.empty()) link(static_cast<size_t>(std::max_element(row.begin(), row.end()) - row.begin()));
+      continue;
+    }
+    for (size_t s = 0; s < row.size(); ++s)
+      if (row[s] > o.threshold) link(s);
+  }
+  return links;
+}
+
 std::string format_alignment(const SoftAlignment& alignment, const AlignmentOutput& o) {
   std::ostringstream os;
   const char* sep = "";
-  auto pair = [&](size_t s, size_t t) {
-    os << sep << s << '-' << t;
-    sep = " ";
-  };
-  for (size_t t = 0; t < alignment.size(); ++t) {
-    const std::vector<float>& row = alignment[t];
-    if (o.kind == AlignmentKind::soft) {
+  if (o.kind == AlignmentKind::soft) {
+    for (const std::vector<float>& row : alignment) {
       os << sep;
       sep = " ";
       for (size_t s = 0; s < row.size(); ++s) os << (s ? "," : "") << row[s];
-    } else if (o.kind == AlignmentKind::hard) {
-      if (!row.empty()) pair(static_cast<size_t>(std::max_element(row.begin(), row.end()) - row.begin()), t);
-    } else {
-      for (size_t s = 0; s < row.size(); ++s)
-        if (row[s] > o.threshold) pair(s, t);
     }
+    return os.str();
+  }
+  for (const AlignmentLink& l : alignment_links(alignment, o)) {
+    os << sep << l.source << '-' << l.output;
+    sep = " ";
   }
   return os.str();
 }

@@ -11,6 +11,7 @@
 // An alignment from a model trained without alignment guidance is only as good as its attention head.
 // Covered by tests/translator/alignment_test.cpp.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,15 @@ struct AlignmentOutput {
   static AlignmentOutput parse(const std::string& text, const std::string& option);
   bool operator==(const AlignmentOutput&) const = default;
 };
+
+/// A word alignment's links: source position s, output position t.
+struct AlignmentLink {
+  int64_t source = 0, output = 0;
+  bool operator==(const AlignmentLink&) const = default;
+};
+
+/// The links `o` (hard or threshold) keeps of `alignment`, in output order, then source order.
+std::vector<AlignmentLink> alignment_links(const SoftAlignment& alignment, const AlignmentOutput& o);
 
 /// `alignment` ([output position][source position]) as `o` writes it.
 std::string format_alignment(const SoftAlignment& alignment, const AlignmentOutput& o);

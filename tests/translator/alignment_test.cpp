@@ -3,9 +3,9 @@
 // causal) and of MoA (each token's most weighted expert; expert 0 when dense) equal a softmax written out here from
 // the parameters; a Transformer's alignment is its last decoder layer's first cross-attention head (changing that
 // head's keys changes it, the other head's or the last FFN's do not); for every translation family the rows are
-// distributions over the real source positions that no other sentence of the batch changes; the translator gives
-// each hypothesis (n-best, greedy, an ensemble: its first member) the alignment of its own tokens, and translates
-// as without alignments. A language model refuses.
+// distributions over the real source positions that no other sentence of the batch changes (align_pairs, one pair
+// per batch and all in one); the translator gives each hypothesis (n-best, greedy, an ensemble: its first member)
+// the alignment of its own tokens, and translates as without alignments. A language model refuses.
 #include "translator/alignment.h"
 
 #include <catch2/catch.hpp>
@@ -15,6 +15,7 @@
 #include "layers/moa.h"
 #include "models/ensemble_decoder.h"
 #include "tiny_model.h"
+#include "translator/pair_alignment.h"
 #include "translator/translator.h"
 
 using namespace moe;
@@ -77,17 +78,11 @@ std::vector<const std::vector<int32_t>*> pointers(const std::vector<std::vector<
   return out;
 }
 
-/// The alignments [t][s] of (source, output) pairs in one batch (align_hypotheses on hand-made hypotheses).
-std::vector<SoftAlignment> align_pairs(const Decoder& d, ParameterStore& params,
-                                       const std::vector<std::vector<int32_t>>& sources,
-                                       const std::vector<std::vector<int32_t>>& outputs) {
-  std::vector<std::vector<Hypothesis>> found(sources.size());
-  for (size_t i = 0; i < sources.size(); ++i) found[i].push_back(Hypothesis{.tokens = outputs[i]});
-  Graph g(Device::cpu(), &params, GraphOptions{.training = false});
-  align_hypotheses(d, Builder(g), pointers(sources), found);
-  std::vector<SoftAlignment> out;
-  for (const auto& f : found) out.push_back(f[0].alignment);
-  return out;
+/// The alignments [t][s] of (source, output) pairs on the CPU (translator/pair_alignment.h), in one batch.
+std::vector<SoftAlignment> align_cpu(const Decoder& d, ParameterStore& params,
+                                     const std::vector<std::vector<int32_t>>& sources,
+                                     const std::vector<std::vector<int32_t>>& outputs) {
+  return align_pairs(d, params, Device::cpu(), sources, outputs, PairScoreOptions{});
 }
 
 void check_close(const SoftAlignment& got, const SoftAlignment& want, double margin) {
@@ -126,6 +121,9 @@ TEST_CASE("alignment: Marian's formats and the option's values", "[translator][a
   CHECK(format_alignment(a, AlignmentOutput::parse("1", "--alignment")) == "0-0 2-1 0-2");
   CHECK(format_alignment(a, AlignmentOutput::parse("soft", "--alignment")) == "0.7,0.2,0.1 0.1,0.3,0.6 0.45,0.45,0.1");
   CHECK(format_alignment({}, AlignmentOutput{}).empty());
+  CHECK(alignment_links(a, AlignmentOutput::parse("0.25", "--alignment")) ==
+        std::vector<AlignmentLink>{{0, 0}, {1, 1}, {2, 1}, {0, 2}, {1, 2}});
+  CHECK_THROWS_WITH(alignment_links(a, AlignmentOutput::parse("soft", "--alignment")), Contains("no links"));
   CHECK(AlignmentOutput::parse("0.5", "--alignment") == AlignmentOutput{AlignmentKind::threshold, 0.5f});
   for (const char* bad : {"1.5", "-0.1", "firm", "0.5x", ""})
     CHECK_THROWS_WITH(
@@ -227,7 +225,7 @@ TEST_CASE("alignment: MoA's first head is each token's most weighted expert", "[
 TEST_CASE("alignment: a Transformer aligns with its last decoder layer's first cross-attention head",
           "[translator][alignment]") {
   test::TinyModel m = test::tiny_model(7);
-  const std::vector<SoftAlignment> base = align_pairs(m.net(), *m.params, kSources, kOutputs);
+  const std::vector<SoftAlignment> base = align_cpu(m.net(), *m.params, kSources, kOutputs);
   // Scales columns [first, first + count) of parameter `name` by 1.5; whether the alignment changed.
   auto changes = [&](const std::string& name, int64_t first, int64_t count) {
     Tensor p = m.params->value(name);
@@ -237,7 +235,7 @@ TEST_CASE("alignment: a Transformer aligns with its last decoder layer's first c
     for (size_t i = 0; i < v.size(); ++i)
       if (const int64_t c = static_cast<int64_t>(i) % cols; c >= first && c < first + count) v[i] *= 1.5f;
     p.copy_from(Tensor::from_vector(v, p.shape()));
-    const std::vector<SoftAlignment> now = align_pairs(m.net(), *m.params, kSources, kOutputs);
+    const std::vector<SoftAlignment> now = align_cpu(m.net(), *m.params, kSources, kOutputs);
     p.copy_from(Tensor::from_vector(old, p.shape()));
     double diff = 0;
     for (size_t i = 0; i < now.size(); ++i)
@@ -257,12 +255,16 @@ TEST_CASE("alignment: every family's rows are distributions over its own source"
   for (const auto& [name, cfg] : test::family_configs()) {
     SECTION(name) {
       const test::TinyModel m = test::model_of(cfg, 3);
-      const std::vector<SoftAlignment> batch = align_pairs(m.net(), *m.params, kSources, kOutputs);
+      const std::vector<SoftAlignment> batch = align_cpu(m.net(), *m.params, kSources, kOutputs);
+      // each pair alone (a batch of at most 1 token: one pair per batch), without the others' padding
+      int batches = 0;
+      const std::vector<SoftAlignment> alone = align_pairs(m.net(), *m.params, Device::cpu(), kSources, kOutputs,
+                                                           {.max_tokens = 1, .after_batch = [&] { ++batches; }});
+      CHECK(batches == 3);
       for (size_t i = 0; i < kSources.size(); ++i) {
         INFO("sentence " << i);
         check_distributions(batch[i], kSources[i].size(), kOutputs[i].size());
-        // alone, without the other sentences' padding, the same weights
-        check_close(align_pairs(m.net(), *m.params, {kSources[i]}, {kOutputs[i]})[0], batch[i], 2e-5);
+        check_close(alone[i], batch[i], 2e-5);  // the same weights
       }
     }
   }
@@ -304,8 +306,8 @@ TEST_CASE("alignment: the translator aligns each hypothesis with its own tokens"
           CHECK(aligned[i][h].tokens == plain[i][h].tokens);
           CHECK(plain[i][h].alignment.empty());
           // the first member's alignment of this output, computed alone
-          check_close(aligned[i][h].alignment,
-                      align_pairs(a.net(), *a.params, {kSources[i]}, {aligned[i][h].tokens})[0], 2e-5);
+          check_close(aligned[i][h].alignment, align_cpu(a.net(), *a.params, {kSources[i]}, {aligned[i][h].tokens})[0],
+                      2e-5);
         }
       }
     }

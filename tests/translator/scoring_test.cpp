@@ -1,7 +1,8 @@
 // moe-score ppl / pairs: the sliding-window perplexity with a stand-in language model whose loss is
 // a known function of the scored targets (every token scored once, with enough history), forced
 // decoding in padded batches equal to one-pair Model::loss, perplexity arithmetic, and the two
-// subcommands through the moe-score table on a saved checkpoint.
+// subcommands through the moe-score table on a saved checkpoint; pairs --alignment aligns a model's own
+// translations as moe-translate --alignment does (an ensemble: with its first model).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -13,6 +14,8 @@
 #include "tiny_model.h"
 #include "translator/lm_perplexity.h"
 #include "translator/pair_scores.h"
+#include "translator/translate_text.h"
+#include "translator/translator.h"
 
 using namespace moe;
 
@@ -240,5 +243,62 @@ TEST_CASE("moe-score ppl with a Transformer language model", "[translator][ppl]"
                    "--tgt", (dir / "text.txt").string(), "--device", "cpu"},
                   out2, err2) == 1);
   CHECK(err2.str().find("use moe-score ppl") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("moe-score pairs --alignment aligns as moe-translate --alignment", "[translator][pairs][alignment]") {
+  const auto a = test::tiny_model(13, 32, 3.f), b = test::tiny_model(14, 32, 3.f);
+  const auto dir = test::temp_dir("score-alignment");
+  std::filesystem::create_directories(dir / "a");
+  std::filesystem::create_directories(dir / "b");
+  const std::string ckpt_a = test::save_tiny(a, dir / "a"), ckpt_b = test::save_tiny(b, dir / "b");
+  // The model's own translations, each with the alignment the translator gives it.
+  const std::vector<std::string> sources = {"w1 w2 w3", "w4", "w5 w6 w7 w8 w9"};
+  std::vector<std::vector<int32_t>> ids;
+  for (const std::string& s : sources) ids.push_back(a.vocab->encode(s));
+  TranslatorOptions o;
+  o.search.beam = 3;
+  o.search.max_len_b = 6;
+  o.alignment = true;
+  const auto found = Translator(a.net(), *a.params, Device::cpu(), o).translate(ids);
+  std::string src, tgt;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    src += sources[i] + "\n";
+    tgt += hypothesis_text(*a.vocab, found[i][0]) + "\n";
+  }
+  test::write_file(dir / "src.txt", src);
+  test::write_file(dir / "tgt.txt", tgt);
+  const cli::SubcommandTable table = score_table();
+  const auto pairs = [&](std::vector<std::string> models, const std::string& mode) {
+    std::vector<std::string> args = {"moe-score",   "pairs",
+                                     "--src",       (dir / "src.txt").string(),
+                                     "--tgt",       (dir / "tgt.txt").string(),
+                                     "--device",    "cpu",
+                                     "--alignment", mode};
+    for (const std::string& m : models) args.insert(args.end(), {"-m", m});
+    std::ostringstream out, err;
+    REQUIRE(table.run(args, out, err) == 0);
+    std::vector<std::string> third;  // the lines' alignment fields
+    std::istringstream lines(out.str());
+    for (std::string l; std::getline(lines, l);) {
+      REQUIRE(std::count(l.begin(), l.end(), '\t') == 2);
+      third.push_back(l.substr(l.rfind('\t') + 1));
+    }
+    return third;
+  };
+  for (const std::vector<std::string>& models : {std::vector<std::string>{ckpt_a}, {ckpt_a, ckpt_b}}) {
+    INFO(models.size() << " model(s)");
+    const auto hard = pairs(models, "hard"), threshold = pairs(models, "0.2");
+    REQUIRE(hard.size() == sources.size());
+    for (size_t i = 0; i < sources.size(); ++i) {
+      CHECK(hard[i] == format_alignment(found[i][0].alignment, AlignmentOutput{}));
+      CHECK(threshold[i] == format_alignment(found[i][0].alignment, AlignmentOutput{AlignmentKind::threshold, 0.2f}));
+    }
+  }
+  std::ostringstream out, err;
+  CHECK(table.run({"moe-score", "pairs", "-m", ckpt_a, "--src", (dir / "src.txt").string(), "--tgt",
+                   (dir / "tgt.txt").string(), "--alignment", "hard", "--summary"},
+                  out, err) != 0);
+  CHECK_THAT(err.str(), Catch::Contains("--summary") && Catch::Contains("--alignment"));
   std::filesystem::remove_all(dir);
 }
