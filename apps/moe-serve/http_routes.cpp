@@ -127,7 +127,8 @@ void add_routes(httplib::Server& server, ServeContext& c) {
                 auto prefixes = serving::encode_prefixes(c.models[m], t);
                 answer(c, req, c.worker.translate(m, t, std::move(ids), std::move(prefixes)), res,
                        [&](const serving::JobResult& r) {
-                         return serving::translate_body(c.models[m], t.search.n_best, r.hypotheses, truncated);
+                         return serving::translate_body(c.models[m], t.search.n_best, r.hypotheses, truncated,
+                                                        t.alignment);
                        });
               }));
   server.Post("/v1/generate", guarded([&c](const httplib::Request& req, httplib::Response& res) {

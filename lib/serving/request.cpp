@@ -208,6 +208,17 @@ R parse_search_request(std::string_view body, const RequestLimits& limits, const
   return r;
 }
 
+/// "hard", "soft" or a number in [0, 1] (1 is hard), as moe-translate --alignment takes them.
+AlignmentOutput alignment_choice(const json& v, const std::string& f) {
+  if (!v.is_string() && !v.is_number())
+    throw RequestError(f, std::string("must be \"hard\", \"soft\" or a number in [0, 1], got ") + v.type_name());
+  try {
+    return AlignmentOutput::parse(v.is_string() ? v.get<std::string>() : v.dump(), f);
+  } catch (const Error&) {
+    throw RequestError(f, "must be \"hard\", \"soft\" or a number in [0, 1], got " + v.dump());
+  }
+}
+
 ExpertChoice mae_choice(const json& v, const std::string& f) {
   return choice(v, f, {ExpertChoice::mixture, ExpertChoice::argmax});
 }
@@ -221,8 +232,10 @@ TranslateRequest parse_translate_request(std::string_view body, const RequestLim
        {"model", [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.model = string(v, f); }},
        {"mae_inference",
         [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.experts = mae_choice(v, f); }},
-       {"prefix",
-        [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.prefix = lines(v, f, l); }}});
+       {"prefix", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.prefix = lines(v, f, l); }},
+       {"alignment", [](R& r, const json& v, const std::string& f, const RequestLimits&) {
+          r.alignment = alignment_choice(v, f);
+        }}});
   R r = parse_search_request(body, limits, table, defaults);
   if (!r.prefix.empty() && r.prefix.size() != r.text.size())
     throw RequestError("prefix", "has " + std::to_string(r.prefix.size()) + " lines but text has " +

@@ -4,19 +4,22 @@
 // [...]} (a translation model) or {"text": [...]} (a language model). The search fields are moe-translate's
 // options: "beam", "n_best", "lenpen", "length_penalty", "max_len_a", "max_len_b", "min_len",
 // "no_repeat_ngram_size", "unkpen" (a number or "inf"), "sampling", "sampling_topk", "sampling_topp", "temperature",
-// "seed". A field left out takes the server's default: moe-serve's search flags, whose defaults are moe-translate's
-// (models/decoding_options.h).
-// Anything a client may get wrong is a RequestError naming the field ("text[3]", "beam", "body"): bad
-// JSON (with its byte offset), invalid UTF-8, a wrong type, an unknown field, a value out of range, too
-// many lines or too long a line. Covered by tests/serving/request_test.cpp and tests/fuzz/serve_request.cpp.
+// "seed". /v1/translate's "alignment" ("hard", "soft" or a threshold in [0, 1]) asks for each output's word
+// alignment (moe-translate --alignment). A field left out takes the server's default: moe-serve's search flags, whose
+// defaults are moe-translate's (models/decoding_options.h). Anything a client may get wrong is a RequestError naming
+// the field ("text[3]", "beam", "body"): bad JSON (with its byte offset), invalid UTF-8, a wrong type, an unknown
+// field, a value out of range, too many lines or too long a line. Covered by tests/serving/request_test.cpp and
+// tests/fuzz/serve_request.cpp.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/error.h"
 #include "layers/build_context.h"
+#include "translator/alignment.h"
 #include "translator/beam_search.h"
 
 namespace moe::serving {
@@ -47,6 +50,7 @@ struct TranslateRequest {
   std::vector<std::string> prefix;  // none, or one target prefix per line, "" none (moe-translate --prefix)
   BeamOptions search;               // beam, n_best, lenpen, penalty, max_len_a / b, min_len (special ids: the model's)
   ExpertChoice experts = ExpertChoice::mixture;  // MAE models (moe-translate --mae-inference)
+  std::optional<AlignmentOutput> alignment;      // set: each output's word alignment (moe-translate --alignment)
 };
 
 /// Prompts for a causal language model to continue (moe-generate's options).

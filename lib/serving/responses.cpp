@@ -1,6 +1,7 @@
 // responses.h implementation. Covered by tests/serving/worker_test.cpp and tests/scripts/serve.sh.
 #include "serving/responses.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "translator/lm_perplexity.h"
@@ -26,15 +27,37 @@ std::vector<std::vector<int32_t>> encode_lines(const data::Vocab& vocab, const s
   }
   return ids;
 }
+/// {"text", "score"} of `h` (an empty text scored 0 when there is none), with its "alignment" when asked for.
+json hypothesis_json(const data::Vocab& vocab, const Hypothesis* h, const std::optional<AlignmentOutput>& alignment) {
+  json out = {{"text", h ? hypothesis_text(vocab, *h) : std::string()}, {"score", h ? h->score : 0.0}};
+  if (!alignment) return out;
+  const SoftAlignment none;
+  const SoftAlignment& a = h ? h->alignment : none;
+  if (alignment->kind == AlignmentKind::soft) {  // 6 decimals (a float's 0.7f would print as 0.699999988079071)
+    json rows = json::array();
+    for (const std::vector<float>& row : a) {
+      json weights = json::array();
+      for (float w : row) weights.push_back(std::round(static_cast<double>(w) * 1e6) / 1e6);
+      rows.push_back(std::move(weights));
+    }
+    out["alignment"] = std::move(rows);
+    return out;
+  }
+  json links = json::array();
+  for (const AlignmentLink& l : alignment_links(a, *alignment)) links.push_back({l.source, l.output});
+  out["alignment"] = std::move(links);
+  return out;
+}
+
 /// Per line {"text", "score"} of its best hypothesis, and with n_best > 1 "hypotheses": [{"text", "score"}].
-json best_lists(const data::Vocab& vocab, int n_best, const std::vector<std::vector<Hypothesis>>& hyps) {
+json best_lists(const data::Vocab& vocab, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,
+                const std::optional<AlignmentOutput>& alignment = std::nullopt) {
   json out = json::array();
   for (const auto& list : hyps) {
-    json t = {{"text", list.empty() ? std::string() : hypothesis_text(vocab, list[0])},
-              {"score", list.empty() ? 0.0 : list[0].score}};
+    json t = hypothesis_json(vocab, list.empty() ? nullptr : &list[0], alignment);
     if (n_best > 1) {
       json all = json::array();
-      for (const Hypothesis& h : list) all.push_back({{"text", hypothesis_text(vocab, h)}, {"score", h.score}});
+      for (const Hypothesis& h : list) all.push_back(hypothesis_json(vocab, &h, alignment));
       t["hypotheses"] = std::move(all);
     }
     out.push_back(std::move(t));
@@ -76,9 +99,10 @@ TargetPrefixes encode_prefixes(const ServedModel& model, const TranslateRequest&
 }
 
 std::string translate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,
-                           int64_t truncated) {
-  return dump(
-      {{"model", model.name}, {"translations", best_lists(*model.tgt, n_best, hyps)}, {"truncated", truncated}});
+                           int64_t truncated, const std::optional<AlignmentOutput>& alignment) {
+  return dump({{"model", model.name},
+               {"translations", best_lists(*model.tgt, n_best, hyps, alignment)},
+               {"truncated", truncated}});
 }
 
 std::vector<std::vector<int32_t>> encode_prompts(const ServedModel& model, const GenerateRequest& request) {

@@ -5,6 +5,7 @@
 // hypothesis the search could not find is absent rather than given a score. Covered by
 // tests/serving/worker_test.cpp and tests/scripts/serve.sh.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,11 @@ std::vector<std::vector<int32_t>> encode_request(const ServedModel& model, const
 /// so that it cannot fail the other requests of its batch.
 TargetPrefixes encode_prefixes(const ServedModel& model, const TranslateRequest& request);
 
-/// {"model", "translations": [{"text", "score", "hypotheses" (n_best > 1): [{"text", "score"}]}], "truncated"}.
+/// {"model", "translations": [{"text", "score", "hypotheses" (n_best > 1): [{"text", "score"}]}], "truncated"};
+/// with `alignment`, each text with its "alignment": hard or threshold, the links as [source, output] positions;
+/// soft, per output position its weights over the source positions (subword tokens, each side's </s> last).
 std::string translate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,
-                           int64_t truncated);
+                           int64_t truncated, const std::optional<AlignmentOutput>& alignment = std::nullopt);
 
 /// The prompts of a generate request, encoded with the language model's vocabulary as moe-generate encodes them;
 /// one longer than the model's positions allow is a RequestError naming "text[i]" (found before queueing).

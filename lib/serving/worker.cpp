@@ -82,7 +82,8 @@ Submitted Worker::translate(size_t model, const TranslateRequest& request, std::
                             TargetPrefixes prefixes) {
   MOE_CHECK(prefixes.empty() || prefixes.size() == sources.size(), "serving: ", prefixes.size(), " prefixes for ",
             sources.size(), " sentences");
-  Job job = search_job({.model = model, .experts = request.experts}, request.search, std::move(sources));
+  Job job = search_job({.model = model, .experts = request.experts, .alignment = request.alignment.has_value()},
+                       request.search, std::move(sources));
   job.state->prefixes = std::move(prefixes);
   return submit(std::move(job));
 }
@@ -134,6 +135,7 @@ void Worker::decode(std::vector<Job>& jobs) {
   o.max_tokens = options_.batching.max_tokens;
   o.dtype = options_.dtype;
   o.experts = k.experts;
+  o.alignment = k.alignment;
   o.search.unk_id = (k.generate ? m.lm : m.tgt)->unk_id();
   if (!k.generate) o.shortlist = m.shortlist.get();
   std::vector<std::vector<int32_t>> all;

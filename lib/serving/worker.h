@@ -7,7 +7,8 @@
 // way and continued by one generate_continuations call, as moe-generate continues them. A job's target prefixes
 // (moe-translate --prefix) travel with its sentences, so one batch may mix sentences with and without them (an empty
 // prefix forces nothing). A model with a shortlist decodes each batch over its list, the union of its sentences'
-// (so a sentence's output may depend on the requests it is batched with, as in moe-translate). Scoring jobs run
+// (so a sentence's output may depend on the requests it is batched with, as in moe-translate). Jobs that ask for
+// word alignments are batched apart, so that only they pay for the alignment pass. Scoring jobs run
 // alone on the same thread. A job whose client gave up (hung up, or timed out) is skipped if still queued, its
 // sentences counted as dropped. close() drains: everything queued is still done.
 // Covered by tests/serving/worker_test.cpp and tests/scripts/serve.sh.
@@ -67,6 +68,7 @@ struct BatchKey {
   bool generate = false;  // prompts a language model continues (/v1/generate), not sentences to translate
   BeamOptions search{};  // n_best = beam: each job keeps its own first n_best of the sorted list
   ExpertChoice experts = ExpertChoice::mixture;
+  bool alignment = false;  // the hypotheses' word alignments (translator/alignment.h)
   bool operator==(const BatchKey&) const = default;
 };
 

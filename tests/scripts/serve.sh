@@ -6,6 +6,7 @@
 #     40 lines with target prefixes (the reference's first two words on every other line, "" between) sent
 #     beside the same lines without any are moe-translate --prefix's output and moe-translate's; 40 lines
 #     sampled (top-k 5, 2 samples, a seed) in concurrent requests are moe-translate --sampling's n-best output;
+#     40 lines with "alignment": "hard" are moe-translate --alignment hard's "text ||| s-t ..." lines;
 #  2. bad input: truncated and 10 MB bodies, a slow client, invalid UTF-8, unknown fields, n_best > beam,
 #     empty text, ... each a 4xx with a JSON error naming the field, and a valid request right after each
 #     answers correctly;
@@ -54,6 +55,8 @@ head -n 40 "$DATA/test_2016_flickr.de" | awk 'NR % 2 {print $1, $2; next} {print
   --device cpu -q || e2e_fail "moe-translate --prefix"
 "$BIN/moe-translate" -m "$CKPT" -i "$WORK/test40.en" -o "$WORK/refs.txt" --sampling --sampling-topk 5 --beam 2 \
   --n-best 2 --seed 3 --device cpu -q || e2e_fail "moe-translate --sampling"
+"$BIN/moe-translate" -m "$CKPT" -i "$WORK/test40.en" -o "$WORK/refa.txt" --alignment hard --device cpu -q ||
+  e2e_fail "moe-translate --alignment"
 
 start_server() {  # LOG ARGS...: the trained checkpoint as "tiny" (e2e_common.sh: sets SERVER and PORT)
   local log="$1"
@@ -74,6 +77,8 @@ python3 "$CLIENT" prefix "$PORT" "$WORK/test.en" "$WORK/ref.txt" "$WORK/prefix40
   e2e_fail "prefixes"
 python3 "$CLIENT" same "$PORT" /v1/translate "$WORK/test40.en" "$WORK/refs.txt" \
   '{"sampling": true, "sampling_topk": 5, "beam": 2, "seed": 3}' 2 || e2e_fail "sampling"
+python3 "$CLIENT" same "$PORT" /v1/translate "$WORK/test40.en" "$WORK/refa.txt" '{"alignment": "hard"}' 1 ||
+  e2e_fail "alignments"
 python3 "$CLIENT" bad "$PORT" "$WORK/test.en" "$WORK/ref.txt" || e2e_fail "bad input"
 python3 "$CLIENT" disconnect "$PORT" "$WORK/test.en" "$WORK/ref.txt" || e2e_fail "disconnecting clients"
 BATCHED="$SERVER" BATCHED_PORT="$PORT"

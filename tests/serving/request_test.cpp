@@ -44,6 +44,7 @@ TEST_CASE("a translate request takes moe-translate's defaults and every option",
   CHECK(d.experts == ExpertChoice::mixture);
   CHECK(d.model.empty());
   CHECK(d.prefix.empty());
+  CHECK_FALSE(d.alignment.has_value());
   const TranslateRequest r = parse_translate_request(
       R"({"text": ["a"], "beam": 4, "n_best": 4, "lenpen": 0.6, "length_penalty": "gnmt", "max_len_a": 1.5,
           "max_len_b": 7, "min_len": 0, "no_repeat_ngram_size": 3, "unkpen": 2.5, "mae_inference": "argmax", "model": "de",
@@ -63,6 +64,14 @@ TEST_CASE("a translate request takes moe-translate's defaults and every option",
   CHECK(r.experts == ExpertChoice::argmax);
   CHECK(r.model == "de");
   CHECK(r.prefix == std::vector<std::string>{"x y"});
+  const auto alignment = [](const std::string& value) {
+    return parse_translate_request(R"({"text": ["a"], "alignment": )" + value + "}", {}).alignment;
+  };
+  CHECK(alignment(R"("hard")") == AlignmentOutput{});
+  CHECK(alignment(R"("soft")") == AlignmentOutput{AlignmentKind::soft, 0});
+  CHECK(alignment("0.25") == AlignmentOutput{AlignmentKind::threshold, 0.25f});
+  CHECK(alignment(R"("0.25")") == AlignmentOutput{AlignmentKind::threshold, 0.25f});
+  CHECK(alignment("1") == AlignmentOutput{});
 }
 
 TEST_CASE("bad translate requests name their field", "[serving]") {
@@ -97,6 +106,8 @@ TEST_CASE("bad translate requests name their field", "[serving]") {
   CHECK(refusal(R"({"text": ["a"], "prefix": "b"})") == P{"prefix", 400});
   CHECK(refusal(R"({"text": ["a"], "prefix": [1]})") == P{"prefix[0]", 400});
   CHECK(refusal(R"({"text": ["a"], "prefix": ["0123456789x"]})") == P{"prefix[0]", 413});
+  for (const char* bad : {"1.5", "-0.1", R"("firm")", "true", "[1]", "null"})
+    CHECK(refusal(std::string(R"({"text": ["a"], "alignment": )") + bad + "}") == P{"alignment", 400});
 }
 
 TEST_CASE("translate and generate requests take the sampling options, with sampling on only", "[serving]") {

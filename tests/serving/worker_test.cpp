@@ -2,7 +2,8 @@
 // are decoded together and each gets what moe-translate's path (translate_lines) gives for its lines
 // (n-best scores to 1e-5), target prefixes included, in batches that mix jobs with and without them;
 // other options form their own batch; an abandoned job is skipped; the JSON bodies hold the texts; a model with a
-// shortlist (moe-serve --shortlist) translates as moe-translate --shortlist and within its list. Generate jobs
+// shortlist (moe-serve --shortlist) translates as moe-translate --shortlist and within its list; word alignments
+// are moe-translate --alignment's, in batches of their own. Generate jobs
 // (prompts of a language model) batch the same way and get what moe-generate's path (generate_continuations) gives.
 #include "serving/worker.h"
 
@@ -68,6 +69,25 @@ void check_same_line(const std::string& got, const std::string& want) {
   CHECK(got.substr(g2) == want.substr(w2));
   CHECK(std::stod(got.substr(g1 + 1, g2 - g1 - 1)) == Approx(std::stod(want.substr(w1 + 1, w2 - w1 - 1))).margin(1e-5));
 }
+
+/// Holds the worker in a job of its own until release(), so that the jobs queued meanwhile batch together whatever
+/// how soon its thread wakes (a request arriving alone would start at once, by itself).
+class WorkerHold {
+ public:
+  explicit WorkerHold(Worker& worker)
+      : job_(worker.run_alone(0, 1, [all = queued_.get_future().share()] {
+          all.wait();
+          return std::string("{}");
+        })) {}
+  void release() {
+    queued_.set_value();
+    CHECK(job_.result.get().json == "{}");
+  }
+
+ private:
+  std::promise<void> queued_;  // before job_, whose job waits on it
+  Submitted job_;
+};
 }  // namespace
 
 TEST_CASE("the worker batches jobs of the same options and routes each its results", "[serving]") {
@@ -78,13 +98,7 @@ TEST_CASE("the worker batches jobs of the same options and routes each its resul
   ServerMetrics metrics;
   Worker worker(models, Device::cpu(), {.batching = {.max_tokens = 1000, .max_wait = std::chrono::milliseconds(300)}},
                 metrics);
-  // The worker is held in a job of its own until every request below is queued, so that the batches do
-  // not depend on how soon its thread wakes (a request arriving alone would start at once, by itself).
-  std::promise<void> queued;
-  Submitted hold = worker.run_alone(0, 1, [all = queued.get_future().share()] {
-    all.wait();
-    return std::string("{}");
-  });
+  WorkerHold hold(worker);  // until every request is queued
   const std::vector<TranslateRequest> requests = {request({"w1 w2 w3", "w4"}, 4, 1), request({"w5 w6"}, 4, 3),
                                                   request({"w7 w8 w9 w10", "w2 w2"}, 4, 2),
                                                   request({"w1 w2 w3"}, 2, 1)};
@@ -98,8 +112,7 @@ TEST_CASE("the worker batches jobs of the same options and routes each its resul
   int64_t truncated = 0;
   Submitted abandoned = worker.translate(0, dropped, encode_request(models[0], dropped, truncated));
   abandoned.state->abandoned = true;
-  queued.set_value();
-  CHECK(hold.result.get().json == "{}");
+  hold.release();
   for (size_t i = 0; i < jobs.size(); ++i) {
     INFO("request " << i);
     const JobResult r = jobs[i].result.get();
@@ -126,12 +139,7 @@ TEST_CASE("a batch mixes jobs with and without target prefixes, each as moe-tran
   ServerMetrics metrics;
   Worker worker(models, Device::cpu(), {.batching = {.max_tokens = 1000, .max_wait = std::chrono::milliseconds(300)}},
                 metrics);
-  // Held until every request is queued, as in the batching case above (one arriving alone would start at once).
-  std::promise<void> queued;
-  Submitted hold = worker.run_alone(0, 1, [all = queued.get_future().share()] {
-    all.wait();
-    return std::string("{}");
-  });
+  WorkerHold hold(worker);  // until every request is queued
   TranslateRequest with = request({"w1 w2 w3", "w4", "w5 w6"}, 3, 2);
   with.prefix = {"w17 w18", "", "w19"};
   const std::vector<TranslateRequest> requests = {request({"w1 w2 w3", "w5 w6"}, 3, 2), with, request({"w7"}, 3, 1)};
@@ -140,8 +148,7 @@ TEST_CASE("a batch mixes jobs with and without target prefixes, each as moe-tran
     int64_t truncated = 0;
     jobs.push_back(worker.translate(0, r, encode_request(models[0], r, truncated), encode_prefixes(models[0], r)));
   }
-  queued.set_value();
-  CHECK(hold.result.get().json == "{}");
+  hold.release();
   for (size_t i = 0; i < jobs.size(); ++i) {
     INFO("request " << i);
     const JobResult r = jobs[i].result.get();
@@ -243,11 +250,7 @@ TEST_CASE("generate jobs are batched by options and continue prompts as moe-gene
   ServerMetrics metrics;
   Worker worker(models, Device::cpu(), {.batching = {.max_tokens = 1000, .max_wait = std::chrono::milliseconds(300)}},
                 metrics);
-  std::promise<void> queued;  // the worker held until every job is queued (see the first case)
-  Submitted hold = worker.run_alone(0, 1, [all = queued.get_future().share()] {
-    all.wait();
-    return std::string("{}");
-  });
+  WorkerHold hold(worker);  // until every request is queued
   const auto generate_request = [](std::vector<std::string> text, int beam, int n_best, bool sampling) {
     GenerateRequest g;
     g.text = std::move(text);
@@ -267,8 +270,7 @@ TEST_CASE("generate jobs are batched by options and continue prompts as moe-gene
   TranslateRequest t = request({"w1 w2"}, 1, 1);
   int64_t truncated = 0;
   Submitted translation = worker.translate(1, t, encode_request(models[1], t, truncated));
-  queued.set_value();
-  CHECK(hold.result.get().json == "{}");
+  hold.release();
   const ServedModel& lm = models[0];
   for (size_t i = 0; i < jobs.size(); ++i) {
     INFO("request " << i);
@@ -306,4 +308,71 @@ TEST_CASE("generate jobs are batched by options and continue prompts as moe-gene
   } catch (const RequestError& e) {
     CHECK(e.field() == "text[1]");
   }
+}
+
+TEST_CASE("alignments are moe-translate --alignment's, in batches of their own", "[serving][alignment]") {
+  const auto dir = test::temp_dir("serving-alignment");
+  std::vector<ServedModel> models;
+  models.push_back(load_served_model("tiny", test::save_tiny(test::tiny_model(13, 32, 4.f), dir), Device::cpu()));
+  ServerMetrics metrics;
+  Worker worker(models, Device::cpu(), {.batching = {.max_tokens = 1000, .max_wait = std::chrono::milliseconds(300)}},
+                metrics);
+  WorkerHold hold(worker);  // until every request is queued
+  TranslateRequest hard = request({"w1 w2 w3", "w4 w5"}, 3, 2), soft = request({"w6 w7 w8"}, 3, 1);
+  hard.alignment = AlignmentOutput{};
+  soft.alignment = AlignmentOutput{AlignmentKind::soft, 0};
+  TranslateRequest plain = request({"w9"}, 3, 1);
+  std::vector<Submitted> jobs;
+  for (const TranslateRequest* r : {&hard, &soft, &plain}) {
+    int64_t truncated = 0;
+    jobs.push_back(worker.translate(0, *r, encode_request(models[0], *r, truncated)));
+  }
+  hold.release();
+  std::vector<JobResult> results;
+  for (Submitted& j : jobs) results.push_back(j.result.get());
+  for (const JobResult& r : results) REQUIRE(r.status == 200);
+  // The reference: moe-translate's lines "text ||| s-t ..." (n-best: the alignment in a fourth field).
+  TranslatorOptions o;
+  o.search = hard.search;
+  o.search.unk_id = models[0].tgt->unk_id();
+  o.alignment = true;
+  const Translator tr(*models[0].ck.model->encoder_decoder(), *models[0].ck.params, Device::cpu(), o);
+  TranslateStats stats;
+  const auto want = translate_lines(tr, *models[0].src, *models[0].tgt, hard.text, 2, 0, stats, {}, {}, hard.alignment);
+  const auto body = nlohmann::json::parse(translate_body(models[0], 2, results[0].hypotheses, 0, hard.alignment));
+  std::vector<std::string> got;
+  int index = 0;
+  for (const auto& t : body["translations"]) {
+    for (const auto& h : t["hypotheses"]) {
+      std::string links;
+      for (const auto& l : h["alignment"])
+        links += (links.empty() ? "" : " ") + std::to_string(l[0].get<int>()) + "-" + std::to_string(l[1].get<int>());
+      got.push_back(std::to_string(index) + "\t" + format_score(h["score"]) + "\t" + h["text"].get<std::string>() +
+                    "\t" + links);
+    }
+    CHECK(t["alignment"] == t["hypotheses"][0]["alignment"]);
+    ++index;
+  }
+  REQUIRE(got.size() == want.size());
+  for (size_t l = 0; l < got.size(); ++l) {  // index, score (to 1e-5, as check_same_line), text, alignment
+    const size_t g = got[l].find('\t', got[l].find('\t') + 1), w = want[l].find('\t', want[l].find('\t') + 1);
+    CHECK(got[l].substr(g) == want[l].substr(w));
+    check_same_line(got[l].substr(0, g) + "\t", want[l].substr(0, w) + "\t");
+  }
+  // Soft: one row per output token and </s>, each a distribution over the source's tokens and </s>.
+  const auto soft_body = nlohmann::json::parse(translate_body(models[0], 1, results[1].hypotheses, 0, soft.alignment));
+  const auto& rows = soft_body["translations"][0]["alignment"];
+  REQUIRE(rows.size() == results[1].hypotheses[0][0].tokens.size() + 1);
+  for (const auto& row : rows) {
+    REQUIRE(row.size() == 4);
+    double sum = 0;
+    for (const auto& w : row) sum += w.get<double>();
+    CHECK(sum == Approx(1).margin(1e-5));
+  }
+  // Without "alignment" there is none, and that job was decoded apart from the two that asked.
+  CHECK(results[2].hypotheses[0][0].alignment.empty());
+  CHECK_FALSE(nlohmann::json::parse(translate_body(models[0], 1, results[2].hypotheses, 0))["translations"][0].contains(
+      "alignment"));
+  worker.close();
+  CHECK_THAT(metrics.prometheus(0, 0), Catch::Contains("moe_serve_batch_sentences_count 2\n"));
 }

@@ -123,6 +123,13 @@ def cmd_equal(port, src, ref1, refn, n_lines):
           f"({len(chunks)} concurrent requests) are moe-translate's output")
 
 
+def text_line(t):
+    """A 1-best answer as moe-translate writes it: the text, with its alignment links "text ||| s-t ..."."""
+    if "alignment" not in t:
+        return t["text"]
+    return t["text"] + " ||| " + " ".join(f"{s}-{o}" for s, o in t["alignment"])
+
+
 def cmd_same(port, endpoint, src, ref, options, n_best):
     lines, ref, options, n_best = read_lines(src), read_lines(ref), json.loads(options), int(n_best)
     key = "generations" if endpoint == "/v1/generate" else "translations"
@@ -132,7 +139,7 @@ def cmd_same(port, endpoint, src, ref, options, n_best):
         if status != 200:
             fail(f"same: {endpoint} answered {status}: {body}")
         out = body[key]
-        return [t["text"] for t in out] if n_best == 1 else nbest_lines(k, out, n_best)
+        return [text_line(t) for t in out] if n_best == 1 else nbest_lines(k, out, n_best)
 
     starts = range(0, len(lines), 5)
     with concurrent.futures.ThreadPoolExecutor(len(starts)) as pool:
