@@ -141,4 +141,11 @@ std::string FilterStats::summary() const {
   return os.str();
 }
 
+std::string shown(std::string_view text) {
+  std::string out(text.substr(0, 60));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return text.size() > 60 ? out + "..." : out;
+}
+
 }  // namespace moe::data

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace moe::data {
@@ -54,6 +55,9 @@ struct ParallelText {
 /// Two line-aligned files. Different line counts: moe::Error naming both files and both counts.
 ParallelText read_parallel(const std::string& src_path, const std::string& tgt_path, const ReadOptions& opts = {},
                            ReadStats* src_stats = nullptr, ReadStats* tgt_stats = nullptr);
+
+/// Text of a file for an error message: control bytes as '?', at most 60 bytes (then "...").
+std::string shown(std::string_view text);
 
 /// Counts the lines of two files and throws if they differ (cheap alignment check).
 int64_t check_aligned(const std::string& src_path, const std::string& tgt_path);

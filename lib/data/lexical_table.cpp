@@ -111,14 +111,6 @@ struct PieceHash {
 };
 using PieceIds = std::unordered_map<std::string, int32_t, PieceHash, std::equal_to<>>;
 
-/// Text of the file for an error message: control bytes as '?', at most 60 bytes.
-std::string shown(std::string_view text) {
-  std::string out(text.substr(0, 60));
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  return text.size() > 60 ? out + "..." : out;
-}
-
 PieceIds piece_ids(const Vocab& v) {
   PieceIds ids;
   for (int32_t i = 0; i < v.size(); ++i) ids.emplace(v.piece(i), i);
