@@ -1,10 +1,11 @@
 // The subcommands of moe-vocab, one table line each (vocab_program.h): `build` (SentencePiece BPE/unigram
 // or word vocabularies; lib/data/vocab_builder.h), `encode` (the token ids of a text file, one line of
 // space-separated ids per input line, for the PyTorch side of scripts/bench-cpu.sh), `lex` (a lexical table of a
-// parallel corpus by IBM Model 1, the input of moe-translate --shortlist; lib/data/lexical_table.h) and `bench`
-// (batches/s and tokens/s of the batch generator with its prefetch thread; lib/data/bench.h).
-// Covered by tests/data/vocab_test.cpp, tests/data/prep_test.cpp, tests/data/bench_test.cpp,
-// tests/data/lexical_table_test.cpp and tests/scripts/e2e_translation.sh (lex).
+// parallel corpus by IBM Model 1 or fast_align's model, the input of moe-translate --shortlist, and with
+// --alignments each pair's word alignment, the input of moe-train's guided alignment; lib/data/lexical_table.h) and
+// `bench` (batches/s and tokens/s of the batch generator with its prefetch thread; lib/data/bench.h). Covered by
+// tests/data/vocab_test.cpp, tests/data/prep_test.cpp, tests/data/bench_test.cpp, tests/data/lexical_table_test.cpp and
+// tests/scripts/e2e_translation.sh (lex).
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <memory>
@@ -87,7 +88,7 @@ cli::SubcommandRunner setup_encode(CLI::App& sub) {
 
 cli::SubcommandRunner setup_lex(CLI::App& sub) {
   struct Args {
-    std::string src, tgt, src_vocab, tgt_vocab, output;
+    std::string src, tgt, src_vocab, tgt_vocab, output, alignments;
     data::Model1Options model1;
     int64_t max_lines = 0;
   };
@@ -107,6 +108,15 @@ cli::SubcommandRunner setup_lex(CLI::App& sub) {
   sub.add_option("--max-lines", a->max_lines, "read at most this many sentence pairs (0 = all)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  sub.add_option("--diagonal", a->model1.diagonal,
+                 "fast_align's diagonal tension: > 0 favours links near the diagonal (IBM Model 2 with fast_align's "
+                 "prior; its -d uses 4); 0 = IBM Model 1")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub.add_option("--alignments", a->alignments,
+                 "also write each pair's word alignment, 's-t' links over the pairs' subword token positions (each "
+                 "target token with its most probable source token), one line per pair: moe-train's "
+                 "data.train.alignment (guided alignment; --diagonal 4 recommended)");
   return [a](std::ostream& out, std::ostream&) {
     const auto src_vocab = data::load_vocab(a->src_vocab);
     const auto tgt_vocab = a->tgt_vocab.empty() ? data::load_vocab(a->src_vocab) : data::load_vocab(a->tgt_vocab);
@@ -117,12 +127,26 @@ cli::SubcommandRunner setup_lex(CLI::App& sub) {
       sources.push_back(src_vocab->encode(s));
       targets.push_back(tgt_vocab->encode(t));
     }
-    const data::LexicalTable table = data::train_lexical_table(sources, targets, a->model1);
+    std::vector<std::vector<data::WordLink>> links;
+    const data::LexicalTable table =
+        data::train_lexical_table(sources, targets, a->model1, a->alignments.empty() ? nullptr : &links);
     std::ostringstream text;
     data::write_lexical_table(table, *src_vocab, *tgt_vocab, text);
     write_file_atomic(a->output, text.str());
+    const char* model = a->model1.diagonal > 0 ? "fast_align's diagonal model" : "IBM Model 1";
     out << "moe-vocab lex: " << table.entries.size() << " pairs from " << sources.size() << " sentence pairs ("
-        << a->model1.iterations << " iterations of IBM Model 1) -> " << a->output << "\n";
+        << a->model1.iterations << " iterations of " << model << ") -> " << a->output << "\n";
+    if (a->alignments.empty()) return 0;
+    std::ostringstream lines;
+    int64_t count = 0;
+    for (const auto& pair : links) {
+      for (size_t k = 0; k < pair.size(); ++k) lines << (k ? " " : "") << pair[k].source << '-' << pair[k].target;
+      lines << '\n';
+      count += static_cast<int64_t>(pair.size());
+    }
+    write_file_atomic(a->alignments, lines.str());
+    out << "moe-vocab lex: " << count << " links over " << links.size() << " sentence pairs -> " << a->alignments
+        << "\n";
     return 0;
   };
 }

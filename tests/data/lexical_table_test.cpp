@@ -4,6 +4,7 @@
 #include "data/lexical_table.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -36,19 +37,31 @@ Corpus toy_corpus() {
   return c;
 }
 
-/// Model 1 over dense tables, straight from the E- and M-step formulas (row 0: NULL).
-std::map<std::pair<int32_t, int32_t>, double> dense_model1(const Corpus& c, int iterations) {
+/// Model 1 over dense tables, straight from the E- and M-step formulas (row 0: NULL); with `diagonal` > 0 each
+/// E-step term weighted by fast_align's prior: 0.08 for NULL, 0.92 exp(-diagonal |i/I - j/J|) / Z (1-based i, j).
+std::map<std::pair<int32_t, int32_t>, double> dense_model1(const Corpus& c, int iterations, double diagonal = 0) {
   const int32_t v = kWords.size();
   std::vector<std::vector<double>> t(static_cast<size_t>(v) + 1, std::vector<double>(static_cast<size_t>(v), 1.0));
   for (int it = 0; it < iterations; ++it) {
     std::vector<std::vector<double>> count(t.size(), std::vector<double>(static_cast<size_t>(v), 0.0));
     for (size_t s = 0; s < c.src.size(); ++s) {
-      if (c.src[s].empty() || c.tgt[s].empty()) continue;
-      for (int32_t e : c.tgt[s]) {
-        double z = t[0][e];
-        for (int32_t f : c.src[s]) z += t[f + 1][e];
-        count[0][e] += t[0][e] / z;
-        for (int32_t f : c.src[s]) count[f + 1][e] += t[f + 1][e] / z;
+      const auto &fs = c.src[s], &es = c.tgt[s];
+      if (fs.empty() || es.empty()) continue;
+      const double I = static_cast<double>(fs.size()), J = static_cast<double>(es.size());
+      for (size_t j = 0; j < es.size(); ++j) {
+        std::vector<double> w(fs.size() + 1, 1.0);  // the prior of NULL and of each source word
+        if (diagonal > 0) {
+          double norm = 0;
+          for (size_t i = 1; i <= fs.size(); ++i) norm += std::exp(-diagonal * std::abs(i / I - (j + 1) / J));
+          w[0] = 0.08;
+          for (size_t i = 1; i <= fs.size(); ++i)
+            w[i] = 0.92 * std::exp(-diagonal * std::abs(i / I - (j + 1) / J)) / norm;
+        }
+        const int32_t e = es[j];
+        double z = w[0] * t[0][e];
+        for (size_t i = 1; i <= fs.size(); ++i) z += w[i] * t[fs[i - 1] + 1][e];
+        count[0][e] += w[0] * t[0][e] / z;
+        for (size_t i = 1; i <= fs.size(); ++i) count[fs[i - 1] + 1][e] += w[i] * t[fs[i - 1] + 1][e] / z;
       }
     }
     for (size_t f = 0; f < t.size(); ++f) {
@@ -67,14 +80,18 @@ std::map<std::pair<int32_t, int32_t>, double> dense_model1(const Corpus& c, int 
 
 TEST_CASE("lexical table: IBM Model 1 equals the dense EM of its formulas", "[data][lex]") {
   const Corpus c = toy_corpus();
-  const LexicalTable table = train_lexical_table(c.src, c.tgt, {.iterations = 4, .prune = 0});
-  const auto reference = dense_model1(c, 4);
-  REQUIRE(table.entries.size() == reference.size());
-  for (const LexicalEntry& e : table.entries) {
-    INFO("source " << kWords.piece(e.source) << ", target " << kWords.piece(e.target));
-    REQUIRE(reference.count({e.source, e.target}) == 1);
-    CHECK(e.prob == Approx(reference.at({e.source, e.target})).epsilon(1e-6));
+  for (double diagonal : {0.0, 4.0}) {  // Model 1, and fast_align's diagonal model
+    INFO("diagonal tension " << diagonal);
+    const LexicalTable table = train_lexical_table(c.src, c.tgt, {.iterations = 4, .prune = 0, .diagonal = diagonal});
+    const auto reference = dense_model1(c, 4, diagonal);
+    REQUIRE(table.entries.size() == reference.size());
+    for (const LexicalEntry& e : table.entries) {
+      INFO("source " << kWords.piece(e.source) << ", target " << kWords.piece(e.target));
+      REQUIRE(reference.count({e.source, e.target}) == 1);
+      CHECK(e.prob == Approx(reference.at({e.source, e.target})).epsilon(1e-6));
+    }
   }
+  const LexicalTable table = train_lexical_table(c.src, c.tgt, {.iterations = 4, .prune = 0});
   // sorted by source, then probability descending
   for (size_t i = 1; i < table.entries.size(); ++i) {
     const LexicalEntry &a = table.entries[i - 1], &b = table.entries[i];
@@ -98,6 +115,33 @@ TEST_CASE("lexical table: the toy corpus's translations come first; pruning", "[
 
   CHECK_THROWS_WITH(train_lexical_table(c.src, {}, {}), Contains("source sentences"));
   CHECK_THROWS_WITH(train_lexical_table(c.src, c.tgt, {.iterations = 0}), Contains("iterations"));
+}
+
+TEST_CASE("lexical table: Viterbi word alignments", "[data][lex][alignment]") {
+  Corpus c = toy_corpus();
+  for (int r = 0; r < 3; ++r) {  // a repeated word: only the diagonal prior tells its two links apart
+    c.src.push_back(ids("a a"));
+    c.tgt.push_back(ids("x x"));
+  }
+  std::vector<std::vector<WordLink>> model1, diagonal;
+  train_lexical_table(c.src, c.tgt, {.iterations = 10, .prune = 0}, &model1);
+  train_lexical_table(c.src, c.tgt, {.iterations = 10, .prune = 0, .diagonal = 4}, &diagonal);
+  REQUIRE(model1.size() == c.src.size());
+  REQUIRE(diagonal.size() == c.src.size());
+  // Model 1 finds the translations whatever their order
+  CHECK(model1[0] == std::vector<WordLink>{{1, 0}, {0, 1}});          // "a b" -> "y x"
+  CHECK(model1[2] == std::vector<WordLink>{{2, 0}, {0, 1}, {1, 2}});  // "b c d" -> "u y z"
+  CHECK(model1[6] == std::vector<WordLink>{{2, 0}, {0, 1}, {1, 2}});  // "a b c" -> "z x y"
+  CHECK(model1[10] == std::vector<WordLink>{{0, 0}, {0, 1}});         // ties go to the first source word
+  // the diagonal prior prefers monotone links: on ten pairs of mostly crossed words it outweighs the table
+  CHECK(diagonal[1] == std::vector<WordLink>{{0, 0}, {1, 1}});  // "a c" -> "x z"
+  CHECK(diagonal[3] == std::vector<WordLink>{{0, 0}, {1, 1}});  // "c d" -> "z u"
+  CHECK(diagonal[10] == std::vector<WordLink>{{0, 0}, {1, 1}});
+  for (const auto* links : {&model1, &diagonal}) {  // an empty side: no links
+    CHECK((*links)[8].empty());
+    CHECK((*links)[9].empty());
+  }
+  CHECK_THROWS_WITH(train_lexical_table(c.src, c.tgt, {.diagonal = -1}), Contains("diagonal"));
 }
 
 TEST_CASE("lexical table: lex.s2t files round-trip; bad lines name the file and line", "[data][lex]") {
