@@ -3,7 +3,8 @@
 // how mixture-of-attentive-experts sites weight their experts, the target tokens of the batch the
 // graph computes (aux losses normalised per token), the gate recorder of analysis runs and the
 // communicator of a run over several ranks (MoE layers: balancing statistics of the global batch,
-// expert parallelism). The graph gives the rest: training or inference mode, device and compute dtype
+// expert parallelism) and where a translation model's teacher-forced pass leaves its alignment head's weights
+// (guided-alignment training). The graph gives the rest: training or inference mode, device and compute dtype
 // (Builder::training, dtype). Covered by tests/layers/mae_test.cpp, tests/layers/moa_test.cpp and
 // tests/dist/expert_parallel_test.cpp.
 #pragma once
@@ -13,6 +14,7 @@
 
 namespace moe {
 
+class Expr;          // graph/node.h
 class GateRecorder;  // layers/gate_recorder.h
 namespace dist {
 class Communicator;  // dist/communicator.h
@@ -35,6 +37,9 @@ struct BuildContext {
   /// balancing statistics over them and, with experts_per_rank, exchange tokens with the ranks that
   /// hold their experts. nullptr (or one rank): everything local.
   dist::Communicator* comm = nullptr;
+  /// Guided alignment (training/guided_alignment.h): set, a translation model's teacher-forced pass (Model::loss)
+  /// writes its alignment head's weights [B, T, S] here, as Decoder::alignment gives them; nullptr: nothing.
+  Expr* alignment = nullptr;
 };
 
 }  // namespace moe

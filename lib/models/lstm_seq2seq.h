@@ -110,6 +110,8 @@ class LstmSeq2seq : public Model, public EncoderDecoder {
   /// `probs` (optional) receives the attention probabilities of the T steps, [B, S] each.
   Expr decoder_stack(const Builder& b, const Expr& y, const AttentionMemory& memory, const Tensor& tgt_mask,
                      Recurrence& r, std::vector<Expr>* probs = nullptr) const;
+  /// The T steps' attention probabilities `probs` ([B, S] each) as one [B, T, S] tensor of `dtype`.
+  static Expr stacked_weights(std::vector<Expr>& probs, int64_t B, int64_t S, DType dtype);
   /// Logits [B * T, vocabulary] of states h [B, T, d]; [.., V'] with the rows [V', d] of a restricted output
   /// (DecoderState::output_rows) when `weight_rows` is defined.
   Expr output_logits(const Builder& b, const Expr& h, const Tensor& weight_rows = {}) const;

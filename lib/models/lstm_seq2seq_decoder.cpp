@@ -62,7 +62,19 @@ Expr LstmSeq2seq::decode(const Builder& b, const Expr& memory, const Tensor& src
                          const Tensor& tgt_mask) const {
   const Tensor mask = tgt_mask.defined() ? tgt_mask : padding_mask(tgt_in, c_.pad_id);
   Recurrence r;
-  return output_logits(b, decoder_stack(b, embed(b, false, tgt_in), attention_memory_of(b, memory, src_mask), mask, r));
+  std::vector<Expr> probs;  // guided-alignment training reads the attention (BuildContext::alignment)
+  Expr* const alignment = b.context().alignment;
+  Expr h = decoder_stack(b, embed(b, false, tgt_in), attention_memory_of(b, memory, src_mask), mask, r,
+                         alignment ? &probs : nullptr);
+  if (alignment)
+    *alignment = stacked_weights(probs, tgt_in.shape()[0], src_mask.shape()[1],
+                                 b.dtype() == DType::f64 ? DType::f64 : DType::f32);
+  return output_logits(b, h);
+}
+
+Expr LstmSeq2seq::stacked_weights(std::vector<Expr>& probs, int64_t B, int64_t S, DType dtype) {
+  for (Expr& p : probs) p = reshape(cast(p, dtype), Shape{B, 1, S});
+  return probs.size() == 1 ? probs[0] : concat(probs, 1);
 }
 
 Expr LstmSeq2seq::alignment(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in) const {
@@ -70,9 +82,7 @@ Expr LstmSeq2seq::alignment(const Builder& b, const Tensor& src, const Tensor& s
   std::vector<Expr> probs;
   decoder_stack(b, embed(b, false, tgt_in), attention_memory_of(b, encode(b, src, src_mask), src_mask),
                 padding_mask(tgt_in, c_.pad_id), r, &probs);
-  const int64_t B = tgt_in.shape()[0], S = src.shape()[1];
-  for (Expr& p : probs) p = reshape(cast(p, DType::f32), Shape{B, 1, S});
-  return probs.size() == 1 ? probs[0] : concat(probs, 1);
+  return stacked_weights(probs, tgt_in.shape()[0], src.shape()[1], DType::f32);
 }
 
 DecoderSpec LstmSeq2seq::spec() const {

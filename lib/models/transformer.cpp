@@ -156,6 +156,7 @@ Expr Transformer::decoder_states(const Builder& b, const Expr& memory, const Ten
   Expr y = embed(b, tgt_table(), c_.tgt_vocab, tgt_in, 0);
   GateContext gates = gate_context(memory, src_mask, tgt_in, tgt_mask);
   gates.rows = rows;
+  gates.alignment = b.context().alignment;  // guided-alignment training reads the alignment head
   return decoder_stack(b, y, memory, src_mask, nullptr, gates);
 }
 

@@ -23,6 +23,10 @@ config::Check<std::string> not_empty() {
 void declare_data(config::Keys<O>& k) {
   k.add("data.train.src", &O::data, &D::train_src, "training source text (plain or .gz, one sentence per line)")
       .add("data.train.tgt", &O::data, &D::train_tgt, "training target text, line-aligned with data.train.src")
+      .add("data.train.alignment", &O::data, &D::train_alignment,
+           "word alignments of the training pairs for guided-alignment training (Marian's --guided-alignment): one "
+           "line of 's-t' links per pair, s and t 0-based positions of the pair's subword tokens as the "
+           "vocabularies encode them (moe-vocab lex --alignments writes them); empty: none")
       .add("data.valid.src", &O::data, &D::valid_src, "validation source text (empty: no validation)")
       .add("data.valid.tgt", &O::data, &D::valid_tgt, "validation target text (the reference for BLEU)")
       .add("data.vocab.src", &O::data, &D::src_vocab,
@@ -125,6 +129,12 @@ void declare_train(config::Keys<O>& k) {
            [](const float& v, const std::string& key) {
              MOE_CHECK(v >= 0 && v < 1, key, " must be in [0, 1), got ", v);
            })
+      .add("train.guided_alignment.weight", &O::guided_alignment, &GuidedAlignmentOptions::weight,
+           "with data.train.alignment: the weight of the alignment cost beside the cross-entropy (Marian's "
+           "--guided-alignment-weight)",
+           at_least(0.0))
+      .add("train.guided_alignment.cost", &O::guided_alignment, &GuidedAlignmentOptions::cost,
+           "with data.train.alignment: ce (cross-entropy of the alignment head against the links) or mse")
       .add("train.clip_norm", &O::clip_norm, "clip the gradient norm to this (0 = off)", at_least(0.0))
       .add("train.optimizer", &O::optimizer, "optimizer")
       .add_custom(

@@ -22,6 +22,7 @@
 #include "models/model_registry.h"
 #include "tensor/dtype.h"
 #include "training/dist_options.h"
+#include "training/guided_alignment.h"
 #include "training/optimizer.h"
 #include "training/schedule.h"
 #include "training/stop_request.h"
@@ -54,6 +55,7 @@ MOE_NAMED_ENUM(ValidMetric, loss, ppl, bleu)
 
 struct DataOptions {
   std::string train_src, train_tgt, valid_src, valid_tgt;
+  std::string train_alignment;  // word alignments of the training pairs: guided alignment (training/guided_alignment.h)
   std::string src_vocab, tgt_vocab;  // the same path twice = a joint vocabulary
   // Building a missing vocabulary (SentencePiece for .spm/.model paths, else a word list).
   int vocab_size = 8000;
@@ -111,6 +113,7 @@ struct TrainOptions {
   DType dtype = DType::f32;  // compute dtype: f32, bf16 (f32 masters) or f16 (+ dynamic loss scaling)
   bool dtype_auto = false;   // train.dtype auto: the Trainer picks bf16 on a GPU, f32 on the CPU, and logs it
   float label_smoothing = 0.1f;
+  GuidedAlignmentOptions guided_alignment;  // with data.train.alignment
   double clip_norm = 0;
   Optimizer::Kind optimizer = Optimizer::Kind::adam;
   OptimizerOptions optim;

@@ -80,6 +80,13 @@ void TranslationTask::load_data() {
   generator_ = std::make_unique<data::BatchGenerator>(train.src, train.tgt, bo);
   spdlog::info("moe-train: training data {} / {}: {}", d.train_src, d.train_tgt, generator_->filter_stats().summary());
   batches_per_epoch_ = generator_->batches_in_epoch(0);
+  if (!d.train_alignment.empty()) {
+    alignments_ =
+        std::make_unique<data::WordAlignments>(data::WordAlignments::read(d.train_alignment, train.src, train.tgt));
+    spdlog::info("moe-train: word alignments {}: {} links over {} pairs (guided alignment: cost {}, weight {})",
+                 d.train_alignment, alignments_->links(), alignments_->lines(), enum_name(o_.guided_alignment.cost),
+                 o_.guided_alignment.weight);
+  }
   MOE_CHECK(generator_->kept() > 0, "moe-train: no usable training pair in ", d.train_src, " / ", d.train_tgt, " (",
             generator_->filter_stats().summary(), ")");
   if (d.valid_src.empty()) return;
@@ -104,7 +111,10 @@ void TranslationTask::start() { prefetcher_ = std::make_unique<data::BatchPrefet
 TrainTask::Item TranslationTask::next() { return next_item(*prefetcher_); }
 
 Expr TranslationTask::loss(const Model& model, const Builder& b, const TrainBatch& batch, float label_smoothing) {
-  return model.loss(b, uploader_.upload(std::get<data::Batch>(batch.data)), label_smoothing);
+  const data::Batch& cpu = std::get<data::Batch>(batch.data);
+  if (!alignments_) return model.loss(b, uploader_.upload(cpu), label_smoothing);
+  return loss_with_guided_alignment(model, b, uploader_.upload(cpu), cpu, label_smoothing, *alignments_,
+                                    o_.guided_alignment);
 }
 
 ValidFigures TranslationTask::validate(const Model& model, ParameterStore& store, DType compute_dtype,

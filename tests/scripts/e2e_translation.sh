@@ -4,8 +4,9 @@
 # 100 test lines with moe-translate (line count preserved) and scores them with moe-score bleu, runs
 # int8 inference (quantized on load and pre-quantized: identical, close to f32), runs scripts/evaluate.sh
 # (averaging, beam, both BLEU figures as a Markdown row and a JSON line), builds a lexical shortlist and translates
-# with it (moe-vocab lex, moe-translate --shortlist), writes word alignments (moe-translate --alignment), then
-# checks that an interrupted-and-resumed run logs exactly the losses of an uninterrupted one.
+# with it (moe-vocab lex, moe-translate --shortlist), writes word alignments (moe-translate --alignment), trains
+# with guided alignment (moe-vocab lex --alignments, data.train.alignment) and checks that it moves the alignment
+# head toward the given links (moe-score pairs --alignment), then checks that an interrupted-and-resumed run logs exactly the losses of an uninterrupted one.
 # Usage (ctest passes both): e2e_translation.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped (no data).
 set -euo pipefail
 BIN="${1:?usage: e2e_translation.sh BIN_DIR SHARED_DATA_DIR}"
@@ -103,6 +104,41 @@ awk -F ' [|][|][|] ' '{ print $1 }' "$WORK/hyp-al.de" | cmp -s - "$WORK/hyp.de" 
 awk -F ' [|][|][|] ' 'NF != 2 { exit 1 } { n = split($2, p, " "); for (i = 1; i <= n; ++i)
     if (p[i] !~ /^[0-9]+-[0-9]+$/ || substr(p[i], index(p[i], "-") + 1) != i - 1) exit 1 }' "$WORK/hyp-al.de" ||
   fail "malformed hard alignments: $(head -n 3 "$WORK/hyp-al.de")"
+
+# 2e. Guided alignment (training/guided_alignment.h): fast_align's model (moe-vocab lex --diagonal 4) aligns the
+#     training pairs; 60 more updates with data.train.alignment (weight 1) from the trained model, and as many
+#     without, then moe-score pairs --alignment hard on 300 of the pairs: the guided model's alignment head agrees
+#     with the aligner's links on more target tokens than the unguided one's.
+"$BIN/moe-vocab" lex -i "$WORK/train.en" --tgt "$WORK/train.de" --src-vocab "$WORK/vocab.spm" -o "$WORK/lex4.s2t" \
+  --diagonal 4 --alignments "$WORK/train.align" > "$WORK/lex4.log" || fail "moe-vocab lex --alignments"
+grep -q "links over 2000 sentence pairs" "$WORK/lex4.log" || fail "moe-vocab lex --alignments: $(cat "$WORK/lex4.log")"
+[[ "$(wc -l < "$WORK/train.align")" -eq 2000 ]] || fail "moe-vocab lex wrote $(wc -l < "$WORK/train.align") alignment lines"
+for arm in guided plain; do
+  extra=()
+  [[ $arm == guided ]] && extra=(--data.train.alignment "$WORK/train.align" --train.guided_alignment.weight 1)
+  "$BIN/moe-train" "${common[@]}" --run_dir "$WORK/run-$arm" --train.init_from "$WORK/run/checkpoint.last.safetensors" \
+    --train.max_updates 60 --train.valid_every 1000 "${extra[@]}" > "$WORK/train-$arm.log" 2>&1 ||
+    { cat "$WORK/train-$arm.log"; fail "moe-train ($arm)"; }
+  "$BIN/moe-score" pairs -m "$WORK/run-$arm/checkpoint.last.safetensors" --src <(head -n 300 "$WORK/train.en") \
+    --tgt <(head -n 300 "$WORK/train.de") --alignment hard --device cpu > "$WORK/pairs-$arm.txt" 2> /dev/null ||
+    fail "moe-score pairs --alignment ($arm)"
+done
+grep -q "word alignments .*train.align: [0-9]* links over 2000 pairs (guided alignment: cost ce, weight 1)" \
+  "$WORK/train-guided.log" || fail "no word-alignment line in the guided run's log"
+agreement() {  # the share of the aligner's links (first 300 pairs) that the head's hard alignment also has
+  python3 - "$WORK/train.align" "$1" <<'PY'
+import sys
+given = [set(l.split()) for l in open(sys.argv[1], encoding="utf-8")][:300]
+head = [set(l.rstrip("\n").split("\t")[2].split()) for l in open(sys.argv[2], encoding="utf-8")]
+assert len(head) == 300, len(head)
+links = sum(len(g) for g in given)
+print(f"{sum(len(g & h) for g, h in zip(given, head)) / links:.3f}")
+PY
+}
+guided=$(agreement "$WORK/pairs-guided.txt") plain=$(agreement "$WORK/pairs-plain.txt")
+echo "e2e_translation: guided alignment: the head agrees with $guided of the aligner's links (unguided: $plain)"
+awk -v g="$guided" -v p="$plain" 'BEGIN { exit !(g > p + 0.1) }' ||
+  fail "guided alignment did not move the alignment head toward the links: $guided against $plain unguided"
 
 # 3. Averaging the kept numbered checkpoints.
 "$BIN/moe-average" -o "$WORK/avg.safetensors" --last 2 --run-dir "$WORK/run" || fail "moe-average"
