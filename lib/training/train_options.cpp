@@ -313,6 +313,9 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
     MOE_CHECK(d.vocab_type != VocabType::word,
               "data.vocab.type word is for language models; a translation vocabulary is a SentencePiece model (bpe | "
               "unigram) or a word list named by its path");
+    for (const char* k : {"train.guided_alignment.weight", "train.guided_alignment.cost"})
+      MOE_CHECK(!d.train_alignment.empty() || c.source(k) == "default", k, " is set (", c.source(k),
+                ") but data.train.alignment is empty: guided alignment needs the training pairs' word alignments");
   }
   MOE_CHECK(o.max_updates > 0 || o.max_epochs > 0 || o.max_minutes > 0,
             "set train.max_updates, train.max_epochs or train.max_minutes (all are 0)");

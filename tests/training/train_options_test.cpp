@@ -137,6 +137,18 @@ TEST_CASE("train options: errors name the key", "[training][options]") {
   CHECK_THROWS_WITH(with("train.betas", "0.9"), Catch::Contains("train.betas"));
   CHECK_THROWS_WITH(with("data.vocab.type", "char"), Catch::Contains("data.vocab.type"));
   CHECK_THROWS_WITH(with("train.label_smoothing", "1.5"), Catch::Contains("train.label_smoothing"));
+  // guided alignment: its options without the alignments, or a bad value
+  CHECK_THROWS_WITH(with("train.guided_alignment.weight", "0.5"),
+                    Catch::Contains("train.guided_alignment.weight is set (command line)") &&
+                        Catch::Contains("data.train.alignment is empty"));
+  CHECK_THROWS_WITH(with("train.guided_alignment.cost", "mse"), Catch::Contains("train.guided_alignment.cost"));
+  CHECK_THROWS_WITH(with("train.guided_alignment.cost", "l1"),
+                    Catch::Contains("train.guided_alignment.cost") && Catch::Contains("l1"));
+  CHECK_THROWS_WITH(with("train.guided_alignment.weight", "-1"), Catch::Contains("train.guided_alignment.weight"));
+  const TrainOptions guided = with("data.train.alignment", "a.align");
+  CHECK(guided.data.train_alignment == "a.align");
+  CHECK(guided.guided_alignment.weight == 0.1);
+  CHECK(guided.guided_alignment.cost == GuidedAlignmentCost::ce);
   config::Config none = load(schema, kRecipe);
   none.set_text("train.max_updates", "0");
   CHECK_THROWS_WITH(TrainOptions::from_config(none), Catch::Contains("train.max_epochs"));
