@@ -1,4 +1,5 @@
-// guided_alignment.h implementation. Covered by tests/training/guided_alignment_test.cpp.
+// guided_alignment.h implementation. Covered by tests/training/guided_alignment_test.cpp and
+// tests/training/guided_alignment_loss_test.cpp.
 #include "training/guided_alignment.h"
 
 #include <algorithm>
@@ -37,17 +38,13 @@ Expr loss_with_guided_alignment(const Model& model, const Builder& b, const data
                                 float label_smoothing, const data::WordAlignments& alignments,
                                 const GuidedAlignmentOptions& o) {
   Expr weights;
-  BuildContext& context = b.context();
-  Expr* const before = context.alignment;
-  context.alignment = &weights;
-  Expr loss;
-  try {
-    loss = model.loss(b, batch, label_smoothing);
-  } catch (...) {
-    context.alignment = before;
-    throw;
-  }
-  context.alignment = before;
+  struct Restore {  // the context as it was, however model.loss ends
+    BuildContext& context;
+    Expr* before;
+    ~Restore() { context.alignment = before; }
+  } restore{b.context(), b.context().alignment};
+  b.context().alignment = &weights;
+  const Expr loss = model.loss(b, batch, label_smoothing);
   MOE_CHECK(weights.defined(), "guided alignment (data.train.alignment): model.type ", model.type(),
             " has no alignment head to guide");
   return add(loss, guided_alignment_cost(b, weights, alignments.guidance(cpu), o));

@@ -7,7 +7,7 @@
 //   ce:   -weight * sum_{b,t,s} G log(A + 1e-6)                  (Marian's default cost)
 //   mse:   weight / 2 * sum over the rows with links of (A - G)^2
 // so that, divided by the batch's target tokens as the cross-entropy is, it is a cost per target token.
-// Covered by tests/training/guided_alignment_test.cpp.
+// Covered by tests/training/guided_alignment_test.cpp and tests/training/guided_alignment_loss_test.cpp.
 #pragma once
 #include "common/named_enum.h"
 #include "data/word_alignments.h"
