@@ -166,6 +166,10 @@ const std::string& Config::source(const std::string& key) const {
   return entries_.at(key).source;
 }
 
+bool Config::changed(const std::string& key) const {
+  return YAML::Dump(get(key)) != YAML::Dump(schema_->at(key).default_value);
+}
+
 YAML::Node Config::to_yaml() const {
   YAML::Node root(YAML::NodeType::Map);
   for (const auto& [name, e] : entries_) {

@@ -43,6 +43,8 @@ class Config {
   std::vector<double> get_floats(const std::string& key) const;
   /// Where the key's current value came from.
   const std::string& source(const std::string& key) const;
+  /// True when `key` holds a value other than its default (a dumped configuration sets every key, defaults too).
+  bool changed(const std::string& key) const;
 
   const std::map<std::string, Entry>& entries() const { return entries_; }
   const Schema& schema() const { return *schema_; }

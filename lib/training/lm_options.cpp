@@ -41,11 +41,6 @@ bool ends_with(const std::string& s, const std::string& e) {
   return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
 }
 
-/// True when `key` holds a value other than its default (a dumped configuration lists defaults too).
-bool changed(const config::Config& c, const std::string& key) {
-  return YAML::Dump(c.get(key)) != YAML::Dump(c.schema().at(key).default_value);
-}
-
 const char* const kMlmKeys[] = {"data.mlm.mask_prob", "data.mlm.replace_mask", "data.mlm.replace_random",
                                 "data.mlm.mask_id"};
 
@@ -53,7 +48,7 @@ void read_lm_data(const config::Config& c, TrainOptions& o, const std::string& w
   DataOptions& d = o.data;
   for (const char* k : {"data.train.src", "data.train.tgt", "data.train.alignment", "data.valid.src", "data.valid.tgt",
                         "data.vocab.src", "data.vocab.tgt"})
-    MOE_CHECK(!changed(c, k), k, " is a translation key; a ", what,
+    MOE_CHECK(!c.changed(k), k, " is a translation key; a ", what,
               " reads data.train.text, data.valid.text and data.vocab.path");
   MOE_CHECK(!d.train_text.empty(), "data.train.text is required for a ", what,
             ": the training text, one paragraph or sentence a line");
@@ -69,10 +64,10 @@ void read_lm_data(const config::Config& c, TrainOptions& o, const std::string& w
     const std::string type = c.get_string("data.vocab.type");
     MOE_CHECK(type == "word" || type == "bpe", "data.vocab.type ", type,
               " builds a SentencePiece model: give data.vocab.path a .spm or .model name (or use type word)");
-    if (changed(c, "data.vocab.size")) d.vocab_max_words = d.vocab_size;
+    if (c.changed("data.vocab.size")) d.vocab_max_words = d.vocab_size;
   }
   if (o.task != TrainTaskKind::masked_lm)
-    for (const char* k : kMlmKeys) MOE_CHECK(!changed(c, k), k, " applies to model.type transformer_mlm only");
+    for (const char* k : kMlmKeys) MOE_CHECK(!c.changed(k), k, " applies to model.type transformer_mlm only");
 }
 }  // namespace
 
@@ -84,9 +79,9 @@ void read_lm_options(const config::Config& c, TrainOptions& o) {
   }
   for (const char* k : {"data.train.text", "data.valid.text", "data.vocab.path", "data.tokens_per_sample",
                         "valid.context", "valid.stride"})
-    MOE_CHECK(!changed(c, k), k, " is a language-model key; model.type ", type,
+    MOE_CHECK(!c.changed(k), k, " is a language-model key; model.type ", type,
               " trains a translation model on data.train.src / data.train.tgt");
-  for (const char* k : kMlmKeys) MOE_CHECK(!changed(c, k), k, " applies to model.type transformer_mlm only");
+  for (const char* k : kMlmKeys) MOE_CHECK(!c.changed(k), k, " applies to model.type transformer_mlm only");
 }
 
 }  // namespace moe

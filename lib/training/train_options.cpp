@@ -314,7 +314,7 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
               "data.vocab.type word is for language models; a translation vocabulary is a SentencePiece model (bpe | "
               "unigram) or a word list named by its path");
     for (const char* k : {"train.guided_alignment.weight", "train.guided_alignment.cost"})
-      MOE_CHECK(!d.train_alignment.empty() || c.source(k) == "default", k, " is set (", c.source(k),
+      MOE_CHECK(!d.train_alignment.empty() || !c.changed(k), k, " is set (", c.source(k),
                 ") but data.train.alignment is empty: guided alignment needs the training pairs' word alignments");
   }
   MOE_CHECK(o.max_updates > 0 || o.max_epochs > 0 || o.max_minutes > 0,

@@ -67,6 +67,8 @@ TEST_CASE("config: defaults < recipe < command line", "[config]") {
   CHECK(c.get_int("seed") == 9);
   CHECK(c.get_bool("train.shuffle") == true);
   CHECK(c.source("train.shuffle") == "default");
+  CHECK(c.changed("train.max_tokens"));
+  CHECK_FALSE(c.changed("train.shuffle"));
   CHECK(c.get_strings("data.files") == std::vector<std::string>{"a.txt", "b.txt"});
   CHECK(c.get_floats("train.betas") == std::vector<double>{0.9, 0.98});
   // Order on the command line does not matter: recipes first, then overrides in order.
@@ -74,6 +76,7 @@ TEST_CASE("config: defaults < recipe < command line", "[config]") {
                                   "--data.files", "x,y,z", "--model.layers=[2, 3]", "pos.txt"});
   CHECK(d.get_float("train.lr") == 0.02);
   CHECK(d.get_bool("train.shuffle") == true);
+  CHECK_FALSE(d.changed("train.shuffle"));  // set, but to its default
   CHECK(d.get_strings("data.files") == std::vector<std::string>{"x", "y", "z"});
   CHECK(d.get_ints("model.layers") == std::vector<int64_t>{2, 3});
   CommandLine cmd = parse_command_line(schema, {"pos", "--train.shuffle=no"});
