@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "translator/lm_perplexity.h"
+#include "translator/pair_alignment.h"
 #include "translator/target_prefix.h"
 #include "translator/translate_text.h"
 
@@ -27,25 +28,26 @@ std::vector<std::vector<int32_t>> encode_lines(const data::Vocab& vocab, const s
   }
   return ids;
 }
-/// {"text", "score"} of `h` (an empty text scored 0 when there is none), with its "alignment" when asked for.
-json hypothesis_json(const data::Vocab& vocab, const Hypothesis* h, const std::optional<AlignmentOutput>& alignment) {
-  json out = {{"text", h ? hypothesis_text(vocab, *h) : std::string()}, {"score", h ? h->score : 0.0}};
-  if (!alignment) return out;
-  const SoftAlignment none;
-  const SoftAlignment& a = h ? h->alignment : none;
-  if (alignment->kind == AlignmentKind::soft) {  // 6 decimals (a float's 0.7f would print as 0.699999988079071)
-    json rows = json::array();
+/// An alignment as `o` gives it: soft, its rows of weights (6 decimals: a float's 0.7f would print as
+/// 0.699999988079071); else its links as [source, output] pairs.
+json alignment_json(const SoftAlignment& a, const AlignmentOutput& o) {
+  json out = json::array();
+  if (o.kind == AlignmentKind::soft) {
     for (const std::vector<float>& row : a) {
       json weights = json::array();
       for (float w : row) weights.push_back(std::round(static_cast<double>(w) * 1e6) / 1e6);
-      rows.push_back(std::move(weights));
+      out.push_back(std::move(weights));
     }
-    out["alignment"] = std::move(rows);
     return out;
   }
-  json links = json::array();
-  for (const AlignmentLink& l : alignment_links(a, *alignment)) links.push_back({l.source, l.output});
-  out["alignment"] = std::move(links);
+  for (const AlignmentLink& l : alignment_links(a, o)) out.push_back({l.source, l.output});
+  return out;
+}
+
+/// {"text", "score"} of `h` (an empty text scored 0 when there is none), with its "alignment" when asked for.
+json hypothesis_json(const data::Vocab& vocab, const Hypothesis* h, const std::optional<AlignmentOutput>& alignment) {
+  json out = {{"text", h ? hypothesis_text(vocab, *h) : std::string()}, {"score", h ? h->score : 0.0}};
+  if (alignment) out["alignment"] = alignment_json(h ? h->alignment : SoftAlignment{}, *alignment);
   return out;
 }
 
@@ -138,13 +140,17 @@ std::string score_body(ServedModel& model, const ScoreRequest& request, Device d
   o.dtype = dtype;
   o.experts = request.experts;
   const auto scores = score_pairs(*model.ck.model, *model.ck.params, device, src, tgt, o);
+  const std::vector<SoftAlignment> alignments =
+      request.alignment ? align_pairs(*model.ck.model->encoder_decoder(), *model.ck.params, device, src, tgt, o)
+                        : std::vector<SoftAlignment>();
   json list = json::array();
   double log_prob = 0;
   int64_t tokens = 0;
-  for (const PairScore& s : scores) {
-    list.push_back({{"log_prob", s.log_prob}, {"tokens", s.tokens}});
-    log_prob += s.log_prob;
-    tokens += s.tokens;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    list.push_back({{"log_prob", scores[i].log_prob}, {"tokens", scores[i].tokens}});
+    if (request.alignment) list.back()["alignment"] = alignment_json(alignments[i], *request.alignment);
+    log_prob += scores[i].log_prob;
+    tokens += scores[i].tokens;
   }
   return dump({{"model", model.name},
                {"scores", std::move(list)},

@@ -40,7 +40,8 @@ std::vector<std::vector<int32_t>> encode_prompts(const ServedModel& model, const
 std::string generate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps);
 
 /// Scores `request` with `model` on `device` (pairs or LM text, as the model is) and returns the body:
-/// pairs: {"model", "scores": [{"log_prob", "tokens"}], "log_prob", "tokens", "perplexity"};
+/// pairs: {"model", "scores": [{"log_prob", "tokens", "alignment" (when asked, as in translate_body)}], "log_prob",
+/// "tokens", "perplexity"};
 /// text: {"model", "tokens", "nll", "perplexity"}. Errors name the field (RequestError).
 std::string score_body(ServedModel& model, const ScoreRequest& request, Device device, DType dtype);
 

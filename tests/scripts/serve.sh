@@ -23,7 +23,8 @@
 #     give on a CPU: a step of 16 sentences costs 10 to 11 times a step of one (the per-row work of top-k,
 #     log-softmax and cache reorders dominates), and with one thread, the faster setting in absolute
 #     terms, batching gains next to nothing for this model (docs/PERF.md "moe-serve");
-#  5. /metrics in Prometheus text format; /health and /v1/models; /v1/score against moe-score pairs; /v1/generate
+#  5. /metrics in Prometheus text format; /health and /v1/models; /v1/score against moe-score pairs (with
+#     "alignment": hard, against --alignment hard); /v1/generate
 #     to a translation model is a 400 naming "model";
 #  6. --shortlist: one sentence per batch, the answers are moe-translate --shortlist's; a full queue answers 503
 #     with Retry-After, a request past --request-timeout-s 504;
@@ -120,20 +121,22 @@ status="$(curl -s -o "$WORK/generate.json" -w '%{http_code}' -H 'Content-Type: a
   "http://127.0.0.1:$PORT/v1/generate")"
 [[ "$status" == 400 ]] && grep -q '"field":"model"' "$WORK/generate.json" ||
   e2e_fail "/v1/generate to a translation model answered $status $(cat "$WORK/generate.json"), not 400 naming model"
-"$BIN/moe-score" pairs -m "$CKPT" --src "$WORK/test60.en" --tgt "$WORK/test60.de" --device cpu > "$WORK/pairs.txt" 2>/dev/null ||
-  e2e_fail "moe-score pairs"
+"$BIN/moe-score" pairs -m "$CKPT" --src "$WORK/test60.en" --tgt "$WORK/test60.de" --device cpu --alignment hard \
+  > "$WORK/pairs.txt" 2>/dev/null || e2e_fail "moe-score pairs"
 python3 - "$PORT" "$WORK/test60.en" "$WORK/test60.de" "$WORK/pairs.txt" <<'EOF' || e2e_fail "/v1/score differs from moe-score pairs"
 import json, sys, urllib.request
 port, src, tgt, ref = sys.argv[1:]
 lines = lambda p: open(p, encoding="utf-8").read().split("\n")[:-1]
-req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/score", json.dumps({"src": lines(src), "tgt": lines(tgt)}).encode(),
+body = {"src": lines(src), "tgt": lines(tgt), "alignment": "hard"}
+req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/score", json.dumps(body).encode(),
                              headers={"Content-Type": "application/json"})
 got = json.load(urllib.request.urlopen(req, timeout=60))["scores"]
 want = [l.split("\t") for l in lines(ref)]
 assert len(got) == len(want), (len(got), len(want))
-for i, (g, (lp, n)) in enumerate(zip(got, want)):
+for i, (g, (lp, n, links)) in enumerate(zip(got, want)):
     assert f"{g['log_prob']:.6f}" == lp and g["tokens"] == int(n), (i, g, lp, n)
-print(f"serve: /v1/score: {len(got)} pairs equal moe-score pairs")
+    assert " ".join(f"{s}-{t}" for s, t in g["alignment"]) == links, (i, g["alignment"], links)
+print(f"serve: /v1/score: {len(got)} pairs equal moe-score pairs --alignment hard (scores and links)")
 EOF
 e2e_stop_server
 grep -q "POST /v1/translate 200" "$WORK/serve1.log" || e2e_fail "no request log lines"

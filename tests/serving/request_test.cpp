@@ -170,12 +170,17 @@ TEST_CASE("a score request holds pairs or LM text", "[serving]") {
   CHECK(p.src.size() == 2);
   CHECK(p.tgt.size() == 2);
   CHECK(parse_score_request(R"({"text": ["a b c"]})", {}).text.size() == 1);
+  CHECK_FALSE(p.alignment.has_value());
+  CHECK(parse_score_request(R"({"src": ["a"], "tgt": ["x"], "alignment": 0.3})", {}).alignment ==
+        AlignmentOutput{AlignmentKind::threshold, 0.3f});
   using P = std::pair<std::string, int>;
   CHECK(refusal(R"({"src": ["a"]})", Endpoint::score) == P{"tgt", 400});
   CHECK(refusal(R"({"src": ["a"], "tgt": ["x", "y"]})", Endpoint::score) == P{"tgt", 400});
   CHECK(refusal(R"({"text": ["a"], "src": ["a"], "tgt": ["b"]})", Endpoint::score) == P{"text", 400});
   CHECK(refusal(R"({})", Endpoint::score) == P{"body", 400});
   CHECK(refusal(R"({"beam": 3, "text": ["a"]})", Endpoint::score) == P{"beam", 400});
+  CHECK(refusal(R"({"text": ["a"], "alignment": "hard"})", Endpoint::score) == P{"alignment", 400});  // an LM's text
+  CHECK(refusal(R"({"src": ["a"], "tgt": ["x"], "alignment": "firm"})", Endpoint::score) == P{"alignment", 400});
 }
 
 TEST_CASE("error bodies are JSON even for invalid UTF-8", "[serving]") {

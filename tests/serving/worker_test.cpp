@@ -15,6 +15,7 @@
 #include "cli/shortlist_option.h"
 #include "serving/responses.h"
 #include "translator/lm_generation.h"
+#include "translator/pair_alignment.h"
 #include "translator/tiny_model.h"
 #include "translator/translate_text.h"
 
@@ -223,7 +224,20 @@ TEST_CASE("score bodies equal forced decoding; the model list names each model",
   for (size_t i = 0; i < 2; ++i) {
     CHECK(j["scores"][i]["log_prob"].get<double>() == want[i].log_prob);
     CHECK(j["scores"][i]["tokens"].get<int64_t>() == want[i].tokens);
+    CHECK_FALSE(j["scores"][i].contains("alignment"));
   }
+  // with "alignment": each pair's links, as moe-score pairs --alignment gives them (align_pairs)
+  s.alignment = AlignmentOutput{};
+  const auto aligned = nlohmann::json::parse(score_body(models[0], s, Device::cpu(), DType::f32));
+  const auto heads = align_pairs(*m.ck.model->encoder_decoder(), *m.ck.params, Device::cpu(), {m.src->encode("w1 w2"), m.src->encode("w3")},
+                                 {m.tgt->encode("w4"), m.tgt->encode("w5 w6 w7")}, {});
+  for (size_t i = 0; i < 2; ++i) {
+    std::vector<AlignmentLink> links;
+    for (const auto& l : aligned["scores"][i]["alignment"]) links.push_back({l[0].get<int64_t>(), l[1].get<int64_t>()});
+    CHECK(links == alignment_links(heads[i], AlignmentOutput{}));
+    CHECK(links.size() == want[i].tokens);  // hard: one link per target token and </s>
+  }
+  s.alignment.reset();
   s.tgt = {"w4", "w5 w6 w7 w1 w2 w3 w4 w5 w6 w7 w1 w2 w3 w4 w5 w6 w7 w1 w2 w3 w4 w5 w6 w7 w1 w2 w3 w4 w5 w6 w7 w8 w9"};
   try {
     score_body(models[0], s, Device::cpu(), DType::f32);
