@@ -140,8 +140,7 @@ cli::SubcommandRunner setup_lex(CLI::App& sub) {
     std::ostringstream lines;
     int64_t count = 0;
     for (const auto& pair : links) {
-      for (size_t k = 0; k < pair.size(); ++k) lines << (k ? " " : "") << pair[k].source << '-' << pair[k].target;
-      lines << '\n';
+      lines << data::format_word_links(pair) << '\n';
       count += static_cast<int64_t>(pair.size());
     }
     write_file_atomic(a->alignments, lines.str());

@@ -40,6 +40,13 @@ std::vector<WordLink> parse_word_links(std::string_view line) {
   return links;
 }
 
+std::string format_word_links(const std::vector<WordLink>& links) {
+  std::string out;
+  for (const WordLink& l : links)
+    out += (out.empty() ? "" : " ") + std::to_string(l.source) + "-" + std::to_string(l.target);
+  return out;
+}
+
 void WordAlignments::append(const std::vector<WordLink>& line, const EncodedCorpus& src, const EncodedCorpus& tgt) {
   const int64_t i = lines();
   MOE_CHECK(i < src.size(), "more lines than the ", src.size(), " pairs");

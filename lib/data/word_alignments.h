@@ -53,4 +53,8 @@ class WordAlignments {
 /// Parses one line of links ("0-0 1-2:0.5 ..."); an error says what is wrong and where in the line.
 std::vector<WordLink> parse_word_links(std::string_view line);
 
+/// One line of links as parse_word_links reads them and Marian writes them: "s-t" pairs separated by spaces (the
+/// weights are not written).
+std::string format_word_links(const std::vector<WordLink>& links);
+
 }  // namespace moe::data

@@ -40,7 +40,7 @@ json alignment_json(const SoftAlignment& a, const AlignmentOutput& o) {
     }
     return out;
   }
-  for (const AlignmentLink& l : alignment_links(a, o)) out.push_back({l.source, l.output});
+  for (const data::WordLink& l : alignment_links(a, o)) out.push_back({l.source, l.target});
   return out;
 }
 

@@ -19,12 +19,12 @@ AlignmentOutput AlignmentOutput::parse(const std::string& text, const std::strin
   return {AlignmentKind::threshold, t};
 }
 
-std::vector<AlignmentLink> alignment_links(const SoftAlignment& alignment, const AlignmentOutput& o) {
+std::vector<data::WordLink> alignment_links(const SoftAlignment& alignment, const AlignmentOutput& o) {
   MOE_CHECK(o.kind != AlignmentKind::soft, "a soft alignment has no links: it keeps every weight");
-  std::vector<AlignmentLink> links;
+  std::vector<data::WordLink> links;
   for (size_t t = 0; t < alignment.size(); ++t) {
     const std::vector<float>& row = alignment[t];
-    const auto link = [&](size_t s) { links.push_back({static_cast<int64_t>(s), static_cast<int64_t>(t)}); };
+    const auto link = [&](size_t s) { links.push_back({static_cast<int32_t>(s), static_cast<int32_t>(t)}); };
     if (o.kind == AlignmentKind::hard) {
       if (!row.empty()) link(static_cast<size_t>(std::max_element(row.begin(), row.end()) - row.begin()));
       continue;
@@ -36,19 +36,11 @@ std::vector<AlignmentLink> alignment_links(const SoftAlignment& alignment, const
 }
 
 std::string format_alignment(const SoftAlignment& alignment, const AlignmentOutput& o) {
+  if (o.kind != AlignmentKind::soft) return data::format_word_links(alignment_links(alignment, o));
   std::ostringstream os;
-  const char* sep = "";
-  if (o.kind == AlignmentKind::soft) {
-    for (const std::vector<float>& row : alignment) {
-      os << sep;
-      sep = " ";
-      for (size_t s = 0; s < row.size(); ++s) os << (s ? "," : "") << row[s];
-    }
-    return os.str();
-  }
-  for (const AlignmentLink& l : alignment_links(alignment, o)) {
-    os << sep << l.source << '-' << l.output;
-    sep = " ";
+  for (size_t t = 0; t < alignment.size(); ++t) {
+    os << (t ? " " : "");
+    for (size_t s = 0; s < alignment[t].size(); ++s) os << (s ? "," : "") << alignment[t][s];
   }
   return os.str();
 }

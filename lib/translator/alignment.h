@@ -11,11 +11,11 @@
 // An alignment from a model trained without alignment guidance is only as good as its attention head.
 // Covered by tests/translator/alignment_test.cpp.
 #pragma once
-#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "common/named_enum.h"
+#include "data/word_alignments.h"
 #include "layers/builder.h"
 #include "models/decoder.h"
 #include "translator/beam_search.h"
@@ -33,14 +33,9 @@ struct AlignmentOutput {
   bool operator==(const AlignmentOutput&) const = default;
 };
 
-/// A word alignment's links: source position s, output position t.
-struct AlignmentLink {
-  int64_t source = 0, output = 0;
-  bool operator==(const AlignmentLink&) const = default;
-};
-
-/// The links `o` (hard or threshold) keeps of `alignment`, in output order, then source order.
-std::vector<AlignmentLink> alignment_links(const SoftAlignment& alignment, const AlignmentOutput& o);
+/// The links `o` (hard or threshold) keeps of `alignment` (source position, output position as the target, weight
+/// 1), in output order, then source order.
+std::vector<data::WordLink> alignment_links(const SoftAlignment& alignment, const AlignmentOutput& o);
 
 /// `alignment` ([output position][source position]) as `o` writes it.
 std::string format_alignment(const SoftAlignment& alignment, const AlignmentOutput& o);

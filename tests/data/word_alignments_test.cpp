@@ -33,6 +33,8 @@ TEST_CASE("word links parse as fast_align and Marian write them", "[data][alignm
   CHECK(parse_word_links("0-0 2-1  1-3\r") == std::vector<WordLink>{{0, 0}, {2, 1}, {1, 3}});
   CHECK(parse_word_links("3-4:0.5\t0-1:1") == std::vector<WordLink>{{3, 4, 0.5f}, {0, 1, 1.f}});
   CHECK(parse_word_links("").empty());
+  CHECK(format_word_links({{0, 0}, {2, 1}, {1, 3}}) == "0-0 2-1 1-3");  // what the parser reads back
+  CHECK(format_word_links({}).empty());
   CHECK(parse_word_links("  ").empty());
   for (const char* bad : {"0-", "-1", "a-1", "1-b", "1-2-3", "-1-2", "1-2:0", "1-2:1.5", "1-2:", "12", "1-2:x"})
     CHECK_THROWS_WITH(parse_word_links(std::string("0-0 ") + bad), Contains("link 2") && Contains(bad));

@@ -232,8 +232,8 @@ TEST_CASE("score bodies equal forced decoding; the model list names each model",
   const auto heads = align_pairs(*m.ck.model->encoder_decoder(), *m.ck.params, Device::cpu(), {m.src->encode("w1 w2"), m.src->encode("w3")},
                                  {m.tgt->encode("w4"), m.tgt->encode("w5 w6 w7")}, {});
   for (size_t i = 0; i < 2; ++i) {
-    std::vector<AlignmentLink> links;
-    for (const auto& l : aligned["scores"][i]["alignment"]) links.push_back({l[0].get<int64_t>(), l[1].get<int64_t>()});
+    std::vector<data::WordLink> links;
+    for (const auto& l : aligned["scores"][i]["alignment"]) links.push_back({l[0].get<int32_t>(), l[1].get<int32_t>()});
     CHECK(links == alignment_links(heads[i], AlignmentOutput{}));
     CHECK(links.size() == want[i].tokens);  // hard: one link per target token and </s>
   }

@@ -122,7 +122,7 @@ TEST_CASE("alignment: Marian's formats and the option's values", "[translator][a
   CHECK(format_alignment(a, AlignmentOutput::parse("soft", "--alignment")) == "0.7,0.2,0.1 0.1,0.3,0.6 0.45,0.45,0.1");
   CHECK(format_alignment({}, AlignmentOutput{}).empty());
   CHECK(alignment_links(a, AlignmentOutput::parse("0.25", "--alignment")) ==
-        std::vector<AlignmentLink>{{0, 0}, {1, 1}, {2, 1}, {0, 2}, {1, 2}});
+        std::vector<data::WordLink>{{0, 0}, {1, 1}, {2, 1}, {0, 2}, {1, 2}});
   CHECK_THROWS_WITH(alignment_links(a, AlignmentOutput::parse("soft", "--alignment")), Contains("no links"));
   CHECK(AlignmentOutput::parse("0.5", "--alignment") == AlignmentOutput{AlignmentKind::threshold, 0.5f});
   for (const char* bad : {"1.5", "-0.1", "firm", "0.5x", ""})
