@@ -32,6 +32,14 @@ TranslateRequest request(std::vector<std::string> text, int beam, int n_best) {
   return r;
 }
 
+/// The tiny translation model (test::tiny_model(13, 32, 4.f)) served as "tiny", saved in a temp folder `dir_name`.
+std::vector<ServedModel> served_tiny(const std::string& dir_name) {
+  std::vector<ServedModel> models;
+  models.push_back(load_served_model("tiny", test::save_tiny(test::tiny_model(13, 32, 4.f), test::temp_dir(dir_name)),
+                                     Device::cpu()));
+  return models;
+}
+
 /// moe-translate's output lines for `r` (translate_lines with the same options and the model's shortlist).
 std::vector<std::string> reference(const ServedModel& m, const TranslateRequest& r) {
   TranslatorOptions o;
@@ -92,9 +100,7 @@ class WorkerHold {
 }  // namespace
 
 TEST_CASE("the worker batches jobs of the same options and routes each its results", "[serving]") {
-  const auto dir = test::temp_dir("serving-worker");
-  std::vector<ServedModel> models;
-  models.push_back(load_served_model("tiny", test::save_tiny(test::tiny_model(13, 32, 4.f), dir), Device::cpu()));
+  std::vector<ServedModel> models = served_tiny("serving-worker");
   REQUIRE(models[0].translates());
   ServerMetrics metrics;
   Worker worker(models, Device::cpu(), {.batching = {.max_tokens = 1000, .max_wait = std::chrono::milliseconds(300)}},
@@ -134,9 +140,7 @@ TEST_CASE("the worker batches jobs of the same options and routes each its resul
 }
 
 TEST_CASE("a batch mixes jobs with and without target prefixes, each as moe-translate --prefix", "[serving]") {
-  const auto dir = test::temp_dir("serving-prefix");
-  std::vector<ServedModel> models;
-  models.push_back(load_served_model("tiny", test::save_tiny(test::tiny_model(13, 32, 4.f), dir), Device::cpu()));
+  std::vector<ServedModel> models = served_tiny("serving-prefix");
   ServerMetrics metrics;
   Worker worker(models, Device::cpu(), {.batching = {.max_tokens = 1000, .max_wait = std::chrono::milliseconds(300)}},
                 metrics);
@@ -182,8 +186,7 @@ TEST_CASE("a batch mixes jobs with and without target prefixes, each as moe-tran
 
 TEST_CASE("a model with a shortlist translates as moe-translate --shortlist", "[serving][shortlist]") {
   const auto dir = test::temp_dir("serving-shortlist");
-  std::vector<ServedModel> models;
-  models.push_back(load_served_model("tiny", test::save_tiny(test::tiny_model(13, 32, 4.f), dir), Device::cpu()));
+  std::vector<ServedModel> models = served_tiny("serving-shortlist");
   std::string lex;  // each word translates to itself only: with FIRST 4 (the specials) the outputs are source words
   for (int i = 0; i < 20; ++i) lex += "w" + std::to_string(i) + " w" + std::to_string(i) + " 0.9\n";
   test::write_file(dir / "lex.s2t", lex);
@@ -209,9 +212,7 @@ TEST_CASE("a model with a shortlist translates as moe-translate --shortlist", "[
 }
 
 TEST_CASE("score bodies equal forced decoding; the model list names each model", "[serving]") {
-  const auto dir = test::temp_dir("serving-score");
-  std::vector<ServedModel> models;
-  models.push_back(load_served_model("tiny", test::save_tiny(test::tiny_model(13, 32, 4.f), dir), Device::cpu()));
+  std::vector<ServedModel> models = served_tiny("serving-score");
   ScoreRequest s;
   s.src = {"w1 w2", "w3"};
   s.tgt = {"w4", "w5 w6 w7"};
@@ -325,9 +326,7 @@ TEST_CASE("generate jobs are batched by options and continue prompts as moe-gene
 }
 
 TEST_CASE("alignments are moe-translate --alignment's, in batches of their own", "[serving][alignment]") {
-  const auto dir = test::temp_dir("serving-alignment");
-  std::vector<ServedModel> models;
-  models.push_back(load_served_model("tiny", test::save_tiny(test::tiny_model(13, 32, 4.f), dir), Device::cpu()));
+  std::vector<ServedModel> models = served_tiny("serving-alignment");
   ServerMetrics metrics;
   Worker worker(models, Device::cpu(), {.batching = {.max_tokens = 1000, .max_wait = std::chrono::milliseconds(300)}},
                 metrics);
