@@ -5,6 +5,7 @@
 // fairseq/Marian training filter (max length per side, max length ratio, no empty side).
 // Covered by tests/data/corpus_test.cpp.
 #pragma once
+#include <charconv>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -58,6 +59,13 @@ ParallelText read_parallel(const std::string& src_path, const std::string& tgt_p
 
 /// Text of a file for an error message: control bytes as '?', at most 60 bytes (then "...").
 std::string shown(std::string_view text);
+
+/// A field of a text file as a number, all of it ("1.5", not "1.5x" or ""); false when it is not one.
+template <class T>
+bool parse_number(std::string_view text, T& out) {
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), out);
+  return r.ec == std::errc() && r.ptr == text.data() + text.size();
+}
 
 /// Counts the lines of two files and throws if they differ (cheap alignment check).
 int64_t check_aligned(const std::string& src_path, const std::string& tgt_path);

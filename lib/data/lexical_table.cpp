@@ -2,7 +2,6 @@
 #include "data/lexical_table.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <ostream>
 #include <string_view>
@@ -174,9 +173,8 @@ LexicalTable read_lexical_table(const std::string& path, const Vocab& src, const
               "'");
     const std::string_view prob = fields[2];
     float p = 0;
-    const auto r = std::from_chars(prob.data(), prob.data() + prob.size(), p);
-    MOE_CHECK(r.ec == std::errc() && r.ptr == prob.data() + prob.size() && p >= 0 && p <= 1, path, ":",
-              reader.line_number(), ": the probability '", shown(prob), "' is not a number in [0, 1]");
+    MOE_CHECK(parse_number(prob, p) && p >= 0 && p <= 1, path, ":", reader.line_number(), ": the probability '",
+              shown(prob), "' is not a number in [0, 1]");
     const auto t = tgt_ids.find(fields[0]), s = src_ids.find(fields[1]);
     if (s == src_ids.end() || t == tgt_ids.end()) {
       ++unknown;

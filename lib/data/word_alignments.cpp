@@ -1,21 +1,10 @@
 // word_alignments.h implementation. Covered by tests/data/word_alignments_test.cpp.
 #include "data/word_alignments.h"
 
-#include <charconv>
-
 #include "common/error.h"
 #include "data/corpus.h"
 
 namespace moe::data {
-
-namespace {
-/// `text` as a number, all of it; false when it is not one.
-template <class T>
-bool number(std::string_view text, T& out) {
-  const auto r = std::from_chars(text.data(), text.data() + text.size(), out);
-  return r.ec == std::errc() && r.ptr == text.data() + text.size();
-}
-}  // namespace
 
 std::vector<WordLink> parse_word_links(std::string_view line) {
   std::vector<WordLink> links;
@@ -28,10 +17,10 @@ std::vector<WordLink> parse_word_links(std::string_view line) {
     WordLink l;
     const std::string_view s = field.substr(0, dash);
     const std::string_view t = dash == std::string_view::npos ? "" : field.substr(dash + 1, colon - dash - 1);
-    const bool ok = dash != std::string_view::npos && number(s, l.source) && number(t, l.target) && l.source >= 0 &&
-                    l.target >= 0 &&
+    const bool ok = dash != std::string_view::npos && parse_number(s, l.source) && parse_number(t, l.target) &&
+                    l.source >= 0 && l.target >= 0 &&
                     (colon == std::string_view::npos ||
-                     (number(field.substr(colon + 1), l.weight) && l.weight > 0 && l.weight <= 1));
+                     (parse_number(field.substr(colon + 1), l.weight) && l.weight > 0 && l.weight <= 1));
     MOE_CHECK(ok, "link ", links.size() + 1, " '", shown(field),
               "' is not 'source-target' (0-based token positions) or 'source-target:weight' (weight in (0, 1])");
     links.push_back(l);
