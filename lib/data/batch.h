@@ -1,6 +1,7 @@
 // Batches: CPU i32 tensors padded with the pad id, ready for the trainer to move to the GPU.
 // Translation: src = x </s>, tgt_in = <s> y, tgt_out = y </s>; masks are u8 1/0 of the same shape (the attention
-// op's key-padding format); src_rows, tgt_rows and tgt_labels list the real positions.
+// op's key-padding format); src_rows, tgt_rows and tgt_labels list the real positions; tgt_weights (optional)
+// weighs the targets in the loss.
 // LM: input = x[t], target = x[t+1], mask marks scored targets. Covered by tests/data/batch_test.cpp.
 #pragma once
 #include <array>
@@ -19,6 +20,8 @@ struct Batch {
   // positions b S + s of the M real source tokens, so that the output layer, the loss and the position-wise layers
   // skip the padding (models/transformer.h, RealPositions); undefined: every position, the padding masked.
   Tensor tgt_rows, tgt_labels, src_rows;
+  // [B, T] f32: each target token's weight in the loss (data/target_weights.h; 0 at padding); undefined: all 1.
+  Tensor tgt_weights;
   std::vector<int64_t> ids;             // sentence ids (line numbers, 0-based) to restore order
   std::vector<int32_t> src_lengths, tgt_lengths;  // with </s> (resp. <s>) counted
   int64_t src_tokens = 0, tgt_tokens = 0;         // real (unpadded) tokens
@@ -26,9 +29,9 @@ struct Batch {
 };
 
 /// Every tensor of a Batch: what moves to a device with it (those defined).
-inline constexpr std::array<Tensor Batch::*, 8> kBatchTensors{&Batch::src,        &Batch::src_mask, &Batch::tgt_in,
-                                                              &Batch::tgt_out,    &Batch::tgt_mask, &Batch::tgt_rows,
-                                                              &Batch::tgt_labels, &Batch::src_rows};
+inline constexpr std::array<Tensor Batch::*, 9> kBatchTensors{
+    &Batch::src,      &Batch::src_mask,   &Batch::tgt_in,   &Batch::tgt_out,    &Batch::tgt_mask,
+    &Batch::tgt_rows, &Batch::tgt_labels, &Batch::src_rows, &Batch::tgt_weights};
 
 /// Builds a translation batch from token spans (without specials).
 Batch make_batch(const std::vector<std::span<const int32_t>>& src, const std::vector<std::span<const int32_t>>& tgt,

@@ -18,6 +18,7 @@
 #include "graph/expr/shape_ops.h"
 #include "graph/expr/unary.h"
 #include "layers/lstm_bidirectional.h"
+#include "models/target_loss.h"
 
 namespace moe {
 
@@ -122,7 +123,7 @@ Expr LstmSeq2seq::loss(const Builder& b, const data::Batch& batch, float label_s
   Expr memory = encode(b, batch.src, batch.src_mask);
   Expr logits = decode(b, memory, batch.src_mask, batch.tgt_in, batch.tgt_mask);
   Expr targets = b.graph().input(batch.tgt_out.view(Shape{batch.tgt_out.numel()}));
-  return sum_all(cross_entropy(logits, targets, label_smoothing, c_.pad_id));
+  return summed_target_loss(b, cross_entropy(logits, targets, label_smoothing, c_.pad_id), batch.tgt_weights, {});
 }
 
 }  // namespace moe

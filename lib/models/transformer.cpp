@@ -17,6 +17,7 @@
 #include "layers/basic.h"
 #include "layers/mae_gate_input.h"
 #include "models/encode_by_length.h"
+#include "models/target_loss.h"
 
 namespace moe {
 
@@ -175,8 +176,8 @@ Expr Transformer::alignment(const Builder& b, const Tensor& src, const Tensor& s
 }
 
 Expr Transformer::loss(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in,
-                       const Tensor& tgt_out, float label_smoothing, const Tensor& tgt_mask,
-                       const RealPositions& real) const {
+                       const Tensor& tgt_out, float label_smoothing, const Tensor& tgt_mask, const RealPositions& real,
+                       const Tensor& tgt_weights) const {
   Expr memory = encode_rows(b, src, src_mask, real.src_rows);
   Expr h = decoder_states(b, memory, src_mask, tgt_in, tgt_mask, real.tgt_rows);
   Expr targets;
@@ -187,7 +188,8 @@ Expr Transformer::loss(const Builder& b, const Tensor& src, const Tensor& src_ma
   } else {
     targets = b.graph().input(tgt_out.view(Shape{tgt_out.numel()}));
   }
-  return sum_all(cross_entropy(output_logits(b, h), targets, label_smoothing, c_.pad_id));
+  return summed_target_loss(b, cross_entropy(output_logits(b, h), targets, label_smoothing, c_.pad_id), tgt_weights,
+                            real.tgt_rows);
 }
 
 std::unique_ptr<DecoderState> Transformer::start(const Builder& b, const Tensor& src, const Tensor& src_mask) const {

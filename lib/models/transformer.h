@@ -32,10 +32,12 @@ class Transformer : public EncoderDecoder {
   Expr encode(const Builder& b, const Tensor& src, const Tensor& src_mask) const override;
   Expr decode(const Builder& b, const Expr& memory, const Tensor& src_mask, const Tensor& tgt_in,
               const Tensor& tgt_mask = {}) const override;
-  /// Sum over non-padding target tokens of the label-smoothed cross-entropy (an f32 scalar); `real` lets the
-  /// position-wise blocks, the output layer and the loss skip the padding (the same loss).
+  /// Sum over non-padding target tokens of the label-smoothed cross-entropy (an f32 scalar), each token's times its
+  /// weight in `tgt_weights` ([B, T], models/target_loss.h) when defined; `real` lets the position-wise blocks, the
+  /// output layer and the loss skip the padding (the same loss).
   Expr loss(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in, const Tensor& tgt_out,
-            float label_smoothing, const Tensor& tgt_mask = {}, const RealPositions& real = {}) const;
+            float label_smoothing, const Tensor& tgt_mask = {}, const RealPositions& real = {},
+            const Tensor& tgt_weights = {}) const;
 
   /// Decoding state: caches per decoder layer and the source mask, for N hypotheses.
   struct State : DecoderState {

@@ -15,7 +15,7 @@ class TransformerModel : public Model {
   Expr loss(const Builder& b, const data::Batch& batch, float label_smoothing) const override {
     b.context().target_tokens = batch.tgt_tokens;  // aux losses normalise against it
     return net_.loss(b, batch.src, batch.src_mask, batch.tgt_in, batch.tgt_out, label_smoothing, batch.tgt_mask,
-                     RealPositions{batch.src_rows, batch.tgt_rows, batch.tgt_labels});
+                     RealPositions{batch.src_rows, batch.tgt_rows, batch.tgt_labels}, batch.tgt_weights);
   }
   const Decoder* decoder() const override { return &net_; }
   const EncoderDecoder* encoder_decoder() const override { return &net_; }

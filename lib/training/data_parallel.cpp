@@ -32,6 +32,7 @@ TrainBatch rank_slice(const TrainBatch& batch, int rank, int world) {
       s.tgt_in = x->tgt_in.rows(a, b - a);
       s.tgt_out = x->tgt_out.rows(a, b - a);
       s.tgt_mask = x->tgt_mask.rows(a, b - a);
+      if (x->tgt_weights.defined()) s.tgt_weights = x->tgt_weights.rows(a, b - a);
       s.src_lengths.assign(x->src_lengths.begin() + a, x->src_lengths.begin() + b);
       s.tgt_lengths.assign(x->tgt_lengths.begin() + a, x->tgt_lengths.begin() + b);
       s.src_tokens = count_nonzero(s.src_mask);

@@ -27,6 +27,13 @@ void declare_data(config::Keys<O>& k) {
            "word alignments of the training pairs for guided-alignment training (Marian's --guided-alignment): one "
            "line of 's-t' links per pair, s and t 0-based positions of the pair's subword tokens as the "
            "vocabularies encode them (moe-vocab lex --alignments writes them); empty: none")
+      .add("data.train.weights", &O::data, &D::train_weights,
+           "weights of the training pairs in the loss (Marian's --data-weighting): one line per pair of numbers >= "
+           "0, one per pair or one per target subword token (data.train.weighting); each target token's "
+           "cross-entropy is multiplied by its weight; empty: none")
+      .add("data.train.weighting", &O::data, &D::weighting,
+           "with data.train.weights: sentence (one weight a line) or word (one per target subword token, and "
+           "optionally one for </s>)")
       .add("data.valid.src", &O::data, &D::valid_src, "validation source text (empty: no validation)")
       .add("data.valid.tgt", &O::data, &D::valid_tgt, "validation target text (the reference for BLEU)")
       .add("data.vocab.src", &O::data, &D::src_vocab,
@@ -316,6 +323,8 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
     for (const char* k : {"train.guided_alignment.weight", "train.guided_alignment.cost"})
       MOE_CHECK(!d.train_alignment.empty() || !c.changed(k), k, " is set (", c.source(k),
                 ") but data.train.alignment is empty: guided alignment needs the training pairs' word alignments");
+    MOE_CHECK(!d.train_weights.empty() || !c.changed("data.train.weighting"), "data.train.weighting is set (",
+              c.source("data.train.weighting"), ") but data.train.weights is empty: it says how to read that file");
   }
   MOE_CHECK(o.max_updates > 0 || o.max_epochs > 0 || o.max_minutes > 0,
             "set train.max_updates, train.max_epochs or train.max_minutes (all are 0)");

@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "config/keys.h"
 #include "data/mlm.h"
+#include "data/target_weights.h"
 #include "models/decoding_options.h"
 #include "models/model_registry.h"
 #include "tensor/dtype.h"
@@ -56,6 +57,8 @@ MOE_NAMED_ENUM(ValidMetric, loss, ppl, bleu)
 struct DataOptions {
   std::string train_src, train_tgt, valid_src, valid_tgt;
   std::string train_alignment;  // word alignments of the training pairs: guided alignment (training/guided_alignment.h)
+  std::string train_weights;    // weights of the training pairs' targets: data weighting (data/target_weights.h)
+  data::WeightingType weighting = data::WeightingType::sentence;
   std::string src_vocab, tgt_vocab;  // the same path twice = a joint vocabulary
   // Building a missing vocabulary (SentencePiece for .spm/.model paths, else a word list).
   int vocab_size = 8000;

@@ -87,6 +87,12 @@ void TranslationTask::load_data() {
                  d.train_alignment, alignments_->links(), alignments_->lines(), enum_name(o_.guided_alignment.cost),
                  o_.guided_alignment.weight);
   }
+  if (!d.train_weights.empty()) {
+    weights_ =
+        std::make_unique<data::TargetWeights>(data::TargetWeights::read(d.train_weights, d.weighting, train.tgt));
+    spdlog::info("moe-train: data weighting {} ({}): {} lines, mean weight per target token {:.4g}", d.train_weights,
+                 enum_name(d.weighting), weights_->lines(), weights_->mean());
+  }
   MOE_CHECK(generator_->kept() > 0, "moe-train: no usable training pair in ", d.train_src, " / ", d.train_tgt, " (",
             generator_->filter_stats().summary(), ")");
   if (d.valid_src.empty()) return;
@@ -111,7 +117,8 @@ void TranslationTask::start() { prefetcher_ = std::make_unique<data::BatchPrefet
 TrainTask::Item TranslationTask::next() { return next_item(*prefetcher_); }
 
 Expr TranslationTask::loss(const Model& model, const Builder& b, const TrainBatch& batch, float label_smoothing) {
-  const data::Batch& cpu = std::get<data::Batch>(batch.data);
+  data::Batch cpu = std::get<data::Batch>(batch.data);
+  if (weights_) cpu.tgt_weights = weights_->of(cpu);
   if (!alignments_) return model.loss(b, uploader_.upload(cpu), label_smoothing);
   return loss_with_guided_alignment(model, b, uploader_.upload(cpu), cpu, label_smoothing, *alignments_,
                                     o_.guided_alignment);

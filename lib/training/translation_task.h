@@ -1,14 +1,16 @@
 // The translation task of moe-train (train_task.h): source and target vocabularies (one joint file
 // or two; built from the training text when missing), parallel training data in token-budget
 // batches (data::BatchGenerator: length filters, shuffling per epoch) prefetched on a background
-// thread, the label-smoothed cross-entropy of Model::loss over the target tokens y </s> (with data.train.alignment
-// plus the guided-alignment cost of the model's alignment head: training/guided_alignment.h), and
+// thread, the label-smoothed cross-entropy of Model::loss over the target tokens y </s> (each token's weighted by
+// data.train.weights: data/target_weights.h; with data.train.alignment plus the guided-alignment cost of the model's
+// alignment head: training/guided_alignment.h), and
 // validation: loss per target token on the valid pairs (validation.h) plus BLEU when asked
 // (bleu_validation.h). Covered by tests/training/resume_test.cpp and tests/scripts/e2e_translation.sh.
 #pragma once
 #include <memory>
 
 #include "data/batch_generator.h"
+#include "data/target_weights.h"
 #include "data/vocab.h"
 #include "data/word_alignments.h"
 #include "training/bleu_validation.h"
@@ -49,6 +51,7 @@ class TranslationTask : public TrainTask {
   BleuDecoder bleu_decoder_;
   std::unique_ptr<BleuValidator> bleu_;
   std::unique_ptr<data::WordAlignments> alignments_;  // data.train.alignment: guided alignment
+  std::unique_ptr<data::TargetWeights> weights_;      // data.train.weights: data weighting
 };
 
 }  // namespace moe

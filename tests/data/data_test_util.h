@@ -1,4 +1,4 @@
-// Helpers for the data tests: a fresh temporary folder per test and small file writers.
+// Helpers for the data tests: a fresh temporary folder per test, small file writers and corpora of given lengths.
 // Used by every tests/data/*_test.cpp.
 #pragma once
 #include <unistd.h>
@@ -8,7 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "data/token_cache.h"
 #include "support/temp_dirs.h"
 
 namespace moe::test {
@@ -29,6 +32,19 @@ inline std::string write_gz(const std::string& path, const std::string& text) {
   gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
   gzclose(f);
   return path;
+}
+
+/// Pairs of the given source and target token counts (the ids are 4 and 5: irrelevant to the tests using it).
+inline std::pair<data::EncodedCorpus, data::EncodedCorpus> corpora(const std::vector<std::pair<int, int>>& lengths) {
+  std::vector<int32_t> s, t;
+  std::vector<int64_t> so{0}, to{0};
+  for (const auto& [ls, lt] : lengths) {
+    s.insert(s.end(), static_cast<size_t>(ls), 4);
+    t.insert(t.end(), static_cast<size_t>(lt), 5);
+    so.push_back(static_cast<int64_t>(s.size()));
+    to.push_back(static_cast<int64_t>(t.size()));
+  }
+  return {data::EncodedCorpus(s, so), data::EncodedCorpus(t, to)};
 }
 
 inline std::string shared(const std::string& rel) { return std::string(MOE_SHARED_DATA) + "/" + rel; }

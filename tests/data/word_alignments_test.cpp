@@ -14,21 +14,6 @@ using namespace moe;
 using namespace moe::data;
 using Catch::Matchers::Contains;
 
-namespace {
-/// Pairs of the given source and target token counts (ids are irrelevant here).
-std::pair<EncodedCorpus, EncodedCorpus> corpora(const std::vector<std::pair<int, int>>& lengths) {
-  std::vector<int32_t> s, t;
-  std::vector<int64_t> so{0}, to{0};
-  for (const auto& [ls, lt] : lengths) {
-    s.insert(s.end(), static_cast<size_t>(ls), 4);
-    t.insert(t.end(), static_cast<size_t>(lt), 5);
-    so.push_back(static_cast<int64_t>(s.size()));
-    to.push_back(static_cast<int64_t>(t.size()));
-  }
-  return {EncodedCorpus(s, so), EncodedCorpus(t, to)};
-}
-}  // namespace
-
 TEST_CASE("word links parse as fast_align and Marian write them", "[data][alignment]") {
   CHECK(parse_word_links("0-0 2-1  1-3\r") == std::vector<WordLink>{{0, 0}, {2, 1}, {1, 3}});
   CHECK(parse_word_links("3-4:0.5\t0-1:1") == std::vector<WordLink>{{3, 4, 0.5f}, {0, 1, 1.f}});
@@ -41,7 +26,7 @@ TEST_CASE("word links parse as fast_align and Marian write them", "[data][alignm
 }
 
 TEST_CASE("an alignment file is read against its pairs' tokens", "[data][alignment]") {
-  const auto [src, tgt] = corpora({{3, 2}, {1, 1}, {4, 5}});
+  const auto [src, tgt] = test::corpora({{3, 2}, {1, 1}, {4, 5}});
   const std::string dir = test::temp_dir("word_alignments");
   const std::string path = dir + "/train.align";
   test::write_file(path, "0-0 2-1\n\n3-4 0-0:0.5\n");
@@ -65,7 +50,7 @@ TEST_CASE("an alignment file is read against its pairs' tokens", "[data][alignme
 }
 
 TEST_CASE("a batch's guidance: its pairs' links, rows normalised", "[data][alignment]") {
-  const auto [src, tgt] = corpora({{3, 2}, {1, 1}, {4, 3}});
+  const auto [src, tgt] = test::corpora({{3, 2}, {1, 1}, {4, 3}});
   const WordAlignments a({{{0, 0}, {2, 1}, {1, 1, 0.5f}}, {}, {{3, 2}, {0, 0, 0.25f}, {1, 0, 0.75f}}}, src, tgt);
   // A batch of pairs 2 and 0, in that order: S = 4 + 1, T = 3 + 1 (with </s> and <s>).
   const std::vector<int32_t> s2(4, 4), t2(3, 5), s0(3, 4), t0(2, 5);

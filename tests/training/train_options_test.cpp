@@ -149,6 +149,15 @@ TEST_CASE("train options: errors name the key", "[training][options]") {
   CHECK(guided.data.train_alignment == "a.align");
   CHECK(guided.guided_alignment.weight == 0.1);
   CHECK(guided.guided_alignment.cost == GuidedAlignmentCost::ce);
+  // data weighting: the type without the file, or a type that is not one
+  CHECK_THROWS_WITH(
+      with("data.train.weighting", "word"),
+      Catch::Contains("data.train.weighting is set (command line)") && Catch::Contains("data.train.weights is empty"));
+  CHECK_THROWS_WITH(with("data.train.weighting", "token"),
+                    Catch::Contains("data.train.weighting") && Catch::Contains("token"));
+  const TrainOptions weighted = with("data.train.weights", "train.w");
+  CHECK(weighted.data.train_weights == "train.w");
+  CHECK(weighted.data.weighting == data::WeightingType::sentence);
   config::Config none = load(schema, kRecipe);
   none.set_text("train.max_updates", "0");
   CHECK_THROWS_WITH(TrainOptions::from_config(none), Catch::Contains("train.max_epochs"));

@@ -1,0 +1,84 @@
+// target_weights.h implementation. Covered by tests/data/target_weights_test.cpp.
+#include "data/target_weights.h"
+
+#include <cmath>
+#include <string_view>
+
+#include "common/error.h"
+#include "data/corpus.h"
+
+namespace moe::data {
+
+namespace {
+
+/// The blank-separated numbers of one line, each finite and >= 0.
+std::vector<float> parse_weights(std::string_view line) {
+  std::vector<float> out;
+  for (size_t i = 0;;) {
+    i = line.find_first_not_of(" \t\r", i);
+    if (i == std::string_view::npos) return out;
+    const size_t end = std::min(line.find_first_of(" \t\r", i), line.size());
+    const std::string_view field = line.substr(i, end - i);
+    float w = 0;
+    MOE_CHECK(parse_number(field, w) && std::isfinite(w) && w >= 0, "weight ", out.size() + 1, " '", shown(field),
+              "' is not a finite number >= 0");
+    out.push_back(w);
+    i = end;
+  }
+}
+
+}  // namespace
+
+TargetWeights TargetWeights::read(const std::string& path, WeightingType type, const EncodedCorpus& tgt) {
+  TargetWeights out;
+  out.type_ = type;
+  LineReader reader(path);
+  std::string line;
+  double sum = 0, tokens = 0;
+  while (reader.next(line)) try {
+      const int64_t i = out.lines();
+      MOE_CHECK(i < tgt.size(), "more lines than the ", tgt.size(), " training pairs");
+      std::vector<float> w = parse_weights(line);
+      const auto n = static_cast<size_t>(tgt.length(i));
+      if (type == WeightingType::sentence) {
+        MOE_CHECK(w.size() == 1, w.size(), " weights; data.train.weighting sentence takes one per pair");
+      } else {
+        MOE_CHECK(w.size() == n || w.size() == n + 1, w.size(), " weights for the pair's ", n,
+                  " target tokens; data.train.weighting word takes one per target subword token as the vocabulary "
+                  "encodes it (moe-vocab encode), and optionally one more for </s>");
+        if (w.size() == n) w.push_back(1.f);  // </s>, as Marian
+      }
+      for (float x : w) sum += type == WeightingType::sentence ? x * static_cast<double>(n + 1) : x;
+      tokens += static_cast<double>(n + 1);
+      out.weights_.insert(out.weights_.end(), w.begin(), w.end());
+      out.offsets_.push_back(static_cast<int64_t>(out.weights_.size()));
+    } catch (const Error& e) {
+      MOE_FAIL(path, ":", reader.line_number(), ": ", e.what());
+    }
+  MOE_CHECK(out.lines() == tgt.size(), path, " has ", out.lines(), " lines but there are ", tgt.size(),
+            " training pairs: one line of weights per pair");
+  out.mean_ = tokens > 0 ? sum / tokens : 1;
+  return out;
+}
+
+std::vector<float> TargetWeights::of(int64_t line, int64_t target_tokens) const {
+  MOE_CHECK(line >= 0 && line < lines(), "target weights: line ", line, " of ", lines());
+  const auto begin = weights_.begin() + offsets_[static_cast<size_t>(line)],
+             end = weights_.begin() + offsets_[static_cast<size_t>(line) + 1];
+  if (type_ == WeightingType::sentence) return std::vector<float>(static_cast<size_t>(target_tokens), *begin);
+  MOE_CHECK(end - begin == target_tokens, "target weights: line ", line + 1, " holds ", end - begin,
+            " weights, the batch has ", target_tokens, " target tokens");
+  return {begin, end};
+}
+
+Tensor TargetWeights::of(const Batch& batch) const {
+  const int64_t B = batch.size(), T = batch.tgt_out.shape()[1];
+  std::vector<float> w(static_cast<size_t>(B * T), 0.f);
+  for (int64_t b = 0; b < B; ++b) {
+    const std::vector<float> row = of(batch.ids[static_cast<size_t>(b)], batch.tgt_lengths[static_cast<size_t>(b)]);
+    std::copy(row.begin(), row.end(), w.begin() + b * T);
+  }
+  return Tensor::from_vector(w, Shape{B, T});
+}
+
+}  // namespace moe::data
