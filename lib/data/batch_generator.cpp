@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <random>
+#include <tuple>
 
 #include "common/error.h"
 
@@ -43,28 +44,25 @@ BatchGenerator::State BatchGenerator::State::from_string(const std::string& s) {
   return State{e, w, b, seed, config};
 }
 
+BatchGenerator::BatchGenerator(EpochCorpora corpora, BatchOptions opts) : BatchGenerator(corpora(0), opts) {
+  corpora_ = std::move(corpora);
+}
+
+BatchGenerator::BatchGenerator(std::pair<EncodedCorpus, EncodedCorpus> corpora, BatchOptions opts)
+    : BatchGenerator(std::move(corpora.first), std::move(corpora.second), opts) {}
+
 BatchGenerator::BatchGenerator(EncodedCorpus src, EncodedCorpus tgt, BatchOptions opts)
     : src_(std::move(src)), tgt_(std::move(tgt)), opts_(opts) {
   MOE_CHECK(src_.size() == tgt_.size(), "BatchGenerator: source has ", src_.size(), " sentences, target ",
             tgt_.size());
   MOE_CHECK(opts_.max_tokens > 0, "BatchGenerator: max_tokens must be positive, got ", opts_.max_tokens);
-  double total = 0;
-  for (int64_t i = 0; i < src_.size(); ++i) {
-    const int64_t ls = src_.length(i), lt = tgt_.length(i);
-    auto v = opts_.filter.check(ls, lt);
-    if (v == LengthFilter::Verdict::keep && (ls + 1 > opts_.max_tokens || lt + 1 > opts_.max_tokens))
-      v = LengthFilter::Verdict::too_long;  // cannot fit a batch on its own
-    switch (v) {
-      case LengthFilter::Verdict::keep: ++stats_.kept; kept_.push_back(i); total += double(std::max(ls, lt) + 1); break;
-      case LengthFilter::Verdict::empty: ++stats_.empty; break;
-      case LengthFilter::Verdict::too_long: ++stats_.too_long; break;
-      case LengthFilter::Verdict::bad_ratio: ++stats_.bad_ratio; break;
-    }
-  }
+  filter();
   spdlog::info("data: {}", stats_.summary());
   MOE_CHECK(!kept_.empty(), "BatchGenerator: no sentence pairs left after filtering (", stats_.summary(), ")");
   window_ = opts_.window;
   if (window_ <= 0) {
+    double total = 0;
+    for (int64_t id : kept_) total += double(std::max(src_.length(id), tgt_.length(id)) + 1);
     const double mean = total / double(kept_.size());
     window_ = std::max<int64_t>(1, static_cast<int64_t>(100.0 * double(opts_.max_tokens) / mean));
   }
@@ -75,6 +73,32 @@ BatchGenerator::BatchGenerator(EncodedCorpus src, EncodedCorpus tgt, BatchOption
   config_ = h;
   state_.seed = opts_.seed;
   state_.config = config_;
+}
+
+void BatchGenerator::filter() {
+  kept_.clear();
+  stats_ = FilterStats{};
+  for (int64_t i = 0; i < src_.size(); ++i) {
+    const int64_t ls = src_.length(i), lt = tgt_.length(i);
+    auto v = opts_.filter.check(ls, lt);
+    if (v == LengthFilter::Verdict::keep && (ls + 1 > opts_.max_tokens || lt + 1 > opts_.max_tokens))
+      v = LengthFilter::Verdict::too_long;  // cannot fit a batch on its own
+    switch (v) {
+      case LengthFilter::Verdict::keep:
+        ++stats_.kept;
+        kept_.push_back(i);
+        break;
+      case LengthFilter::Verdict::empty:
+        ++stats_.empty;
+        break;
+      case LengthFilter::Verdict::too_long:
+        ++stats_.too_long;
+        break;
+      case LengthFilter::Verdict::bad_ratio:
+        ++stats_.bad_ratio;
+        break;
+    }
+  }
 }
 
 void BatchGenerator::restore(const State& s) {
@@ -135,6 +159,18 @@ int64_t BatchGenerator::batches_in_epoch(int64_t epoch) const {
 }
 
 void BatchGenerator::build_epoch() {
+  if (corpora_ && corpus_epoch_ != state_.epoch) {
+    std::tie(src_, tgt_) = ahead_.valid() && ahead_epoch_ == state_.epoch ? ahead_.get() : corpora_(state_.epoch);
+    MOE_CHECK(src_.size() == tgt_.size(), "BatchGenerator: epoch ", state_.epoch, " has ", src_.size(), " source and ",
+              tgt_.size(), " target sentences");
+    corpus_epoch_ = state_.epoch;
+    filter();
+    MOE_CHECK(!kept_.empty(), "BatchGenerator: epoch ", state_.epoch, " kept no pair (", stats_.summary(), ")");
+  }
+  if (corpora_ && !(ahead_.valid() && ahead_epoch_ == state_.epoch + 1)) {
+    ahead_epoch_ = state_.epoch + 1;
+    ahead_ = std::async(std::launch::async, corpora_, ahead_epoch_);
+  }
   order_ = epoch_order(state_.epoch);
   built_epoch_ = state_.epoch;
   built_window_ = -1;
@@ -151,14 +187,13 @@ void BatchGenerator::build_window() {
 }
 
 std::optional<Batch> BatchGenerator::next() {
-  const auto n = static_cast<int64_t>(kept_.size());
-  const int64_t windows = (n + window_ - 1) / window_;
   while (true) {
-    if (state_.window >= windows) {
+    if (built_epoch_ != state_.epoch) build_epoch();
+    const auto n = static_cast<int64_t>(kept_.size());
+    if (state_.window >= (n + window_ - 1) / window_) {
       state_ = State{state_.epoch + 1, 0, 0, opts_.seed, config_};
       return std::nullopt;
     }
-    if (built_epoch_ != state_.epoch) build_epoch();
     if (built_window_ != state_.window) build_window();
     if (state_.batch >= static_cast<int64_t>(batches_.size())) {
       ++state_.window;

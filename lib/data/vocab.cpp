@@ -39,6 +39,13 @@ std::vector<int32_t> SentencePieceVocab::encode(std::string_view text) const {
   return {ids.begin(), ids.end()};
 }
 
+std::vector<int32_t> SentencePieceVocab::sample_encode(std::string_view text, int nbest, float alpha) const {
+  std::vector<int> ids;
+  const auto st = sp_->SampleEncode(absl::string_view(text.data(), text.size()), nbest, alpha, &ids);
+  MOE_CHECK(st.ok(), "vocab: SentencePiece sampling (nbest ", nbest, ", alpha ", alpha, ") failed: ", st.ToString());
+  return {ids.begin(), ids.end()};
+}
+
 std::string SentencePieceVocab::decode(const std::vector<int32_t>& ids) const {
   std::vector<int> keep;
   keep.reserve(ids.size());

@@ -39,6 +39,10 @@ class SentencePieceVocab : public Vocab {
   explicit SentencePieceVocab(const std::string& model_path);
   ~SentencePieceVocab() override;
   std::vector<int32_t> encode(std::string_view text) const override;
+  /// One segmentation drawn at random (SentencePiece's SampleEncode: a unigram model draws among its `nbest` best
+  /// (-1: all) with sharpness `alpha`; a BPE model drops each merge with probability `alpha`), from the calling
+  /// thread's generator (data/subword_sampling.h seeds it).
+  std::vector<int32_t> sample_encode(std::string_view text, int nbest, float alpha) const;
   std::string decode(const std::vector<int32_t>& ids) const override;
   int32_t size() const override;
   std::string piece(int32_t id) const override;

@@ -47,7 +47,8 @@ const char* const kMlmKeys[] = {"data.mlm.mask_prob", "data.mlm.replace_mask", "
 void read_lm_data(const config::Config& c, TrainOptions& o, const std::string& what) {
   DataOptions& d = o.data;
   for (const char* k : {"data.train.src", "data.train.tgt", "data.train.alignment", "data.train.weights",
-                        "data.train.weighting", "data.valid.src", "data.valid.tgt", "data.vocab.src", "data.vocab.tgt"})
+                        "data.train.weighting", "data.train.subword_alpha", "data.train.subword_nbest",
+                        "data.valid.src", "data.valid.tgt", "data.vocab.src", "data.vocab.tgt"})
     MOE_CHECK(!c.changed(k), k, " is a translation key; a ", what,
               " reads data.train.text, data.valid.text and data.vocab.path");
   MOE_CHECK(!d.train_text.empty(), "data.train.text is required for a ", what,

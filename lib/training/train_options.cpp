@@ -34,6 +34,16 @@ void declare_data(config::Keys<O>& k) {
       .add("data.train.weighting", &O::data, &D::weighting,
            "with data.train.weights: sentence (one weight a line) or word (one per target subword token, and "
            "optionally one for </s>)")
+      .add_at<double>(
+          "data.train.subword_alpha", [](O& o) -> double& { return o.data.subword.alpha; },
+          "subword regularisation (SentencePiece vocabularies): every epoch segments the training pairs anew, a "
+          "unigram model sampling with smoothing alpha (Kudo 2018: 0.1-0.5), a BPE model dropping each merge with "
+          "probability alpha (BPE-dropout: 0.1); 0 = off, the one best segmentation",
+          at_least(0.0))
+      .add_at<int>(
+          "data.train.subword_nbest", [](O& o) -> int& { return o.data.subword.nbest; },
+          "with data.train.subword_alpha and a unigram vocabulary: sample among the nbest best segmentations (-1: "
+          "all)")
       .add("data.valid.src", &O::data, &D::valid_src, "validation source text (empty: no validation)")
       .add("data.valid.tgt", &O::data, &D::valid_tgt, "validation target text (the reference for BLEU)")
       .add("data.vocab.src", &O::data, &D::src_vocab,
@@ -325,6 +335,18 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
                 ") but data.train.alignment is empty: guided alignment needs the training pairs' word alignments");
     MOE_CHECK(!d.train_weights.empty() || !c.changed("data.train.weighting"), "data.train.weighting is set (",
               c.source("data.train.weighting"), ") but data.train.weights is empty: it says how to read that file");
+    MOE_CHECK(d.subword.nbest == -1 || d.subword.nbest >= 2, "data.train.subword_nbest must be -1 (all) or >= 2, not ",
+              d.subword.nbest);
+    MOE_CHECK(d.subword.enabled() || !c.changed("data.train.subword_nbest"), "data.train.subword_nbest is set (",
+              c.source("data.train.subword_nbest"), ") but data.train.subword_alpha is 0: sampling is off");
+    if (d.subword.enabled()) {
+      MOE_CHECK(d.train_alignment.empty(),
+                "data.train.subword_alpha and data.train.alignment exclude each other: "
+                "the links name token positions of the one best segmentation");
+      MOE_CHECK(d.train_weights.empty() || d.weighting == data::WeightingType::sentence,
+                "data.train.subword_alpha and data.train.weighting word exclude each other: word weights follow the "
+                "tokens of the one best segmentation (sentence weights do not)");
+    }
   }
   MOE_CHECK(o.max_updates > 0 || o.max_epochs > 0 || o.max_minutes > 0,
             "set train.max_updates, train.max_epochs or train.max_minutes (all are 0)");

@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "config/keys.h"
 #include "data/mlm.h"
+#include "data/subword_sampling.h"
 #include "data/target_weights.h"
 #include "models/decoding_options.h"
 #include "models/model_registry.h"
@@ -59,6 +60,7 @@ struct DataOptions {
   std::string train_alignment;  // word alignments of the training pairs: guided alignment (training/guided_alignment.h)
   std::string train_weights;    // weights of the training pairs' targets: data weighting (data/target_weights.h)
   data::WeightingType weighting = data::WeightingType::sentence;
+  data::SubwordSampling subword;     // training segmentations sampled anew every epoch (data/subword_sampling.h)
   std::string src_vocab, tgt_vocab;  // the same path twice = a joint vocabulary
   // Building a missing vocabulary (SentencePiece for .spm/.model paths, else a word list).
   int vocab_size = 8000;

@@ -4,8 +4,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <tuple>
+
 #include "common/error.h"
 #include "data/dataset.h"
+#include "data/subword_sampling.h"
 #include "models/decoder.h"
 
 namespace moe {
@@ -77,7 +80,28 @@ void TranslationTask::load_data() {
   bo.pad_id = tgt_vocab_->pad_id();
   bo.bos_id = tgt_vocab_->bos_id();
   bo.eos_id = tgt_vocab_->eos_id();
-  generator_ = std::make_unique<data::BatchGenerator>(train.src, train.tgt, bo);
+  if (d.subword.enabled()) {
+    for (const auto& [key, path, vocab] : {std::tuple{"data.vocab.src", src_vocab_path_, src_vocab_.get()},
+                                           std::tuple{"data.vocab.tgt", tgt_vocab_path_, tgt_vocab_.get()}})
+      MOE_CHECK(dynamic_cast<const data::SentencePieceVocab*>(vocab),
+                "data.train.subword_alpha samples SentencePiece "
+                "segmentations, but ",
+                key, " '", path, "' is a word list");
+    auto text = std::make_shared<const data::ParallelText>(data::read_parallel(d.train_src, d.train_tgt, ro));
+    const data::Vocab &sv = *src_vocab_, &tv = *tgt_vocab_;
+    const data::SubwordSampling sampling = d.subword;
+    const uint64_t seed = o_.seed;
+    auto corpora = [text, &sv, &tv, sampling, seed](int64_t epoch) {  // a segmentation per (seed, epoch, side)
+      const uint64_t s = (seed * 0x100000001B3ull + static_cast<uint64_t>(epoch)) * 2;
+      return std::pair{data::sample_encode(text->src, sv, sampling, s),
+                       data::sample_encode(text->tgt, tv, sampling, s + 1)};
+    };
+    generator_ = std::make_unique<data::BatchGenerator>(corpora, bo);
+    spdlog::info("moe-train: subword sampling (alpha {}, nbest {}): every epoch segments the training pairs anew",
+                 sampling.alpha, sampling.nbest);
+  } else {
+    generator_ = std::make_unique<data::BatchGenerator>(train.src, train.tgt, bo);
+  }
   spdlog::info("moe-train: training data {} / {}: {}", d.train_src, d.train_tgt, generator_->filter_stats().summary());
   batches_per_epoch_ = generator_->batches_in_epoch(0);
   if (!d.train_alignment.empty()) {

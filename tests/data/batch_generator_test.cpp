@@ -1,15 +1,18 @@
 // Batch generator: token budgets including padding, every sentence once per epoch, filter counts,
 // seeded determinism, exact resume from a saved state string (also across epochs), unshuffled
-// order, batch counts per epoch, and the prefetch thread reproducing the same stream. Tests
+// order, batch counts per epoch, epochs of their own corpora (subword sampling), and the prefetch thread
+// reproducing the same stream. Tests
 // lib/data/batch_generator.cpp.
-#include <catch2/catch.hpp>
+#include "data/batch_generator.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <set>
 
 #include "common/error.h"
-#include "data/batch_generator.h"
 
 using namespace moe;
 using namespace moe::data;
@@ -151,6 +154,73 @@ TEST_CASE("batch generator: exact resume from a saved state", "[data]") {
   o2.max_tokens = 300;  // a different budget cannot resume the same stream
   BatchGenerator changed(src, tgt, o2);
   CHECK_THROWS_WITH(changed.restore(ref.state()), Contains("other data, filters or batch options"));
+}
+
+TEST_CASE("batch generator: epochs of their own corpora (subword sampling), resumed exactly", "[data]") {
+  // Epoch e's pairs are those of seeds 100 + e: other lengths and tokens every epoch, a function of e alone.
+  auto corpora = [](int64_t epoch) {
+    const auto s = static_cast<uint64_t>(epoch);
+    return std::pair{random_corpus(600, 30, 100 + 2 * s, false), random_corpus(600, 30, 101 + 2 * s, false)};
+  };
+  std::mutex mutex;  // the generator encodes the next epoch on another thread
+  std::vector<int64_t> asked;
+  auto counted = [&](int64_t epoch) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    asked.push_back(epoch);
+    return corpora(epoch);
+  };
+  auto asked_sorted = [&] {
+    const std::lock_guard<std::mutex> lock(mutex);
+    std::vector<int64_t> v = asked;
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  BatchOptions o;
+  o.max_tokens = 256;
+  o.seed = 5;
+  o.filter.max_src_len = 28;                // each epoch filters its own lengths
+  auto first_tokens = [](const Batch& b) {  // the first source token of every row
+    std::vector<int32_t> first;
+    for (int64_t row = 0; row < b.size(); ++row)
+      first.push_back(b.src.to_vector<int32_t>()[static_cast<size_t>(row * b.src.shape()[1])]);
+    return first;
+  };
+  std::vector<std::vector<int32_t>> tokens;  // first_tokens of every batch, epoch by epoch
+  std::vector<std::string> states;
+  auto ref = std::make_unique<BatchGenerator>(counted, o);
+  CHECK(asked_sorted() == std::vector<int64_t>{0});
+  for (int64_t e = 0; e < 3; ++e) {
+    const EncodedCorpus src = corpora(e).first;
+    std::set<int64_t> seen;
+    while (auto b = ref->next()) {
+      states.push_back(ref->state().to_string());
+      for (int64_t r = 0; r < b->size(); ++r) {
+        const int64_t id = b->ids[static_cast<size_t>(r)];
+        CHECK(seen.insert(id).second);
+        CHECK(b->src_lengths[static_cast<size_t>(r)] == src.length(id) + 1);  // this epoch's segmentation
+        CHECK(src.length(id) <= 28);
+      }
+      tokens.push_back(first_tokens(*b));
+    }
+    int64_t kept = 0;
+    for (int64_t i = 0; i < src.size(); ++i) kept += src.length(i) <= 28;
+    CHECK(static_cast<int64_t>(seen.size()) == kept);
+  }
+  ref.reset();                                                // waits for the epoch it was making ahead
+  CHECK(asked_sorted() == std::vector<int64_t>{0, 1, 2, 3});  // each once, the next epoch's ahead
+  // a generator restored in epoch 2 builds epoch 2's corpora and continues the same stream
+  const size_t cut = tokens.size() - 5;
+  asked.clear();
+  auto r = std::make_unique<BatchGenerator>(counted, o);
+  r->restore(BatchGenerator::State::from_string(states[cut - 1]));
+  for (size_t i = cut; i < tokens.size(); ++i) {
+    auto b = r->next();
+    REQUIRE(b);
+    CHECK(first_tokens(*b) == tokens[i]);
+  }
+  CHECK_FALSE(r->next());  // the end of epoch 2
+  r.reset();
+  CHECK(asked_sorted() == std::vector<int64_t>{0, 2, 3});
 }
 
 TEST_CASE("batch generator: unshuffled keeps corpus order", "[data]") {

@@ -158,6 +158,23 @@ TEST_CASE("train options: errors name the key", "[training][options]") {
   const TrainOptions weighted = with("data.train.weights", "train.w");
   CHECK(weighted.data.train_weights == "train.w");
   CHECK(weighted.data.weighting == data::WeightingType::sentence);
+  // subword sampling: a bad value, nbest without alpha, and the keys it excludes
+  CHECK_THROWS_WITH(with("data.train.subword_alpha", "-0.1"), Catch::Contains("data.train.subword_alpha"));
+  CHECK_THROWS_WITH(
+      with("data.train.subword_nbest", "8"),
+      Catch::Contains("data.train.subword_nbest is set (command line)") && Catch::Contains("subword_alpha is 0"));
+  auto sampled = [&](const std::string& key, const std::string& value) {
+    config::Config c = load(schema, kRecipe);
+    c.set_text("data.train.subword_alpha", "0.1");
+    c.set_text(key, value);
+    return TrainOptions::from_config(c);
+  };
+  CHECK(sampled("data.train.subword_nbest", "64").data.subword.nbest == 64);
+  CHECK(sampled("data.train.subword_nbest", "-1").data.subword.alpha == 0.1);
+  CHECK_THROWS_WITH(sampled("data.train.subword_nbest", "1"), Catch::Contains("-1 (all) or >= 2"));
+  CHECK_THROWS_WITH(sampled("data.train.alignment", "a.align"),
+                    Catch::Contains("data.train.subword_alpha and data.train.alignment exclude each other"));
+  CHECK(sampled("data.train.weights", "train.w").data.train_weights == "train.w");  // sentence weights: fine
   config::Config none = load(schema, kRecipe);
   none.set_text("train.max_updates", "0");
   CHECK_THROWS_WITH(TrainOptions::from_config(none), Catch::Contains("train.max_epochs"));
