@@ -1,6 +1,8 @@
 // pair_alignment.h implementation. Covered by tests/translator/alignment_test.cpp.
 #include "translator/pair_alignment.h"
 
+#include <utility>
+
 #include "translator/alignment.h"
 #include "translator/translator.h"
 
@@ -18,7 +20,9 @@ std::vector<SoftAlignment> align_pairs(const Decoder& decoder, ParameterStore& p
     std::vector<std::vector<Hypothesis>> given;  // each pair's target as its source's one hypothesis
     for (size_t i : idx) {
       sources.push_back(&src[i]);
-      given.push_back({Hypothesis{.tokens = tgt[i]}});
+      Hypothesis h;
+      h.tokens = tgt[i];
+      given.push_back({std::move(h)});
     }
     Graph g(device, &params, go);
     Builder builder(g);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "translator/pair_scores.h"
 #include "translator/tiny_model.h"
 
 using namespace moe;
@@ -15,16 +16,7 @@ namespace {
 
 const std::vector<std::vector<int32_t>> kSrc = {{4, 9, 13, 5}, {7, 8}}, kTgt = {{8, 6, 11}, {15, 16, 17, 18}};
 
-data::Batch batch_of(const std::vector<size_t>& pairs) {
-  std::vector<std::span<const int32_t>> s, t;
-  std::vector<int64_t> ids;
-  for (size_t i : pairs) {
-    s.emplace_back(kSrc[i]);
-    t.emplace_back(kTgt[i]);
-    ids.push_back(static_cast<int64_t>(i));
-  }
-  return data::make_batch(s, t, ids, 0, 2, 3);
-}
+data::Batch batch_of(const std::vector<size_t>& pairs) { return pair_batch(kSrc, kTgt, pairs, 0, 2, 3); }
 
 double loss_of(const test::TinyModel& m, const data::Batch& batch) {
   Graph g(Device::cpu(), m.params.get(), GraphOptions{.training = false});
