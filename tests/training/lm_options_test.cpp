@@ -106,6 +106,8 @@ TEST_CASE("lm options: errors name the key", "[training][options][lm]") {
                     Catch::Contains("data.train.alignment is a translation key"));
   CHECK_THROWS_WITH(with(schema, "data.train.weights", "train.w"),
                     Catch::Contains("data.train.weights is a translation key"));
+  CHECK_THROWS_WITH(with(schema, "data.train.subword_alpha", "0.1"),
+                    Catch::Contains("data.train.subword_alpha is a translation key"));
   CHECK_THROWS_WITH(with(schema, "data.vocab.path", "vocab.spm"),
                     Catch::Contains("data.vocab.type word") && Catch::Contains("vocab.spm"));
   CHECK_THROWS_WITH(with(schema, "data.vocab.type", "unigram"), Catch::Contains(".spm or .model"));
