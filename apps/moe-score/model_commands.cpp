@@ -212,11 +212,16 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
               "' has ", tgt_lines.size());
     std::vector<PairScore> scores;
     std::vector<SoftAlignment> alignments;
+    std::vector<TokenWords> words;  // with --alignment-words
     // The pairs' word alignments from `decoder` (an ensemble's: its first model's), when asked for.
-    const auto align = [&](const Decoder* decoder, ParameterStore& params, const auto& src, const auto& tgt) {
+    const auto align = [&](const Decoder* decoder, ParameterStore& params, const auto& src, const auto& tgt,
+                           const data::Vocab& src_vocab, const data::Vocab& tgt_vocab) {
       if (!a->alignment) return;
       MOE_CHECK(decoder, "'", a->m.model(), "' holds a model without a decoder over the source: it cannot align");
       alignments = align_pairs(*decoder, params, device, src, tgt, a->opt);
+      if (a->alignment->words)
+        for (size_t i = 0; i < src.size(); ++i)
+          words.push_back({token_words(src_vocab, src[i]), token_words(tgt_vocab, tgt[i])});
     };
     if (a->m.models.size() > 1) {  // an ensemble: step by step through its decoder
       const TranslationModels models = load_translation_models(a->m.models, a->m.weights, device, a->m.quantize);
@@ -224,7 +229,7 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
         warn_future_gates(ck, "pairs", "these log-probabilities", err);
       const auto src = encode_lines(src_lines, models.src_vocab()), tgt = encode_lines(tgt_lines, models.tgt_vocab());
       scores = score_pairs_stepwise(models.decoder(), models.params(), device, src, tgt, a->opt);
-      align(&models.decoder(), models.params(), src, tgt);
+      align(&models.decoder(), models.params(), src, tgt, models.src_vocab(), models.tgt_vocab());
     } else {  // one model: its teacher-forced pass
       check_ensemble_weights(a->m.models, a->m.weights);
       LoadedCheckpoint ck = load_checkpoint(a->m.model(), device);
@@ -232,10 +237,10 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
       MOE_CHECK(!ck.model->is_language_model(), "'", a->m.model(), "' holds a ", ck.model->type(),
                 " language model; use moe-score ppl for language models");
       warn_future_gates(ck, "pairs", "these log-probabilities", err);
-      const auto src = encode_lines(src_lines, ck.first_vocab({"src", "tgt"}));
-      const auto tgt = encode_lines(tgt_lines, ck.first_vocab({"tgt", "src"}));
+      const data::Vocab &src_vocab = ck.first_vocab({"src", "tgt"}), &tgt_vocab = ck.first_vocab({"tgt", "src"});
+      const auto src = encode_lines(src_lines, src_vocab), tgt = encode_lines(tgt_lines, tgt_vocab);
       scores = score_pairs(*ck.model, *ck.params, device, src, tgt, a->opt);
-      align(ck.model->encoder_decoder(), *ck.params, src, tgt);
+      align(ck.model->encoder_decoder(), *ck.params, src, tgt, src_vocab, tgt_vocab);
     }
     double lp = 0;
     int64_t tokens = 0;
@@ -244,7 +249,8 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
       tokens += scores[i].tokens;
       if (a->summary) continue;
       out << num(scores[i].log_prob, 6) << '\t' << scores[i].tokens;
-      if (a->alignment) out << '\t' << format_alignment(alignments[i], *a->alignment);
+      if (a->alignment)
+        out << '\t' << format_alignment(alignments[i], *a->alignment, words.empty() ? TokenWords() : words[i]);
       out << '\n';
     }
     std::ostream& sum = a->summary ? out : err;

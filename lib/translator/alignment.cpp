@@ -35,8 +35,42 @@ std::vector<data::WordLink> alignment_links(const SoftAlignment& alignment, cons
   return links;
 }
 
-std::string format_alignment(const SoftAlignment& alignment, const AlignmentOutput& o) {
-  if (o.kind != AlignmentKind::soft) return data::format_word_links(alignment_links(alignment, o));
+std::vector<int32_t> token_words(const data::Vocab& vocab, const std::vector<int32_t>& ids) {
+  const bool pieces = dynamic_cast<const data::SentencePieceVocab*>(&vocab) != nullptr;
+  std::vector<int32_t> words;
+  words.reserve(ids.size() + 1);
+  int32_t word = -1;
+  for (int32_t id : ids) {
+    if (word < 0 || !pieces || vocab.piece(id).starts_with("\u2581")) ++word;
+    words.push_back(word);
+  }
+  words.push_back(-1);  // </s>
+  return words;
+}
+
+std::vector<data::WordLink> word_links(const std::vector<data::WordLink>& links, const TokenWords& words) {
+  std::vector<data::WordLink> out;
+  for (const data::WordLink& l : links) {
+    MOE_CHECK(l.source >= 0 && static_cast<size_t>(l.source) < words.source.size() && l.target >= 0 &&
+                  static_cast<size_t>(l.target) < words.output.size(),
+              "word links: link ", l.source, "-", l.target, " is past the pair's ", words.source.size(), " source and ",
+              words.output.size(), " output positions");
+    const int32_t s = words.source[static_cast<size_t>(l.source)], t = words.output[static_cast<size_t>(l.target)];
+    if (s >= 0 && t >= 0) out.push_back({s, t});
+  }
+  std::sort(out.begin(), out.end(), [](const data::WordLink& a, const data::WordLink& b) {
+    return a.target != b.target ? a.target < b.target : a.source < b.source;
+  });
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string format_alignment(const SoftAlignment& alignment, const AlignmentOutput& o, const TokenWords& words) {
+  if (o.kind != AlignmentKind::soft) {
+    const std::vector<data::WordLink> links = alignment_links(alignment, o);
+    return data::format_word_links(o.words ? word_links(links, words) : links);
+  }
+  MOE_CHECK(!o.words, "a soft alignment is over tokens: word links need hard or a threshold");
   std::ostringstream os;
   for (size_t t = 0; t < alignment.size(); ++t) {
     os << (t ? " " : "");

@@ -75,18 +75,22 @@ std::vector<std::string> translate_lines(const Translator& translator, const dat
     if (!results[i].empty()) stats.tgt_tokens += static_cast<int64_t>(results[i][0].tokens.size());
     // an empty input's empty output is certain (score 0)
     append_output_lines(out, results[i], n_best, first_index + static_cast<int64_t>(i), tgt_vocab, sources[i].empty(),
-                        alignment);
+                        alignment,
+                        alignment && alignment->words ? token_words(src_vocab, sources[i]) : std::vector<int32_t>());
   }
   return out;
 }
 
 void append_output_lines(std::vector<std::string>& out, const std::vector<Hypothesis>& hyps, int n_best, int64_t index,
-                         const data::Vocab& vocab, bool certain_empty,
-                         const std::optional<AlignmentOutput>& alignment) {
+                         const data::Vocab& vocab, bool certain_empty, const std::optional<AlignmentOutput>& alignment,
+                         const std::vector<int32_t>& source_words) {
   // The alignment of hypothesis h after `separator`, when alignments are written.
   auto aligned = [&](size_t h, const char* separator) {
     if (!alignment) return std::string();
-    return separator + (h < hyps.size() ? format_alignment(hyps[h].alignment, *alignment) : std::string());
+    if (h >= hyps.size()) return std::string(separator);
+    const TokenWords words{source_words,
+                           alignment->words ? token_words(vocab, hyps[h].tokens) : std::vector<int32_t>()};
+    return separator + format_alignment(hyps[h].alignment, *alignment, words);
   };
   if (n_best == 1) {
     out.push_back((hyps.empty() ? std::string() : hypothesis_text(vocab, hyps[0])) + aligned(0, " ||| "));

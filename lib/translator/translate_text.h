@@ -43,10 +43,12 @@ std::vector<int32_t> encode_source_line(const Translator& translator, const data
 /// The output lines of one input line's hypotheses, as translate_lines writes them: the best text, or with
 /// n_best > 1 exactly n_best lines "index \t score \t text" (missing ones with score -inf, or 0 for the first
 /// when `certain_empty`: an empty input, whose empty output is certain), with the hypotheses' alignments when
-/// `alignment` is set (an empty one for a missing hypothesis).
+/// `alignment` is set (an empty one for a missing hypothesis; links between words with alignment->words, the
+/// source's words `source_words` as token_words gives them).
 void append_output_lines(std::vector<std::string>& out, const std::vector<Hypothesis>& hyps, int n_best, int64_t index,
                          const data::Vocab& vocab, bool certain_empty = false,
-                         const std::optional<AlignmentOutput>& alignment = std::nullopt);
+                         const std::optional<AlignmentOutput>& alignment = std::nullopt,
+                         const std::vector<int32_t>& source_words = {});
 /// The output text of a hypothesis: decoded, on one line.
 std::string hypothesis_text(const data::Vocab& tgt_vocab, const Hypothesis& hyp);
 /// A score as the n-best lines write it (6 decimals; "-inf" / "inf").

@@ -131,6 +131,24 @@ TEST_CASE("alignment: Marian's formats and the option's values", "[translator][a
         Contains("--alignment takes hard, soft or a threshold") && Contains(std::string("'") + bad + "'"));
 }
 
+TEST_CASE("alignment: links between words", "[translator][alignment]") {
+  // source tokens of words 0 0 1 2 2 2, then </s>; output tokens of words 0 1 1, then </s>
+  const TokenWords words{{0, 0, 1, 2, 2, 2, -1}, {0, 1, 1, -1}};
+  const std::vector<data::WordLink> tokens = {{1, 0}, {0, 0}, {4, 1}, {5, 2}, {2, 2}, {6, 3}, {3, 3}, {6, 1}};
+  CHECK(word_links(tokens, words) == std::vector<data::WordLink>{{0, 0}, {1, 1}, {2, 1}});  // once each, </s> gone
+  CHECK_THROWS_WITH(word_links({{7, 0}}, words), Contains("past the pair's 7 source and 4 output positions"));
+  AlignmentOutput o;
+  o.words = true;
+  const SoftAlignment a = {{0.1f, 0.6f, 0.3f}, {0.2f, 0.2f, 0.6f}, {0.9f, 0.05f, 0.05f}};  // 2 source tokens + </s>
+  CHECK(format_alignment(a, o, TokenWords{{0, 0, -1}, {0, 1, -1}}) == "0-0");  // 1-0 -> 0-0, the rest at </s>
+  o.kind = AlignmentKind::soft;
+  CHECK_THROWS_WITH(format_alignment(a, o, {}), Contains("word links need hard or a threshold"));
+  // a word list's tokens are words; </s> is -1
+  const data::WordVocab vocab(std::vector<std::string>{"a", "b"});
+  CHECK(token_words(vocab, {4, 5, 4}) == std::vector<int32_t>{0, 1, 2, -1});
+  CHECK(token_words(vocab, {}) == std::vector<int32_t>{-1});
+}
+
 TEST_CASE("alignment: the first head of multi-head attention, written out", "[translator][alignment]") {
   const int64_t B = 2, Tq = 3, Tk = 4, d = 16, heads = 2, dh = d / heads;
   const Tensor x = random_tensor(Shape{B, Tq, d}, 1), mem = random_tensor(Shape{B, Tk, d}, 2);

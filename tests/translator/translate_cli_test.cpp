@@ -264,6 +264,35 @@ TEST_CASE("moe-translate --alignment", "[translator][cli][alignment]") {
   REQUIRE(got.size() == 2);
   for (size_t h = 0; h < 2; ++h)
     CHECK(got[h].substr(got[h].rfind('\t') + 1) == format_alignment(results[0][h].alignment, AlignmentOutput{}));
+
+  // --alignment-words: links between words (a word list's tokens are words: the token links without </s>'s)
+  CLI::App words_app;
+  TranslateCliOptions w = o;
+  add_translate_options(words_app, w);
+  const char* words_argv[] = {"moe-translate", "--alignment-words", "--alignment", "hard", "-m", o.models[0].c_str()};
+  words_app.parse(6, words_argv);  // after --alignment whatever the order
+  REQUIRE(w.alignment);
+  CHECK(w.alignment->words);
+  CLI::App alone_app, soft_app;
+  TranslateCliOptions alone = o, soft = o;
+  add_translate_options(alone_app, alone);
+  add_translate_options(soft_app, soft);
+  const char* alone_argv[] = {"moe-translate", "--alignment-words", "-m", o.models[0].c_str()};
+  CHECK_THROWS_WITH(alone_app.parse(4, alone_argv), Catch::Contains("--alignment-words requires --alignment"));
+  const char* soft_argv[] = {"moe-translate", "--alignment", "soft", "--alignment-words", "-m", o.models[0].c_str()};
+  CHECK_THROWS_WITH(soft_app.parse(6, soft_argv), Catch::Contains("not soft"));
+  w.decoding.search.n_best = 1;
+  std::istringstream win(lines[0] + "\n");
+  std::ostringstream wout, werr;
+  run_translate(w, win, wout, werr);
+  const std::string line = split_lines(wout.str()).at(0), written = line.substr(line.find(" ||| ") + 5);
+  std::vector<data::WordLink> want;
+  for (const data::WordLink& l : alignment_links(results[0][0].alignment, AlignmentOutput{}))
+    if (l.source < 3 && l.target < static_cast<int32_t>(results[0][0].tokens.size())) want.push_back(l);
+  std::sort(want.begin(), want.end(), [](const data::WordLink& a, const data::WordLink& b) {
+    return a.target != b.target ? a.target < b.target : a.source < b.source;
+  });
+  CHECK(written == data::format_word_links(want));
   std::filesystem::remove_all(dir);
 }
 
