@@ -3,6 +3,7 @@
 #include "moe-score/score_program.h"
 
 #include "common/error.h"
+#include "moe-score/aer_command.h"
 #include "moe-score/metric_commands.h"
 #include "moe-score/model_commands.h"
 
@@ -13,6 +14,7 @@ const std::vector<cli::Subcommand>& entries() {
   static const std::vector<cli::Subcommand> table = {
       {"bleu", "corpus BLEU exactly as sacreBLEU 2.x (default: 13a tokenizer, exp smoothing)", metrics::setup_bleu},
       {"chrf", "chrF (chrF2; --chrf-word-order 2 for chrF++) exactly as sacreBLEU 2.x", metrics::setup_chrf},
+      {"aer", "alignment error rate of word alignments against gold sure / possible links", metrics::setup_aer},
       {"ppl", "perplexity of a language model (sliding windows: --context, --stride)", setup_ppl},
       {"pairs", "log-probabilities of given translations (--src, --tgt) and their perplexity", setup_pairs},
       {"experts",

@@ -6,7 +6,7 @@
 # (averaging, beam, both BLEU figures as a Markdown row and a JSON line), builds a lexical shortlist and translates
 # with it (moe-vocab lex, moe-translate --shortlist), writes word alignments (moe-translate --alignment), trains
 # with guided alignment (moe-vocab lex --alignments, data.train.alignment) and checks that it moves the alignment
-# head toward the given links (moe-score pairs --alignment), trains with data weighting (data.train.weights), then
+# head toward the given links (moe-score pairs --alignment, moe-score aer; --alignment-words), trains with data weighting (data.train.weights), then
 # checks that an interrupted-and-resumed run logs exactly the losses of an uninterrupted one.
 # Usage (ctest passes both): e2e_translation.sh BIN_DIR SHARED_DATA_DIR. Exit 77 = skipped (no data).
 set -euo pipefail
@@ -140,6 +140,32 @@ guided=$(agreement "$WORK/pairs-guided.txt") plain=$(agreement "$WORK/pairs-plai
 echo "e2e_translation: guided alignment: the head agrees with $guided of the aligner's links (unguided: $plain)"
 awk -v g="$guided" -v p="$plain" 'BEGIN { exit !(g > p + 0.1) }' ||
   fail "guided alignment did not move the alignment head toward the links: $guided against $plain unguided"
+# The same judged by moe-score aer (the aligner's links as sure gold links): the guided head's AER is lower.
+head -n 300 "$WORK/train.align" > "$WORK/gold300.align"
+aer() { cut -f3 "$WORK/pairs-$1.txt" | "$BIN/moe-score" aer -r "$WORK/gold300.align" -f json |
+  sed -E 's/.*"score": ([0-9.]+),.*/\1/'; }
+aer_guided=$(aer guided) aer_plain=$(aer plain)
+echo "e2e_translation: AER against the aligner's links: guided $aer_guided, unguided $aer_plain"
+awk -v g="$aer_guided" -v p="$aer_plain" 'BEGIN { exit !(g < p - 5) }' ||
+  fail "moe-score aer: the guided head's AER $aer_guided is not below the unguided $aer_plain"
+# 2e'. --alignment-words: links between whitespace-separated words, each inside its pair's words.
+"$BIN/moe-score" pairs -m "$WORK/run-guided/checkpoint.last.safetensors" --src <(head -n 100 "$WORK/train.en") \
+  --tgt <(head -n 100 "$WORK/train.de") --alignment hard --alignment-words --device cpu > "$WORK/pairs-words.txt" \
+  2> /dev/null || fail "moe-score pairs --alignment-words"
+python3 - "$WORK/train.en" "$WORK/train.de" "$WORK/pairs-words.txt" <<'PY' || fail "word links outside their words"
+import sys
+src = [l.split() for l in open(sys.argv[1], encoding="utf-8")][:100]
+tgt = [l.split() for l in open(sys.argv[2], encoding="utf-8")][:100]
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[3], encoding="utf-8")]
+assert len(rows) == 100, len(rows)
+covered = 0
+for s, t, row in zip(src, tgt, rows):
+    links = [tuple(map(int, x.split("-"))) for x in row[2].split()]
+    assert all(0 <= a < len(s) and 0 <= b < len(t) for a, b in links), (s, t, links)
+    assert len(set(links)) == len(links)
+    covered += len({b for _, b in links})
+assert covered > 0.8 * sum(len(t) for t in tgt), covered  # nearly every target word is linked
+PY
 
 # 2f. Data weighting (data/target_weights.h): from the trained model, 20 updates each. Word weights of 1 (one per
 #     target subword token, </s> left to its default 1) log exactly the losses of the unweighted run; sentence
