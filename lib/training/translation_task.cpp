@@ -84,9 +84,8 @@ void TranslationTask::load_data() {
     for (const auto& [key, path, vocab] : {std::tuple{"data.vocab.src", src_vocab_path_, src_vocab_.get()},
                                            std::tuple{"data.vocab.tgt", tgt_vocab_path_, tgt_vocab_.get()}})
       MOE_CHECK(dynamic_cast<const data::SentencePieceVocab*>(vocab),
-                "data.train.subword_alpha samples SentencePiece "
-                "segmentations, but ",
-                key, " '", path, "' is a word list");
+                "data.train.subword_alpha samples SentencePiece segmentations, but ", key, " '", path,
+                "' is a word list");
     auto text = std::make_shared<const data::ParallelText>(data::read_parallel(d.train_src, d.train_tgt, ro));
     const data::Vocab &sv = *src_vocab_, &tv = *tgt_vocab_;
     const data::SubwordSampling sampling = d.subword;
