@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -139,6 +140,17 @@ std::string FilterStats::summary() const {
   os << "kept " << kept << " of " << (kept + empty + too_long + bad_ratio) << " pairs; skipped " << empty
      << " empty, " << too_long << " over the length limit, " << bad_ratio << " over the ratio limit";
   return os.str();
+}
+
+std::vector<std::string_view> blank_fields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  for (size_t i = 0;;) {
+    i = line.find_first_not_of(" \t\r", i);
+    if (i == std::string_view::npos) return fields;
+    const size_t end = std::min(line.find_first_of(" \t\r", i), line.size());
+    fields.push_back(line.substr(i, end - i));
+    i = end;
+  }
 }
 
 std::string shown(std::string_view text) {

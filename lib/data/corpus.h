@@ -60,6 +60,9 @@ ParallelText read_parallel(const std::string& src_path, const std::string& tgt_p
 /// Text of a file for an error message: control bytes as '?', at most 60 bytes (then "...").
 std::string shown(std::string_view text);
 
+/// The fields of a line between blanks (spaces, tabs, a carriage return), views into `line`.
+std::vector<std::string_view> blank_fields(std::string_view line);
+
 /// A field of a text file as a number, all of it ("1.5", not "1.5x" or ""); false when it is not one.
 template <class T>
 bool parse_number(std::string_view text, T& out) {

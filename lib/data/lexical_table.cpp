@@ -158,19 +158,10 @@ LexicalTable read_lexical_table(const std::string& path, const Vocab& src, const
   LineReader reader(path);
   std::string line;
   while (reader.next(line)) {
-    // the fields between blanks (spaces, tabs, a carriage return)
-    std::string_view fields[4];
-    int n = 0;
-    for (size_t i = 0; n < 4;) {
-      i = line.find_first_not_of(" \t\r", i);
-      if (i == std::string::npos) break;
-      const size_t end = std::min(line.find_first_of(" \t\r", i), line.size());
-      fields[n++] = std::string_view(line).substr(i, end - i);
-      i = end;
-    }
-    if (n == 0) continue;
-    MOE_CHECK(n == 3, path, ":", reader.line_number(), ": expected 'target source probability', got '", shown(line),
-              "'");
+    const std::vector<std::string_view> fields = blank_fields(line);
+    if (fields.empty()) continue;
+    MOE_CHECK(fields.size() == 3, path, ":", reader.line_number(), ": expected 'target source probability', got '",
+              shown(line), "'");
     const std::string_view prob = fields[2];
     float p = 0;
     MOE_CHECK(parse_number(prob, p) && p >= 0 && p <= 1, path, ":", reader.line_number(), ": the probability '",

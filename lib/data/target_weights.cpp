@@ -14,17 +14,13 @@ namespace {
 /// The blank-separated numbers of one line, each finite and >= 0.
 std::vector<float> parse_weights(std::string_view line) {
   std::vector<float> out;
-  for (size_t i = 0;;) {
-    i = line.find_first_not_of(" \t\r", i);
-    if (i == std::string_view::npos) return out;
-    const size_t end = std::min(line.find_first_of(" \t\r", i), line.size());
-    const std::string_view field = line.substr(i, end - i);
+  for (const std::string_view field : blank_fields(line)) {
     float w = 0;
     MOE_CHECK(parse_number(field, w) && std::isfinite(w) && w >= 0, "weight ", out.size() + 1, " '", shown(field),
               "' is not a finite number >= 0");
     out.push_back(w);
-    i = end;
   }
+  return out;
 }
 
 }  // namespace

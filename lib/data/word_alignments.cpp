@@ -8,11 +8,7 @@ namespace moe::data {
 
 std::vector<WordLink> parse_word_links(std::string_view line) {
   std::vector<WordLink> links;
-  for (size_t i = 0;;) {
-    i = line.find_first_not_of(" \t\r", i);
-    if (i == std::string_view::npos) break;
-    const size_t end = std::min(line.find_first_of(" \t\r", i), line.size());
-    const std::string_view field = line.substr(i, end - i);
+  for (const std::string_view field : blank_fields(line)) {
     const size_t dash = field.find('-'), colon = field.find(':');
     WordLink l;
     const std::string_view s = field.substr(0, dash);
@@ -24,7 +20,6 @@ std::vector<WordLink> parse_word_links(std::string_view line) {
     MOE_CHECK(ok, "link ", links.size() + 1, " '", shown(field),
               "' is not 'source-target' (0-based token positions) or 'source-target:weight' (weight in (0, 1])");
     links.push_back(l);
-    i = end;
   }
   return links;
 }

@@ -1,8 +1,6 @@
 // aer.h implementation. Covered by tests/metrics/aer_test.cpp.
 #include "metrics/aer.h"
 
-#include <algorithm>
-
 #include "common/error.h"
 #include "data/corpus.h"
 
@@ -10,16 +8,12 @@ namespace moe::metrics {
 
 namespace {
 
-/// Calls `each(field, kind)` for every blank-separated link of `line`: kind is '-' (sure or plain), or 'p' / '?'
+/// Calls `each(link, kind)` for every blank-separated link of `line`: kind is '-' (sure or plain), or 'p' / '?'
 /// (possible), with the link's two positions.
 template <class Each>
 void for_each_link(std::string_view line, bool one_based, Each each) {
   int64_t n = 0;
-  for (size_t i = 0;;) {
-    i = line.find_first_not_of(" \t\r", i);
-    if (i == std::string_view::npos) return;
-    const size_t end = std::min(line.find_first_of(" \t\r", i), line.size());
-    std::string_view field = line.substr(i, end - i);
+  for (const std::string_view field : data::blank_fields(line)) {
     ++n;
     const std::string_view link = field.substr(0, field.find(':'));
     const size_t sep = link.find_first_of("-p?");
@@ -30,7 +24,6 @@ void for_each_link(std::string_view line, bool one_based, Each each) {
               "link ", n, " '", data::shown(field), "' is not 'source-target' (or 'source?target', 'sourceptarget' ",
               "for a possible link) with positions counted from ", least);
     each(Link{s - least, t - least}, link[sep]);
-    i = end;
   }
 }
 

@@ -111,3 +111,14 @@ TEST_CASE("corpus: length filter (empty, max length per side, ratio)", "[data]")
   FilterStats s{3, 1, 2, 4};
   CHECK(s.summary() == "kept 3 of 10 pairs; skipped 1 empty, 2 over the length limit, 4 over the ratio limit");
 }
+
+TEST_CASE("corpus: the blank-separated fields of a line, and whole-field numbers", "[data]") {
+  using V = std::vector<std::string_view>;
+  CHECK(blank_fields(" a\tbb  c\r") == V{"a", "bb", "c"});
+  CHECK(blank_fields("").empty());
+  CHECK(blank_fields(" \t\r").empty());
+  float x = 0;
+  CHECK((parse_number(std::string_view("1.5"), x) && x == 1.5f));
+  CHECK_FALSE(parse_number(std::string_view("1.5x"), x));
+  CHECK_FALSE(parse_number(std::string_view(""), x));
+}
