@@ -5,7 +5,9 @@
 // is sent. So the socket is found by its two ends, which Request does carry (local_addr:local_port,
 // remote_addr:remote_port), among this process's descriptors (/proc/self/fd; getsockname/getpeername):
 // one connected TCP socket has them. The handler's thread holds the connection while it runs, so the
-// descriptor cannot be closed and reused under it. Hung up means: poll reports POLLRDHUP (the client's
+// descriptor cannot be closed and reused under it (the worker's thread also asks, when it takes the job;
+// after the handler returned it may poll a reused descriptor, whose answer no longer matters: the handler
+// marked the job abandoned before returning). Hung up means: poll reports POLLRDHUP (the client's
 // FIN; a client that only shuts down its sending side counts as gone, as nginx's 499 does), POLLHUP or
 // POLLERR (a reset). Bytes the client sent before (a pipelined request) change nothing.
 // Covered by tests/serving/client_connection_test.cpp and tests/scripts/serve.sh (disconnect; the backlog).

@@ -71,12 +71,17 @@ size_t model_index(const ServeContext& c, const std::string& name) {
 /// How often a handler waiting for its job looks whether its client has hung up.
 constexpr std::chrono::milliseconds kHangUpPoll{25};
 
-/// Waits for a queued job and answers with `body(result)`, or with the queue's refusal, the timeout or
-/// the job's error. A client that hangs up meanwhile abandons its job (dropped if still queued) and is
-/// counted with status 499 (nginx's "client closed request"; nobody reads the answer).
-template <class Body>
-void answer(const ServeContext& c, const httplib::Request& req, serving::Submitted job, httplib::Response& res,
+/// Queues the job `submit(client_gone)` makes, waits for it and answers with `body(result)`, or with the
+/// queue's refusal, the timeout or the job's error. A client that hangs up meanwhile abandons its job
+/// (dropped if still queued: the worker looks at the socket too when it takes the job) and is counted with
+/// status 499 (nginx's "client closed request"; nobody reads the answer).
+template <class Submit, class Body>
+void answer(const ServeContext& c, const httplib::Request& req, httplib::Response& res, const Submit& submit,
             const Body& body) {
+  const ClientConnection client(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+  // By value: the worker may ask after this handler returned (a job abandoned meanwhile), when the
+  // descriptor may be closed or reused; the answer then no longer matters, the job being abandoned.
+  serving::Submitted job = submit([client] { return client.closed(); });
   if (job.pushed == serving::PushResult::full) {
     res.set_header("Retry-After", "1");
     return error(
@@ -84,7 +89,6 @@ void answer(const ServeContext& c, const httplib::Request& req, serving::Submitt
         "full: " + std::to_string(c.worker.queued_lines()) + " sentences are waiting (--max-queue-lines); retry later");
   }
   if (job.pushed == serving::PushResult::closed) return error(res, 503, "server", "shutting down");
-  const ClientConnection client(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
   const auto deadline = std::chrono::steady_clock::now() + c.request_timeout;
   while (job.result.wait_for(std::min<std::chrono::steady_clock::duration>(
              kHangUpPoll, deadline - std::chrono::steady_clock::now())) == std::future_status::timeout) {
@@ -125,11 +129,15 @@ void add_routes(httplib::Server& server, ServeContext& c) {
                 int64_t truncated = 0;
                 auto ids = serving::encode_request(c.models[m], t, truncated);
                 auto prefixes = serving::encode_prefixes(c.models[m], t);
-                answer(c, req, c.worker.translate(m, t, std::move(ids), std::move(prefixes)), res,
-                       [&](const serving::JobResult& r) {
-                         return serving::translate_body(c.models[m], t.search.n_best, r.hypotheses, truncated,
-                                                        t.alignment);
-                       });
+                answer(
+                    c, req, res,
+                    [&](serving::ClientGone gone) {
+                      return c.worker.translate(m, t, std::move(ids), std::move(prefixes), std::move(gone));
+                    },
+                    [&](const serving::JobResult& r) {
+                      return serving::translate_body(c.models[m], t.search.n_best, r.hypotheses, truncated,
+                                                     t.alignment);
+                    });
               }));
   server.Post("/v1/generate", guarded([&c](const httplib::Request& req, httplib::Response& res) {
                 const serving::GenerateRequest g = serving::parse_generate_request(req.body, c.limits, c.search);
@@ -138,9 +146,14 @@ void add_routes(httplib::Server& server, ServeContext& c) {
                   throw RequestError("model", "'" + c.models[m].name + "' is not a causal language model" +
                                                   (c.models[m].translates() ? ": use /v1/translate" : ""));
                 auto prompts = serving::encode_prompts(c.models[m], g);
-                answer(c, req, c.worker.generate(m, g, std::move(prompts)), res, [&](const serving::JobResult& r) {
-                  return serving::generate_body(c.models[m], g.search.n_best, r.hypotheses);
-                });
+                answer(
+                    c, req, res,
+                    [&](serving::ClientGone gone) {
+                      return c.worker.generate(m, g, std::move(prompts), std::move(gone));
+                    },
+                    [&](const serving::JobResult& r) {
+                      return serving::generate_body(c.models[m], g.search.n_best, r.hypotheses);
+                    });
               }));
   server.Post("/v1/score", guarded([&c](const httplib::Request& req, httplib::Response& res) {
                 const serving::ScoreRequest s = serving::parse_score_request(req.body, c.limits);
@@ -148,8 +161,10 @@ void add_routes(httplib::Server& server, ServeContext& c) {
                 serving::check_score_request(c.models[m], s);
                 const int64_t lines = static_cast<int64_t>(s.text.size() + s.src.size());
                 auto work = [&c, m, s] { return serving::score_body(c.models[m], s, c.worker.device(), c.dtype); };
-                answer(c, req, c.worker.run_alone(m, lines, work), res,
-                       [](const serving::JobResult& r) { return r.json; });
+                answer(
+                    c, req, res,
+                    [&](serving::ClientGone gone) { return c.worker.run_alone(m, lines, work, std::move(gone)); },
+                    [](const serving::JobResult& r) { return r.json; });
               }));
   server.Get("/health", [&c](const httplib::Request&, httplib::Response& res) {
     res.set_content("{\"status\":\"ok\",\"queue_sentences\":" + std::to_string(c.worker.queued_lines()) + "}", kJson);

@@ -57,7 +57,8 @@ void Worker::close() {
   if (thread_.joinable()) thread_.join();
 }
 
-Submitted Worker::submit(Job job) {
+Submitted Worker::submit(Job job, ClientGone client_gone) {
+  job.state->client_gone = std::move(client_gone);
   Submitted s;
   s.state = job.state;
   s.result = job.state->result.get_future();
@@ -79,36 +80,40 @@ Job Worker::search_job(BatchKey key, const BeamOptions& search, std::vector<std:
 }
 
 Submitted Worker::translate(size_t model, const TranslateRequest& request, std::vector<std::vector<int32_t>> sources,
-                            TargetPrefixes prefixes) {
+                            TargetPrefixes prefixes, ClientGone client_gone) {
   MOE_CHECK(prefixes.empty() || prefixes.size() == sources.size(), "serving: ", prefixes.size(), " prefixes for ",
             sources.size(), " sentences");
   Job job = search_job({.model = model, .experts = request.experts, .alignment = request.alignment.has_value()},
                        request.search, std::move(sources));
   job.state->prefixes = std::move(prefixes);
-  return submit(std::move(job));
+  return submit(std::move(job), std::move(client_gone));
 }
 
-Submitted Worker::generate(size_t model, const GenerateRequest& request, std::vector<std::vector<int32_t>> prompts) {
-  return submit(search_job({.model = model, .generate = true}, request.search, std::move(prompts)));
+Submitted Worker::generate(size_t model, const GenerateRequest& request, std::vector<std::vector<int32_t>> prompts,
+                           ClientGone client_gone) {
+  return submit(search_job({.model = model, .generate = true}, request.search, std::move(prompts)),
+                std::move(client_gone));
 }
 
-Submitted Worker::run_alone(size_t model, int64_t lines, std::function<std::string()> work) {
+Submitted Worker::run_alone(size_t model, int64_t lines, std::function<std::string()> work, ClientGone client_gone) {
   Job job;
   job.key.model = model;
   job.key.alone = next_alone_++;
   job.lines = lines;
   job.state = std::make_shared<JobState>();
   job.state->run = std::move(work);
-  return submit(std::move(job));
+  return submit(std::move(job), std::move(client_gone));
 }
 
 void Worker::loop() {
   for (std::vector<Job> jobs = queue_.take(); !jobs.empty(); jobs = queue_.take()) {
-    const auto abandoned = [](const Job& j) { return j.state->abandoned.load(); };
     int64_t dropped = 0;
-    for (const Job& j : jobs) dropped += abandoned(j) ? j.lines : 0;
+    std::erase_if(jobs, [&dropped](const Job& j) {
+      const bool gone = j.state->given_up();  // asked once: a client can leave between two looks
+      dropped += gone ? j.lines : 0;
+      return gone;
+    });
     if (dropped) metrics_.sentences_dropped(dropped);
-    std::erase_if(jobs, abandoned);
     if (jobs.empty()) continue;
     try {
       if (jobs[0].key.alone) {

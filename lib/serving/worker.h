@@ -10,7 +10,9 @@
 // (so a sentence's output may depend on the requests it is batched with, as in moe-translate). Jobs that ask for
 // word alignments are batched apart, so that only they pay for the alignment pass. Scoring jobs run
 // alone on the same thread. A job whose client gave up (hung up, or timed out) is skipped if still queued, its
-// sentences counted as dropped. close() drains: everything queued is still done.
+// sentences counted as dropped: the worker asks each job it takes whether its client is still there
+// (JobState::client_gone, the HTTP layer's look at the socket), so that a client that hung up is not decoded
+// even before its handler noticed. close() drains: everything queued is still done.
 // Covered by tests/serving/worker_test.cpp and tests/scripts/serve.sh.
 #pragma once
 #include <atomic>
@@ -72,13 +74,19 @@ struct BatchKey {
   bool operator==(const BatchKey&) const = default;
 };
 
+/// Whether the client of a job has left (hung up); called by the worker's thread when it takes the job.
+using ClientGone = std::function<bool()>;
+
 struct JobState {
   std::vector<std::vector<int32_t>> sources;  // translation: source sentences; generation: prompts
   TargetPrefixes prefixes;                    // none, or one per source
   int n_best = 1;
   std::function<std::string()> run;  // scoring: computes the JSON on the worker's thread
   std::promise<JobResult> result;
-  std::atomic<bool> abandoned{false};
+  std::atomic<bool> abandoned{false};  // set by the HTTP layer: its client timed out or hung up
+  ClientGone client_gone;              // none: only `abandoned` says
+  /// Whether nobody waits for the result any more: skip the job.
+  bool given_up() const { return abandoned.load() || (client_gone && client_gone()); }
 };
 
 struct Job {
@@ -100,13 +108,15 @@ class Worker {
   ~Worker();  // closes and joins
 
   /// Queues the translation of `sources` (ids of the request's lines, in order) with `request`'s options,
-  /// each output beginning with its prefix in `prefixes` (none, or one per source).
+  /// each output beginning with its prefix in `prefixes` (none, or one per source). Each function takes
+  /// the job's `client_gone` (JobState), asked when the job is taken.
   Submitted translate(size_t model, const TranslateRequest& request, std::vector<std::vector<int32_t>> sources,
-                      TargetPrefixes prefixes = {});
+                      TargetPrefixes prefixes = {}, ClientGone client_gone = {});
   /// Queues the continuation of `prompts` (ids of the request's lines, in order) by language model `model`.
-  Submitted generate(size_t model, const GenerateRequest& request, std::vector<std::vector<int32_t>> prompts);
+  Submitted generate(size_t model, const GenerateRequest& request, std::vector<std::vector<int32_t>> prompts,
+                     ClientGone client_gone = {});
   /// Queues `work` (scoring on model `model`), run alone on the worker's thread.
-  Submitted run_alone(size_t model, int64_t lines, std::function<std::string()> work);
+  Submitted run_alone(size_t model, int64_t lines, std::function<std::string()> work, ClientGone client_gone = {});
   /// Stops taking jobs; the worker finishes those queued, then ends. Joins it.
   void close();
   int64_t queued_lines() const { return queue_.lines(); }
@@ -115,7 +125,7 @@ class Worker {
  private:
   void loop();
   void decode(std::vector<Job>& jobs);
-  Submitted submit(Job job);
+  Submitted submit(Job job, ClientGone client_gone);
   /// A job of `lines` (sources or prompts) searched with `search`, of which the job keeps n_best.
   static Job search_job(BatchKey key, const BeamOptions& search, std::vector<std::vector<int32_t>> lines);
 

@@ -1,12 +1,14 @@
 // The serving worker (lib/serving/worker.h, responses.h) on a tiny checkpoint: jobs with the same options
 // are decoded together and each gets what moe-translate's path (translate_lines) gives for its lines
 // (n-best scores to 1e-5), target prefixes included, in batches that mix jobs with and without them;
-// other options form their own batch; an abandoned job is skipped; the JSON bodies hold the texts; a model with a
-// shortlist (moe-serve --shortlist) translates as moe-translate --shortlist and within its list; word alignments
-// are moe-translate --alignment's, in batches of their own. Generate jobs
-// (prompts of a language model) batch the same way and get what moe-generate's path (generate_continuations) gives.
+// other options form their own batch; an abandoned job, or one whose client left (asked when taken), is
+// skipped; the JSON bodies hold the texts; a model with a shortlist (moe-serve --shortlist) translates as
+// moe-translate --shortlist and within its list; word alignments are moe-translate --alignment's, in batches
+// of their own. Generate jobs (prompts of a language model) batch the same way and get what moe-generate's
+// path (generate_continuations) gives.
 #include "serving/worker.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <future>
 #include <limits>
@@ -119,6 +121,11 @@ TEST_CASE("the worker batches jobs of the same options and routes each its resul
   int64_t truncated = 0;
   Submitted abandoned = worker.translate(0, dropped, encode_request(models[0], dropped, truncated));
   abandoned.state->abandoned = true;
+  // A client that leaves after queueing, before its handler noticed: the worker asks when it takes the job.
+  std::atomic<bool> left{false};
+  Submitted gone =
+      worker.translate(0, dropped, encode_request(models[0], dropped, truncated), {}, [&left] { return left.load(); });
+  left = true;
   hold.release();
   for (size_t i = 0; i < jobs.size(); ++i) {
     INFO("request " << i);
@@ -131,11 +138,12 @@ TEST_CASE("the worker batches jobs of the same options and routes each its resul
   }
   worker.close();
   CHECK(abandoned.result.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
-  // Beam 4 (three requests, five sentences) in one batch, beam 2 in another; the abandoned job in none.
+  CHECK(gone.result.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
+  // Beam 4 (three requests, five sentences) in one batch, beam 2 in another; the given-up jobs in none.
   const std::string text = metrics.prometheus(0, 0);
   CHECK_THAT(text, Catch::Contains("moe_serve_batch_sentences_count 2\n"));
   CHECK_THAT(text, Catch::Contains("moe_serve_batch_sentences_sum 6\n"));
-  CHECK_THAT(text, Catch::Contains("moe_serve_dropped_sentences_total 1\n"));
+  CHECK_THAT(text, Catch::Contains("moe_serve_dropped_sentences_total 2\n"));
   CHECK(worker.translate(0, requests[0], {{4}}).pushed == PushResult::closed);
 }
 
