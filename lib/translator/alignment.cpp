@@ -19,7 +19,8 @@ AlignmentOutput AlignmentOutput::parse(const std::string& text, const std::strin
   return {AlignmentKind::threshold, t};
 }
 
-std::vector<data::WordLink> alignment_links(const SoftAlignment& alignment, const AlignmentOutput& o) {
+std::vector<data::WordLink> alignment_links(const SoftAlignment& alignment, const AlignmentOutput& o,
+                                            const TokenWords& words) {
   MOE_CHECK(o.kind != AlignmentKind::soft, "a soft alignment has no links: it keeps every weight");
   std::vector<data::WordLink> links;
   for (size_t t = 0; t < alignment.size(); ++t) {
@@ -32,7 +33,7 @@ std::vector<data::WordLink> alignment_links(const SoftAlignment& alignment, cons
     for (size_t s = 0; s < row.size(); ++s)
       if (row[s] > o.threshold) link(s);
   }
-  return links;
+  return o.words ? word_links(links, words) : links;
 }
 
 std::vector<int32_t> token_words(const data::Vocab& vocab, const std::vector<int32_t>& ids) {
@@ -66,10 +67,7 @@ std::vector<data::WordLink> word_links(const std::vector<data::WordLink>& links,
 }
 
 std::string format_alignment(const SoftAlignment& alignment, const AlignmentOutput& o, const TokenWords& words) {
-  if (o.kind != AlignmentKind::soft) {
-    const std::vector<data::WordLink> links = alignment_links(alignment, o);
-    return data::format_word_links(o.words ? word_links(links, words) : links);
-  }
+  if (o.kind != AlignmentKind::soft) return data::format_word_links(alignment_links(alignment, o, words));
   MOE_CHECK(!o.words, "a soft alignment is over tokens: word links need hard or a threshold");
   std::ostringstream os;
   for (size_t t = 0; t < alignment.size(); ++t) {

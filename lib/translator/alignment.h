@@ -38,10 +38,6 @@ struct AlignmentOutput {
   bool operator==(const AlignmentOutput&) const = default;
 };
 
-/// The links `o` (hard or threshold) keeps of `alignment` (source position, output position as the target, weight
-/// 1), in output order, then source order.
-std::vector<data::WordLink> alignment_links(const SoftAlignment& alignment, const AlignmentOutput& o);
-
 /// The word (0-based) of each token of `ids`, then -1 for the </s> after them.
 std::vector<int32_t> token_words(const data::Vocab& vocab, const std::vector<int32_t>& ids);
 
@@ -53,6 +49,11 @@ struct TokenWords {
 /// `links` between tokens as links between their words: each pair of words once, in output then source order;
 /// links at </s> are dropped.
 std::vector<data::WordLink> word_links(const std::vector<data::WordLink>& links, const TokenWords& words);
+
+/// The links `o` (hard or threshold) keeps of `alignment` (source position, output position as the target, weight
+/// 1), in output order, then source order; with o.words, between the words of `words` (word_links).
+std::vector<data::WordLink> alignment_links(const SoftAlignment& alignment, const AlignmentOutput& o,
+                                            const TokenWords& words = {});
 
 /// `alignment` ([output position][source position]) as `o` writes it; `words` is read when o.words.
 std::string format_alignment(const SoftAlignment& alignment, const AlignmentOutput& o, const TokenWords& words = {});
