@@ -129,14 +129,16 @@ void add_routes(httplib::Server& server, ServeContext& c) {
                 int64_t truncated = 0;
                 auto ids = serving::encode_request(c.models[m], t, truncated);
                 auto prefixes = serving::encode_prefixes(c.models[m], t);
+                // the job takes `ids`; links between words read them when the answer is written
+                const auto word_sources = t.alignment && t.alignment->words ? ids : decltype(ids)();
                 answer(
                     c, req, res,
                     [&](serving::ClientGone gone) {
                       return c.worker.translate(m, t, std::move(ids), std::move(prefixes), std::move(gone));
                     },
                     [&](const serving::JobResult& r) {
-                      return serving::translate_body(c.models[m], t.search.n_best, r.hypotheses, truncated,
-                                                     t.alignment);
+                      return serving::translate_body(c.models[m], t.search.n_best, r.hypotheses, truncated, t.alignment,
+                                                     word_sources);
                     });
               }));
   server.Post("/v1/generate", guarded([&c](const httplib::Request& req, httplib::Response& res) {

@@ -219,6 +219,30 @@ AlignmentOutput alignment_choice(const json& v, const std::string& f) {
   }
 }
 
+/// Folds "alignment_words" (read after every field, so that the two may come in either order) into the alignment:
+/// links between words need an alignment, hard or a threshold.
+template <class R>
+void apply_alignment_words(R& r) {
+  if (!r.alignment_words) return;
+  if (!r.alignment) throw RequestError("alignment_words", "applies to word alignments: add \"alignment\"");
+  if (r.alignment->kind == AlignmentKind::soft)
+    throw RequestError("alignment_words",
+                       "needs \"alignment\": \"hard\" or a threshold (a soft alignment is over tokens)");
+  r.alignment->words = true;
+}
+
+/// `rest` and the "alignment" and "alignment_words" fields of translation and scoring requests.
+template <class R>
+Table<R> with_alignment_fields(Table<R> rest) {
+  rest.push_back({"alignment", [](R& r, const json& v, const std::string& f, const RequestLimits&) {
+                    r.alignment = alignment_choice(v, f);
+                  }});
+  rest.push_back({"alignment_words", [](R& r, const json& v, const std::string& f, const RequestLimits&) {
+                    r.alignment_words = boolean(v, f);
+                  }});
+  return rest;
+}
+
 ExpertChoice mae_choice(const json& v, const std::string& f) {
   return choice(v, f, {ExpertChoice::mixture, ExpertChoice::argmax});
 }
@@ -227,16 +251,15 @@ ExpertChoice mae_choice(const json& v, const std::string& f) {
 TranslateRequest parse_translate_request(std::string_view body, const RequestLimits& limits,
                                          const SearchOptions& defaults) {
   using R = TranslateRequest;
-  static const Table<R> table = with_search_fields<R>(
+  static const Table<R> table = with_search_fields<R>(with_alignment_fields<R>(
       {{"text", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.text = lines(v, f, l); }},
        {"model", [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.model = string(v, f); }},
        {"mae_inference",
         [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.experts = mae_choice(v, f); }},
-       {"prefix", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.prefix = lines(v, f, l); }},
-       {"alignment", [](R& r, const json& v, const std::string& f, const RequestLimits&) {
-          r.alignment = alignment_choice(v, f);
-        }}});
+       {"prefix",
+        [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.prefix = lines(v, f, l); }}}));
   R r = parse_search_request(body, limits, table, defaults);
+  apply_alignment_words(r);
   if (!r.prefix.empty() && r.prefix.size() != r.text.size())
     throw RequestError("prefix", "has " + std::to_string(r.prefix.size()) + " lines but text has " +
                                      std::to_string(r.text.size()) + " (one prefix per line; \"\" forces nothing)");
@@ -254,17 +277,15 @@ GenerateRequest parse_generate_request(std::string_view body, const RequestLimit
 
 ScoreRequest parse_score_request(std::string_view body, const RequestLimits& limits) {
   using R = ScoreRequest;
-  static const Table<R> table = {
-      {"src", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.src = lines(v, f, l); }},
-      {"tgt", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.tgt = lines(v, f, l); }},
-      {"text", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.text = lines(v, f, l); }},
-      {"model", [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.model = string(v, f); }},
-      {"mae_inference",
-       [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.experts = mae_choice(v, f); }},
-      {"alignment", [](R& r, const json& v, const std::string& f, const RequestLimits&) {
-         r.alignment = alignment_choice(v, f);
-       }}};
+  static const Table<R> table = with_alignment_fields<R>(
+      {{"src", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.src = lines(v, f, l); }},
+       {"tgt", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.tgt = lines(v, f, l); }},
+       {"text", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.text = lines(v, f, l); }},
+       {"model", [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.model = string(v, f); }},
+       {"mae_inference",
+        [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.experts = mae_choice(v, f); }}});
   R r = parse_fields(parse_object(body), limits, table);
+  apply_alignment_words(r);
   if (!r.text.empty() && (!r.src.empty() || !r.tgt.empty()))
     throw RequestError("text", "give either text (a language model) or src and tgt (a translation model), not both");
   if (!r.text.empty() && r.alignment)

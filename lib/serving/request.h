@@ -5,7 +5,9 @@
 // options: "beam", "n_best", "lenpen", "length_penalty", "max_len_a", "max_len_b", "min_len",
 // "no_repeat_ngram_size", "unkpen" (a number or "inf"), "sampling", "sampling_topk", "sampling_topp", "temperature",
 // "seed". /v1/translate's "alignment" ("hard", "soft" or a threshold in [0, 1]) asks for each output's word
-// alignment (moe-translate --alignment), /v1/score's for each pair's (moe-score pairs --alignment). A field left out takes the server's default: moe-serve's search flags, whose
+// alignment (moe-translate --alignment), /v1/score's for each pair's (moe-score pairs --alignment), and
+// "alignment_words": true for its links between words (--alignment-words; not with "soft"). A field left out
+// takes the server's default: moe-serve's search flags, whose
 // defaults are moe-translate's (models/decoding_options.h). Anything a client may get wrong is a RequestError naming
 // the field ("text[3]", "beam", "body"): bad JSON (with its byte offset), invalid UTF-8, a wrong type, an unknown
 // field, a value out of range, too many lines or too long a line. Covered by tests/serving/request_test.cpp and
@@ -51,6 +53,7 @@ struct TranslateRequest {
   BeamOptions search;               // beam, n_best, lenpen, penalty, max_len_a / b, min_len (special ids: the model's)
   ExpertChoice experts = ExpertChoice::mixture;  // MAE models (moe-translate --mae-inference)
   std::optional<AlignmentOutput> alignment;      // set: each output's word alignment (moe-translate --alignment)
+  bool alignment_words = false;                  // the field as given; the parser sets alignment->words from it
 };
 
 /// Prompts for a causal language model to continue (moe-generate's options).
@@ -66,6 +69,7 @@ struct ScoreRequest {
   std::vector<std::string> text;      // a language model: the perplexity of running text
   ExpertChoice experts = ExpertChoice::mixture;
   std::optional<AlignmentOutput> alignment;  // pairs: each pair's word alignment (moe-score pairs --alignment)
+  bool alignment_words = false;              // the field as given; the parser sets alignment->words from it
 };
 
 /// `defaults`: the search options of the fields the request leaves out.

@@ -29,8 +29,8 @@ std::vector<std::vector<int32_t>> encode_lines(const data::Vocab& vocab, const s
   return ids;
 }
 /// An alignment as `o` gives it: soft, its rows of weights (6 decimals: a float's 0.7f would print as
-/// 0.699999988079071); else its links as [source, output] pairs.
-json alignment_json(const SoftAlignment& a, const AlignmentOutput& o) {
+/// 0.699999988079071); else its links as [source, output] pairs (of words when o.words: `words` is read).
+json alignment_json(const SoftAlignment& a, const AlignmentOutput& o, const TokenWords& words = {}) {
   json out = json::array();
   if (o.kind == AlignmentKind::soft) {
     for (const std::vector<float>& row : a) {
@@ -40,26 +40,37 @@ json alignment_json(const SoftAlignment& a, const AlignmentOutput& o) {
     }
     return out;
   }
-  for (const data::WordLink& l : alignment_links(a, o)) out.push_back({l.source, l.target});
+  for (const data::WordLink& l : alignment_links(a, o, words)) out.push_back({l.source, l.target});
   return out;
 }
 
-/// {"text", "score"} of `h` (an empty text scored 0 when there is none), with its "alignment" when asked for.
-json hypothesis_json(const data::Vocab& vocab, const Hypothesis* h, const std::optional<AlignmentOutput>& alignment) {
+/// {"text", "score"} of `h` (an empty text scored 0 when there is none), with its "alignment" when asked for
+/// (`source_words`: token_words of its source, read for links between words).
+json hypothesis_json(const data::Vocab& vocab, const Hypothesis* h, const std::optional<AlignmentOutput>& alignment,
+                     const std::vector<int32_t>& source_words) {
   json out = {{"text", h ? hypothesis_text(vocab, *h) : std::string()}, {"score", h ? h->score : 0.0}};
-  if (alignment) out["alignment"] = alignment_json(h ? h->alignment : SoftAlignment{}, *alignment);
+  if (alignment) {
+    const TokenWords words{source_words,
+                           h && alignment->words ? token_words(vocab, h->tokens) : std::vector<int32_t>()};
+    out["alignment"] = alignment_json(h ? h->alignment : SoftAlignment{}, *alignment, words);
+  }
   return out;
 }
 
-/// Per line {"text", "score"} of its best hypothesis, and with n_best > 1 "hypotheses": [{"text", "score"}].
+/// Per line {"text", "score"} of its best hypothesis, and with n_best > 1 "hypotheses": [{"text", "score"}];
+/// `source_words[i]`: token_words of line i's source when alignment->words.
 json best_lists(const data::Vocab& vocab, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,
-                const std::optional<AlignmentOutput>& alignment = std::nullopt) {
+                const std::optional<AlignmentOutput>& alignment = std::nullopt,
+                const std::vector<std::vector<int32_t>>& source_words = {}) {
   json out = json::array();
-  for (const auto& list : hyps) {
-    json t = hypothesis_json(vocab, list.empty() ? nullptr : &list[0], alignment);
+  const std::vector<int32_t> none;
+  for (size_t i = 0; i < hyps.size(); ++i) {
+    const auto& list = hyps[i];
+    const std::vector<int32_t>& words = source_words.empty() ? none : source_words[i];
+    json t = hypothesis_json(vocab, list.empty() ? nullptr : &list[0], alignment, words);
     if (n_best > 1) {
       json all = json::array();
-      for (const Hypothesis& h : list) all.push_back(hypothesis_json(vocab, &h, alignment));
+      for (const Hypothesis& h : list) all.push_back(hypothesis_json(vocab, &h, alignment, words));
       t["hypotheses"] = std::move(all);
     }
     out.push_back(std::move(t));
@@ -101,9 +112,13 @@ TargetPrefixes encode_prefixes(const ServedModel& model, const TranslateRequest&
 }
 
 std::string translate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,
-                           int64_t truncated, const std::optional<AlignmentOutput>& alignment) {
+                           int64_t truncated, const std::optional<AlignmentOutput>& alignment,
+                           const std::vector<std::vector<int32_t>>& sources) {
+  std::vector<std::vector<int32_t>> source_words;
+  if (alignment && alignment->words)
+    for (const auto& ids : sources) source_words.push_back(token_words(*model.src, ids));
   return dump({{"model", model.name},
-               {"translations", best_lists(*model.tgt, n_best, hyps, alignment)},
+               {"translations", best_lists(*model.tgt, n_best, hyps, alignment, source_words)},
                {"truncated", truncated}});
 }
 
@@ -148,7 +163,12 @@ std::string score_body(ServedModel& model, const ScoreRequest& request, Device d
   int64_t tokens = 0;
   for (size_t i = 0; i < scores.size(); ++i) {
     list.push_back({{"log_prob", scores[i].log_prob}, {"tokens", scores[i].tokens}});
-    if (request.alignment) list.back()["alignment"] = alignment_json(alignments[i], *request.alignment);
+    if (request.alignment) {
+      const TokenWords words = request.alignment->words
+                                   ? TokenWords{token_words(*model.src, src[i]), token_words(*model.tgt, tgt[i])}
+                                   : TokenWords{};
+      list.back()["alignment"] = alignment_json(alignments[i], *request.alignment, words);
+    }
     log_prob += scores[i].log_prob;
     tokens += scores[i].tokens;
   }

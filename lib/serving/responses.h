@@ -27,9 +27,11 @@ TargetPrefixes encode_prefixes(const ServedModel& model, const TranslateRequest&
 
 /// {"model", "translations": [{"text", "score", "hypotheses" (n_best > 1): [{"text", "score"}]}], "truncated"};
 /// with `alignment`, each text with its "alignment": hard or threshold, the links as [source, output] positions;
-/// soft, per output position its weights over the source positions (subword tokens, each side's </s> last).
+/// soft, per output position its weights over the source positions (subword tokens, each side's </s> last);
+/// with alignment->words, links between the words of `sources` (the lines' source ids) and of the outputs.
 std::string translate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,
-                           int64_t truncated, const std::optional<AlignmentOutput>& alignment = std::nullopt);
+                           int64_t truncated, const std::optional<AlignmentOutput>& alignment = std::nullopt,
+                           const std::vector<std::vector<int32_t>>& sources = {});
 
 /// The prompts of a generate request, encoded with the language model's vocabulary as moe-generate encodes them;
 /// one longer than the model's positions allow is a RequestError naming "text[i]" (found before queueing).

@@ -6,7 +6,8 @@
 #     40 lines with target prefixes (the reference's first two words on every other line, "" between) sent
 #     beside the same lines without any are moe-translate --prefix's output and moe-translate's; 40 lines
 #     sampled (top-k 5, 2 samples, a seed) in concurrent requests are moe-translate --sampling's n-best output;
-#     40 lines with "alignment": "hard" are moe-translate --alignment hard's "text ||| s-t ..." lines;
+#     40 lines with "alignment": "hard" are moe-translate --alignment hard's "text ||| s-t ..." lines, and
+#     with "alignment_words": true as well, --alignment-words' lines (links between words);
 #  2. bad input: truncated and 10 MB bodies, a slow client, invalid UTF-8, unknown fields, n_best > beam,
 #     empty text, ... each a 4xx with a JSON error naming the field, and a valid request right after each
 #     answers correctly;
@@ -24,7 +25,7 @@
 #     log-softmax and cache reorders dominates), and with one thread, the faster setting in absolute
 #     terms, batching gains next to nothing for this model (docs/PERF.md "moe-serve");
 #  5. /metrics in Prometheus text format; /health and /v1/models; /v1/score against moe-score pairs (with
-#     "alignment": hard, against --alignment hard); /v1/generate
+#     "alignment": hard, against --alignment hard, and with "alignment_words", --alignment-words); /v1/generate
 #     to a translation model is a 400 naming "model";
 #  6. --shortlist: one sentence per batch, the answers are moe-translate --shortlist's; a full queue answers 503
 #     with Retry-After, a request past --request-timeout-s 504;
@@ -58,6 +59,8 @@ head -n 40 "$DATA/test_2016_flickr.de" | awk 'NR % 2 {print $1, $2; next} {print
   --n-best 2 --seed 3 --device cpu -q || e2e_fail "moe-translate --sampling"
 "$BIN/moe-translate" -m "$CKPT" -i "$WORK/test40.en" -o "$WORK/refa.txt" --alignment hard --device cpu -q ||
   e2e_fail "moe-translate --alignment"
+"$BIN/moe-translate" -m "$CKPT" -i "$WORK/test40.en" -o "$WORK/refw.txt" --alignment hard --alignment-words \
+  --device cpu -q || e2e_fail "moe-translate --alignment-words"
 
 start_server() {  # LOG ARGS...: the trained checkpoint as "tiny" (e2e_common.sh: sets SERVER and PORT)
   local log="$1"
@@ -80,6 +83,8 @@ python3 "$CLIENT" same "$PORT" /v1/translate "$WORK/test40.en" "$WORK/refs.txt" 
   '{"sampling": true, "sampling_topk": 5, "beam": 2, "seed": 3}' 2 || e2e_fail "sampling"
 python3 "$CLIENT" same "$PORT" /v1/translate "$WORK/test40.en" "$WORK/refa.txt" '{"alignment": "hard"}' 1 ||
   e2e_fail "alignments"
+python3 "$CLIENT" same "$PORT" /v1/translate "$WORK/test40.en" "$WORK/refw.txt" \
+  '{"alignment": "hard", "alignment_words": true}' 1 || e2e_fail "word-level alignments"
 python3 "$CLIENT" bad "$PORT" "$WORK/test.en" "$WORK/ref.txt" || e2e_fail "bad input"
 python3 "$CLIENT" disconnect "$PORT" "$WORK/test.en" "$WORK/ref.txt" || e2e_fail "disconnecting clients"
 BATCHED="$SERVER" BATCHED_PORT="$PORT"
@@ -123,21 +128,26 @@ status="$(curl -s -o "$WORK/generate.json" -w '%{http_code}' -H 'Content-Type: a
   e2e_fail "/v1/generate to a translation model answered $status $(cat "$WORK/generate.json"), not 400 naming model"
 "$BIN/moe-score" pairs -m "$CKPT" --src "$WORK/test60.en" --tgt "$WORK/test60.de" --device cpu --alignment hard \
   > "$WORK/pairs.txt" 2>/dev/null || e2e_fail "moe-score pairs"
-python3 - "$PORT" "$WORK/test60.en" "$WORK/test60.de" "$WORK/pairs.txt" <<'EOF' || e2e_fail "/v1/score differs from moe-score pairs"
+"$BIN/moe-score" pairs -m "$CKPT" --src "$WORK/test60.en" --tgt "$WORK/test60.de" --device cpu --alignment hard \
+  --alignment-words > "$WORK/pairsw.txt" 2>/dev/null || e2e_fail "moe-score pairs --alignment-words"
+python3 - "$PORT" "$WORK/test60.en" "$WORK/test60.de" "$WORK/pairs.txt" "$WORK/pairsw.txt" <<'EOF' ||
 import json, sys, urllib.request
-port, src, tgt, ref = sys.argv[1:]
+port, src, tgt, ref, ref_words = sys.argv[1:]
 lines = lambda p: open(p, encoding="utf-8").read().split("\n")[:-1]
-body = {"src": lines(src), "tgt": lines(tgt), "alignment": "hard"}
-req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/score", json.dumps(body).encode(),
-                             headers={"Content-Type": "application/json"})
-got = json.load(urllib.request.urlopen(req, timeout=60))["scores"]
-want = [l.split("\t") for l in lines(ref)]
-assert len(got) == len(want), (len(got), len(want))
-for i, (g, (lp, n, links)) in enumerate(zip(got, want)):
-    assert f"{g['log_prob']:.6f}" == lp and g["tokens"] == int(n), (i, g, lp, n)
-    assert " ".join(f"{s}-{t}" for s, t in g["alignment"]) == links, (i, g["alignment"], links)
-print(f"serve: /v1/score: {len(got)} pairs equal moe-score pairs --alignment hard (scores and links)")
+for words, ref in ((False, ref), (True, ref_words)):
+    body = {"src": lines(src), "tgt": lines(tgt), "alignment": "hard", "alignment_words": words}
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/score", json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    got = json.load(urllib.request.urlopen(req, timeout=60))["scores"]
+    want = [l.split("\t") for l in lines(ref)]
+    assert len(got) == len(want), (len(got), len(want))
+    for i, (g, (lp, n, links)) in enumerate(zip(got, want)):
+        assert f"{g['log_prob']:.6f}" == lp and g["tokens"] == int(n), (words, i, g, lp, n)
+        assert " ".join(f"{s}-{t}" for s, t in g["alignment"]) == links, (words, i, g["alignment"], links)
+print(f"serve: /v1/score: {len(got)} pairs equal moe-score pairs --alignment hard, and with --alignment-words "
+      "(scores and links)")
 EOF
+  e2e_fail "/v1/score differs from moe-score pairs"
 e2e_stop_server
 grep -q "POST /v1/translate 200" "$WORK/serve1.log" || e2e_fail "no request log lines"
 

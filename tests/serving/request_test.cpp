@@ -72,6 +72,13 @@ TEST_CASE("a translate request takes moe-translate's defaults and every option",
   CHECK(alignment("0.25") == AlignmentOutput{AlignmentKind::threshold, 0.25f});
   CHECK(alignment(R"("0.25")") == AlignmentOutput{AlignmentKind::threshold, 0.25f});
   CHECK(alignment("1") == AlignmentOutput{});
+  AlignmentOutput words;
+  words.words = true;
+  CHECK(alignment(R"("hard", "alignment_words": true)") == words);
+  CHECK(alignment(R"("hard", "alignment_words": false)") == AlignmentOutput{});
+  // in either order
+  CHECK(parse_translate_request(R"({"alignment_words": true, "text": ["a"], "alignment": 0.5})", {}).alignment ==
+        AlignmentOutput{AlignmentKind::threshold, 0.5f, true});
 }
 
 TEST_CASE("bad translate requests name their field", "[serving]") {
@@ -108,6 +115,9 @@ TEST_CASE("bad translate requests name their field", "[serving]") {
   CHECK(refusal(R"({"text": ["a"], "prefix": ["0123456789x"]})") == P{"prefix[0]", 413});
   for (const char* bad : {"1.5", "-0.1", R"("firm")", "true", "[1]", "null"})
     CHECK(refusal(std::string(R"({"text": ["a"], "alignment": )") + bad + "}") == P{"alignment", 400});
+  CHECK(refusal(R"({"text": ["a"], "alignment_words": true})") == P{"alignment_words", 400});  // no alignment
+  CHECK(refusal(R"({"text": ["a"], "alignment": "soft", "alignment_words": true})") == P{"alignment_words", 400});
+  CHECK(refusal(R"({"text": ["a"], "alignment": "hard", "alignment_words": 1})") == P{"alignment_words", 400});
 }
 
 TEST_CASE("translate and generate requests take the sampling options, with sampling on only", "[serving]") {
@@ -173,6 +183,8 @@ TEST_CASE("a score request holds pairs or LM text", "[serving]") {
   CHECK_FALSE(p.alignment.has_value());
   CHECK(parse_score_request(R"({"src": ["a"], "tgt": ["x"], "alignment": 0.3})", {}).alignment ==
         AlignmentOutput{AlignmentKind::threshold, 0.3f});
+  CHECK(parse_score_request(R"({"src": ["a"], "tgt": ["x"], "alignment": "hard", "alignment_words": true})", {})
+            .alignment == AlignmentOutput{AlignmentKind::hard, 1, true});
   using P = std::pair<std::string, int>;
   CHECK(refusal(R"({"src": ["a"]})", Endpoint::score) == P{"tgt", 400});
   CHECK(refusal(R"({"src": ["a"], "tgt": ["x", "y"]})", Endpoint::score) == P{"tgt", 400});
@@ -181,6 +193,8 @@ TEST_CASE("a score request holds pairs or LM text", "[serving]") {
   CHECK(refusal(R"({"beam": 3, "text": ["a"]})", Endpoint::score) == P{"beam", 400});
   CHECK(refusal(R"({"text": ["a"], "alignment": "hard"})", Endpoint::score) == P{"alignment", 400});  // an LM's text
   CHECK(refusal(R"({"src": ["a"], "tgt": ["x"], "alignment": "firm"})", Endpoint::score) == P{"alignment", 400});
+  CHECK(refusal(R"({"src": ["a"], "tgt": ["x"], "alignment_words": true})", Endpoint::score) ==
+        P{"alignment_words", 400});
 }
 
 TEST_CASE("error bodies are JSON even for invalid UTF-8", "[serving]") {

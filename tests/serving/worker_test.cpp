@@ -3,9 +3,9 @@
 // (n-best scores to 1e-5), target prefixes included, in batches that mix jobs with and without them;
 // other options form their own batch; an abandoned job, or one whose client left (asked when taken), is
 // skipped; the JSON bodies hold the texts; a model with a shortlist (moe-serve --shortlist) translates as
-// moe-translate --shortlist and within its list; word alignments are moe-translate --alignment's, in batches
-// of their own. Generate jobs (prompts of a language model) batch the same way and get what moe-generate's
-// path (generate_continuations) gives.
+// moe-translate --shortlist and within its list; word alignments are moe-translate --alignment's (and
+// --alignment-words'), in batches of their own. Generate jobs (prompts of a language model) batch the same way and get
+// what moe-generate's path (generate_continuations) gives.
 #include "serving/worker.h"
 
 #include <atomic>
@@ -379,6 +379,20 @@ TEST_CASE("alignments are moe-translate --alignment's, in batches of their own",
     const size_t g = got[l].find('\t', got[l].find('\t') + 1), w = want[l].find('\t', want[l].find('\t') + 1);
     CHECK(got[l].substr(g) == want[l].substr(w));
     check_same_line(got[l].substr(0, g) + "\t", want[l].substr(0, w) + "\t");
+  }
+  // With alignment->words, moe-translate --alignment-words' links between words.
+  AlignmentOutput words_o;
+  words_o.words = true;
+  int64_t truncated = 0;
+  const auto want_words = translate_lines(tr, *models[0].src, *models[0].tgt, hard.text, 1, 0, stats, {}, {}, words_o);
+  const auto words_body = nlohmann::json::parse(
+      translate_body(models[0], 2, results[0].hypotheses, 0, words_o, encode_request(models[0], hard, truncated)));
+  REQUIRE(words_body["translations"].size() == want_words.size());
+  for (size_t l = 0; l < want_words.size(); ++l) {
+    std::string links;
+    for (const auto& k : words_body["translations"][l]["alignment"])
+      links += (links.empty() ? "" : " ") + std::to_string(k[0].get<int>()) + "-" + std::to_string(k[1].get<int>());
+    CHECK(want_words[l].substr(want_words[l].find(" ||| ") + 5) == links);
   }
   // Soft: one row per output token and </s>, each a distribution over the source's tokens and </s>.
   const auto soft_body = nlohmann::json::parse(translate_body(models[0], 1, results[1].hypotheses, 0, soft.alignment));
