@@ -49,7 +49,8 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 struct Row {
   int64_t sentence;
   std::vector<int32_t> tokens;
-  double score;  // summed log-probs (-inf for a filler row)
+  double score;                     // summed log-probs (-inf for a filler row)
+  std::vector<float> token_scores;  // each token's log-prob: the step's candidate score less the row's
 };
 
 void check_options(const BeamOptions& o) {
@@ -71,7 +72,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const std::vector<int64_t>& src
   const std::vector<int64_t> max_len = max_output_lengths(src_lengths, o, prefixes);
 
   std::vector<Row> rows;  // active rows, sentence-major: `beams` rows per active sentence
-  for (int64_t s = 0; s < sentences; ++s) rows.push_back({s, {}, 0.0});
+  for (int64_t s = 0; s < sentences; ++s) rows.push_back({s, {}, 0.0, {}});
   int64_t beams = 1;  // rows per active sentence: 1 before the first step, then `beam`
   std::vector<int32_t> prev(rows.size(), o.bos_id);
   const BeamSpecials ids{o.pad_id, o.bos_id, o.eos_id};
@@ -131,7 +132,8 @@ std::vector<std::vector<Hypothesis>> beam_search(const std::vector<int64_t>& src
         if (idx % v == o.eos_id) {
           if (c < o.beam && static_cast<int>(done.size()) < o.beam) {
             const int64_t len = static_cast<int64_t>(from.tokens.size()) + 1;
-            done.push_back({from.tokens, sc, normalized_score(sc, len, o.penalty, o.lenpen)});
+            done.push_back({from.tokens, sc, normalized_score(sc, len, o.penalty, o.lenpen), {}, from.token_scores});
+            done.back().token_scores.push_back(static_cast<float>(sc - from.score));
           }
         } else if (static_cast<int>(keep.size()) < o.beam) {
           keep.push_back(c);
@@ -143,15 +145,16 @@ std::vector<std::vector<Hypothesis>> beam_search(const std::vector<int64_t>& src
           const int64_t c = keep[j];
           const int32_t idx = cand_index[a * k + c];
           const int64_t row = a * beams + idx / v;
-          Row r{s, rows[row].tokens, cand_score[a * k + c]};
+          Row r{s, rows[row].tokens, cand_score[a * k + c], rows[row].token_scores};
           r.tokens.push_back(idx % v);
+          r.token_scores.push_back(static_cast<float>(r.score - rows[row].score));
           origin.push_back(static_cast<int32_t>(row));
           next_prev.push_back(idx % v);
           next.push_back(std::move(r));
         } else {  // fewer than `beam` finite candidates: a filler row that can never be chosen
           origin.push_back(static_cast<int32_t>(a * beams));
           next_prev.push_back(o.pad_id);
-          next.push_back({s, {}, kNegInf});
+          next.push_back({s, {}, kNegInf, {}});
         }
       }
     }

@@ -41,6 +41,9 @@ struct Hypothesis {
   double log_prob = 0;          // sum of the token log-probs, </s> included
   double score = 0;             // log_prob normalised by the length penalty
   SoftAlignment alignment;      // with TranslatorOptions::alignment: tokens.size() + 1 rows over the source and </s>
+  /// Each token's log-prob as the search scored it (--unkpen and blocked n-grams applied), then </s>'s:
+  /// tokens.size() + 1 values summing to log_prob (word scores, Marian's --word-scores).
+  std::vector<float> token_scores;
 };
 
 /// One decoding step: previous tokens i32 [N] (on the CPU) -> log-probabilities [N, V] (f32, on

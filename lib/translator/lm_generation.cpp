@@ -50,8 +50,11 @@ std::vector<std::vector<Hypothesis>> generate_continuations(const Decoder& lm, P
     auto found = run_search(batch_lengths, inputs, step, reorder, search, batch_prompts);
     int64_t tokens = 0;
     for (size_t k = 0; k < batch.size(); ++k) {
-      for (Hypothesis& h : found[k])
-        h.tokens.erase(h.tokens.begin(), h.tokens.begin() + static_cast<std::ptrdiff_t>(lengths[batch[k]]));
+      for (Hypothesis& h : found[k]) {
+        const auto prompt = static_cast<std::ptrdiff_t>(lengths[batch[k]]);
+        h.tokens.erase(h.tokens.begin(), h.tokens.begin() + prompt);
+        h.token_scores.erase(h.token_scores.begin(), h.token_scores.begin() + prompt);
+      }
       if (!found[k].empty()) tokens += static_cast<int64_t>(found[k][0].tokens.size());
       out[batch[k]] = std::move(found[k]);
     }

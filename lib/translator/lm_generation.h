@@ -2,10 +2,10 @@
 // target prefix (target_prefix.h) of the model's decoding from <s>, and beam search (beam_search.h) or sampling
 // (sampling_search.h, each prompt's draws keyed by its tokens) continues it until </s> or a * |prompt| + b more
 // tokens (max_len_a, max_len_b; capped by the model's positions; min_len counts the prompt's tokens). The
-// hypotheses hold the continuation only; their log_prob and score count the prompt's tokens too (the whole
-// sequence's log-probability, as fairseq scores a prefix). Prompts are batched longest first, at most max_tokens / beam
-// tokens of prompt per batch, and the results come back in input order. Covered by
-// tests/translator/lm_generation_test.cpp.
+// hypotheses hold the continuation only, and their token_scores the new tokens' (then </s>'s); their log_prob and
+// score count the prompt's tokens too (the whole sequence's log-probability, as fairseq scores a prefix). Prompts are
+// batched longest first, at most max_tokens / beam tokens of prompt per batch, and the results come back in input
+// order. Covered by tests/translator/lm_generation_test.cpp.
 #pragma once
 #include <cstdint>
 #include <functional>

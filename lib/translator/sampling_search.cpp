@@ -31,6 +31,7 @@ namespace {
 struct Sample {
   std::vector<int32_t> tokens;
   double log_prob = 0;
+  std::vector<float> token_scores;  // each token's log-prob (Hypothesis::token_scores)
   bool done = false;
 };
 
@@ -135,11 +136,14 @@ std::vector<std::vector<Hypothesis>> sampling_search(const std::vector<int64_t>&
           x.done = true;
           continue;
         }
-        x.log_prob += r[token] - (in_prefix ? 0.0 : unk_cost(token, o));
+        const double token_log_prob = r[token] - (in_prefix ? 0.0 : unk_cost(token, o));
+        x.log_prob += token_log_prob;
+        x.token_scores.push_back(static_cast<float>(token_log_prob));
         if (token == o.eos_id) {
           x.done = true;
           const int64_t len = static_cast<int64_t>(x.tokens.size()) + 1;
-          finished[s].push_back({x.tokens, x.log_prob, normalized_score(x.log_prob, len, o.penalty, o.lenpen)});
+          finished[s].push_back(
+              {x.tokens, x.log_prob, normalized_score(x.log_prob, len, o.penalty, o.lenpen), {}, x.token_scores});
         } else {
           x.tokens.push_back(token);
         }

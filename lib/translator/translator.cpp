@@ -112,7 +112,10 @@ std::vector<std::vector<Hypothesis>> Translator::translate_batch(
   }
   if (logits)
     for (auto& list : found)
-      for (Hypothesis& h : list) h.log_prob = h.score = std::numeric_limits<double>::quiet_NaN();
+      for (Hypothesis& h : list) {
+        h.log_prob = h.score = std::numeric_limits<double>::quiet_NaN();
+        h.token_scores.clear();  // differences of logits, not log-probs
+      }
   if (o_.alignment) align_hypotheses(decoder_, builder, sources, found);
   return found;
 }

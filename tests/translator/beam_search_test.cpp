@@ -1,7 +1,7 @@
 // Beam search on hand-built scorers (tests/translator/mock_scorer.h): the known best sequence that
 // greedy misses, beam 1 == greedy argmax, the complete n-best list against brute-force enumeration,
 // length penalties (arithmetic and effect), max/min length, batches equal to single sentences with
-// finished sentences leaving the batch, and argument errors.
+// finished sentences leaving the batch, word scores (each token's log-prob), and argument errors.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -257,6 +257,35 @@ TEST_CASE("a batch decodes like single sentences and drops finished ones", "[tra
   }
   CHECK(rows.back() < 12);
   CHECK(static_cast<int64_t>(rows.size()) <= 13);  // the longest sentence: max length 12, + the </s> step
+}
+
+TEST_CASE("word scores are each token's log-prob, </s> last, and sum to the hypothesis's", "[translator][beam]") {
+  const int64_t V = 9;
+  const std::vector<int64_t> src = {2, 7, 1, 12};
+  auto dist = [&](int64_t s, const std::vector<int32_t>& p) { return hashed(s, p, V); };
+  for (int beam : {1, 3}) {
+    BeamOptions o;
+    o.beam = o.n_best = beam;
+    o.unkpen = 0.5;  // counted in the scores as the search counts it
+    o.unk_id = 1;
+    MockScorer scorer(V, dist);
+    const auto all = search(scorer, src, o);
+    for (size_t s = 0; s < src.size(); ++s)
+      for (const Hypothesis& h : all[s]) {
+        INFO("beam " << beam << ", sentence " << s);
+        REQUIRE(h.token_scores.size() == h.tokens.size() + 1);
+        std::vector<int32_t> prefix;
+        double sum = 0;
+        for (size_t t = 0; t <= h.tokens.size(); ++t) {
+          const int32_t token = t < h.tokens.size() ? h.tokens[t] : kEos;
+          const double want = static_cast<float>(dist(static_cast<int64_t>(s), prefix)[token]) - (token == 1 ? 0.5 : 0);
+          CHECK(h.token_scores[t] == Approx(want).margin(1e-5));
+          sum += h.token_scores[t];
+          prefix.push_back(token);
+        }
+        CHECK(sum == Approx(h.log_prob).margin(1e-4));
+      }
+  }
 }
 
 TEST_CASE("beam search argument errors", "[translator][beam]") {

@@ -1,8 +1,9 @@
 // Text continuation by a causal LM (translator/lm_generation.h) with a tiny random Transformer LM: greedy
 // continuations of prompts of different lengths (and none) in one batch equal argmax decoding recomputed over the
 // whole sequence (no caches), with the prompt's tokens in the score; beam and sampled continuations score what
-// teacher forcing gives their sequences, a prompt's samples do not depend on its batch, lengths stay within
-// a * |prompt| + b new tokens; a prompt longer than the positions is an error.
+// teacher forcing gives their sequences (their word scores: its new tokens' log-probs), a prompt's samples do not
+// depend on its batch, lengths stay within a * |prompt| + b new tokens; a prompt longer than the positions is an
+// error.
 #include "translator/lm_generation.h"
 
 #include <algorithm>
@@ -102,6 +103,16 @@ TEST_CASE("beam and sampled continuations: forced-decoding scores, batch-indepen
       for (size_t h = 0; h < got[s].size(); ++h) {
         CHECK(got[s][h].tokens.size() <= limit);
         CHECK(got[s][h].log_prob == Approx(m.sequence_log_prob(kPrompts[s], got[s][h].tokens)).margin(1e-4));
+        // word scores: the new tokens' and </s>'s log-probs, as teacher forcing gives them
+        const Hypothesis& x = got[s][h];
+        REQUIRE(x.token_scores.size() == x.tokens.size() + 1);
+        std::vector<int32_t> seq = kPrompts[s];
+        seq.insert(seq.end(), x.tokens.begin(), x.tokens.end());
+        const auto rows = m.log_probs(seq);
+        for (size_t t = 0; t <= x.tokens.size(); ++t) {
+          const size_t at = kPrompts[s].size() + t;
+          CHECK(x.token_scores[t] == Approx(rows[at][at < seq.size() ? seq[at] : 3]).margin(1e-4));
+        }
         if (h > 0) CHECK(got[s][h - 1].score >= got[s][h].score);
       }
       if (!sampling) continue;

@@ -1,6 +1,7 @@
 // Sampling search (translator/sampling_search.h, token_sampler.h) on hand-built scorers (mock_scorer.h): a draw
 // over a grid of uniform numbers reproduces the distribution exactly (temperature, top-k, top-p, excluded
-// tokens); each sample's log-prob is the sum of the scorer's log-probs of its tokens and </s>; samples are
+// tokens); each sample's log-prob is the sum of the scorer's log-probs of its tokens and </s>, which are its word
+// scores; samples are
 // reproducible from the seed and the stream and do not depend on the batch; top-k 1 is greedy search; the
 // first tokens of many samples follow the model's distribution; the draws of a step split over the threads give
 // the same samples as one thread; lengths, prefixes and argument errors.
@@ -143,11 +144,14 @@ TEST_CASE("samples sum the scorer's log-probs, are reproducible and do not depen
       CHECK(static_cast<int64_t>(x.tokens.size()) <= limit);
       double total = 0;
       std::vector<int32_t> prefix;
+      REQUIRE(x.token_scores.size() == x.tokens.size() + 1);  // word scores: each token's, </s> last
       for (size_t t = 0; t <= x.tokens.size(); ++t) {
         const int32_t token = t < x.tokens.size() ? x.tokens[t] : kEos;
         CHECK(token != kPad);
         CHECK(token != kBos);
-        total += static_cast<float>(dist(static_cast<int64_t>(s), prefix)[token]);
+        const float log_prob = static_cast<float>(dist(static_cast<int64_t>(s), prefix)[token]);
+        CHECK(x.token_scores[t] == log_prob);
+        total += log_prob;
         prefix.push_back(token);
       }
       CHECK(x.log_prob == Approx(total).epsilon(1e-6));
