@@ -58,7 +58,8 @@ void run_generate(const GenerateCliOptions& o, std::istream& in, std::ostream& o
         });
     std::vector<std::string> text;
     for (size_t i = 0; i < found.size(); ++i)
-      append_output_lines(text, found[i], o.decoding.search.n_best, lines + static_cast<int64_t>(i), vocab);
+      append_output_lines(text, found[i], o.decoding.search.n_best, lines + static_cast<int64_t>(i), vocab, false,
+                          {std::nullopt, o.word_scores});
     for (const std::string& t : text) *os << t << '\n';
     os->flush();
     MOE_CHECK(os->good(), "error writing '", o.output, "'");
@@ -86,6 +87,9 @@ void add_generate_options(CLI::App& app, GenerateCliOptions& o) {
   app.add_option("--chunk-lines", o.chunk_lines, "prompts read and generated together")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_flag("--word-scores", o.word_scores,
+               "write each new token's log-probability after the continuation (natural log, as the search scored it; "
+               "the last is </s>'s), 'text ||| -0.1234 -0.0567 ...' (with --n-best > 1 a fourth tab-separated field)");
   cli::add_cpu_threads_option(app);
   cli::add_progress_options(app, o.quiet, o.log_every);
 }

@@ -137,8 +137,8 @@ void add_routes(httplib::Server& server, ServeContext& c) {
                       return c.worker.translate(m, t, std::move(ids), std::move(prefixes), std::move(gone));
                     },
                     [&](const serving::JobResult& r) {
-                      return serving::translate_body(c.models[m], t.search.n_best, r.hypotheses, truncated, t.alignment,
-                                                     word_sources);
+                      return serving::translate_body(c.models[m], t.search.n_best, r.hypotheses, truncated,
+                                                     {t.alignment, t.word_scores}, word_sources);
                     });
               }));
   server.Post("/v1/generate", guarded([&c](const httplib::Request& req, httplib::Response& res) {
@@ -154,7 +154,7 @@ void add_routes(httplib::Server& server, ServeContext& c) {
                       return c.worker.generate(m, g, std::move(prompts), std::move(gone));
                     },
                     [&](const serving::JobResult& r) {
-                      return serving::generate_body(c.models[m], g.search.n_best, r.hypotheses);
+                      return serving::generate_body(c.models[m], g.search.n_best, r.hypotheses, g.word_scores);
                     });
               }));
   server.Post("/v1/score", guarded([&c](const httplib::Request& req, httplib::Response& res) {

@@ -84,7 +84,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   const Device device = decoding_placement(o.decoding, cli::flag_naming()).device;
   TranslatorOptions to = translator_options(o.decoding);
   to.experts = o.mae_inference;
-  to.scores = to.search.n_best > 1;  // printed with the n-best lists only (translate_text.h)
+  to.scores = to.search.n_best > 1 || o.word_scores;  // printed with the n-best lists (translate_text.h)
   to.alignment = o.alignment.has_value();
 
   const TranslationModels models = load_translation_models(o.models, o.weights, device, o.quantize);
@@ -133,7 +133,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
     const int64_t first = stats.lines;
     const std::vector<std::string> chunk_prefixes = prefixes.next(chunk.size(), first);
     for (const std::string& r : translate_lines(translator, src_vocab, tgt_vocab, chunk, o.decoding.search.n_best,
-                                                first, stats, on_batch, chunk_prefixes, o.alignment))
+                                                first, stats, on_batch, chunk_prefixes, {o.alignment, o.word_scores}))
       *os << r << '\n';
     done_lines = stats.lines;  // empty lines too (they are not decoded)
     os->flush();
@@ -177,6 +177,11 @@ void add_translate_options(CLI::App& app, TranslateCliOptions& o) {
   cli::add_alignment_option(app, o.alignment,
                             "write each output's word alignment after it, 'text ||| 0-0 1-2 ...' (with --n-best > 1 "
                             "a fourth field)");
+  app.add_flag("--word-scores", o.word_scores,
+               "write each output token's log-probability after it (natural log, as the search scored it, --unkpen "
+               "included; the last is </s>'s; they sum to the hypothesis's log-prob), 'text ||| -0.1234 -0.0567 ...' "
+               "(after the alignment when both; with --n-best > 1 a further tab-separated field; Marian's "
+               "--word-scores, fairseq's positional scores)");
   cli::add_decoding_options(app, o.decoding);
   app.get_option("--n-best")
       ->description("hypotheses per input (at most --beam); > 1 writes 'index<TAB>score<TAB>text' lines");

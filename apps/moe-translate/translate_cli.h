@@ -7,7 +7,8 @@
 // (translator/target_prefix.h), read line by line beside the input. The search, batching and device
 // flags are the shared decoding options (models/decoding_options.h, cli/decoding_options.h). --shortlist FILE
 // [FIRST [BEST [THRESHOLD]]] restricts each batch's output vocabulary (translator/shortlist.h), as Marian's does;
-// --alignment hard|soft|THRESHOLD adds each output's word alignment (translator/alignment.h).
+// --alignment hard|soft|THRESHOLD adds each output's word alignment (translator/alignment.h), --word-scores its
+// tokens' log-probs (translator/translate_text.h).
 // Covered by tests/translator/translate_cli_test.cpp.
 #pragma once
 #include <cstdint>
@@ -35,6 +36,7 @@ struct TranslateCliOptions {
   std::string prefix;  // --prefix FILE: one target prefix per input line ("" = none)
   std::optional<cli::ShortlistSpec> shortlist;  // --shortlist
   std::optional<AlignmentOutput> alignment;     // --alignment: write each output's word alignment
+  bool word_scores = false;                     // --word-scores: write each output token's log-prob
   DecodingOptions decoding;     // --beam, --n-best, ..., --max-tokens, --device, --dtype
   int64_t chunk_lines = 10000;  // input lines read, sorted and translated at a time
   Quantize quantize = Quantize::none;                  // int8: CPU int8 inference (models/int8_model.h)

@@ -135,10 +135,13 @@ R parse_fields(const json& j, const RequestLimits& limits, const Table<R>& table
   return r;
 }
 
-/// `rest` after the fields of R's `search` (moe-translate's search options, beam search or sampling).
+/// `rest` after the fields of R's `search` (moe-translate's search options, beam search or sampling) and
+/// "word_scores" (what the search scored each token).
 template <class R>
 Table<R> with_search_fields(Table<R> rest) {
   Table<R> t = {
+      {"word_scores",
+       [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.word_scores = boolean(v, f); }},
       {"beam", [](R& r, const json& v, const std::string& f,
                   const RequestLimits& l) { r.search.beam = static_cast<int>(integer(v, f, 1, l.max_beam)); }},
       {"n_best", [](R& r, const json& v, const std::string& f,

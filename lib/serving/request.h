@@ -6,7 +6,8 @@
 // "no_repeat_ngram_size", "unkpen" (a number or "inf"), "sampling", "sampling_topk", "sampling_topp", "temperature",
 // "seed". /v1/translate's "alignment" ("hard", "soft" or a threshold in [0, 1]) asks for each output's word
 // alignment (moe-translate --alignment), /v1/score's for each pair's (moe-score pairs --alignment), and
-// "alignment_words": true for its links between words (--alignment-words; not with "soft"). A field left out
+// "alignment_words": true for its links between words (--alignment-words; not with "soft"); /v1/translate's and
+// /v1/generate's "word_scores": true for each output's token log-probs (--word-scores). A field left out
 // takes the server's default: moe-serve's search flags, whose
 // defaults are moe-translate's (models/decoding_options.h). Anything a client may get wrong is a RequestError naming
 // the field ("text[3]", "beam", "body"): bad JSON (with its byte offset), invalid UTF-8, a wrong type, an unknown
@@ -54,6 +55,7 @@ struct TranslateRequest {
   ExpertChoice experts = ExpertChoice::mixture;  // MAE models (moe-translate --mae-inference)
   std::optional<AlignmentOutput> alignment;      // set: each output's word alignment (moe-translate --alignment)
   bool alignment_words = false;                  // the field as given; the parser sets alignment->words from it
+  bool word_scores = false;                      // each output's token log-probs (moe-translate --word-scores)
 };
 
 /// Prompts for a causal language model to continue (moe-generate's options).
@@ -61,6 +63,7 @@ struct GenerateRequest {
   std::string model;
   std::vector<std::string> text;  // prompts; "" generates from <s>
   BeamOptions search;             // max_len_a / b count the new tokens (a * prompt tokens + b)
+  bool word_scores = false;       // each continuation's new token log-probs (moe-generate --word-scores)
 };
 
 struct ScoreRequest {

@@ -28,14 +28,18 @@ std::vector<std::vector<int32_t>> encode_lines(const data::Vocab& vocab, const s
   }
   return ids;
 }
-/// An alignment as `o` gives it: soft, its rows of weights (6 decimals: a float's 0.7f would print as
-/// 0.699999988079071); else its links as [source, output] pairs (of words when o.words: `words` is read).
+
+/// A float rounded to 6 decimals for JSON (a float's 0.7f would print as 0.699999988079071).
+double json_float(float x) { return std::round(static_cast<double>(x) * 1e6) / 1e6; }
+
+/// An alignment as `o` gives it: soft, its rows of weights (json_float); else its links as [source, output]
+/// pairs (of words when o.words: `words` is read).
 json alignment_json(const SoftAlignment& a, const AlignmentOutput& o, const TokenWords& words = {}) {
   json out = json::array();
   if (o.kind == AlignmentKind::soft) {
     for (const std::vector<float>& row : a) {
       json weights = json::array();
-      for (float w : row) weights.push_back(std::round(static_cast<double>(w) * 1e6) / 1e6);
+      for (float w : row) weights.push_back(json_float(w));
       out.push_back(std::move(weights));
     }
     return out;
@@ -44,15 +48,21 @@ json alignment_json(const SoftAlignment& a, const AlignmentOutput& o, const Toke
   return out;
 }
 
-/// {"text", "score"} of `h` (an empty text scored 0 when there is none), with its "alignment" when asked for
-/// (`source_words`: token_words of its source, read for links between words).
-json hypothesis_json(const data::Vocab& vocab, const Hypothesis* h, const std::optional<AlignmentOutput>& alignment,
+/// {"text", "score"} of `h` (an empty text scored 0 when there is none), with its "alignment" and "word_scores"
+/// when asked for (`source_words`: token_words of its source, read for links between words).
+json hypothesis_json(const data::Vocab& vocab, const Hypothesis* h, const OutputFields& fields,
                      const std::vector<int32_t>& source_words) {
   json out = {{"text", h ? hypothesis_text(vocab, *h) : std::string()}, {"score", h ? h->score : 0.0}};
-  if (alignment) {
+  if (const auto& alignment = fields.alignment) {
     const TokenWords words{source_words,
                            h && alignment->words ? token_words(vocab, h->tokens) : std::vector<int32_t>()};
     out["alignment"] = alignment_json(h ? h->alignment : SoftAlignment{}, *alignment, words);
+  }
+  if (fields.word_scores) {
+    json scores = json::array();
+    if (h)
+      for (float x : h->token_scores) scores.push_back(json_float(x));
+    out["word_scores"] = std::move(scores);
   }
   return out;
 }
@@ -60,17 +70,16 @@ json hypothesis_json(const data::Vocab& vocab, const Hypothesis* h, const std::o
 /// Per line {"text", "score"} of its best hypothesis, and with n_best > 1 "hypotheses": [{"text", "score"}];
 /// `source_words[i]`: token_words of line i's source when alignment->words.
 json best_lists(const data::Vocab& vocab, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,
-                const std::optional<AlignmentOutput>& alignment = std::nullopt,
-                const std::vector<std::vector<int32_t>>& source_words = {}) {
+                const OutputFields& fields, const std::vector<std::vector<int32_t>>& source_words = {}) {
   json out = json::array();
   const std::vector<int32_t> none;
   for (size_t i = 0; i < hyps.size(); ++i) {
     const auto& list = hyps[i];
     const std::vector<int32_t>& words = source_words.empty() ? none : source_words[i];
-    json t = hypothesis_json(vocab, list.empty() ? nullptr : &list[0], alignment, words);
+    json t = hypothesis_json(vocab, list.empty() ? nullptr : &list[0], fields, words);
     if (n_best > 1) {
       json all = json::array();
-      for (const Hypothesis& h : list) all.push_back(hypothesis_json(vocab, &h, alignment, words));
+      for (const Hypothesis& h : list) all.push_back(hypothesis_json(vocab, &h, fields, words));
       t["hypotheses"] = std::move(all);
     }
     out.push_back(std::move(t));
@@ -112,13 +121,13 @@ TargetPrefixes encode_prefixes(const ServedModel& model, const TranslateRequest&
 }
 
 std::string translate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,
-                           int64_t truncated, const std::optional<AlignmentOutput>& alignment,
+                           int64_t truncated, const OutputFields& fields,
                            const std::vector<std::vector<int32_t>>& sources) {
   std::vector<std::vector<int32_t>> source_words;
-  if (alignment && alignment->words)
+  if (fields.alignment && fields.alignment->words)
     for (const auto& ids : sources) source_words.push_back(token_words(*model.src, ids));
   return dump({{"model", model.name},
-               {"translations", best_lists(*model.tgt, n_best, hyps, alignment, source_words)},
+               {"translations", best_lists(*model.tgt, n_best, hyps, fields, source_words)},
                {"truncated", truncated}});
 }
 
@@ -126,8 +135,10 @@ std::vector<std::vector<int32_t>> encode_prompts(const ServedModel& model, const
   return encode_lines(*model.lm, request.text, model.ck.model->decoder()->spec().max_positions - 1, "text");
 }
 
-std::string generate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps) {
-  return dump({{"model", model.name}, {"generations", best_lists(*model.lm, n_best, hyps)}});
+std::string generate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,
+                          bool word_scores) {
+  return dump(
+      {{"model", model.name}, {"generations", best_lists(*model.lm, n_best, hyps, {std::nullopt, word_scores})}});
 }
 
 void check_score_request(const ServedModel& model, const ScoreRequest& request) {

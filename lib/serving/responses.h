@@ -11,6 +11,7 @@
 
 #include "serving/request.h"
 #include "serving/worker.h"
+#include "translator/translate_text.h"
 
 namespace moe::serving {
 
@@ -26,11 +27,12 @@ std::vector<std::vector<int32_t>> encode_request(const ServedModel& model, const
 TargetPrefixes encode_prefixes(const ServedModel& model, const TranslateRequest& request);
 
 /// {"model", "translations": [{"text", "score", "hypotheses" (n_best > 1): [{"text", "score"}]}], "truncated"};
-/// with `alignment`, each text with its "alignment": hard or threshold, the links as [source, output] positions;
-/// soft, per output position its weights over the source positions (subword tokens, each side's </s> last);
-/// with alignment->words, links between the words of `sources` (the lines' source ids) and of the outputs.
+/// with fields.alignment, each text with its "alignment": hard or threshold, the links as [source, output]
+/// positions; soft, per output position its weights over the source positions (subword tokens, each side's </s>
+/// last); with alignment->words, links between the words of `sources` (the lines' source ids) and of the outputs.
+/// With fields.word_scores, each text with its "word_scores" (Hypothesis::token_scores, 6 decimals).
 std::string translate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,
-                           int64_t truncated, const std::optional<AlignmentOutput>& alignment = std::nullopt,
+                           int64_t truncated, const OutputFields& fields = {},
                            const std::vector<std::vector<int32_t>>& sources = {});
 
 /// The prompts of a generate request, encoded with the language model's vocabulary as moe-generate encodes them;
@@ -38,8 +40,10 @@ std::string translate_body(const ServedModel& model, int n_best, const std::vect
 std::vector<std::vector<int32_t>> encode_prompts(const ServedModel& model, const GenerateRequest& request);
 
 /// {"model", "generations": [{"text", "score", "hypotheses" (n_best > 1): [{"text", "score"}]}]}: the continuations
-/// (without their prompts), scores counting the prompts' tokens as moe-generate's n-best lines do.
-std::string generate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps);
+/// (without their prompts), scores counting the prompts' tokens as moe-generate's n-best lines do; with
+/// `word_scores`, each text with its "word_scores" (the new tokens', then </s>'s).
+std::string generate_body(const ServedModel& model, int n_best, const std::vector<std::vector<Hypothesis>>& hyps,
+                          bool word_scores = false);
 
 /// Scores `request` with `model` on `device` (pairs or LM text, as the model is) and returns the body:
 /// pairs: {"model", "scores": [{"log_prob", "tokens", "alignment" (when asked, as in translate_body)}], "log_prob",

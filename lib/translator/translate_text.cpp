@@ -26,12 +26,21 @@ std::string one_line(std::string s) {
 }
 }  // namespace
 
-std::string format_score(double score) {
+std::string format_score(double score, int decimals) {
   if (std::isinf(score)) return score < 0 ? "-inf" : "inf";
   std::ostringstream os;
-  os.precision(6);
+  os.precision(decimals);
   os << std::fixed << score;
   return os.str();
+}
+
+std::string format_word_scores(const std::vector<float>& scores) {
+  std::string out;
+  for (float x : scores) {
+    if (!out.empty()) out += ' ';
+    out += format_score(x, 4);
+  }
+  return out;
 }
 
 std::vector<int32_t> encode_source_line(const Translator& translator, const data::Vocab& src_vocab,
@@ -51,8 +60,7 @@ std::vector<std::string> translate_lines(const Translator& translator, const dat
                                          const data::Vocab& tgt_vocab, const std::vector<std::string>& lines,
                                          int n_best, int64_t first_index, TranslateStats& stats,
                                          const std::function<void(int64_t sentences, int64_t target_tokens)>& on_batch,
-                                         const std::vector<std::string>& prefixes,
-                                         const std::optional<AlignmentOutput>& alignment) {
+                                         const std::vector<std::string>& prefixes, const OutputFields& fields) {
   MOE_CHECK(n_best >= 1, "translate: n-best must be at least 1, got ", n_best);
   MOE_CHECK(prefixes.empty() || prefixes.size() == lines.size(), "translate: ", prefixes.size(), " prefix lines for ",
             lines.size(), " input lines");
@@ -74,36 +82,41 @@ std::vector<std::string> translate_lines(const Translator& translator, const dat
   for (size_t i = 0; i < lines.size(); ++i) {
     if (!results[i].empty()) stats.tgt_tokens += static_cast<int64_t>(results[i][0].tokens.size());
     // an empty input's empty output is certain (score 0)
+    const auto& alignment = fields.alignment;
     append_output_lines(out, results[i], n_best, first_index + static_cast<int64_t>(i), tgt_vocab, sources[i].empty(),
-                        alignment,
+                        fields,
                         alignment && alignment->words ? token_words(src_vocab, sources[i]) : std::vector<int32_t>());
   }
   return out;
 }
 
 void append_output_lines(std::vector<std::string>& out, const std::vector<Hypothesis>& hyps, int n_best, int64_t index,
-                         const data::Vocab& vocab, bool certain_empty, const std::optional<AlignmentOutput>& alignment,
+                         const data::Vocab& vocab, bool certain_empty, const OutputFields& fields,
                          const std::vector<int32_t>& source_words) {
-  // The alignment of hypothesis h after `separator`, when alignments are written.
-  auto aligned = [&](size_t h, const char* separator) {
-    if (!alignment) return std::string();
-    if (h >= hyps.size()) return std::string(separator);
-    const TokenWords words{source_words,
-                           alignment->words ? token_words(vocab, hyps[h].tokens) : std::vector<int32_t>()};
-    return separator + format_alignment(hyps[h].alignment, *alignment, words);
+  // The fields of hypothesis h, each after `separator` (empty for a missing hypothesis).
+  auto fields_of = [&](size_t h, const char* separator) {
+    std::string out;
+    const Hypothesis* hyp = h < hyps.size() ? &hyps[h] : nullptr;
+    if (const auto& alignment = fields.alignment) {
+      const TokenWords words{source_words,
+                             hyp && alignment->words ? token_words(vocab, hyp->tokens) : std::vector<int32_t>()};
+      out += separator + (hyp ? format_alignment(hyp->alignment, *alignment, words) : std::string());
+    }
+    if (fields.word_scores) out += separator + (hyp ? format_word_scores(hyp->token_scores) : std::string());
+    return out;
   };
   if (n_best == 1) {
-    out.push_back((hyps.empty() ? std::string() : hypothesis_text(vocab, hyps[0])) + aligned(0, " ||| "));
+    out.push_back((hyps.empty() ? std::string() : hypothesis_text(vocab, hyps[0])) + fields_of(0, " ||| "));
     return;
   }
   const std::string number = std::to_string(index);
   for (int h = 0; h < n_best; ++h) {
     if (h < static_cast<int>(hyps.size()))
       out.push_back(number + "\t" + format_score(hyps[h].score) + "\t" + hypothesis_text(vocab, hyps[h]) +
-                    aligned(static_cast<size_t>(h), "\t"));
+                    fields_of(static_cast<size_t>(h), "\t"));
     else  // fewer hypotheses than asked for
       out.push_back(number + "\t" + format_score(certain_empty && h == 0 ? 0.0 : -INFINITY) + "\t" +
-                    aligned(static_cast<size_t>(h), "\t"));
+                    fields_of(static_cast<size_t>(h), "\t"));
   }
 }
 

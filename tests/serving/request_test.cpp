@@ -72,6 +72,9 @@ TEST_CASE("a translate request takes moe-translate's defaults and every option",
   CHECK(alignment("0.25") == AlignmentOutput{AlignmentKind::threshold, 0.25f});
   CHECK(alignment(R"("0.25")") == AlignmentOutput{AlignmentKind::threshold, 0.25f});
   CHECK(alignment("1") == AlignmentOutput{});
+  CHECK(parse_translate_request(R"({"text": ["a"], "word_scores": true})", {}).word_scores);
+  CHECK_FALSE(parse_translate_request(R"({"text": ["a"]})", {}).word_scores);
+  CHECK(parse_generate_request(R"({"text": ["a"], "word_scores": true})", {}).word_scores);
   AlignmentOutput words;
   words.words = true;
   CHECK(alignment(R"("hard", "alignment_words": true)") == words);
@@ -118,6 +121,7 @@ TEST_CASE("bad translate requests name their field", "[serving]") {
   CHECK(refusal(R"({"text": ["a"], "alignment_words": true})") == P{"alignment_words", 400});  // no alignment
   CHECK(refusal(R"({"text": ["a"], "alignment": "soft", "alignment_words": true})") == P{"alignment_words", 400});
   CHECK(refusal(R"({"text": ["a"], "alignment": "hard", "alignment_words": 1})") == P{"alignment_words", 400});
+  CHECK(refusal(R"({"text": ["a"], "word_scores": "yes"})") == P{"word_scores", 400});
 }
 
 TEST_CASE("translate and generate requests take the sampling options, with sampling on only", "[serving]") {

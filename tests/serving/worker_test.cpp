@@ -4,8 +4,8 @@
 // other options form their own batch; an abandoned job, or one whose client left (asked when taken), is
 // skipped; the JSON bodies hold the texts; a model with a shortlist (moe-serve --shortlist) translates as
 // moe-translate --shortlist and within its list; word alignments are moe-translate --alignment's (and
-// --alignment-words'), in batches of their own. Generate jobs (prompts of a language model) batch the same way and get
-// what moe-generate's path (generate_continuations) gives.
+// --alignment-words'), in batches of their own; word scores are the search's. Generate jobs (prompts of a language
+// model) batch the same way and get what moe-generate's path (generate_continuations) gives.
 #include "serving/worker.h"
 
 #include <atomic>
@@ -306,7 +306,7 @@ TEST_CASE("generate jobs are batched by options and continue prompts as moe-gene
     const auto want = generate_continuations(*lm.ck.model->decoder(), *lm.ck.params, Device::cpu(), o,
                                              encode_prompts(lm, requests[i]));
     REQUIRE(r.hypotheses.size() == want.size());
-    const auto body = nlohmann::json::parse(generate_body(lm, requests[i].search.n_best, r.hypotheses));
+    const auto body = nlohmann::json::parse(generate_body(lm, requests[i].search.n_best, r.hypotheses, true));
     CHECK(body["model"] == "lm");
     for (size_t l = 0; l < want.size(); ++l) {
       REQUIRE(r.hypotheses[l].size() == static_cast<size_t>(requests[i].search.n_best));
@@ -315,6 +315,10 @@ TEST_CASE("generate jobs are batched by options and continue prompts as moe-gene
         CHECK(r.hypotheses[l][h].score == Approx(want[l][h].score).margin(1e-5));
       }
       CHECK(body["generations"][l]["text"] == hypothesis_text(*lm.lm, want[l][0]));
+      const auto& scores = body["generations"][l]["word_scores"];  // the new tokens', then </s>'s
+      REQUIRE(scores.size() == want[l][0].token_scores.size());
+      for (size_t t = 0; t < scores.size(); ++t)
+        CHECK(scores[t].get<double>() == Approx(want[l][0].token_scores[t]).margin(1e-5));
       CHECK(body["generations"][l].contains("hypotheses") == (requests[i].search.n_best > 1));
     }
   }
@@ -359,8 +363,10 @@ TEST_CASE("alignments are moe-translate --alignment's, in batches of their own",
   o.alignment = true;
   const Translator tr(*models[0].ck.model->encoder_decoder(), *models[0].ck.params, Device::cpu(), o);
   TranslateStats stats;
-  const auto want = translate_lines(tr, *models[0].src, *models[0].tgt, hard.text, 2, 0, stats, {}, {}, hard.alignment);
-  const auto body = nlohmann::json::parse(translate_body(models[0], 2, results[0].hypotheses, 0, hard.alignment));
+  const auto want =
+      translate_lines(tr, *models[0].src, *models[0].tgt, hard.text, 2, 0, stats, {}, {}, {hard.alignment});
+  const auto body =
+      nlohmann::json::parse(translate_body(models[0], 2, results[0].hypotheses, 0, {hard.alignment, true}));
   std::vector<std::string> got;
   int index = 0;
   for (const auto& t : body["translations"]) {
@@ -372,6 +378,10 @@ TEST_CASE("alignments are moe-translate --alignment's, in batches of their own",
                     "\t" + links);
     }
     CHECK(t["alignment"] == t["hypotheses"][0]["alignment"]);
+    const std::vector<float>& scores = results[0].hypotheses[static_cast<size_t>(index)][0].token_scores;
+    REQUIRE(t["word_scores"].size() == scores.size());  // each token's log-prob, then </s>'s
+    for (size_t k = 0; k < scores.size(); ++k)
+      CHECK(t["word_scores"][k].get<double>() == Approx(scores[k]).margin(1e-6));
     ++index;
   }
   REQUIRE(got.size() == want.size());
@@ -384,9 +394,10 @@ TEST_CASE("alignments are moe-translate --alignment's, in batches of their own",
   AlignmentOutput words_o;
   words_o.words = true;
   int64_t truncated = 0;
-  const auto want_words = translate_lines(tr, *models[0].src, *models[0].tgt, hard.text, 1, 0, stats, {}, {}, words_o);
+  const auto want_words =
+      translate_lines(tr, *models[0].src, *models[0].tgt, hard.text, 1, 0, stats, {}, {}, {words_o});
   const auto words_body = nlohmann::json::parse(
-      translate_body(models[0], 2, results[0].hypotheses, 0, words_o, encode_request(models[0], hard, truncated)));
+      translate_body(models[0], 2, results[0].hypotheses, 0, {words_o}, encode_request(models[0], hard, truncated)));
   REQUIRE(words_body["translations"].size() == want_words.size());
   for (size_t l = 0; l < want_words.size(); ++l) {
     std::string links;
@@ -395,7 +406,8 @@ TEST_CASE("alignments are moe-translate --alignment's, in batches of their own",
     CHECK(want_words[l].substr(want_words[l].find(" ||| ") + 5) == links);
   }
   // Soft: one row per output token and </s>, each a distribution over the source's tokens and </s>.
-  const auto soft_body = nlohmann::json::parse(translate_body(models[0], 1, results[1].hypotheses, 0, soft.alignment));
+  const auto soft_body =
+      nlohmann::json::parse(translate_body(models[0], 1, results[1].hypotheses, 0, {soft.alignment}));
   const auto& rows = soft_body["translations"][0]["alignment"];
   REQUIRE(rows.size() == results[1].hypotheses[0][0].tokens.size() + 1);
   for (const auto& row : rows) {

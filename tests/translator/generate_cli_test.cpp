@@ -1,7 +1,7 @@
 // moe-generate end to end on a saved tiny LM checkpoint (tiny_model.h): one output line per prompt in input
-// order (an empty prompt generates from <s>), the library's continuations, n-best blocks, sampling reproducible
-// from the seed, chunks, and errors (a translation checkpoint, a missing input); the built binary (when present)
-// with --help and a pipe.
+// order (an empty prompt generates from <s>), the library's continuations (and word scores), n-best blocks,
+// sampling reproducible from the seed, chunks, and errors (a translation checkpoint, a missing input); the built
+// binary (when present) with --help and a pipe.
 #include "moe-generate/generate_cli.h"
 
 #include <catch2/catch.hpp>
@@ -53,6 +53,16 @@ TEST_CASE("moe-generate keeps one line per prompt and gives the library's contin
     CHECK(got[i] == hypothesis_text(*m.vocab, want[i][0]));
   }
   CHECK(!got[1].empty());  // an empty prompt generates from <s>
+  // --word-scores: each new token's log-prob, </s>'s last
+  o.word_scores = true;
+  const auto scored = split_lines(run(o, input));
+  REQUIRE(scored.size() == kPrompts.size());
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    INFO("prompt " << i);
+    REQUIRE(want[i][0].token_scores.size() == want[i][0].tokens.size() + 1);
+    CHECK(scored[i] == got[i] + " ||| " + format_word_scores(want[i][0].token_scores));
+  }
+  o.word_scores = false;
 
   // n-best blocks of sampled continuations, the same for the same seed
   o.decoding.search.sampling = true;

@@ -2,8 +2,9 @@
 // (empty lines stay empty, over-long lines are truncated with a warning, lines that are not UTF-8 are
 // translated with U+FFFD for their bad bytes and named in a warning), the same translations as
 // the library, n-best blocks, files vs streams, the summary, and option errors; --shortlist (its values, the file's
-// errors, outputs within the list); --alignment (its values, Marian's line format, n-best's fourth field); the built
-// binary (when present) with --help and a pipe.
+// errors, outputs within the list); --alignment (its values, Marian's line format, n-best's fourth field);
+// --word-scores (the search's token log-probs, after the alignment, greedy and beam); the built binary (when
+// present) with --help and a pipe.
 #include "moe-translate/translate_cli.h"
 
 #include <CLI/CLI.hpp>
@@ -293,6 +294,64 @@ TEST_CASE("moe-translate --alignment", "[translator][cli][alignment]") {
     return a.target != b.target ? a.target < b.target : a.source < b.source;
   });
   CHECK(written == data::format_word_links(want));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("moe-translate --word-scores", "[translator][cli]") {
+  auto m = test::tiny_model(13, 32, 3.f);
+  const auto dir = test::temp_dir("cli-word-scores");
+  TranslateCliOptions o = tiny_cli(m, dir);
+  CLI::App app;
+  add_translate_options(app, o);
+  std::vector<const char*> argv = {"moe-translate", "--word-scores", "--beam", "1", "-m", o.models[0].c_str()};
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  REQUIRE(o.word_scores);
+  const std::vector<std::string> lines = {"w1 w2 w3", "", "w4 w5 w6 w7 w8"};
+  const std::string input = lines[0] + "\n\n" + lines[2] + "\n";
+  const auto run = [&](const TranslateCliOptions& opts) {
+    std::istringstream in(input);
+    std::ostringstream out, err;
+    run_translate(opts, in, out, err);
+    return split_lines(out.str());
+  };
+  // Greedy (whose 1-best path skips the log-softmax without word scores) and beam 3: the search's scores.
+  for (int beam : {1, 3}) {
+    INFO("beam " << beam);
+    o.decoding.search.beam = beam;
+    TranslatorOptions to;
+    static_cast<SearchOptions&>(to.search) = o.decoding.search;
+    to.search.n_best = beam;
+    to.alignment = true;
+    const Translator tr(m.net(), *m.params, Device::cpu(), to);
+    const auto results = tr.translate({m.vocab->encode(lines[0]), {}, m.vocab->encode(lines[2])});
+    o.alignment.reset();
+    const auto got = run(o);
+    REQUIRE(got.size() == 3);
+    CHECK(got[1] == " ||| ");
+    for (size_t i : {size_t{0}, size_t{2}}) {
+      const Hypothesis& best = results[i][0];
+      REQUIRE(best.token_scores.size() == best.tokens.size() + 1);
+      CHECK(got[i] == hypothesis_text(*m.vocab, best) + " ||| " + format_word_scores(best.token_scores));
+      double sum = 0;
+      for (float x : best.token_scores) sum += x;
+      CHECK(sum == Approx(best.log_prob).margin(1e-4));
+    }
+    // After the alignment when both; with n-best a further tab-separated field.
+    o.alignment = AlignmentOutput{};
+    const auto both = run(o);
+    CHECK(both[0] == hypothesis_text(*m.vocab, results[0][0]) + " ||| " +
+                         format_alignment(results[0][0].alignment, AlignmentOutput{}) + " ||| " +
+                         format_word_scores(results[0][0].token_scores));
+    if (beam == 1) continue;
+    o.decoding.search.n_best = 2;
+    const auto nbest = run(o);
+    o.decoding.search.n_best = 1;
+    REQUIRE(nbest.size() == 6);
+    for (size_t h = 0; h < 2; ++h)
+      CHECK(nbest[h].substr(nbest[h].rfind('\t') + 1) == format_word_scores(results[0][h].token_scores));
+    CHECK(nbest[2] == "1\t0.000000\t\t\t");  // the empty input: empty text, alignment and word scores
+  }
+  CHECK(format_word_scores({-0.123456f, -2.5f}) == "-0.1235 -2.5000");
   std::filesystem::remove_all(dir);
 }
 
