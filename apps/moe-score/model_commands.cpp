@@ -1,7 +1,8 @@
 // moe-score ppl / pairs / experts (see model_commands.h). ppl prints "PPL = x (...)" (or the number
 // alone with --score-only, or JSON), with the validation windows a moe-train checkpoint stores unless
 // --context / --stride say otherwise; pairs prints one "log_prob<TAB>tokens" line per pair (with --alignment a
-// third field, the pair's word alignment: translator/pair_alignment.h) and the corpus summary on stderr
+// further field, the pair's word alignment: translator/pair_alignment.h; with --word-scores then its tokens'
+// log-probs, Marian's scorer's --word-scores) and the corpus summary on stderr
 // (--summary prints only the summary, on stdout), and with several -m scores their ensemble step by step
 // (translator/stepwise_scores.h, --weights; the first model aligns); experts prints the gate
 // statistics of translator/expert_report.h: translation models are run teacher-forced on --src/--tgt,
@@ -191,6 +192,7 @@ struct PairsArgs {
   PairScoreOptions opt;
   bool summary = false;
   std::optional<AlignmentOutput> alignment;
+  bool word_scores = false;
 };
 
 cli::SubcommandRunner setup_pairs(CLI::App& sub) {
@@ -201,6 +203,10 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
   sub.add_option("--tgt", a->tgt, "their translations, line-aligned")->required();
   CLI::Option* summary = sub.add_flag("--summary", a->summary, "print only the corpus summary (on stdout)");
   cli::add_alignment_option(sub, a->alignment, "write each pair's word alignment as a third field")->excludes(summary);
+  sub.add_flag("--word-scores", a->word_scores,
+               "write each target token's log-probability (natural log, </s>'s last; they sum to the pair's) as a "
+               "further field, after the alignment when both (Marian's scorer's --word-scores)")
+      ->excludes(summary);
   cli::add_mae_inference_option(sub, a->opt.experts);
   return [a](std::ostream& out, std::ostream& err) {
     const auto [device, dtype] = placement(a->m, "pairs");
@@ -251,6 +257,11 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
       out << num(scores[i].log_prob, 6) << '\t' << scores[i].tokens;
       if (a->alignment)
         out << '\t' << format_alignment(alignments[i], *a->alignment, words.empty() ? TokenWords() : words[i]);
+      if (a->word_scores) {
+        MOE_CHECK(static_cast<int64_t>(scores[i].token_scores.size()) == scores[i].tokens, "'", a->m.model(),
+                  "' holds a model scored a pair at a time (Model::loss): it has no word scores");
+        out << '\t' << format_word_scores(scores[i].token_scores);
+      }
       out << '\n';
     }
     std::ostream& sum = a->summary ? out : err;

@@ -286,13 +286,17 @@ ScoreRequest parse_score_request(std::string_view body, const RequestLimits& lim
        {"text", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.text = lines(v, f, l); }},
        {"model", [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.model = string(v, f); }},
        {"mae_inference",
-        [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.experts = mae_choice(v, f); }}});
+        [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.experts = mae_choice(v, f); }},
+       {"word_scores",
+        [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.word_scores = boolean(v, f); }}});
   R r = parse_fields(parse_object(body), limits, table);
   apply_alignment_words(r);
   if (!r.text.empty() && (!r.src.empty() || !r.tgt.empty()))
     throw RequestError("text", "give either text (a language model) or src and tgt (a translation model), not both");
   if (!r.text.empty() && r.alignment)
     throw RequestError("alignment", "applies to pairs (src and tgt), not to a language model's text");
+  if (!r.text.empty() && r.word_scores)
+    throw RequestError("word_scores", "applies to pairs (src and tgt), not to a language model's text");
   if (r.text.empty() && r.src.empty() && r.tgt.empty())
     throw RequestError("body", "needs src and tgt (a translation model) or text (a language model)");
   if (r.text.empty() && r.src.size() != r.tgt.size())

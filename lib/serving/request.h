@@ -7,7 +7,8 @@
 // "seed". /v1/translate's "alignment" ("hard", "soft" or a threshold in [0, 1]) asks for each output's word
 // alignment (moe-translate --alignment), /v1/score's for each pair's (moe-score pairs --alignment), and
 // "alignment_words": true for its links between words (--alignment-words; not with "soft"); /v1/translate's and
-// /v1/generate's "word_scores": true for each output's token log-probs (--word-scores). A field left out takes the
+// /v1/generate's "word_scores": true for each output's token log-probs (--word-scores; /v1/score's: each pair's
+// target tokens'). A field left out takes the
 // server's default: moe-serve's search flags, whose defaults are moe-translate's (models/decoding_options.h).
 // Anything a client may get wrong is a RequestError naming the field ("text[3]", "beam", "body"): bad JSON (with
 // its byte offset), invalid UTF-8, a wrong type, an unknown field, a value out of range, too many lines or too long
@@ -72,6 +73,7 @@ struct ScoreRequest {
   ExpertChoice experts = ExpertChoice::mixture;
   std::optional<AlignmentOutput> alignment;  // pairs: each pair's word alignment (moe-score pairs --alignment)
   bool alignment_words = false;              // the field as given; the parser sets alignment->words from it
+  bool word_scores = false;                  // pairs: each target token's log-prob (moe-score pairs --word-scores)
 };
 
 /// `defaults`: the search options of the fields the request leaves out.

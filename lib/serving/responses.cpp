@@ -29,19 +29,19 @@ std::vector<std::vector<int32_t>> encode_lines(const data::Vocab& vocab, const s
   return ids;
 }
 
-/// A float rounded to 6 decimals for JSON (a float's 0.7f would print as 0.699999988079071).
-double json_float(float x) { return std::round(static_cast<double>(x) * 1e6) / 1e6; }
+/// Floats as a JSON array, each rounded to 6 decimals (a float's 0.7f would print as 0.699999988079071).
+json json_floats(const std::vector<float>& xs) {
+  json out = json::array();
+  for (float x : xs) out.push_back(std::round(static_cast<double>(x) * 1e6) / 1e6);
+  return out;
+}
 
-/// An alignment as `o` gives it: soft, its rows of weights (json_float); else its links as [source, output]
+/// An alignment as `o` gives it: soft, its rows of weights (json_floats); else its links as [source, output]
 /// pairs (of words when o.words: `words` is read).
 json alignment_json(const SoftAlignment& a, const AlignmentOutput& o, const TokenWords& words = {}) {
   json out = json::array();
   if (o.kind == AlignmentKind::soft) {
-    for (const std::vector<float>& row : a) {
-      json weights = json::array();
-      for (float w : row) weights.push_back(json_float(w));
-      out.push_back(std::move(weights));
-    }
+    for (const std::vector<float>& row : a) out.push_back(json_floats(row));
     return out;
   }
   for (const data::WordLink& l : alignment_links(a, o, words)) out.push_back({l.source, l.target});
@@ -58,12 +58,7 @@ json hypothesis_json(const data::Vocab& vocab, const Hypothesis* h, const Output
                            h && alignment->words ? token_words(vocab, h->tokens) : std::vector<int32_t>()};
     out["alignment"] = alignment_json(h ? h->alignment : SoftAlignment{}, *alignment, words);
   }
-  if (fields.word_scores) {
-    json scores = json::array();
-    if (h)
-      for (float x : h->token_scores) scores.push_back(json_float(x));
-    out["word_scores"] = std::move(scores);
-  }
+  if (fields.word_scores) out["word_scores"] = json_floats(h ? h->token_scores : std::vector<float>());
   return out;
 }
 
@@ -174,6 +169,7 @@ std::string score_body(ServedModel& model, const ScoreRequest& request, Device d
   int64_t tokens = 0;
   for (size_t i = 0; i < scores.size(); ++i) {
     list.push_back({{"log_prob", scores[i].log_prob}, {"tokens", scores[i].tokens}});
+    if (request.word_scores) list.back()["word_scores"] = json_floats(scores[i].token_scores);
     if (request.alignment) {
       const TokenWords words = request.alignment->words
                                    ? TokenWords{token_words(*model.src, src[i]), token_words(*model.tgt, tgt[i])}

@@ -46,7 +46,8 @@ std::string generate_body(const ServedModel& model, int n_best, const std::vecto
                           bool word_scores = false);
 
 /// Scores `request` with `model` on `device` (pairs or LM text, as the model is) and returns the body:
-/// pairs: {"model", "scores": [{"log_prob", "tokens", "alignment" (when asked, as in translate_body)}], "log_prob",
+/// pairs: {"model", "scores": [{"log_prob", "tokens", "alignment" and "word_scores" (when asked, as in
+/// translate_body)}], "log_prob",
 /// "tokens", "perplexity"};
 /// text: {"model", "tokens", "nll", "perplexity"}. Errors name the field (RequestError).
 std::string score_body(ServedModel& model, const ScoreRequest& request, Device device, DType dtype);

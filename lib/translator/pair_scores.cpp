@@ -86,7 +86,7 @@ std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, D
       Graph g(device, &params, go);
       Builder builder(g);
       builder.context().experts = o.experts;
-      out[i] = {-model.loss(builder, on_device(b, device), 0.f).val().item(), b.tgt_tokens};
+      out[i] = {-model.loss(builder, on_device(b, device), 0.f).val().item(), b.tgt_tokens, {}};
       if (o.after_batch) o.after_batch();
     }
     return out;
@@ -102,9 +102,12 @@ std::vector<PairScore> score_pairs(const Model& model, ParameterStore& params, D
     const std::vector<double> nll = cross_entropy(logits, targets, 0.f, pad).val().to_vector<double>();
     const int64_t T = b.tgt_out.shape()[1];
     for (size_t r = 0; r < idx.size(); ++r) {
-      double sum = 0;
-      for (int64_t k = 0; k < b.tgt_lengths[r]; ++k) sum += nll[r * T + k];
-      out[idx[r]] = {-sum, b.tgt_lengths[r]};
+      PairScore& score = out[idx[r]];
+      score.tokens = b.tgt_lengths[r];
+      for (int64_t k = 0; k < b.tgt_lengths[r]; ++k) {
+        score.log_prob -= nll[r * T + k];
+        score.token_scores.push_back(static_cast<float>(-nll[r * T + k]));
+      }
     }
     if (o.after_batch) o.after_batch();
   }

@@ -1,10 +1,10 @@
 // Forced decoding: the log-probability log P(y | x) = sum_t log p(y_t | y_<t, x) of given
 // translations y (with </s>) under a translation model, per pair, and the corpus perplexity
 // exp(-sum log P / target tokens). Encoder-decoders (Model::seq2seq) are scored in padded batches,
-// reading the per-token cross-entropy of every row and summing it per line; other models through
-// Model::loss on batches of one pair. The expert choice (--mae-inference) makes the scored model the one
-// the translator runs with the same choice.
-// Covered by tests/translator/scoring_test.cpp, mae_scoring_test.cpp and translator_test.cpp.
+// reading the per-token cross-entropy of every row (each pair's word scores) and summing it per line; other
+// models through Model::loss on batches of one pair (a sum only). The expert choice (--mae-inference) makes the scored
+// model the one the translator runs with the same choice. Covered by tests/translator/scoring_test.cpp,
+// mae_scoring_test.cpp and translator_test.cpp.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -20,6 +20,8 @@ namespace moe {
 struct PairScore {
   double log_prob = 0;  // natural log, </s> included
   int64_t tokens = 0;   // target tokens scored (with </s>)
+  /// log p(y_t | y_<t, x) of each target token, </s>'s last (word scores); empty on the per-pair Model::loss path.
+  std::vector<float> token_scores;
 };
 
 struct PairScoreOptions {

@@ -31,6 +31,7 @@ std::vector<PairScore> score_pairs_stepwise(const Decoder& decoder, ParameterSto
         if (t >= b.tgt_lengths[r]) continue;
         PairScore& s = out[idx[r]];
         s.log_prob += lp[r * V + gold[r * T + t]];
+        s.token_scores.push_back(lp[r * V + gold[r * T + t]]);
         s.tokens = b.tgt_lengths[r];
       }
     }

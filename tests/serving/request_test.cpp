@@ -199,6 +199,8 @@ TEST_CASE("a score request holds pairs or LM text", "[serving]") {
   CHECK(refusal(R"({"src": ["a"], "tgt": ["x"], "alignment": "firm"})", Endpoint::score) == P{"alignment", 400});
   CHECK(refusal(R"({"src": ["a"], "tgt": ["x"], "alignment_words": true})", Endpoint::score) ==
         P{"alignment_words", 400});
+  CHECK(parse_score_request(R"({"src": ["a"], "tgt": ["x"], "word_scores": true})", {}).word_scores);
+  CHECK(refusal(R"({"text": ["a"], "word_scores": true})", Endpoint::score) == P{"word_scores", 400});  // an LM's
 }
 
 TEST_CASE("error bodies are JSON even for invalid UTF-8", "[serving]") {

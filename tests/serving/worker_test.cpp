@@ -234,6 +234,16 @@ TEST_CASE("score bodies equal forced decoding; the model list names each model",
     CHECK(j["scores"][i]["log_prob"].get<double>() == want[i].log_prob);
     CHECK(j["scores"][i]["tokens"].get<int64_t>() == want[i].tokens);
     CHECK_FALSE(j["scores"][i].contains("alignment"));
+    CHECK_FALSE(j["scores"][i].contains("word_scores"));
+  }
+  // with "word_scores": each target token's log-prob, as moe-score pairs --word-scores gives them
+  s.word_scores = true;
+  const auto scored = nlohmann::json::parse(score_body(models[0], s, Device::cpu(), DType::f32));
+  s.word_scores = false;
+  for (size_t i = 0; i < 2; ++i) {
+    REQUIRE(scored["scores"][i]["word_scores"].size() == want[i].token_scores.size());
+    for (size_t t = 0; t < want[i].token_scores.size(); ++t)
+      CHECK(scored["scores"][i]["word_scores"][t].get<double>() == Approx(want[i].token_scores[t]).margin(1e-6));
   }
   // with "alignment": each pair's links, as moe-score pairs --alignment gives them (align_pairs)
   s.alignment = AlignmentOutput{};

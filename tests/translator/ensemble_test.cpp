@@ -71,6 +71,9 @@ TEST_CASE("a model ensembled with itself decodes and scores exactly as the model
     CHECK(one[i].tokens == two[i].tokens);
     CHECK(one[i].tokens == static_cast<int64_t>(kTargets[i].size()) + 1);
     CHECK(one[i].log_prob == Approx(forced[i].log_prob).epsilon(1e-5));  // step by step = teacher-forced
+    REQUIRE(one[i].token_scores.size() == forced[i].token_scores.size());  // and so are the word scores
+    for (size_t t = 0; t < one[i].token_scores.size(); ++t)
+      CHECK(one[i].token_scores[t] == Approx(forced[i].token_scores[t]).margin(1e-5));
   }
 }
 

@@ -1,7 +1,8 @@
 // moe-score ppl / pairs: the sliding-window perplexity with a stand-in language model whose loss is
 // a known function of the scored targets (every token scored once, with enough history), forced
-// decoding in padded batches equal to one-pair Model::loss, perplexity arithmetic, and the two
-// subcommands through the moe-score table on a saved checkpoint; pairs --alignment aligns a model's own
+// decoding in padded batches equal to one-pair Model::loss (with word scores summing to each pair's), perplexity
+// arithmetic, and the two subcommands through the moe-score table on a saved checkpoint (pairs --word-scores);
+// pairs --alignment aligns a model's own
 // translations as moe-translate --alignment does (an ensemble: with its first model).
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -116,6 +117,12 @@ TEST_CASE("forced decoding in batches equals one pair at a time", "[translator][
     CHECK(b[i].tokens == a[i].tokens);
     CHECK(a[i].log_prob < 0);
     CHECK(a[i].log_prob == Approx(b[i].log_prob).epsilon(1e-5));
+    // word scores: one per target token and </s>, summing to the pair's (the per-pair path has none)
+    REQUIRE(static_cast<int64_t>(a[i].token_scores.size()) == a[i].tokens);
+    double sum = 0;
+    for (float x : a[i].token_scores) sum += x;
+    CHECK(sum == Approx(a[i].log_prob).margin(1e-4));
+    CHECK(b[i].token_scores.empty());
     lp += a[i].log_prob;
     n += a[i].tokens;
   }
@@ -156,6 +163,19 @@ TEST_CASE("moe-score pairs and ppl subcommands", "[translator][pairs][ppl]") {
   REQUIRE(table.run({"moe-score", "pairs", "-m", ckpt, "--src", src, "--tgt", tgt, "--device", "cpu", "--summary"}, sum,
                     err) == 0);
   CHECK(sum.str().find("pairs: 3 lines, 6 target tokens") != std::string::npos);
+  // --word-scores: a third field, each target token's log-prob
+  std::ostringstream words;
+  REQUIRE(table.run({"moe-score", "pairs", "-m", ckpt, "--src", src, "--tgt", tgt, "--device", "cpu", "--word-scores"},
+                    words, err) == 0);
+  std::istringstream word_lines(words.str());
+  for (size_t i = 0; i < 3; ++i) {
+    std::string l;
+    REQUIRE(std::getline(word_lines, l));
+    CHECK(l.substr(l.rfind('\t') + 1) == format_word_scores(ref[i].token_scores));
+  }
+  std::ostringstream none, both;
+  CHECK(table.run({"moe-score", "pairs", "-m", ckpt, "--src", src, "--tgt", tgt, "--word-scores", "--summary"}, none,
+                  both) != 0);
   // A translation checkpoint has no language-model loss: ppl says so.
   std::ostringstream out2, err2;
   CHECK(table.run({"moe-score", "ppl", "-m", ckpt, "-i", src, "--device", "cpu"}, out2, err2) == 1);
