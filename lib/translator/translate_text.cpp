@@ -82,10 +82,9 @@ std::vector<std::string> translate_lines(const Translator& translator, const dat
   for (size_t i = 0; i < lines.size(); ++i) {
     if (!results[i].empty()) stats.tgt_tokens += static_cast<int64_t>(results[i][0].tokens.size());
     // an empty input's empty output is certain (score 0)
-    const auto& alignment = fields.alignment;
+    const bool words = fields.alignment && fields.alignment->words;
     append_output_lines(out, results[i], n_best, first_index + static_cast<int64_t>(i), tgt_vocab, sources[i].empty(),
-                        fields,
-                        alignment && alignment->words ? token_words(src_vocab, sources[i]) : std::vector<int32_t>());
+                        fields, words ? token_words(src_vocab, sources[i]) : std::vector<int32_t>());
   }
   return out;
 }
@@ -95,15 +94,15 @@ void append_output_lines(std::vector<std::string>& out, const std::vector<Hypoth
                          const std::vector<int32_t>& source_words) {
   // The fields of hypothesis h, each after `separator` (empty for a missing hypothesis).
   auto fields_of = [&](size_t h, const char* separator) {
-    std::string out;
+    std::string text;
     const Hypothesis* hyp = h < hyps.size() ? &hyps[h] : nullptr;
     if (const auto& alignment = fields.alignment) {
       const TokenWords words{source_words,
                              hyp && alignment->words ? token_words(vocab, hyp->tokens) : std::vector<int32_t>()};
-      out += separator + (hyp ? format_alignment(hyp->alignment, *alignment, words) : std::string());
+      text += separator + (hyp ? format_alignment(hyp->alignment, *alignment, words) : std::string());
     }
-    if (fields.word_scores) out += separator + (hyp ? format_word_scores(hyp->token_scores) : std::string());
-    return out;
+    if (fields.word_scores) text += separator + (hyp ? format_word_scores(hyp->token_scores) : std::string());
+    return text;
   };
   if (n_best == 1) {
     out.push_back((hyps.empty() ? std::string() : hypothesis_text(vocab, hyps[0])) + fields_of(0, " ||| "));
