@@ -10,8 +10,8 @@
 // over the keys held in registers, as the forward's o) backward. Each dot product sums 16 (8)
 // lanes and then across them, with fused multiply-adds, so its last bits differ from the portable loop's; the
 // probabilities are exp_fast's (cpu_math.h, 2 ulp) and their sum is row_sum's (lanes); the weighted sums over keys
-// run in order (on AVX2 in four partial sums, key c into sum c mod 4), and a row's result does not depend on the
-// batch, the thread count, the padded keys or the keys beyond its causal limit.
+// run in four partial sums (key c into sum c mod 4; the portable loop in order), and a row's result does not depend
+// on the batch, the thread count, the padded keys or the keys beyond its causal limit.
 // Covered by tests/ops/attention_test.cpp (hand-computed values, finite differences in f64, each set's rows
 // against the portable ones, a cache's row table) and tests/ops/attention_dropout_test.cpp.
 #include <immintrin.h>
@@ -74,11 +74,51 @@ constexpr int64_t kKeys = 8;  // keys whose dot products run side by side (indep
 
 MOE_AVX512_BEGIN
 
-/// out[j] = q . k_j for the n keys k_j = k + off[j], D floats each: four keys at a time, 16 lanes each.
+/// out[0..16) = _mm512_reduce_add_ps(a[0]) .. _mm512_reduce_add_ps(a[15]), the same additions in the same order
+/// (the upper 8 lanes onto the lower, then 4, 2 and 1), on the 16 sums side by side: 45 shuffles and adds for 16
+/// keys instead of 16 reductions of 7 steps each.
+MOE_AVX512 inline void sum16x16(const __m512* a, float* out) {
+  __m512 s8[8];  // keys 2t and 2t+1: [lanes i + (i + 8) of a[2t], i < 8 | the same of a[2t+1]]
+  for (int t = 0; t < 8; ++t)
+    s8[t] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * t], a[2 * t + 1], 0x44),
+                          _mm512_shuffle_f32x4(a[2 * t], a[2 * t + 1], 0xEE));
+  __m512 s4[4];  // keys 4u .. 4u+3, a 128-bit block each: lanes i + (i + 4), i < 4
+  for (int u = 0; u < 4; ++u)
+    s4[u] = _mm512_add_ps(_mm512_shuffle_f32x4(s8[2 * u], s8[2 * u + 1], 0x88),
+                          _mm512_shuffle_f32x4(s8[2 * u], s8[2 * u + 1], 0xDD));
+  // block j: [lanes 0 + 2, 1 + 3 of key j (or 8 + j), the same of key 4 + j (12 + j)]
+  const __m512 s2a = _mm512_add_ps(_mm512_shuffle_ps(s4[0], s4[1], 0x44), _mm512_shuffle_ps(s4[0], s4[1], 0xEE));
+  const __m512 s2b = _mm512_add_ps(_mm512_shuffle_ps(s4[2], s4[3], 0x44), _mm512_shuffle_ps(s4[2], s4[3], 0xEE));
+  // block j: keys j, 4 + j, 8 + j, 12 + j: key k sits in lane 4 (k mod 4) + k / 4
+  const __m512 r = _mm512_add_ps(_mm512_shuffle_ps(s2a, s2b, 0x88), _mm512_shuffle_ps(s2a, s2b, 0xDD));
+  _mm512_storeu_ps(out,
+                   _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r));
+}
+
+/// out[j] = q . k_j for the n keys k_j = k + off[j], D floats each: sixteen keys at a time (their sums reduced
+/// together, sum16x16), then four, 16 lanes each; every key's dot product is summed in the same order whichever
+/// block it falls in.
 MOE_AVX512 void dots_avx512(const float* q, const float* k, const int64_t* off, int64_t n, int64_t D, float* out) {
   const int64_t full = D & ~int64_t(15);
   const __mmask16 tail = __mmask16((1u << (D - full)) - 1);
   int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const float* kr[16];
+    __m512 a[16];
+    for (int l = 0; l < 16; ++l) {
+      kr[l] = k + off[j + l];
+      a[l] = _mm512_setzero_ps();
+    }
+    for (int64_t x = 0; x < full; x += 16) {
+      const __m512 qv = _mm512_loadu_ps(q + x);
+      for (int l = 0; l < 16; ++l) a[l] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kr[l] + x), a[l]);
+    }
+    if (tail) {
+      const __m512 qv = _mm512_maskz_loadu_ps(tail, q + full);
+      for (int l = 0; l < 16; ++l) a[l] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(tail, kr[l] + full), a[l]);
+    }
+    sum16x16(a, out + j);
+  }
   for (; j + 4 <= n; j += 4) {
     const float *ka = k + off[j], *kb = k + off[j + 1], *kc = k + off[j + 2], *kd = k + off[j + 3];
     __m512 a = _mm512_setzero_ps(), b = a, c = a, d = a;
@@ -110,32 +150,54 @@ MOE_AVX512 void dots_avx512(const float* q, const float* k, const int64_t* off, 
   }
 }
 
-/// o = sum_c p[c] v_kept[c] (D floats; key j at v + off[j]), keys in order, or o += the same when `add` (each
-/// element adds the keys to its old value one by one): 64 elements of o in four registers while the keys stream past.
+/// weighted_sum_avx512 over lanes [0, 16 R) of o and of the v rows (the first `lanes` of them unless kWhole: whole
+/// registers take plain loads): key c goes into partial sum c mod 4 (each in order, o's old value starting the
+/// first) and o = (s0 + s1) + (s2 + s3), as weighted_sum16 sums each element on AVX2, so that four chains of
+/// multiply-adds per register run side by side (one chain is bound by the FMA's latency, not its throughput).
+template <int R, bool kWhole>
+MOE_AVX512 inline void weighted_sum_lanes(const float* p, const int64_t* kept, int64_t n, const float* v,
+                                          const int64_t* off, int64_t lanes, float* o, bool add) {
+  __mmask16 m[R];
+  for (int r = 0; r < R; ++r) {
+    const int64_t in = std::clamp<int64_t>(lanes - 16 * r, 0, 16);
+    m[r] = __mmask16(in == 16 ? 0xFFFFu : (1u << in) - 1);
+  }
+  auto load = [&m](const float* a, int r)
+                  MOE_AVX512 { return kWhole ? _mm512_loadu_ps(a + 16 * r) : _mm512_maskz_loadu_ps(m[r], a + 16 * r); };
+  __m512 a[4][R];
+  for (auto& part : a)
+    for (int r = 0; r < R; ++r) part[r] = _mm512_setzero_ps();
+  if (add)
+    for (int r = 0; r < R; ++r) a[0][r] = load(o, r);
+  auto step = [&](int64_t c, int q) MOE_AVX512 {
+    const float* vr = v + off[kept[c]];
+    const __m512 pc = _mm512_set1_ps(p[c]);
+    for (int r = 0; r < R; ++r) a[q][r] = _mm512_fmadd_ps(pc, load(vr, r), a[q][r]);
+  };
+  int64_t c = 0;
+  for (; c + 4 <= n; c += 4)
+    for (int q = 0; q < 4; ++q) step(c + q, q);
+  for (int q = 0; c + q < n; ++q) step(c + q, q);
+  for (int r = 0; r < R; ++r) {
+    const __m512 sum = _mm512_add_ps(_mm512_add_ps(a[0][r], a[1][r]), _mm512_add_ps(a[2][r], a[3][r]));
+    if (kWhole)
+      _mm512_storeu_ps(o + 16 * r, sum);
+    else
+      _mm512_mask_storeu_ps(o + 16 * r, m[r], sum);
+  }
+}
+
+/// o = sum_c p[c] v_kept[c] (D floats; key j at v + off[j]), or o += the same when `add`: 32 elements of o at a
+/// time, then 16, then the rest (weighted_sum_lanes: four partial sums per element).
 MOE_AVX512 void weighted_sum_avx512(const float* p, const int64_t* kept, int64_t n, const float* v, const int64_t* off,
                                     int64_t D, float* o, bool add) {
-  for (int64_t x = 0; x < D; x += 64) {
-    __mmask16 m[4];
-    for (int r = 0; r < 4; ++r) {
-      const int64_t lanes = std::clamp<int64_t>(D - x - 16 * r, 0, 16);
-      m[r] = __mmask16(lanes == 16 ? 0xFFFFu : (1u << lanes) - 1);
-    }
-    __m512 a[4];
-    for (int r = 0; r < 4; ++r) a[r] = add ? _mm512_maskz_loadu_ps(m[r], o + x + 16 * r) : _mm512_setzero_ps();
-    __m512 &a0 = a[0], &a1 = a[1], &a2 = a[2], &a3 = a[3];
-    for (int64_t c = 0; c < n; ++c) {
-      const float* vr = v + off[kept[c]] + x;
-      const __m512 pc = _mm512_set1_ps(p[c]);
-      a0 = _mm512_fmadd_ps(pc, _mm512_maskz_loadu_ps(m[0], vr), a0);
-      a1 = _mm512_fmadd_ps(pc, _mm512_maskz_loadu_ps(m[1], vr + 16), a1);
-      a2 = _mm512_fmadd_ps(pc, _mm512_maskz_loadu_ps(m[2], vr + 32), a2);
-      a3 = _mm512_fmadd_ps(pc, _mm512_maskz_loadu_ps(m[3], vr + 48), a3);
-    }
-    _mm512_mask_storeu_ps(o + x, m[0], a0);
-    _mm512_mask_storeu_ps(o + x + 16, m[1], a1);
-    _mm512_mask_storeu_ps(o + x + 32, m[2], a2);
-    _mm512_mask_storeu_ps(o + x + 48, m[3], a3);
+  int64_t x = 0;
+  for (; x + 32 <= D; x += 32) weighted_sum_lanes<2, true>(p, kept, n, v + x, off, 32, o + x, add);
+  if (x + 16 <= D) {
+    weighted_sum_lanes<1, true>(p, kept, n, v + x, off, 16, o + x, add);
+    x += 16;
   }
+  if (x < D) weighted_sum_lanes<1, false>(p, kept, n, v + x, off, D - x, o + x, add);
 }
 
 /// y += a x on the lanes of m.
