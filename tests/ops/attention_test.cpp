@@ -274,10 +274,11 @@ TEST_CASE("f32 attention: every instruction set's rows equal the portable ones",
   }
 }
 
-// A row's result does not depend on how many padded keys the batch adds (the scores of 8 keys are reduced together,
-// a lone key by itself, in the same order; the probabilities' sum puts key j in lane j mod 8: ops/attention_cpu.cpp,
-// cpu_math.h's row_sum): 11 keys alone and the same 11 followed by 5 padded ones (so keys 8-10 fall in a block of
-// 8) give the same bits, on every instruction set, in f32, for one query and for 8 (16 rows of 2 heads).
+// A row's result does not depend on how many padded keys the batch adds (the scores of 8 keys on AVX2, 16 on
+// AVX-512, are reduced together, a lone key by itself, in the same order; the probabilities' sum puts key j in lane
+// j mod 8: ops/attention_cpu.cpp, cpu_math.h's row_sum): 11 keys alone and the same 11 followed by 5 padded ones (so
+// keys 8-10 fall in a block of 8, and all 16 in one of 16) give the same bits, on every instruction set, in f32, for
+// one query and for 8 (16 rows of 2 heads).
 TEST_CASE("f32 attention: padding keys leave a row's bits as they are", "[ops][attention]") {
   const CpuIsa saved = cpu_isa();
   const int64_t H = 2, D = 40, kept = 11, padded = 16;
