@@ -74,6 +74,10 @@ Expr LstmLm::output_param(const Builder& b) const {
   return b.param("out.w", Shape{c_.vocab, c_.out_dim()}, Init::glorot_uniform());
 }
 
+Expr LstmLm::output_weight(const Builder& b) const {
+  return c_.adaptive_softmax_cutoffs.empty() ? output_param(b) : Expr();
+}
+
 Expr LstmLm::output_matrix(const Builder& b) const { return cast(output_param(b), b.dtype()); }
 
 AdaptiveSoftmaxWeights LstmLm::softmax_weights(const Builder& b) const {
@@ -116,10 +120,11 @@ Expr LstmLm::lm_loss(const Builder& b, const data::LmBatch& batch, float label_s
   return loss(b, batch.input, batch.target, batch.mask, label_smoothing);
 }
 
-Expr LstmLm::output_log_probs(const Builder& b, const Expr& rows) const {
+Expr LstmLm::output_log_probs(const Builder& b, const Expr& rows, const Tensor& weight_rows) const {
   if (!c_.adaptive_softmax_cutoffs.empty()) return adaptive_log_probs(softmax_weights(b), softmax_spec(), rows);
   const DType out = rows.dtype() == DType::f64 ? DType::f64 : DType::f32;
-  return log_softmax(cast(matmul(rows, output_matrix(b), false, true), out));
+  const Expr w = weight_rows.defined() ? b.graph().input(weight_rows) : output_matrix(b);
+  return log_softmax(cast(matmul(rows, w, false, true), out));
 }
 
 Expr LstmLm::log_probs(const Builder& b, const Tensor& input) const {
@@ -141,7 +146,7 @@ Expr LstmLm::step(const Builder& b, DecoderState& state, const Tensor& prev) con
   MOE_CHECK(!b.training(), "LstmLm::step: incremental decoding runs in inference graphs");
   const int64_t n = prev.numel();
   Expr h = hidden(b, prev.view(Shape{n, 1}), &st.layers);
-  return output_log_probs(b, reshape(h, Shape{n, c_.out_dim()}));
+  return output_log_probs(b, reshape(h, Shape{n, c_.out_dim()}), st.output_rows);
 }
 
 void LstmLm::State::reorder(const Builder& b, const Tensor& origin) {

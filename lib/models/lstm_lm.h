@@ -6,7 +6,8 @@
 // (the feed-forward site of lib/layers/sites.h, type "moe" unless `moe.type` says otherwise), then a
 // softmax over the vocabulary (plain, tied to the embedding, or adaptive); with sampled_softmax = k,
 // training scores the targets against k words sampled per batch (models/sampled_softmax.h).
-// Covered by tests/models/lstm_lm_test.cpp and tests/models/sampled_softmax_test.cpp.
+// Covered by tests/models/lstm_lm_test.cpp, tests/models/sampled_softmax_test.cpp and (a shortlist's restricted
+// steps) tests/translator/shortlist_test.cpp.
 #pragma once
 #include <yaml-cpp/yaml.h>
 
@@ -74,15 +75,19 @@ class LstmLm : public Model, public Decoder {
   /// Empty recurrent states; src and src_mask are not read.
   std::unique_ptr<DecoderState> start(const Builder& b, const Tensor& src = {},
                                       const Tensor& src_mask = {}) const override;
+  /// Log-probabilities over the whole vocabulary, or over the entries restrict_output kept (a shortlist).
   Expr step(const Builder& b, DecoderState& state, const Tensor& prev) const override;
+  /// The output matrix [V, out_dim] (f32); undefined with an adaptive softmax (no shortlist then).
+  Expr output_weight(const Builder& b) const override;
 
  private:
-  Expr output_log_probs(const Builder& b, const Expr& rows) const;
+  /// Log-softmax of rows x the output matrix, or of rows x `weight_rows` (a shortlist's rows, compute dtype).
+  Expr output_log_probs(const Builder& b, const Expr& rows, const Tensor& weight_rows = {}) const;
   AdaptiveSpec softmax_spec() const {
     return AdaptiveSpec{c_.vocab, c_.out_dim(), c_.adaptive_softmax_cutoffs, c_.adaptive_softmax_factor};
   }
   AdaptiveSoftmaxWeights softmax_weights(const Builder& b) const;
-  Expr output_param(const Builder& b) const;  // [V, out_dim], f32
+  Expr output_param(const Builder& b) const;  // [V, out_dim], f32, whatever the softmax
   Expr output_matrix(const Builder& b) const;
 
   LstmLmConfig c_;

@@ -103,10 +103,13 @@ Expr TransformerLm::hidden(const Builder& b, const Tensor& input, std::vector<KV
   return x;
 }
 
-Expr TransformerLm::output_matrix(const Builder& b) const {
+Expr TransformerLm::output_weight(const Builder& b) const {
+  if (c_.adaptive_softmax()) return {};
   const Init init = Init::normal(0, std::pow(c_.d_model, -0.5));
-  return b.weight(c_.tie_embeddings ? "embed.tokens" : "out.w", Shape{c_.vocab, c_.d_model}, init);
+  return b.param(c_.tie_embeddings ? "embed.tokens" : "out.w", Shape{c_.vocab, c_.d_model}, init);
 }
+
+Expr TransformerLm::output_matrix(const Builder& b) const { return cast(output_weight(b), b.dtype()); }
 
 AdaptiveSoftmaxWeights TransformerLm::softmax_weights(const Builder& b) const {
   const AdaptiveSoftmaxOptions opt{c_.tie_embeddings, c_.tie_embeddings && c_.tie_adaptive_proj};
@@ -135,10 +138,11 @@ Expr TransformerLm::lm_loss(const Builder& b, const data::LmBatch& batch, float 
   return loss(b, batch.input, batch.target, batch.mask, label_smoothing);
 }
 
-Expr TransformerLm::output_log_probs(const Builder& b, const Expr& rows) const {
+Expr TransformerLm::output_log_probs(const Builder& b, const Expr& rows, const Tensor& weight_rows) const {
   if (c_.adaptive_softmax()) return adaptive_log_probs(softmax_weights(b), softmax_spec(), rows);
   const DType out = rows.dtype() == DType::f64 ? DType::f64 : DType::f32;
-  return log_softmax(cast(matmul(rows, output_matrix(b), false, true), out));
+  const Expr w = weight_rows.defined() ? b.graph().input(weight_rows) : output_matrix(b);
+  return log_softmax(cast(matmul(rows, w, false, true), out));
 }
 
 Expr TransformerLm::log_probs(const Builder& b, const Tensor& input) const {
@@ -175,7 +179,7 @@ Expr TransformerLm::step(const Builder& b, DecoderState& state, const Tensor& pr
   const int64_t n = prev.numel();
   Expr h = hidden(b, prev.view(Shape{n, 1}), &st.caches, st.step);
   ++st.step;
-  return output_log_probs(b, reshape(h, Shape{n, c_.d_model}));
+  return output_log_probs(b, reshape(h, Shape{n, c_.d_model}), st.output_rows);
 }
 
 void TransformerLm::State::reorder(const Builder&, const Tensor& origin) {

@@ -6,7 +6,7 @@
 // Incremental decoding keeps per-layer key/value caches. With config.causal = false (type
 // "transformer_mlm") the same stack is a bidirectional encoder whose self-attention ignores padding
 // (input == pad_id) keys, for masked-LM batches (lib/data/mlm.h: loss on the selected positions).
-// Covered by tests/models/transformer_lm_test.cpp.
+// Covered by tests/models/transformer_lm_test.cpp (a shortlist's restricted steps: tests/translator/shortlist_test.cpp).
 #pragma once
 #include <memory>
 #include <vector>
@@ -49,7 +49,10 @@ class TransformerLm : public Model, public Decoder {
   /// Empty histories; src and src_mask are not read.
   std::unique_ptr<DecoderState> start(const Builder& b, const Tensor& src = {},
                                       const Tensor& src_mask = {}) const override;
+  /// Log-probabilities over the whole vocabulary, or over the entries restrict_output kept (a shortlist).
   Expr step(const Builder& b, DecoderState& state, const Tensor& prev) const override;
+  /// The output matrix [V, d] (f32); undefined with an adaptive softmax (no shortlist then).
+  Expr output_weight(const Builder& b) const override;
   std::vector<std::string> future_sites() const override;
   std::vector<ModelRoutedSite> routed_sites() const override { return routed_; }
 
@@ -57,7 +60,8 @@ class TransformerLm : public Model, public Decoder {
   Expr embed(const Builder& b, const Tensor& input, int64_t offset) const;
   Expr layer(const Builder& b, Expr x, const Tensor& key_padding, const Tensor& query_padding, KVCache* cache,
              int index) const;
-  Expr output_log_probs(const Builder& b, const Expr& rows) const;
+  /// Log-softmax of rows x the output matrix, or of rows x `weight_rows` (a shortlist's rows, compute dtype).
+  Expr output_log_probs(const Builder& b, const Expr& rows, const Tensor& weight_rows = {}) const;
   SiteRole role() const { return c_.causal ? SiteRole::lm_self : SiteRole::encoder_self; }
   FfnRole ffn_role() const { return c_.causal ? FfnRole::lm : FfnRole::encoder; }
   AdaptiveSpec input_spec() const;

@@ -4,7 +4,8 @@
 // vocabulary's log-probabilities at the list's columns renormalised over them. The translator with a list of every
 // id decodes as without one; with a short list it equals a search over the renormalised columns of the whole
 // vocabulary, every output token is in the batch's list (beam search, sampling, int8 with its f32 copies
-// released), and forced prefixes outside the lexical lists are kept. A model without an output layer refuses.
+// released), and forced prefixes outside the lexical lists are kept. The language models (fused into a translation)
+// restrict theirs the same way; one without an output matrix (an adaptive softmax) refuses.
 #include "translator/shortlist.h"
 
 #include <catch2/catch.hpp>
@@ -194,8 +195,21 @@ TEST_CASE("restrict_output: each family's steps equal the whole vocabulary's col
     REQUIRE(restricted.size() == ra.size());
     for (size_t i = 0; i < ra.size(); ++i) CHECK(restricted[i] == Approx(0.25 * ra[i] + 0.75 * rb[i]).margin(1e-5));
   }
-  SECTION("a model without an output layer refuses") {
-    const test::TinyModel lm = test::tiny_lm();
+  for (const char* cfg :
+       {"{type: transformer_lm, d_model: 16, ffn_dim: 32, heads: 2, layers: 2, dropout: 0.0, max_positions: 24}",
+        "{type: transformer_lm, d_model: 16, ffn_dim: 32, heads: 2, layers: 1, dropout: 0.0, tie_embeddings: false}",
+        "{type: lstm_lm, embed_dim: 16, hidden: 16, layers: 2, dropout: 0.0}",
+        "{type: lstm_lm, embed_dim: 16, hidden: 16, layers: 1, dropout: 0.0, tie_embeddings: true}"}) {
+    SECTION(cfg) {  // language models (fused into a translation: translator/translation_models.h)
+      const test::TinyModel lm = test::lm_of(cfg, 4);
+      check(*lm.model->decoder(), *lm.params);
+    }
+  }
+  SECTION("a model without an output layer (an adaptive softmax) refuses") {
+    const test::TinyModel lm = test::lm_of(
+        "{type: transformer_lm, d_model: 16, ffn_dim: 32, heads: 2, layers: 1, dropout: 0.0, "
+        "tie_embeddings: false, adaptive_softmax_cutoffs: [8, 16]}",
+        4);
     Graph g(Device::cpu(), lm.params.get(), GraphOptions{.training = false});
     Builder b(g);
     auto state = lm.model->decoder()->start(b, Tensor(), Tensor());

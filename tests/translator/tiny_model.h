@@ -118,21 +118,27 @@ inline std::filesystem::path temp_dir(const std::string& name) {
   return fresh_temp_dir("moe-translator-test-" + name + "-" + std::to_string(::getpid()));
 }
 
-/// A causal Transformer LM (2 layers, d 16, max_positions 24) over the same 24 words, random parameters drawn from
-/// `seed`, all declared (one decoding step). `net()` does not apply.
-inline TinyModel tiny_lm(uint64_t seed = 11) {
+/// A language model of configuration `cfg` (a YAML map of model.* keys; vocab is set to the 24 words) with random
+/// parameters drawn from `seed`, all declared (one decoding step). `net()` does not apply.
+inline TinyModel lm_of(const std::string& cfg, uint64_t seed) {
   TinyModel m;
   m.vocab = std::make_unique<data::WordVocab>(tiny_words());
-  m.model =
-      create_model(YAML::Load("{type: transformer_lm, d_model: 16, ffn_dim: 32, heads: 2, layers: 2, "
-                              "dropout: 0.0, max_positions: 24, vocab: " +
-                              std::to_string(m.vocab->size()) + "}"));
+  YAML::Node c = YAML::Load(cfg);
+  c["vocab"] = m.vocab->size();
+  m.model = create_model(c);
   m.params = std::make_unique<ParameterStore>(Device::cpu(), seed);
   Graph g(Device::cpu(), m.params.get(), GraphOptions{.training = false});
   Builder builder(g);
   const auto state = m.model->decoder()->start(builder, Tensor(), Tensor());
   m.model->decoder()->step(builder, *state, Tensor::from_vector(std::vector<int32_t>{2}, Shape{1}));
   return m;
+}
+
+/// A causal Transformer LM (2 layers, d 16, max_positions 24) over the same 24 words, random parameters drawn from
+/// `seed`.
+inline TinyModel tiny_lm(uint64_t seed = 11) {
+  return lm_of("{type: transformer_lm, d_model: 16, ffn_dim: 32, heads: 2, layers: 2, dropout: 0.0, max_positions: 24}",
+               seed);
 }
 
 /// Saves `m` with its word vocabulary under each of `roles` (a translation model: src and tgt; an LM: lm).
