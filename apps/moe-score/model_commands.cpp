@@ -4,7 +4,8 @@
 // further field, the pair's word alignment: translator/pair_alignment.h; with --word-scores then its tokens'
 // log-probs, Marian's scorer's --word-scores) and the corpus summary on stderr
 // (--summary prints only the summary, on stdout), and with several -m scores their ensemble step by step
-// (translator/stepwise_scores.h, --weights; the first model aligns); experts prints the gate
+// (translator/stepwise_scores.h, --weights; the first model aligns), as it does with a language model fused in
+// (--lm, --lm-weight: log p_tm + weight x log p_lm, token by token); experts prints the gate
 // statistics of translator/expert_report.h: translation models are run teacher-forced on --src/--tgt,
 // or, given only -i SRC, on their own translations (beam search with moe-translate's search flags);
 // language models over the windows of ppl. pairs and experts take --mae-inference like moe-translate
@@ -12,7 +13,8 @@
 // decoding options (cli/decoding_options.h). Every model command warns on stderr when the model's MAE gates see
 // future target tokens in these teacher-forced passes (Model::future_sites: MAE gate_input paper). On SIGTERM,
 // SIGINT or SIGUSR1 they stop after the batch in flight, having written nothing (exit status 75).
-// Covered by tests/translator/scoring_test.cpp, experts_command_test.cpp and mae_scoring_test.cpp.
+// Covered by tests/translator/scoring_test.cpp, experts_command_test.cpp, mae_scoring_test.cpp and
+// lm_fusion_test.cpp.
 #include "moe-score/model_commands.h"
 
 #include <CLI/CLI.hpp>
@@ -44,6 +46,7 @@ namespace {
 struct ModelOptions {
   std::vector<std::string> models;  // one, or (pairs) several scored as an ensemble
   std::vector<double> weights;      // pairs' --weights
+  LmFusion lm;                      // pairs' --lm, --lm-weight
   DecodingOptions decoding;         // --device and --dtype; the command's own keys besides
   Quantize quantize = Quantize::none;
   const std::string& model() const { return models.front(); }
@@ -54,7 +57,8 @@ struct ModelOptions {
 void add_model_options(CLI::App& sub, ModelOptions& m, bool ensemble = false,
                        std::vector<std::string> keys = {}) {
   if (ensemble) {
-    cli::add_ensemble_options(sub, m.models, m.weights, " (an ensemble is scored step by step)");
+    cli::add_ensemble_options(sub, m.models, m.weights, m.lm,
+                              " (an ensemble, or a model with --lm, is scored step by step)");
   } else {
     sub.add_option("-m,--model", m.models, "checkpoint (.safetensors)")->required()->expected(1);
   }
@@ -229,8 +233,9 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
         for (size_t i = 0; i < src.size(); ++i)
           words.push_back({token_words(src_vocab, src[i]), token_words(tgt_vocab, tgt[i])});
     };
-    if (a->m.models.size() > 1) {  // an ensemble: step by step through its decoder
-      const TranslationModels models = load_translation_models(a->m.models, a->m.weights, device, a->m.quantize);
+    if (a->m.models.size() > 1 || !a->m.lm.path.empty()) {  // an ensemble or a fused LM: step by step
+      const TranslationModels models =
+          load_translation_models(a->m.models, a->m.weights, device, a->m.quantize, a->m.lm);
       for (const LoadedCheckpoint& ck : models.checkpoints)
         warn_future_gates(ck, "pairs", "these log-probabilities", err);
       const auto src = encode_lines(src_lines, models.src_vocab()), tgt = encode_lines(tgt_lines, models.tgt_vocab());

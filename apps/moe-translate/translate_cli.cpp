@@ -87,7 +87,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   to.scores = to.search.n_best > 1 || o.word_scores;  // printed with the n-best lists (translate_text.h)
   to.alignment = o.alignment.has_value();
 
-  const TranslationModels models = load_translation_models(o.models, o.weights, device, o.quantize);
+  const TranslationModels models = load_translation_models(o.models, o.weights, device, o.quantize, o.lm);
   const data::Vocab& src_vocab = models.src_vocab();
   const data::Vocab& tgt_vocab = models.tgt_vocab();
   to.search.unk_id = tgt_vocab.unk_id();
@@ -166,7 +166,7 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
 }
 
 void add_translate_options(CLI::App& app, TranslateCliOptions& o) {
-  cli::add_ensemble_options(app, o.models, o.weights, " of a translation model");
+  cli::add_ensemble_options(app, o.models, o.weights, o.lm, " of a translation model");
   app.add_option("-i,--input", o.input, "raw source text, one sentence per line ('-' = stdin)");
   app.add_option("-o,--output", o.output, "detokenised translations, one line per input line ('-' = stdout)");
   app.add_option(

@@ -1,12 +1,12 @@
 // The moe-translate command line: `moe-translate -m CHECKPOINT [-i IN] [-o OUT]` plus the search,
-// batching and device options; `-m A -m B [--weights 0.5,0.5]` decodes an ensemble
-// (translator/translation_models.h). Reads raw text (stdin by default), writes detokenised text (stdout by
-// default) one line per input line, in input order, in chunks so that long inputs stream; shows
-// progress on stderr while it runs (common/progress_meter.h) and reports lines, words/s and tokens/s
-// (and truncated lines) there at the end. --prefix FILE forces the beginning of each output
-// (translator/target_prefix.h), read line by line beside the input. The search, batching and device
-// flags are the shared decoding options (models/decoding_options.h, cli/decoding_options.h). --shortlist FILE
-// [FIRST [BEST [THRESHOLD]]] restricts each batch's output vocabulary (translator/shortlist.h), as Marian's does;
+// batching and device options; `-m A -m B [--weights 0.5,0.5]` decodes an ensemble and `--lm LM --lm-weight W`
+// fuses a language model into the search (translator/translation_models.h). Reads raw text (stdin by default), writes
+// detokenised text (stdout by default) one line per input line, in input order, in chunks so that long inputs stream;
+// shows progress on stderr while it runs (common/progress_meter.h) and reports lines, words/s and tokens/s (and
+// truncated lines) there at the end. --prefix FILE forces the beginning of each output (translator/target_prefix.h),
+// read line by line beside the input. The search, batching and device flags are the shared decoding options
+// (models/decoding_options.h, cli/decoding_options.h). --shortlist FILE [FIRST [BEST [THRESHOLD]]] restricts each
+// batch's output vocabulary (translator/shortlist.h), as Marian's does;
 // --alignment hard|soft|THRESHOLD adds each output's word alignment (translator/alignment.h), --word-scores its
 // tokens' log-probs (translator/translate_text.h).
 // Covered by tests/translator/translate_cli_test.cpp.
@@ -22,6 +22,7 @@
 #include "models/decoding_options.h"
 #include "models/int8_model.h"
 #include "translator/alignment.h"
+#include "translator/translation_models.h"
 
 namespace CLI {
 class App;
@@ -32,6 +33,7 @@ namespace moe {
 struct TranslateCliOptions {
   std::vector<std::string> models;  // -m, once per model: two or more decode as an ensemble
   std::vector<double> weights;      // --weights, one per model (empty = equal)
+  LmFusion lm;                      // --lm, --lm-weight: a language model fused in
   std::string input = "-", output = "-";
   std::string prefix;  // --prefix FILE: one target prefix per input line ("" = none)
   std::optional<cli::ShortlistSpec> shortlist;  // --shortlist

@@ -36,12 +36,13 @@ MemberRun member_run(const Builder& b, const EnsembleMember& m) {
 EnsembleDecoder::EnsembleDecoder(std::vector<EnsembleMember> members) : members_(std::move(members)) {
   MOE_CHECK(!members_.empty(), "ensemble: no model given");
   const EnsembleMember& first = members_.front();
+  MOE_CHECK(!first.fused, "ensemble: the first model, '", first.name, "', is a fused language model");
   spec_ = first.decoder->spec();
   double total = 0;
   for (const EnsembleMember& m : members_) {
     MOE_CHECK(std::isfinite(m.weight) && m.weight > 0, "ensemble: the weight of '", m.name,
               "' must be a positive number, got ", m.weight);
-    total += m.weight;
+    if (!m.fused) total += m.weight;
     const DecoderSpec s = m.decoder->spec();
     MOE_CHECK(s.vocab == spec_.vocab, "ensemble: '", m.name, "' has a target vocabulary of ", s.vocab, " tokens but '",
               first.name, "' has ", spec_.vocab, "; ensembled models need the same target vocabulary");
@@ -52,7 +53,8 @@ EnsembleDecoder::EnsembleDecoder(std::vector<EnsembleMember> members) : members_
               " but '", first.name, "' on ", first.params->device());
     spec_.max_positions = std::min(spec_.max_positions, s.max_positions);
   }
-  for (const EnsembleMember& m : members_) weights_.push_back(static_cast<float>(m.weight / total));
+  for (const EnsembleMember& m : members_)
+    weights_.push_back(static_cast<float>(m.fused ? m.weight : m.weight / total));
 }
 
 std::unique_ptr<DecoderState> EnsembleDecoder::start(const Builder& b, const Tensor& src,

@@ -18,11 +18,24 @@ int64_t first_difference(const data::Vocab& a, const data::Vocab& b) {
 }
 
 void check_same_vocab(const TranslationModels& m, size_t i, const char* side, const data::Vocab& a,
-                      const data::Vocab& b) {
+                      const data::Vocab& b, const char* why = "ensembled models need the same vocabularies") {
   const int64_t at = first_difference(a, b);
   MOE_CHECK(at < 0, "ensemble: '", m.paths[i], "' and '", m.paths[0], "' have different ", side, " vocabularies (",
-            b.size(), " and ", a.size(), " tokens, first difference at id ", at,
-            "); ensembled models need the same vocabularies");
+            b.size(), " and ", a.size(), " tokens, first difference at id ", at, "); ", why);
+}
+
+/// The fused LM of `lm` (loaded after the translation models): a causal language model over their target vocabulary.
+EnsembleMember fused_lm(TranslationModels& m, const LmFusion& lm, Device device, Quantize quantize) {
+  m.paths.push_back(lm.path);
+  m.checkpoints.push_back(load_checkpoint(lm.path, device));
+  const LoadedCheckpoint& ck = m.checkpoints.back();
+  const Decoder* net = ck.model->is_language_model() ? ck.model->decoder() : nullptr;
+  MOE_CHECK(net, "--lm '", lm.path, "' holds a ", ck.model->type(),
+            " model, not a causal language model (transformer_lm or lstm_lm)");
+  check_same_vocab(m, m.paths.size() - 1, "target", m.tgt_vocab(), ck.first_vocab({"lm", "tgt", "src"}),
+                   "a fused language model must read the translation models' target vocabulary");
+  m.inference.push_back(std::make_unique<InferenceWeights>(ck, quantize, device));
+  return {net, ck.params.get(), lm.weight, lm.path, true};
 }
 }  // namespace
 
@@ -31,8 +44,11 @@ const Decoder& TranslationModels::decoder() const {
   return *checkpoints.front().model->encoder_decoder();
 }
 
-void check_ensemble_weights(const std::vector<std::string>& paths, const std::vector<double>& weights) {
+void check_ensemble_weights(const std::vector<std::string>& paths, const std::vector<double>& weights,
+                            const LmFusion& lm) {
   MOE_CHECK(!paths.empty(), "no checkpoint given (-m CHECKPOINT)");
+  MOE_CHECK(lm.path.empty() || (std::isfinite(lm.weight) && lm.weight > 0),
+            "--lm-weight must be a positive number, got ", lm.weight);
   if (weights.empty()) return;
   MOE_CHECK(weights.size() == paths.size(), "--weights has ", weights.size(), " value(s) for ", paths.size(),
             " model(s) (-m); give one weight per model");
@@ -46,8 +62,8 @@ std::string TranslationModels::compute_type(const std::string& dtype) const {
 }
 
 TranslationModels load_translation_models(const std::vector<std::string>& paths, const std::vector<double>& weights,
-                                          Device device, Quantize quantize) {
-  check_ensemble_weights(paths, weights);
+                                          Device device, Quantize quantize, const LmFusion& lm) {
+  check_ensemble_weights(paths, weights, lm);
   TranslationModels m;
   m.paths = paths;
   std::vector<EnsembleMember> members;
@@ -64,7 +80,8 @@ TranslationModels load_translation_models(const std::vector<std::string>& paths,
     m.inference.push_back(std::make_unique<InferenceWeights>(ck, quantize, device));
     members.push_back({net, ck.params.get(), weights.empty() ? 1.0 : weights[i], paths[i]});
   }
-  if (paths.size() > 1) m.ensemble = std::make_unique<EnsembleDecoder>(std::move(members));
+  if (!lm.path.empty()) members.push_back(fused_lm(m, lm, device, quantize));
+  if (members.size() > 1) m.ensemble = std::make_unique<EnsembleDecoder>(std::move(members));
   return m;
 }
 

@@ -3,8 +3,11 @@
 // checkpoint must hold a translation model; ensembled ones must have the same source and target
 // vocabularies (the input is encoded once, the outputs decoded once), checked piece by piece with an
 // error naming both files. With --quantize int8 (or pre-quantized checkpoints) each model runs in int8
-// on the CPU (models/int8_model.h), else in f32 with the weights transposed (models/inference_weights.h). Covered by
-// tests/translator/ensemble_test.cpp.
+// on the CPU (models/int8_model.h), else in f32 with the weights transposed (models/inference_weights.h).
+// A language model can be fused in (--lm CKPT --lm-weight W: shallow fusion, fairseq's --lm-path / --lm-weight):
+// a causal LM whose vocabulary is the translation models' target vocabulary, piece by piece, a member of the
+// ensemble whose log-probabilities are added times W (models/ensemble_decoder.h). Covered by
+// tests/translator/ensemble_test.cpp and tests/translator/lm_fusion_test.cpp.
 #pragma once
 #include <memory>
 #include <string>
@@ -16,11 +19,17 @@
 
 namespace moe {
 
+/// A language model fused into the search: each step adds weight x its log-probability of the next target token.
+struct LmFusion {
+  std::string path;   // its checkpoint ("" = none)
+  double weight = 0;  // > 0 when a path is given
+};
+
 struct TranslationModels {
-  std::vector<std::string> paths;
+  std::vector<std::string> paths;  // the translation models', then the fused LM's
   std::vector<LoadedCheckpoint> checkpoints;
   std::vector<std::unique_ptr<InferenceWeights>> inference;  // one per checkpoint, released before them
-  std::unique_ptr<EnsembleDecoder> ensemble;          // with two or more checkpoints
+  std::unique_ptr<EnsembleDecoder> ensemble;                 // with two or more checkpoints (an LM counts)
 
   /// The ensemble, or the one checkpoint's encoder-decoder.
   const Decoder& decoder() const;
@@ -32,12 +41,14 @@ struct TranslationModels {
   std::string compute_type(const std::string& dtype) const;
 };
 
-/// One positive, finite weight per path, or none; errors name the count or the path.
-void check_ensemble_weights(const std::vector<std::string>& paths, const std::vector<double>& weights);
+/// One positive, finite weight per path, or none, and a positive, finite weight for a fused LM; errors name the
+/// count, the path or --lm-weight.
+void check_ensemble_weights(const std::vector<std::string>& paths, const std::vector<double>& weights,
+                            const LmFusion& lm = {});
 
-/// Loads `paths` onto `device`, each quantized as `quantize` says; `weights` (empty = equal) must have one
-/// positive value per path.
+/// Loads `paths` onto `device`, each quantized as `quantize` says, and the fused `lm` when it names one;
+/// `weights` (empty = equal) must have one positive value per path.
 TranslationModels load_translation_models(const std::vector<std::string>& paths, const std::vector<double>& weights,
-                                          Device device, Quantize quantize = Quantize::none);
+                                          Device device, Quantize quantize = Quantize::none, const LmFusion& lm = {});
 
 }  // namespace moe
