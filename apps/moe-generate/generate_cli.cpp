@@ -77,7 +77,8 @@ void run_generate(const GenerateCliOptions& o, std::istream& in, std::ostream& o
 
 void add_generate_options(CLI::App& app, GenerateCliOptions& o) {
   app.add_option("-m,--model", o.model, "checkpoint (.safetensors) of a causal language model")->required();
-  app.add_option("-i,--input", o.input, "prompts, one per line ('-' = stdin; an empty line: generate from <s>)");
+  app.add_option("-i,--input", o.input,
+                 "prompts, one per line ('-' = stdin; an empty line: a sentence from its start)");
   app.add_option("-o,--output", o.output, "continuations, one line per prompt ('-' = stdout)");
   cli::add_decoding_options(app, o.decoding);
   app.get_option("--n-best")

@@ -1,6 +1,6 @@
 // The moe-generate command line: `moe-generate -m CHECKPOINT [-i PROMPTS] [-o OUT]` plus the shared search,
 // sampling, batching and device options (models/decoding_options.h). Each input line is a prompt (an empty line:
-// generate from <s>), encoded with the language model's vocabulary; each output line is its continuation,
+// a sentence from its start), encoded with the language model's vocabulary; each output line is its continuation,
 // decoded, one line per input line in order (with --n-best > 1, n-best lines "index \t score \t text"), by greedy
 // or beam search or, with --sampling, by sampling (translator/lm_generation.h). --max-len-b bounds the new tokens.
 // --word-scores adds each new token's log-prob, as moe-translate's (translator/translate_text.h).

@@ -1,6 +1,7 @@
 // decoder.h implementation: the default output restriction (the shortlist's rows of the output weight, gathered
-// once per decoding) and the default alignment (none). Covered by tests/translator/shortlist_test.cpp and
-// tests/translator/alignment_test.cpp.
+// once per decoding), the default alignment (none) and a language model's first input. Covered by
+// tests/translator/shortlist_test.cpp, tests/translator/alignment_test.cpp and (lm_step_tokens)
+// tests/translator/lm_generation_test.cpp.
 #include "models/decoder.h"
 
 #include "common/error.h"
@@ -15,6 +16,12 @@ void Decoder::restrict_output(const Builder& b, DecoderState& state, const Tenso
   MOE_CHECK(columns.dtype() == DType::i32 && columns.shape().ndim() == 1 && columns.numel() >= 1,
             "restrict_output: the output entries must be a non-empty i32 vector, got ", columns.shape());
   state.output_rows = cast(index_select(w, b.graph().input(columns)), b.dtype()).val();
+}
+
+Tensor lm_step_tokens(const Tensor& prev, bool first, int32_t eos_id) {
+  if (!first) return prev;
+  return Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(prev.numel()), eos_id), prev.shape(),
+                             prev.device());
 }
 
 Expr Decoder::alignment(const Builder&, const Tensor&, const Tensor&, const Tensor&) const {

@@ -7,7 +7,8 @@
 //   alignment   the alignment head's attention over the source for a given output (translator/alignment.h)
 // EncoderDecoder adds the teacher-forced halves (encode, decode) that forced scoring and analysis run
 // over whole target sentences. Covered by tests/layers/transformer_test.cpp (the Transformer),
-// tests/models/transformer_lm_test.cpp and tests/models/lstm_lm_test.cpp (the language models) and
+// tests/models/transformer_lm_test.cpp and tests/models/lstm_lm_test.cpp (the language models; their first step:
+// tests/translator/lm_generation_test.cpp) and
 // tests/translator/translator_test.cpp (beam search over it).
 #pragma once
 #include <memory>
@@ -63,6 +64,12 @@ class Decoder {
   /// attention over a source has no alignment.
   virtual Expr alignment(const Builder& b, const Tensor& src, const Tensor& src_mask, const Tensor& tgt_in) const;
 };
+
+/// What a language model reads at a decoding step after `prev` (i32 [N]): searches begin every sentence with <s>,
+/// but moe's language models learn from streams in which each sentence follows </s> (data/lm_stream.h) and never
+/// read <s>, so the first step (`first`) reads </s> in every row (as fairseq's decoding starts from </s>), and the
+/// later ones `prev` itself.
+Tensor lm_step_tokens(const Tensor& prev, bool first, int32_t eos_id);
 
 class EncoderDecoder : public Decoder {
  public:

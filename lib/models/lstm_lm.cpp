@@ -145,7 +145,8 @@ Expr LstmLm::step(const Builder& b, DecoderState& state, const Tensor& prev) con
   State& st = dynamic_cast<State&>(state);
   MOE_CHECK(!b.training(), "LstmLm::step: incremental decoding runs in inference graphs");
   const int64_t n = prev.numel();
-  Expr h = hidden(b, prev.view(Shape{n, 1}), &st.layers);
+  const bool first = !st.layers.front().h.defined();  // no recurrent state yet
+  Expr h = hidden(b, lm_step_tokens(prev, first, c_.eos_id).view(Shape{n, 1}), &st.layers);
   return output_log_probs(b, reshape(h, Shape{n, c_.out_dim()}), st.output_rows);
 }
 

@@ -177,7 +177,7 @@ Expr TransformerLm::step(const Builder& b, DecoderState& state, const Tensor& pr
   MOE_CHECK(static_cast<int>(st.caches.size()) == c_.layers, "TransformerLm::step: state has ", st.caches.size(),
             " layer caches for ", c_.layers, " layers (use start())");
   const int64_t n = prev.numel();
-  Expr h = hidden(b, prev.view(Shape{n, 1}), &st.caches, st.step);
+  Expr h = hidden(b, lm_step_tokens(prev, st.step == 0, c_.eos_id).view(Shape{n, 1}), &st.caches, st.step);
   ++st.step;
   return output_log_probs(b, reshape(h, Shape{n, c_.d_model}), st.output_rows);
 }

@@ -61,7 +61,7 @@ struct TranslateRequest {
 /// Prompts for a causal language model to continue (moe-generate's options).
 struct GenerateRequest {
   std::string model;
-  std::vector<std::string> text;  // prompts; "" generates from <s>
+  std::vector<std::string> text;  // prompts; "" generates a sentence from its start
   BeamOptions search;             // max_len_a / b count the new tokens (a * prompt tokens + b)
   bool word_scores = false;       // each continuation's new token log-probs (moe-generate --word-scores)
 };

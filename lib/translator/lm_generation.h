@@ -1,5 +1,6 @@
 // Text continuation by a causal language model (moe-generate): each prompt (token ids, possibly none) is a forced
-// target prefix (target_prefix.h) of the model's decoding from <s>, and beam search (beam_search.h) or sampling
+// target prefix (target_prefix.h) of the model's decoding from <s> (which the model reads as </s>, the context of
+// every sentence in its training: models/decoder.h lm_step_tokens), and beam search (beam_search.h) or sampling
 // (sampling_search.h, each prompt's draws keyed by its tokens) continues it until </s> or a * |prompt| + b more
 // tokens (max_len_a, max_len_b; capped by the model's positions; min_len counts the prompt's tokens). The
 // hypotheses hold the continuation only, and their token_scores the new tokens' (then </s>'s); their log_prob and

@@ -80,7 +80,9 @@ TEST_CASE("transformer_lm: incremental decoding equals full recomputation", "[mo
     Graph g(Device::cpu(), &store, GraphOptions{.training = false});
     Builder b(g);
     const std::vector<int32_t> seq = {2, 5, 9, 1, 2, 8, 11, 4};  // two rows of four
-    const auto full = lm.log_probs(b, ids(seq, 2, 4)).val().to_vector<float>();
+    std::vector<int32_t> read = seq;  // what the steps read: </s> for the search's first <s> (models/decoder.h)
+    read[0] = read[4] = 3;
+    const auto full = lm.log_probs(b, ids(read, 2, 4)).val().to_vector<float>();
     auto st = lm.start(b);
     for (int t = 0; t < 4; ++t) {
       const auto got = lm.step(b, *st, Tensor::from_vector(std::vector<int32_t>{seq[t], seq[4 + t]}, Shape{2}))

@@ -3,13 +3,14 @@
 // whole sequence (no caches), with the prompt's tokens in the score; beam and sampled continuations score what
 // teacher forcing gives their sequences (their word scores: its new tokens' log-probs), a prompt's samples do not
 // depend on its batch, lengths stay within a * |prompt| + b new tokens; a prompt longer than the positions is an
-// error.
+// error. Both language models' decodings begin after </s> (not the search's <s>), as their training sentences do.
 #include "translator/lm_generation.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "models/lstm_lm.h"
 #include "models/transformer_lm.h"
 #include "tiny_model.h"
 
@@ -22,9 +23,10 @@ struct TinyLm {
   const Decoder& lm = *m.model->decoder();
   ParameterStore& params = *m.params;
   const int64_t vocab = m.vocab->size();
-  /// log p(next | <s> + seq[0..t)) for every t <= |seq|, recomputed over the whole sequence: [|seq| + 1][V].
+  /// log p(next | </s> + seq[0..t)) for every t <= |seq|, recomputed over the whole sequence: [|seq| + 1][V] (a
+  /// decoding begins after </s>, as the model was trained: models/decoder.h lm_step_tokens).
   std::vector<std::vector<double>> log_probs(const std::vector<int32_t>& seq) const {
-    std::vector<int32_t> in = {2};
+    std::vector<int32_t> in = {3};
     in.insert(in.end(), seq.begin(), seq.end());
     Graph g(Device::cpu(), &params, GraphOptions{.training = false});
     Builder b(g);
@@ -129,4 +131,36 @@ TEST_CASE("a prompt longer than the model's positions is an error naming it", "[
   const std::vector<int32_t> long_prompt(24, 5);
   CHECK_THROWS_WITH(generate_continuations(m.lm, m.params, Device::cpu(), options(1), {{4}, long_prompt}),
                     Catch::Contains("prompt 2 has 24 tokens") && Catch::Contains("allow 23"));
+}
+
+TEST_CASE("a language model's decoding begins after </s>, as its training stream's sentences do",
+          "[translator][generate]") {
+  for (const char* cfg : {"{type: transformer_lm, d_model: 16, ffn_dim: 32, heads: 2, layers: 2, dropout: 0.0}",
+                          "{type: lstm_lm, embed_dim: 16, hidden: 16, layers: 2, dropout: 0.0}"}) {
+    INFO(cfg);
+    const test::TinyModel m = test::lm_of(cfg, 9);
+    Graph g(Device::cpu(), m.params.get(), GraphOptions{.training = false});
+    Builder b(g);
+    // The search's first step gives <s>, then 7.
+    const Decoder& d = *m.model->decoder();
+    auto state = d.start(b, Tensor(), Tensor());
+    std::vector<float> steps =
+        d.step(b, *state, Tensor::from_vector(std::vector<int32_t>{2}, Shape{1})).val().to_vector<float>();
+    for (float x : d.step(b, *state, Tensor::from_vector(std::vector<int32_t>{7}, Shape{1})).val().to_vector<float>())
+      steps.push_back(x);
+    const auto whole = [&](int32_t first) {
+      const Tensor in = Tensor::from_vector(std::vector<int32_t>{first, 7}, Shape{1, 2});
+      if (const auto* t = dynamic_cast<const TransformerLm*>(m.model.get()))
+        return t->log_probs(b, in).val().to_vector<float>();
+      return dynamic_cast<const LstmLm&>(*m.model).log_probs(b, in).val().to_vector<float>();
+    };
+    const std::vector<float> after_eos = whole(3), after_bos = whole(2);
+    REQUIRE(steps.size() == after_eos.size());
+    double max_diff = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      CHECK(steps[i] == Approx(after_eos[i]).margin(1e-5));
+      max_diff = std::max(max_diff, std::abs(static_cast<double>(after_bos[i]) - after_eos[i]));
+    }
+    CHECK(max_diff > 1e-3);  // <s> would have been another context
+  }
 }
