@@ -59,13 +59,7 @@ std::string http_reason(int status) {
 }
 
 size_t model_index(const ServeContext& c, const std::string& name) {
-  if (name.empty()) return 0;
-  std::string served;
-  for (size_t i = 0; i < c.models.size(); ++i) {
-    if (c.models[i].name == name) return i;
-    served += (served.empty() ? "" : ", ") + c.models[i].name;
-  }
-  throw RequestError("model", "no model called '" + name + "' (served: " + served + ")", 404);
+  return serving::served_model(c.models, name, "model");
 }
 
 /// How often a handler waiting for its job looks whether its client has hung up.
@@ -161,8 +155,11 @@ void add_routes(httplib::Server& server, ServeContext& c) {
                 const serving::ScoreRequest s = serving::parse_score_request(req.body, c.limits);
                 const size_t m = model_index(c, s.model);
                 serving::check_score_request(c.models[m], s);
+                const std::optional<size_t> lm = serving::fused_lm(c.models, m, s.lm);
                 const int64_t lines = static_cast<int64_t>(s.text.size() + s.src.size());
-                auto work = [&c, m, s] { return serving::score_body(c.models[m], s, c.worker.device(), c.dtype); };
+                auto work = [&c, m, s, lm] {
+                  return serving::score_body(c.models[m], s, c.worker.device(), c.dtype, lm ? &c.models[*lm] : nullptr);
+                };
                 answer(
                     c, req, res,
                     [&](serving::ClientGone gone) { return c.worker.run_alone(m, lines, work, std::move(gone)); },

@@ -246,6 +246,26 @@ Table<R> with_alignment_fields(Table<R> rest) {
   return rest;
 }
 
+/// `rest` and the "lm" and "lm_weight" fields of translation and scoring requests.
+template <class R>
+Table<R> with_lm_fields(Table<R> rest) {
+  rest.push_back({"lm", [](R& r, const json& v, const std::string& f, const RequestLimits&) {
+                    r.lm.model = string(v, f);
+                    if (r.lm.model.empty()) throw RequestError(f, "must name a served language model");
+                  }});
+  rest.push_back({"lm_weight", [](R& r, const json& v, const std::string& f, const RequestLimits&) {
+                    r.lm.weight = number(v, f, 0.0);
+                    if (r.lm.weight == 0) throw RequestError(f, "must be > 0, got " + v.dump());
+                  }});
+  return rest;
+}
+
+/// "lm" and "lm_weight" come together (as moe-translate's --lm and --lm-weight).
+void check_lm_fields(const FusedLm& lm) {
+  if (!lm.model.empty() && lm.weight == 0) throw RequestError("lm_weight", "is required with \"lm\"");
+  if (lm.model.empty() && lm.weight != 0) throw RequestError("lm", "is required with \"lm_weight\"");
+}
+
 ExpertChoice mae_choice(const json& v, const std::string& f) {
   return choice(v, f, {ExpertChoice::mixture, ExpertChoice::argmax});
 }
@@ -254,15 +274,16 @@ ExpertChoice mae_choice(const json& v, const std::string& f) {
 TranslateRequest parse_translate_request(std::string_view body, const RequestLimits& limits,
                                          const SearchOptions& defaults) {
   using R = TranslateRequest;
-  static const Table<R> table = with_search_fields<R>(with_alignment_fields<R>(
+  static const Table<R> table = with_search_fields<R>(with_lm_fields<R>(with_alignment_fields<R>(
       {{"text", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.text = lines(v, f, l); }},
        {"model", [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.model = string(v, f); }},
        {"mae_inference",
         [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.experts = mae_choice(v, f); }},
        {"prefix",
-        [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.prefix = lines(v, f, l); }}}));
+        [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.prefix = lines(v, f, l); }}})));
   R r = parse_search_request(body, limits, table, defaults);
   apply_alignment_words(r);
+  check_lm_fields(r.lm);
   if (!r.prefix.empty() && r.prefix.size() != r.text.size())
     throw RequestError("prefix", "has " + std::to_string(r.prefix.size()) + " lines but text has " +
                                      std::to_string(r.text.size()) + " (one prefix per line; \"\" forces nothing)");
@@ -280,7 +301,7 @@ GenerateRequest parse_generate_request(std::string_view body, const RequestLimit
 
 ScoreRequest parse_score_request(std::string_view body, const RequestLimits& limits) {
   using R = ScoreRequest;
-  static const Table<R> table = with_alignment_fields<R>(
+  static const Table<R> table = with_lm_fields<R>(with_alignment_fields<R>(
       {{"src", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.src = lines(v, f, l); }},
        {"tgt", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.tgt = lines(v, f, l); }},
        {"text", [](R& r, const json& v, const std::string& f, const RequestLimits& l) { r.text = lines(v, f, l); }},
@@ -288,15 +309,18 @@ ScoreRequest parse_score_request(std::string_view body, const RequestLimits& lim
        {"mae_inference",
         [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.experts = mae_choice(v, f); }},
        {"word_scores",
-        [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.word_scores = boolean(v, f); }}});
+        [](R& r, const json& v, const std::string& f, const RequestLimits&) { r.word_scores = boolean(v, f); }}}));
   R r = parse_fields(parse_object(body), limits, table);
   apply_alignment_words(r);
+  check_lm_fields(r.lm);
   if (!r.text.empty() && (!r.src.empty() || !r.tgt.empty()))
     throw RequestError("text", "give either text (a language model) or src and tgt (a translation model), not both");
   if (!r.text.empty() && r.alignment)
     throw RequestError("alignment", "applies to pairs (src and tgt), not to a language model's text");
   if (!r.text.empty() && r.word_scores)
     throw RequestError("word_scores", "applies to pairs (src and tgt), not to a language model's text");
+  if (!r.text.empty() && !r.lm.model.empty())
+    throw RequestError("lm", "applies to pairs (src and tgt), not to a language model's text");
   if (r.text.empty() && r.src.empty() && r.tgt.empty())
     throw RequestError("body", "needs src and tgt (a translation model) or text (a language model)");
   if (r.text.empty() && r.src.size() != r.tgt.size())

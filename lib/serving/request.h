@@ -8,7 +8,8 @@
 // alignment (moe-translate --alignment), /v1/score's for each pair's (moe-score pairs --alignment), and
 // "alignment_words": true for its links between words (--alignment-words; not with "soft"); /v1/translate's and
 // /v1/generate's "word_scores": true for each output's token log-probs (--word-scores; /v1/score's: each pair's
-// target tokens'). A field left out takes the
+// target tokens'). /v1/translate's and /v1/score's (pairs') "lm" names a served causal language model to fuse in
+// with weight "lm_weight" > 0 (moe-translate --lm / --lm-weight; each needs the other). A field left out takes the
 // server's default: moe-serve's search flags, whose defaults are moe-translate's (models/decoding_options.h).
 // Anything a client may get wrong is a RequestError naming the field ("text[3]", "beam", "body"): bad JSON (with
 // its byte offset), invalid UTF-8, a wrong type, an unknown field, a value out of range, too many lines or too long
@@ -47,6 +48,12 @@ class RequestError : public Error {
   int status_;
 };
 
+/// A served language model fused into a translation's search or a pair's score ("lm", "lm_weight").
+struct FusedLm {
+  std::string model;  // its served name; empty: none
+  double weight = 0;  // > 0 when a model is named
+};
+
 struct TranslateRequest {
   std::string model;  // a served model's name; empty: the first
   std::vector<std::string> text;
@@ -56,6 +63,7 @@ struct TranslateRequest {
   std::optional<AlignmentOutput> alignment;      // set: each output's word alignment (moe-translate --alignment)
   bool alignment_words = false;                  // the field as given; the parser sets alignment->words from it
   bool word_scores = false;                      // each output's token log-probs (moe-translate --word-scores)
+  FusedLm lm;                                    // a language model fused in (moe-translate --lm, --lm-weight)
 };
 
 /// Prompts for a causal language model to continue (moe-generate's options).
@@ -74,6 +82,7 @@ struct ScoreRequest {
   std::optional<AlignmentOutput> alignment;  // pairs: each pair's word alignment (moe-score pairs --alignment)
   bool alignment_words = false;              // the field as given; the parser sets alignment->words from it
   bool word_scores = false;                  // pairs: each target token's log-prob (moe-score pairs --word-scores)
+  FusedLm lm;                                // pairs: a language model fused in (moe-score pairs --lm, --lm-weight)
 };
 
 /// `defaults`: the search options of the fields the request leaves out.

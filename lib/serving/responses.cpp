@@ -6,6 +6,7 @@
 
 #include "translator/lm_perplexity.h"
 #include "translator/pair_alignment.h"
+#include "translator/stepwise_scores.h"
 #include "translator/target_prefix.h"
 #include "translator/translate_text.h"
 
@@ -143,7 +144,8 @@ void check_score_request(const ServedModel& model, const ScoreRequest& request) 
     throw RequestError("src", "model '" + model.name + "' is a language model: give text, not src and tgt");
 }
 
-std::string score_body(ServedModel& model, const ScoreRequest& request, Device device, DType dtype) {
+std::string score_body(ServedModel& model, const ScoreRequest& request, Device device, DType dtype,
+                       const ServedModel* lm) {
   if (!model.translates()) {
     PerplexityOptions o;
     o.dtype = dtype;
@@ -160,7 +162,9 @@ std::string score_body(ServedModel& model, const ScoreRequest& request, Device d
   PairScoreOptions o;
   o.dtype = dtype;
   o.experts = request.experts;
-  const auto scores = score_pairs(*model.ck.model, *model.ck.params, device, src, tgt, o);
+  const auto scores =
+      lm ? score_pairs_stepwise(fused_decoder(model, *lm, request.lm.weight), *model.ck.params, device, src, tgt, o)
+         : score_pairs(*model.ck.model, *model.ck.params, device, src, tgt, o);
   const std::vector<SoftAlignment> alignments =
       request.alignment ? align_pairs(*model.ck.model->encoder_decoder(), *model.ck.params, device, src, tgt, o)
                         : std::vector<SoftAlignment>();

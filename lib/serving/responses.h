@@ -49,8 +49,10 @@ std::string generate_body(const ServedModel& model, int n_best, const std::vecto
 /// pairs: {"model", "scores": [{"log_prob", "tokens", "alignment" and "word_scores" (when asked, as in
 /// translate_body)}], "log_prob",
 /// "tokens", "perplexity"};
-/// text: {"model", "tokens", "nll", "perplexity"}. Errors name the field (RequestError).
-std::string score_body(ServedModel& model, const ScoreRequest& request, Device device, DType dtype);
+/// text: {"model", "tokens", "nll", "perplexity"}. Errors name the field (RequestError). Pairs with `lm` (the request's
+/// fused language model, fused_lm): scored step by step, log p_tm + lm_weight x log p_lm per token.
+std::string score_body(ServedModel& model, const ScoreRequest& request, Device device, DType dtype,
+                       const ServedModel* lm = nullptr);
 
 /// Checks a score request against the model before it is queued (kind of model, lengths).
 void check_score_request(const ServedModel& model, const ScoreRequest& request);

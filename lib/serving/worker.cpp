@@ -1,4 +1,5 @@
-// worker.h implementation. Covered by tests/serving/worker_test.cpp and tests/scripts/serve.sh.
+// worker.h implementation. Covered by tests/serving/worker_test.cpp, tests/serving/lm_fusion_test.cpp and
+// tests/scripts/serve.sh.
 #include "serving/worker.h"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 
 #include "common/error.h"
 #include "translator/lm_generation.h"
+#include "translator/translation_models.h"
 
 namespace moe::serving {
 
@@ -43,6 +45,33 @@ ServedModel load_served_model(const std::string& name, const std::string& path, 
     MOE_CHECK(m.lm, "'", path, "' holds no vocabulary");
   }
   return m;
+}
+
+size_t served_model(const std::vector<ServedModel>& models, const std::string& name, const std::string& field) {
+  if (name.empty()) return 0;
+  std::string served;
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (models[i].name == name) return i;
+    served += (served.empty() ? "" : ", ") + models[i].name;
+  }
+  throw RequestError(field, "no model called '" + name + "' (served: " + served + ")", 404);
+}
+
+std::optional<size_t> fused_lm(const std::vector<ServedModel>& models, size_t translation, const FusedLm& lm) {
+  if (lm.model.empty()) return std::nullopt;
+  const size_t i = served_model(models, lm.model, "lm");
+  const ServedModel &tm = models[translation], &l = models[i];
+  if (!l.generates()) throw RequestError("lm", "'" + l.name + "' is not a causal language model");
+  const int64_t at = first_vocab_difference(*tm.tgt, *l.lm);
+  if (at >= 0)
+    throw RequestError("lm", "'" + l.name + "' reads another vocabulary than the target of '" + tm.name +
+                                 "' (first difference at id " + std::to_string(at) + ")");
+  return i;
+}
+
+EnsembleDecoder fused_decoder(const ServedModel& translation, const ServedModel& lm, double weight) {
+  return EnsembleDecoder({{translation.ck.model->encoder_decoder(), translation.ck.params.get(), 1.0, translation.name},
+                          {lm.ck.model->decoder(), lm.ck.params.get(), weight, lm.name, true}});
 }
 
 Worker::Worker(std::vector<ServedModel>& models, Device device, WorkerOptions options, ServerMetrics& metrics)
@@ -83,7 +112,11 @@ Submitted Worker::translate(size_t model, const TranslateRequest& request, std::
                             TargetPrefixes prefixes, ClientGone client_gone) {
   MOE_CHECK(prefixes.empty() || prefixes.size() == sources.size(), "serving: ", prefixes.size(), " prefixes for ",
             sources.size(), " sentences");
-  Job job = search_job({.model = model, .experts = request.experts, .alignment = request.alignment.has_value()},
+  Job job = search_job({.model = model,
+                        .experts = request.experts,
+                        .alignment = request.alignment.has_value(),
+                        .lm = fused_lm(models_, model, request.lm),
+                        .lm_weight = request.lm.weight},
                        request.search, std::move(sources));
   job.state->prefixes = std::move(prefixes);
   return submit(std::move(job), std::move(client_gone));
@@ -152,9 +185,11 @@ void Worker::decode(std::vector<Job>& jobs) {
     if (any_prefix) prefixes.insert(prefixes.end(), j.state->prefixes.begin(), j.state->prefixes.end());
     prefixes.resize(any_prefix ? all.size() : 0);
   }
-  auto results =
-      k.generate ? generate_continuations(*m.ck.model->decoder(), *m.ck.params, device_, o, all)
-                 : Translator(*m.ck.model->encoder_decoder(), *m.ck.params, device_, o).translate(all, {}, prefixes);
+  std::optional<EnsembleDecoder> fused;
+  if (k.lm) fused.emplace(fused_decoder(m, models_[*k.lm], k.lm_weight));
+  const Decoder* translation = fused ? static_cast<const Decoder*>(&*fused) : m.ck.model->encoder_decoder();
+  auto results = k.generate ? generate_continuations(*m.ck.model->decoder(), *m.ck.params, device_, o, all)
+                            : Translator(*translation, *m.ck.params, device_, o).translate(all, {}, prefixes);
   int64_t tokens = 0;
   size_t next = 0;
   for (Job& j : jobs) {

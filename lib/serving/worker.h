@@ -8,22 +8,25 @@
 // (moe-translate --prefix) travel with its sentences, so one batch may mix sentences with and without them (an empty
 // prefix forces nothing). A model with a shortlist decodes each batch over its list, the union of its sentences'
 // (so a sentence's output may depend on the requests it is batched with, as in moe-translate). Jobs that ask for
-// word alignments are batched apart, so that only they pay for the alignment pass. Scoring jobs run
+// word alignments are batched apart, so that only they pay for the alignment pass, and so are those that fuse a
+// served language model into the search (moe-translate --lm), by model and weight. Scoring jobs run
 // alone on the same thread. A job whose client gave up (hung up, or timed out) is skipped if still queued, its
 // sentences counted as dropped: the worker asks each job it takes whether its client is still there
 // (JobState::client_gone, the HTTP layer's look at the socket), so that a client that hung up is not decoded
 // even before its handler noticed. close() drains: everything queued is still done.
-// Covered by tests/serving/worker_test.cpp and tests/scripts/serve.sh.
+// Covered by tests/serving/worker_test.cpp, tests/serving/lm_fusion_test.cpp and tests/scripts/serve.sh.
 #pragma once
 #include <atomic>
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "models/checkpoint.h"
+#include "models/ensemble_decoder.h"
 #include "models/inference_weights.h"
 #include "serving/batch_queue.h"
 #include "serving/metrics.h"
@@ -49,6 +52,16 @@ struct ServedModel {
 /// Loads `path` onto `device` as the model called `name`.
 ServedModel load_served_model(const std::string& name, const std::string& path, Device device);
 
+/// The index of the served model called `name` (empty: the first); a RequestError (404) on `field` when none is.
+size_t served_model(const std::vector<ServedModel>& models, const std::string& name, const std::string& field);
+
+/// The served language model `lm` fuses into translation model `translation` (none when it names none), checked: a
+/// RequestError on "lm" when it is not a causal language model or reads another vocabulary than the target's.
+std::optional<size_t> fused_lm(const std::vector<ServedModel>& models, size_t translation, const FusedLm& lm);
+
+/// The decoder of `translation` with `lm` fused in at `weight` (models/ensemble_decoder.h).
+EnsembleDecoder fused_decoder(const ServedModel& translation, const ServedModel& lm, double weight);
+
 struct WorkerOptions {
   BatchLimits batching;
   DType dtype = DType::f32;
@@ -71,6 +84,8 @@ struct BatchKey {
   BeamOptions search{};  // n_best = beam: each job keeps its own first n_best of the sorted list
   ExpertChoice experts = ExpertChoice::mixture;
   bool alignment = false;  // the hypotheses' word alignments (translator/alignment.h)
+  std::optional<size_t> lm{};  // a served language model fused in, with its weight (fused_lm)
+  double lm_weight = 0;
   bool operator==(const BatchKey&) const = default;
 };
 
@@ -107,8 +122,9 @@ class Worker {
   Worker(std::vector<ServedModel>& models, Device device, WorkerOptions options, ServerMetrics& metrics);
   ~Worker();  // closes and joins
 
-  /// Queues the translation of `sources` (ids of the request's lines, in order) with `request`'s options,
-  /// each output beginning with its prefix in `prefixes` (none, or one per source). Each function takes
+  /// Queues the translation of `sources` (ids of the request's lines, in order) with `request`'s options (its
+  /// fused language model checked by fused_lm, a RequestError thrown here), each output beginning with its prefix
+  /// in `prefixes` (none, or one per source). Each function takes
   /// the job's `client_gone` (JobState), asked when the job is taken.
   Submitted translate(size_t model, const TranslateRequest& request, std::vector<std::vector<int32_t>> sources,
                       TargetPrefixes prefixes = {}, ClientGone client_gone = {});

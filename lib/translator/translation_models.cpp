@@ -8,18 +8,17 @@
 
 namespace moe {
 
-namespace {
-/// The first id at which two vocabularies differ (their sizes compared first), -1 when none.
-int64_t first_difference(const data::Vocab& a, const data::Vocab& b) {
+int64_t first_vocab_difference(const data::Vocab& a, const data::Vocab& b) {
   if (a.size() != b.size()) return std::min(a.size(), b.size());
   for (int32_t i = 0; i < a.size(); ++i)
     if (a.piece(i) != b.piece(i)) return i;
   return -1;
 }
 
+namespace {
 void check_same_vocab(const TranslationModels& m, size_t i, const char* side, const data::Vocab& a,
                       const data::Vocab& b, const char* why = "ensembled models need the same vocabularies") {
-  const int64_t at = first_difference(a, b);
+  const int64_t at = first_vocab_difference(a, b);
   MOE_CHECK(at < 0, "ensemble: '", m.paths[i], "' and '", m.paths[0], "' have different ", side, " vocabularies (",
             b.size(), " and ", a.size(), " tokens, first difference at id ", at, "); ", why);
 }

@@ -41,6 +41,9 @@ struct TranslationModels {
   std::string compute_type(const std::string& dtype) const;
 };
 
+/// The first id at which two vocabularies differ (their sizes compared first), -1 when none.
+int64_t first_vocab_difference(const data::Vocab& a, const data::Vocab& b);
+
 /// One positive, finite weight per path, or none, and a positive, finite weight for a fused LM; errors name the
 /// count, the path or --lm-weight.
 void check_ensemble_weights(const std::vector<std::string>& paths, const std::vector<double>& weights,

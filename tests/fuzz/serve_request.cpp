@@ -2,8 +2,10 @@
 // /v1/translate, /v1/generate and /v1/score. Bad input must be a RequestError (a moe::Error) naming a field, with
 // a 4xx status and a JSON error body; an accepted request must hold what the server relies on: 1..max_lines
 // lines, each valid UTF-8 of at most max_line_bytes without '\n', 1 <= n_best <= beam <= max_beam, and sampling
-// numbers the sampler takes (top-k >= 0, top-p in (0, 1], temperature > 0, seed >= 0).
+// numbers the sampler takes (top-k >= 0, top-p in (0, 1], temperature > 0, seed >= 0), and a fused LM ("lm") only
+// with a positive weight (and on pairs, not on a language model's text).
 // Seeds: tests/fuzz/seeds/serve_request.
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "data/utf8.h"
@@ -20,6 +22,11 @@ void check_lines(const std::vector<std::string>& lines, bool may_be_empty) {
     FUZZ_REQUIRE(static_cast<int64_t>(l.size()) <= kLimits.max_line_bytes, "a line past --max-line-bytes");
     FUZZ_REQUIRE(moe::data::is_valid_utf8(l) && l.find('\n') == std::string::npos, "a line with '\\n' or bad UTF-8");
   }
+}
+
+void check_lm(const moe::serving::FusedLm& lm) {
+  FUZZ_REQUIRE(lm.model.empty() ? lm.weight == 0 : std::isfinite(lm.weight) && lm.weight > 0,
+               "a fused LM without a positive weight, or a weight without an LM");
 }
 
 void check_search(const moe::BeamOptions& s) {
@@ -48,6 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   run(body, parse_translate, [](const moe::serving::TranslateRequest& r) {
     check_lines(r.text, false);
     check_search(r.search);
+    check_lm(r.lm);
   });
   const auto parse_generate = [](std::string_view b, const moe::serving::RequestLimits& l) {
     return moe::serving::parse_generate_request(b, l);
@@ -60,6 +68,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_lines(r.text, true);
     check_lines(r.src, true);
     FUZZ_REQUIRE(r.src.size() == r.tgt.size() && (r.text.empty() != r.src.empty()), "pairs unaligned or mixed");
+    check_lm(r.lm);
+    FUZZ_REQUIRE(r.lm.model.empty() || !r.src.empty(), "a fused LM on a language model's text");
   });
   return 0;
 }

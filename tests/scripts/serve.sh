@@ -27,8 +27,10 @@
 #  5. /metrics in Prometheus text format; /health and /v1/models; /v1/score against moe-score pairs (with
 #     "alignment": hard, against --alignment hard, and with "alignment_words", --alignment-words); /v1/generate
 #     to a translation model is a 400 naming "model";
-#  6. --shortlist: one sentence per batch, the answers are moe-translate --shortlist's; a full queue answers 503
-#     with Retry-After, a request past --request-timeout-s 504;
+#  6. --shortlist: one sentence per batch, the answers are moe-translate --shortlist's; a language model fused in
+#     (recipes/ci-tiny-lm.yml trained 40 updates on the German side with the same vocabulary, served beside the
+#     translation model): /v1/translate and /v1/score with "lm" are moe-translate --lm's and moe-score pairs --lm's;
+#     a full queue answers 503 with Retry-After, a request past --request-timeout-s 504;
 #  7. SIGTERM during load: the server exits 0 and answered exactly the requests the clients received.
 # Usage (ctest passes both): serve.sh BIN_DIR SHARED_DATA_DIR [--full]. Exit 77 = skipped (no data).
 set -euo pipefail
@@ -162,6 +164,37 @@ start_server "$WORK/serve5.log" --max-tokens 1 --shortlist "$WORK/lex.s2t" 50 10
 grep -q "model 'tiny': shortlist '.*lex.s2t': [0-9]* pairs (0 skipped" "$WORK/serve5.log" ||
   e2e_fail "no shortlist line in the log: $(cat "$WORK/serve5.log")"
 python3 "$CLIENT" same "$PORT" /v1/translate "$WORK/test40.en" "$WORK/refsl.txt" '{}' 1 || e2e_fail "shortlist"
+e2e_stop_server
+
+# A language model fused in ("lm", "lm_weight"): a German LM over the translation model's vocabulary, served beside
+# it; /v1/translate and /v1/score with it answer what moe-translate --lm and moe-score pairs --lm give.
+"$BIN/moe-train" --config "$(dirname "$0")/../../recipes/ci-tiny-lm.yml" --data.train.text "$WORK/train.de" \
+  --data.vocab.path "$WORK/vocab.spm" --data.vocab.type bpe --run_dir "$WORK/lm" --train.max_updates 40 \
+  > "$WORK/lm.log" 2>&1 || { cat "$WORK/lm.log"; e2e_fail "moe-train (the LM)"; }
+LM="$WORK/lm/checkpoint.last.safetensors"
+"$BIN/moe-translate" -m "$CKPT" --lm "$LM" --lm-weight 0.5 -i "$WORK/test40.en" -o "$WORK/reffl.txt" --device cpu -q ||
+  e2e_fail "moe-translate --lm"
+cmp -s "$WORK/reffl.txt" <(head -n 40 "$WORK/ref.txt") && e2e_fail "the fused LM changed no translation"
+"$BIN/moe-score" pairs -m "$CKPT" --lm "$LM" --lm-weight 0.5 --src "$WORK/test60.en" --tgt "$WORK/test60.de" \
+  --device cpu > "$WORK/pairsfl.txt" 2>/dev/null || e2e_fail "moe-score pairs --lm"
+start_server "$WORK/serve6.log" -m "$LM" --name de-lm
+python3 "$CLIENT" same "$PORT" /v1/translate "$WORK/test40.en" "$WORK/reffl.txt" '{"lm": "de-lm", "lm_weight": 0.5}' 1 ||
+  e2e_fail "a fused LM"
+python3 - "$PORT" "$WORK/test60.en" "$WORK/test60.de" "$WORK/pairsfl.txt" <<'EOF' ||
+import json, sys, urllib.request
+port, src, tgt, ref = sys.argv[1:]
+lines = lambda p: open(p, encoding="utf-8").read().split("\n")[:-1]
+body = {"src": lines(src), "tgt": lines(tgt), "lm": "de-lm", "lm_weight": 0.5}
+req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/score", json.dumps(body).encode(),
+                             headers={"Content-Type": "application/json"})
+got = json.load(urllib.request.urlopen(req, timeout=60))["scores"]
+want = [l.split("\t") for l in lines(ref)]
+assert len(got) == len(want), (len(got), len(want))
+for i, (g, (lp, n)) in enumerate(zip(got, want)):  # step by step in batches of their own: equal to 1e-5
+    assert abs(g["log_prob"] - float(lp)) <= 1e-5 * abs(float(lp)) and g["tokens"] == int(n), (i, g, lp, n)
+print(f"serve: a fused LM: 40 translations equal moe-translate --lm's, {len(got)} pair scores moe-score pairs --lm's")
+EOF
+  e2e_fail "/v1/score with a fused LM differs from moe-score pairs --lm"
 e2e_stop_server
 
 # A 2-sentence queue and a 50 ms timeout: 503 with Retry-After, 504. A queued job waits up to 200 ms for

@@ -1,6 +1,6 @@
 // Parsing moe-serve's requests (lib/serving/request.h): defaults equal moe-translate's (or the server's), every
-// option read (sampling's and /v1/generate's too), and each kind of bad input refused with the field named and the
-// right status.
+// option read (sampling's, /v1/generate's and a fused language model's too), and each kind of bad input refused with
+// the field named and the right status.
 #include "serving/request.h"
 
 #include <catch2/catch.hpp>
@@ -122,6 +122,18 @@ TEST_CASE("bad translate requests name their field", "[serving]") {
   CHECK(refusal(R"({"text": ["a"], "alignment": "soft", "alignment_words": true})") == P{"alignment_words", 400});
   CHECK(refusal(R"({"text": ["a"], "alignment": "hard", "alignment_words": 1})") == P{"alignment_words", 400});
   CHECK(refusal(R"({"text": ["a"], "word_scores": "yes"})") == P{"word_scores", 400});
+  // a fused language model: a name and a positive weight, each with the other
+  const TranslateRequest fused = parse_translate_request(R"({"text": ["a"], "lm_weight": 0.25, "lm": "de"})", {});
+  CHECK(fused.lm.model == "de");
+  CHECK(fused.lm.weight == 0.25);
+  CHECK(parse_translate_request(R"({"text": ["a"]})", {}).lm.model.empty());
+  CHECK(refusal(R"({"text": ["a"], "lm": "de"})") == P{"lm_weight", 400});
+  CHECK(refusal(R"({"text": ["a"], "lm_weight": 0.2})") == P{"lm", 400});
+  CHECK(refusal(R"({"text": ["a"], "lm": "", "lm_weight": 0.2})") == P{"lm", 400});
+  CHECK(refusal(R"({"text": ["a"], "lm": 3, "lm_weight": 0.2})") == P{"lm", 400});
+  for (const char* bad : {"0", "-0.5", R"("0.2")", "null"})
+    CHECK(refusal(std::string(R"({"text": ["a"], "lm": "de", "lm_weight": )") + bad + "}") == P{"lm_weight", 400});
+  CHECK(refusal(R"({"text": ["a"], "lm": "de", "lm_weight": 0.2})", Endpoint::generate) == P{"lm", 400});
 }
 
 TEST_CASE("translate and generate requests take the sampling options, with sampling on only", "[serving]") {
@@ -201,6 +213,9 @@ TEST_CASE("a score request holds pairs or LM text", "[serving]") {
         P{"alignment_words", 400});
   CHECK(parse_score_request(R"({"src": ["a"], "tgt": ["x"], "word_scores": true})", {}).word_scores);
   CHECK(refusal(R"({"text": ["a"], "word_scores": true})", Endpoint::score) == P{"word_scores", 400});  // an LM's
+  CHECK(parse_score_request(R"({"src": ["a"], "tgt": ["x"], "lm": "de", "lm_weight": 1})", {}).lm.weight == 1);
+  CHECK(refusal(R"({"text": ["a"], "lm": "de", "lm_weight": 1})", Endpoint::score) == P{"lm", 400});  // an LM's
+  CHECK(refusal(R"({"src": ["a"], "tgt": ["x"], "lm": "de"})", Endpoint::score) == P{"lm_weight", 400});
 }
 
 TEST_CASE("error bodies are JSON even for invalid UTF-8", "[serving]") {
