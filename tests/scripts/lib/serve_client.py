@@ -382,15 +382,17 @@ def metric(port, name):
 
 
 def cmd_disconnect(port, src, ref):
-    """While a 128-line job occupies the worker, 4 clients send a 40-line request and hang up, 4 others hang
+    """While three 64-line jobs occupy the worker, 4 clients send a 40-line request and hang up, 4 others hang
     up mid-body, and 8 honest clients send 5 lines each: the honest ones get moe-translate's lines; the
     hung-up requests are counted 499 and their 160 queued sentences dropped, not decoded. The worker looks at
     each job's socket when it takes the job, and the handlers look every 25 ms: a hang-up is missed only if
-    the client's FIN arrives after its job was taken, which the busy worker makes a matter of a second, not
-    of a few milliseconds. On a loaded machine (ctest runs tests side by side) the clients' threads can start
-    late, after the worker went idle, and a request into an idle worker is taken within --max-wait-ms, so a
-    round in which the 128 lines were done before the 4 hang-ups were counted does not judge the server and
-    is played again (at most 3 rounds)."""
+    the client's FIN arrives after its job was taken, which cannot happen while the worker is still busy with the
+    192 lines when every hung-up client has closed its socket (their jobs are taken after that). On a loaded
+    machine (ctest runs tests side by side) the clients' threads can start late, after the worker went idle, and
+    a request into an idle worker is taken within --max-wait-ms, so a round in which the 192 lines were done
+    before the hang-ups were sent does not judge the server and is played again (at most 3 rounds). When the
+    handlers count their 499s does not matter: with --cpu-threads 2 the worker's threads hold both cores while
+    they decode, and a loaded machine once starved the handlers until the lines were done, in every round."""
     lines, ref = read_lines(src), read_lines(ref)
     body = json.dumps({"text": lines[:40]}).encode()
     names = ['moe_serve_requests_total{endpoint="translate",status="499"}', "moe_serve_dropped_sentences_total",
@@ -416,18 +418,18 @@ def cmd_disconnect(port, src, ref):
     for round_ in range(1, 4):
         before = [metric(port, n) for n in names]
         with concurrent.futures.ThreadPoolExecutor(18) as pool:
-            blockers = [pool.submit(blocker, k) for k in range(2)]
+            blockers = [pool.submit(blocker, k) for k in range(3)]
             time.sleep(0.2)  # the worker is decoding them (--max-wait-ms 20), for a second or more
             hang_ups = [pool.submit(hang_up, k) for k in range(8)]
-            time.sleep(0.1)
+            concurrent.futures.wait(hang_ups)
+            judged = not all(b.done() for b in blockers)  # every hung-up client left while the worker was busy
             jobs = blockers + hang_ups + [pool.submit(honest, k) for k in range(8)]
+            wrong = [w for j in jobs for w in j.result()]
             deadline = time.monotonic() + TIMEOUT
-            while metric(port, names[0]) - before[0] < 4 and not all(b.done() for b in blockers):
+            while metric(port, names[0]) - before[0] < 4:
                 if time.monotonic() > deadline:
                     fail("disconnect: the 4 hung-up requests were never counted")
                 time.sleep(0.02)
-            judged = not all(b.done() for b in blockers)  # the 499s came while the worker was busy
-            wrong = [w for j in jobs for w in j.result()]
         if wrong:
             fail(f"disconnect: line {wrong[0][0] + 1} answered {wrong[0][1]!r}, expected {ref[wrong[0][0]]!r}")
         status, health, _ = get(port, "/health")
@@ -436,13 +438,13 @@ def cmd_disconnect(port, src, ref):
         hung_up, dropped, decoded = (metric(port, n) - b for n, b in zip(names, before))
         if judged:
             break
-        print(f"serve_client: disconnect: round {round_}: the worker finished the 128 lines before the hang-ups were "
-              f"counted ({hung_up:.0f} of 4), so they may have been decoded: played again")
+        print(f"serve_client: disconnect: round {round_}: the worker finished the 192 lines before the clients hung "
+              "up, so their requests may have been taken first: played again")
     else:
-        fail("disconnect: in 3 rounds the worker was never still busy when the hung-up requests were counted")
-    if (hung_up, dropped, decoded) != (4, 160, 128 + 40):
+        fail("disconnect: in 3 rounds the worker was never still busy when the clients hung up")
+    if (hung_up, dropped, decoded) != (4, 160, 192 + 40):
         fail(f"disconnect: {hung_up:.0f} requests counted 499 (want 4), {dropped:.0f} sentences dropped (want 160), "
-             f"{decoded:.0f} decoded (want the 168 of the clients still there)")
+             f"{decoded:.0f} decoded (want the 232 of the clients still there)")
     print("serve_client: disconnect: 8 clients hung up (4 mid-body, 4 after sending: 499, their 160 queued sentences "
           "dropped, not decoded); 8 others got correct answers")
 
