@@ -12,26 +12,23 @@
 // (cli/mae_inference_option.h); --device, --dtype, --max-tokens and the search flags are the shared
 // decoding options (cli/decoding_options.h). Every model command warns on stderr when the model's MAE gates see
 // future target tokens in these teacher-forced passes (Model::future_sites: MAE gate_input paper). On SIGTERM,
-// SIGINT or SIGUSR1 they stop after the batch in flight, having written nothing (exit status 75).
+// SIGINT or SIGUSR1 they stop after the batch in flight, having written nothing (exit status 75). The flags, stop
+// points and score lines they share are model_options.h's.
 // Covered by tests/translator/scoring_test.cpp, experts_command_test.cpp, mae_scoring_test.cpp and
 // lm_fusion_test.cpp.
 #include "moe-score/model_commands.h"
 
 #include <CLI/CLI.hpp>
-#include <iomanip>
 #include <memory>
 #include <ostream>
-#include <sstream>
 
 #include "cli/alignment_option.h"
-#include "cli/decoding_options.h"
-#include "cli/ensemble_options.h"
 #include "cli/enum_option.h"
 #include "cli/mae_inference_option.h"
 #include "common/progress_meter.h"
-#include "common/stop_signal.h"
 #include "metrics/read_lines.h"
 #include "models/checkpoint.h"
+#include "moe-score/model_options.h"
 #include "translator/expert_report.h"
 #include "translator/lm_perplexity.h"
 #include "translator/pair_alignment.h"
@@ -43,61 +40,6 @@
 namespace moe {
 
 namespace {
-struct ModelOptions {
-  std::vector<std::string> models;  // one, or (pairs) several scored as an ensemble
-  std::vector<double> weights;      // pairs' --weights
-  LmFusion lm;                      // pairs' --lm, --lm-weight
-  DecodingOptions decoding;         // --device and --dtype; the command's own keys besides
-  Quantize quantize = Quantize::none;
-  const std::string& model() const { return models.front(); }
-};
-
-/// -m once, or with `ensemble` (pairs) once per model, with --weights; --device, --dtype and the decoding
-/// options `keys` besides.
-void add_model_options(CLI::App& sub, ModelOptions& m, bool ensemble = false,
-                       std::vector<std::string> keys = {}) {
-  if (ensemble) {
-    cli::add_ensemble_options(sub, m.models, m.weights, m.lm,
-                              " (an ensemble, or a model with --lm, is scored step by step)");
-  } else {
-    sub.add_option("-m,--model", m.models, "checkpoint (.safetensors)")->required()->expected(1);
-  }
-  keys.insert(keys.end(), {"device", "dtype"});
-  cli::add_decoding_options(sub, m.decoding, keys);
-  cli::add_enum_option(sub, "--quantize", m.quantize,
-                       "int8: weights and activations in int8 on the CPU (models/int8_model.h)");
-}
-
-/// Resolved device and dtype; bf16 needs a GPU.
-std::pair<Device, DType> placement(const ModelOptions& m, const char* cmd) {
-  try {
-    const Placement p = decoding_placement(m.decoding, cli::flag_naming());
-    return {p.device, p.dtype};
-  } catch (const Error& e) {
-    MOE_FAIL(cmd, ": ", e.what());
-  }
-}
-
-/// Warns on `err` when the MAE gates of the checkpoint's model see future target tokens in `what`.
-void warn_future_gates(const LoadedCheckpoint& ck, const char* cmd, const std::string& what, std::ostream& err) {
-  const std::string w = future_warning(*ck.model, what);
-  if (!w.empty()) err << "moe-score " << cmd << ": warning: " << w << "\n";
-}
-
-/// Installs the stop handlers (SIGTERM / SIGINT / SIGUSR1, common/stop_signal.h) and returns the stop point
-/// of `cmd`, called after every batch: the model commands write their results only at the end, so a stop
-/// before then writes nothing (exit status 75).
-std::function<void()> stop_points(const char* cmd) {
-  install_stop_handlers("moe-score");
-  return [cmd] { throw_if_stopped(std::string("moe-score ") + cmd, "; nothing was written"); };
-}
-
-std::string num(double v, int digits) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(digits) << v;
-  return os.str();
-}
-
 /// The LM windows moe-train's validation stored in `ck`, unless the options were given.
 void stored_windows(const LoadedCheckpoint& ck, const CLI::Option& context_opt, const CLI::Option& stride_opt,
                     int64_t& context, int64_t& stride) {
@@ -183,13 +125,6 @@ cli::SubcommandRunner setup_ppl(CLI::App& sub) {
   };
 }
 
-/// Token ids of `lines` under `vocab`.
-std::vector<std::vector<int32_t>> encode_lines(const std::vector<std::string>& lines, const data::Vocab& vocab) {
-  std::vector<std::vector<int32_t>> ids;
-  for (const auto& l : lines) ids.push_back(vocab.encode(l));
-  return ids;
-}
-
 struct PairsArgs {
   ModelOptions m;
   std::string src, tgt;
@@ -253,25 +188,17 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
       scores = score_pairs(*ck.model, *ck.params, device, src, tgt, a->opt);
       align(ck.model->encoder_decoder(), *ck.params, src, tgt, src_vocab, tgt_vocab);
     }
-    double lp = 0;
-    int64_t tokens = 0;
-    for (size_t i = 0; i < scores.size(); ++i) {
-      lp += scores[i].log_prob;
-      tokens += scores[i].tokens;
-      if (a->summary) continue;
-      out << num(scores[i].log_prob, 6) << '\t' << scores[i].tokens;
-      if (a->alignment)
-        out << '\t' << format_alignment(alignments[i], *a->alignment, words.empty() ? TokenWords() : words[i]);
-      if (a->word_scores) {
-        MOE_CHECK(static_cast<int64_t>(scores[i].token_scores.size()) == scores[i].tokens, "'", a->m.model(),
-                  "' holds a model scored a pair at a time (Model::loss): it has no word scores");
-        out << '\t' << format_word_scores(scores[i].token_scores);
-      }
-      out << '\n';
-    }
-    std::ostream& sum = a->summary ? out : err;
-    sum << "pairs: " << scores.size() << " lines, " << tokens << " target tokens, log-prob " << num(lp, 4)
-        << ", PPL = " << num(corpus_perplexity(scores), 4) << "\n";
+    write_score_lines(out, err, scores,
+                      {.cmd = "pairs",
+                       .unit = "target tokens",
+                       .summary = a->summary,
+                       .word_scores = a->word_scores,
+                       .extra = !a->alignment ? std::function<std::string(size_t)>()
+                                              : [&](size_t i) {
+                                                  return format_alignment(alignments[i], *a->alignment,
+                                                                          words.empty() ? TokenWords() : words[i]);
+                                                },
+                       .model = a->m.model()});
     return 0;
   };
 }
