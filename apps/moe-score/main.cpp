@@ -1,6 +1,6 @@
 // moe-score: corpus metrics on text files (`moe-score bleu -r REF [-i HYP]`, `chrf`; sacreBLEU 2.x
-// compatible, lib/metrics/) and model scores (`ppl -m LM`, `pairs -m MODEL --src S --tgt T`, `experts
-// -m MODEL -i TEXT`); the subcommands are the table of score_program.cpp.
+// compatible, lib/metrics/) and model scores (`ppl -m LM`, `pairs -m MODEL --src S --tgt T`, `sentences -m LM -i
+// TEXT`, `experts -m MODEL -i TEXT`); the subcommands are the table of score_program.cpp.
 // Covered by tests/metrics/score_cli_test.cpp and tests/translator/scoring_test.cpp.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>

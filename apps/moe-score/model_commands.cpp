@@ -13,7 +13,7 @@
 // decoding options (cli/decoding_options.h). Every model command warns on stderr when the model's MAE gates see
 // future target tokens in these teacher-forced passes (Model::future_sites: MAE gate_input paper). On SIGTERM,
 // SIGINT or SIGUSR1 they stop after the batch in flight, having written nothing (exit status 75). The flags, stop
-// points and score lines they share are model_options.h's.
+// points and score lines they share with `sentences` are model_options.h's.
 // Covered by tests/translator/scoring_test.cpp, experts_command_test.cpp, mae_scoring_test.cpp and
 // lm_fusion_test.cpp.
 #include "moe-score/model_commands.h"

@@ -1,4 +1,5 @@
-// model_options.h implementation. Covered by tests/translator/scoring_test.cpp.
+// model_options.h implementation. Covered by tests/translator/scoring_test.cpp and
+// tests/translator/sentence_scores_test.cpp.
 #include "moe-score/model_options.h"
 
 #include <CLI/CLI.hpp>

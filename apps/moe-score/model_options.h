@@ -1,10 +1,10 @@
-// What moe-score's model commands share (ppl, pairs, experts): the model flags (-m, with --weights and
+// What moe-score's model commands share (ppl, pairs, sentences, experts): the model flags (-m, with --weights and
 // --lm for the commands that score through a decoder step by step; --device, --dtype, --quantize and the decoding
 // keys a command takes), the device and dtype they resolve to, the MAE future-gate warning, the stop points (a stop
-// writes nothing: exit status 75), and the per-line score output of pairs:
+// writes nothing: exit status 75), and the per-line score output of pairs and sentences:
 //   log_prob<TAB>tokens[<TAB>extra][<TAB>word scores]   then the summary "CMD: N lines, T tokens, log-prob X, PPL = Y"
-// (on stderr, or alone on stdout with --summary). Covered by tests/translator/scoring_test.cpp and
-// tests/translator/lm_fusion_test.cpp.
+// (on stderr, or alone on stdout with --summary). Covered by tests/translator/scoring_test.cpp,
+// tests/translator/lm_fusion_test.cpp and tests/translator/sentence_scores_test.cpp.
 #pragma once
 #include <functional>
 #include <iosfwd>

@@ -6,6 +6,7 @@
 #include "moe-score/aer_command.h"
 #include "moe-score/metric_commands.h"
 #include "moe-score/model_commands.h"
+#include "moe-score/sentences_command.h"
 
 namespace moe {
 
@@ -17,6 +18,8 @@ const std::vector<cli::Subcommand>& entries() {
       {"aer", "alignment error rate of word alignments against gold sure / possible links", metrics::setup_aer},
       {"ppl", "perplexity of a language model (sliding windows: --context, --stride)", setup_ppl},
       {"pairs", "log-probabilities of given translations (--src, --tgt) and their perplexity", setup_pairs},
+      {"sentences", "log-probability of each line as a sentence of a language model (Marian's scorer's)",
+       setup_sentences},
       {"experts",
        "expert usage of MAE / MoA / MoE sites: gate entropy, argmax and routed shares, load balance, tokens by "
        "PMI per expert",

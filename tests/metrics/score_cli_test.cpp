@@ -122,7 +122,8 @@ TEST_CASE("moe-score --help and subcommand table", "[metrics][cli]") {
     };
   });
   CHECK(table.names() == std::vector<std::string>{"bleu", "chrf", "stub"});
-  CHECK(score_table().names() == std::vector<std::string>{"bleu", "chrf", "aer", "ppl", "pairs", "experts"});
+  CHECK(score_table().names() ==
+        std::vector<std::string>{"bleu", "chrf", "aer", "ppl", "pairs", "sentences", "experts"});
   std::ostringstream out, err;
   CHECK(table.run({"moe-score", "stub", "-n", "7", "--cpu-threads", "1"}, out, err) == 0);
   CHECK(seen == 7);
