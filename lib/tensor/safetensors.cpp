@@ -58,8 +58,23 @@ bool SafetensorsFile::has(const std::string& name) const {
   return false;
 }
 
+namespace {
+/// The longest header key (tensor name or metadata key) read and written, JSON-escaped: yaml-cpp, which parses the
+/// header, refuses a flow mapping's keys past 1,024 characters of JSON text. Every key checked against it on both
+/// sides, a file we read we can write back, and one we write we can read.
+constexpr size_t kMaxKeyChars = 1000;
+
+void check_key(const std::string& path, const char* what, const std::string& key) {
+  const size_t n = json_escape(key).size();
+  MOE_CHECK(n <= kMaxKeyChars, path, ": a ", what, " of ", n, " characters as JSON (", key.substr(0, 40),
+            "...); at most ", kMaxKeyChars, " are read");
+}
+}  // namespace
+
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata) {
+  for (const auto& [k, v] : metadata) check_key(path, "metadata key", k);
+  for (const auto& [name, t] : tensors) check_key(path, "tensor name", name);
   JsonObject header;
   if (!metadata.empty()) {
     JsonObject meta;
@@ -123,9 +138,14 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path), in_
       const std::string name = kv.first.as<std::string>();
       const YAML::Node& e = kv.second;
       if (name == "__metadata__") {
-        for (const auto& m : e) metadata_[m.first.as<std::string>()] = m.second.as<std::string>();
+        for (const auto& m : e) {
+          const std::string key = m.first.as<std::string>();
+          check_key(path, "metadata key", key);  // yaml-cpp also takes raw control characters, which JSON escapes
+          metadata_[key] = m.second.as<std::string>();
+        }
         continue;
       }
+      check_key(path, "tensor name", name);
       const YAML::Node offsets = e["data_offsets"];
       MOE_CHECK(offsets.IsSequence() && offsets.size() == 2, path, ": tensor '", name,
                 "' needs \"data_offsets\": [begin, end]");

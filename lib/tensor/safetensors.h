@@ -1,8 +1,9 @@
 // safetensors files (the format PyTorch, NumPy and JAX users read with `safetensors`):
 //   8-byte little-endian header length N, N bytes of JSON {"name": {"dtype": "F32", "shape": [..],
 //   "data_offsets": [begin, end]}, ..., "__metadata__": {"key": "string value"}}, then the raw data.
-// Writes are atomic (common/atomic_file.h): a crash mid-write leaves any previous file intact. Covered by
-// tests/unit/safetensors_test.cpp.
+// Writes are atomic (common/atomic_file.h): a crash mid-write leaves any previous file intact. Tensor names and
+// metadata keys are at most 1,000 characters as JSON, on reading and on writing (yaml-cpp, which parses the
+// header, reads no longer keys). Covered by tests/unit/safetensors_test.cpp and tests/fuzz/safetensors.cpp.
 #pragma once
 #include <fstream>
 #include <map>

@@ -69,6 +69,31 @@ TEST_CASE("safetensors: missing fields, wrong kinds and impossible shapes name t
   std::filesystem::remove(path);
 }
 
+TEST_CASE("safetensors: names and keys as long as yaml-cpp reads them back, no longer", "[io][safetensors]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "moe_st_keys.safetensors").string();
+  const Tensor t = Tensor::from_vector(std::vector<float>{1, 2}, Shape{2});
+  // 1,000 characters as JSON: written, then read back the same.
+  const std::string longest = std::string(994, 'w') + "\x06";  // \u0006: 6 characters as JSON
+  save_safetensors(path, {{longest, t}}, {{std::string(1000, 'k'), "v"}});
+  const SafetensorsFile f = load_safetensors(path);
+  CHECK(f.tensors.at(0).first == longest);
+  CHECK(f.metadata.count(std::string(1000, 'k')) == 1);
+  CHECK_THROWS_WITH(save_safetensors(path, {{longest + "w", t}}),
+                    Catch::Contains(path) && Catch::Contains("a tensor name of 1001 characters as JSON"));
+  CHECK_THROWS_WITH(save_safetensors(path, {{"w", t}}, {{std::string(1001, 'k'), "v"}}),
+                    Catch::Contains("a metadata key of 1001 characters"));
+  // A name of raw control characters (not JSON, but yaml-cpp takes it) that would be 1,200 characters escaped:
+  // found by fuzzing, whose copy of the file could not be read back.
+  std::string json =
+      "{\"" + std::string(200, '\x06') + "\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}";
+  json.resize((json.size() + 7) / 8 * 8, ' ');
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(json.size() >> (8 * i));
+  std::ofstream(path, std::ios::binary) << bytes << json << std::string(8, '\0');
+  CHECK_THROWS_WITH(load_safetensors(path), Catch::Contains("a tensor name of 1200 characters as JSON"));
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("atomic write leaves no temporary file and replaces the old content", "[io]") {
   const auto dir = std::filesystem::temp_directory_path() / "moe_atomic_test";
   std::filesystem::create_directories(dir);
