@@ -24,13 +24,7 @@ std::vector<ServedModel> served(const std::filesystem::path& dir) {
   models.push_back(load_served_model("tm", test::save_tiny(test::tiny_model(13, 32, 4.f), dir / "tm"), Device::cpu()));
   const auto lm = test::tiny_lm(7);
   models.push_back(load_served_model("lm", test::save_tiny(lm, dir / "lm", {"lm"}), Device::cpu()));
-  auto words = test::tiny_words();
-  std::swap(words[2], words[3]);
-  std::ofstream v(dir / "other" / "words.vocab");
-  for (const auto& w : words) v << w << "\n";
-  v.close();
-  const std::string other = (dir / "other" / "tiny.safetensors").string();
-  save_checkpoint(other, *lm.model, *lm.params, {VocabFile::read("lm", (dir / "other" / "words.vocab").string())});
+  const std::string other = test::save_tiny(lm, dir / "other", {"lm"}, test::swapped_words(2, 3));
   models.push_back(load_served_model("other", other, Device::cpu()));
   return models;
 }

@@ -154,18 +154,9 @@ TEST_CASE("moe-translate and moe-score pairs with several -m", "[translator][ens
                     Catch::Contains("weight of '" + pb + "'") && Catch::Contains("positive"));
   CHECK_THROWS_WITH(translate({pa, pb}, {0.5, NAN}), Catch::Contains("positive"));
   std::filesystem::create_directories(dir / "c");
-  {  // a model whose vocabulary lists the same words in another order
-    auto c = test::tiny_model(13, 16);
-    const auto vocab_path = dir / "c" / "words.vocab";
-    std::ofstream v(vocab_path);
-    auto words = test::tiny_words();
-    std::swap(words[0], words[1]);
-    for (const auto& w : words) v << w << "\n";
-    v.close();
-    save_checkpoint((dir / "c" / "tiny.safetensors").string(), *c.model, *c.params,
-                    {VocabFile::read("src", vocab_path.string()), VocabFile::read("tgt", vocab_path.string())});
-  }
-  const std::string pc = (dir / "c" / "tiny.safetensors").string();
+  // a model whose vocabulary lists the same words in another order
+  const std::string pc =
+      test::save_tiny(test::tiny_model(13, 16), dir / "c", {"src", "tgt"}, test::swapped_words(0, 1));
   CHECK_THROWS_WITH(translate({pa, pc}, {}), Catch::Contains("'" + pc + "' and '" + pa + "'") &&
                                                  Catch::Contains("different source vocabularies") &&
                                                  Catch::Contains("first difference at id 4"));

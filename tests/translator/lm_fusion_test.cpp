@@ -156,17 +156,7 @@ TEST_CASE("moe-translate and moe-score pairs with --lm and --lm-weight", "[trans
   CHECK_THROWS_WITH(translate({plm, NAN}), Contains("--lm-weight must be a positive number"));
   CHECK_THROWS_WITH(translate({ptm, 0.5}), Contains("--lm '" + ptm + "' holds a transformer model") &&
                                                Contains("not a causal language model"));
-  {
-    const auto vocab_path = dir / "other" / "words.vocab";
-    std::ofstream v(vocab_path);
-    auto words = test::tiny_words();
-    std::swap(words[2], words[3]);
-    for (const auto& word : words) v << word << "\n";
-    v.close();
-    save_checkpoint((dir / "other" / "tiny.safetensors").string(), *lm.model, *lm.params,
-                    {VocabFile::read("lm", vocab_path.string())});
-  }
-  const std::string pother = (dir / "other" / "tiny.safetensors").string();
+  const std::string pother = test::save_tiny(lm, dir / "other", {"lm"}, test::swapped_words(2, 3));
   CHECK_THROWS_WITH(translate({pother, 0.5}), Contains("different target vocabularies") &&
                                                   Contains("first difference at id 6") &&
                                                   Contains("a fused language model must read"));

@@ -142,17 +142,26 @@ inline TinyModel tiny_lm(uint64_t seed = 11) {
 }
 
 /// Saves `m` with its word vocabulary under each of `roles` (a translation model: src and tgt; an LM: lm).
+/// `words`: the vocabulary's words (default tiny_words(); another order makes another vocabulary of the same size).
 inline std::string save_tiny(const TinyModel& m, const std::filesystem::path& dir,
-                             const std::vector<std::string>& roles = {"src", "tgt"}) {
+                             const std::vector<std::string>& roles = {"src", "tgt"},
+                             const std::vector<std::string>& words = tiny_words()) {
   const auto vocab_path = dir / "words.vocab";
   std::ofstream v(vocab_path);
-  for (const auto& w : tiny_words()) v << w << "\n";
+  for (const auto& w : words) v << w << "\n";
   v.close();
   const std::string path = (dir / "tiny.safetensors").string();
   std::vector<VocabFile> vocabs;
   for (const std::string& role : roles) vocabs.push_back(VocabFile::read(role, vocab_path.string()));
   save_checkpoint(path, *m.model, *m.params, vocabs);
   return path;
+}
+
+/// tiny_words() with words i and j swapped.
+inline std::vector<std::string> swapped_words(size_t i, size_t j) {
+  auto w = tiny_words();
+  std::swap(w[i], w[j]);
+  return w;
 }
 
 inline void write_file(const std::filesystem::path& p, const std::string& text) {
