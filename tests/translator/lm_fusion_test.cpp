@@ -191,13 +191,6 @@ TEST_CASE("moe-translate and moe-score pairs with --lm and --lm-weight", "[trans
   };
   const auto scores = score_pairs_stepwise(fused, *tm.params, Device::cpu(), encode("w1 w2 w3\nw4\nw9 w8 w7 w6\n"),
                                            encode("w5 w6\nw7 w8 w9\nw1\n"), {});
-  std::istringstream printed(out.str());
-  for (const PairScore& s : scores) {
-    double log_prob = 0;
-    int64_t tokens = 0;
-    REQUIRE(printed >> log_prob >> tokens);
-    CHECK(log_prob == Approx(s.log_prob).margin(1e-5));
-    CHECK(tokens == s.tokens);
-  }
+  test::check_printed_scores(out.str(), scores);
   std::filesystem::remove_all(dir);
 }

@@ -4,6 +4,7 @@
 #pragma once
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "models/model.h"
 #include "models/model_registry.h"
 #include "support/temp_dirs.h"
+#include "translator/pair_scores.h"
 
 namespace moe::test {
 
@@ -162,6 +164,21 @@ inline std::vector<std::string> swapped_words(size_t i, size_t j) {
   auto w = tiny_words();
   std::swap(w[i], w[j]);
   return w;
+}
+
+/// Checks moe-score pairs' "log_prob<TAB>tokens" lines `printed` against `want`: as many, log-probs equal to 1e-5 (a
+/// last bit's difference can flip the printed sixth decimal between graphs and machines), the same token counts.
+inline void check_printed_scores(const std::string& printed, const std::vector<PairScore>& want) {
+  std::istringstream lines(printed);
+  for (const PairScore& s : want) {
+    double log_prob = 0;
+    int64_t tokens = 0;
+    REQUIRE(lines >> log_prob >> tokens);
+    CHECK(log_prob == Approx(s.log_prob).margin(1e-5));
+    CHECK(tokens == s.tokens);
+  }
+  std::string extra_line;
+  CHECK_FALSE(std::getline(lines >> std::ws, extra_line));
 }
 
 inline void write_file(const std::filesystem::path& p, const std::string& text) {
