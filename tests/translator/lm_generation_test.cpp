@@ -23,21 +23,9 @@ struct TinyLm {
   const Decoder& lm = *m.model->decoder();
   ParameterStore& params = *m.params;
   const int64_t vocab = m.vocab->size();
-  /// log p(next | </s> + seq[0..t)) for every t <= |seq|, recomputed over the whole sequence: [|seq| + 1][V] (a
-  /// decoding begins after </s>, as the model was trained: models/decoder.h lm_step_tokens).
+  /// test::lm_log_prob_rows of the model.
   std::vector<std::vector<double>> log_probs(const std::vector<int32_t>& seq) const {
-    std::vector<int32_t> in = {3};
-    in.insert(in.end(), seq.begin(), seq.end());
-    Graph g(Device::cpu(), &params, GraphOptions{.training = false});
-    Builder b(g);
-    const int64_t T = static_cast<int64_t>(in.size());
-    const auto lp = dynamic_cast<const TransformerLm&>(*m.model)
-                        .log_probs(b, Tensor::from_vector(in, Shape{1, T}))
-                        .val()
-                        .to_vector<double>();
-    std::vector<std::vector<double>> rows;
-    for (int64_t t = 0; t < T; ++t) rows.emplace_back(lp.begin() + t * vocab, lp.begin() + (t + 1) * vocab);
-    return rows;
+    return test::lm_log_prob_rows(m, seq);
   }
   /// The log-probability of prompt + continuation + </s> by teacher forcing.
   double sequence_log_prob(const std::vector<int32_t>& prompt, const std::vector<int32_t>& continuation) const {

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <sstream>
 
-#include "models/transformer_lm.h"
 #include "moe-score/score_program.h"
 #include "tiny_model.h"
 #include "translator/translate_text.h"
@@ -14,20 +13,11 @@
 using namespace moe;
 
 namespace {
-/// log P(ids + </s>) read after </s>, recomputed over the whole sequence, and its terms.
+/// The terms of log P(ids + </s>) read after </s>, by teacher forcing (test::lm_log_prob_rows).
 std::vector<double> teacher_forced(const test::TinyModel& m, const std::vector<int32_t>& ids) {
-  std::vector<int32_t> in = {3};
-  in.insert(in.end(), ids.begin(), ids.end());
-  Graph g(Device::cpu(), m.params.get(), GraphOptions{.training = false});
-  Builder b(g);
-  const auto T = static_cast<int64_t>(in.size());
-  const auto lp = dynamic_cast<const TransformerLm&>(*m.model)
-                      .log_probs(b, Tensor::from_vector(in, Shape{1, T}))
-                      .val()
-                      .to_vector<double>();
-  const int64_t V = m.vocab->size();
+  const auto rows = test::lm_log_prob_rows(m, ids);
   std::vector<double> terms;
-  for (int64_t t = 0; t < T; ++t) terms.push_back(lp[t * V + (t + 1 < T ? in[t + 1] : 3)]);
+  for (size_t t = 0; t < rows.size(); ++t) terms.push_back(rows[t][t < ids.size() ? ids[t] : 3]);
   return terms;
 }
 }  // namespace

@@ -18,6 +18,7 @@
 #include "models/checkpoint.h"
 #include "models/model.h"
 #include "models/model_registry.h"
+#include "models/transformer_lm.h"
 #include "support/temp_dirs.h"
 #include "translator/pair_scores.h"
 
@@ -141,6 +142,24 @@ inline TinyModel lm_of(const std::string& cfg, uint64_t seed) {
 inline TinyModel tiny_lm(uint64_t seed = 11) {
   return lm_of("{type: transformer_lm, d_model: 16, ffn_dim: 32, heads: 2, layers: 2, dropout: 0.0, max_positions: 24}",
                seed);
+}
+
+/// log p(next | </s> + seq[0..t)) of `m` (a transformer_lm) for every t <= |seq|, recomputed over the whole sequence:
+/// [|seq| + 1][V] (a decoding begins after </s>, as the model was trained: models/decoder.h lm_step_tokens).
+inline std::vector<std::vector<double>> lm_log_prob_rows(const TinyModel& m, const std::vector<int32_t>& seq) {
+  std::vector<int32_t> in = {3};
+  in.insert(in.end(), seq.begin(), seq.end());
+  Graph g(Device::cpu(), m.params.get(), GraphOptions{.training = false});
+  Builder b(g);
+  const auto T = static_cast<int64_t>(in.size());
+  const auto lp = dynamic_cast<const TransformerLm&>(*m.model)
+                      .log_probs(b, Tensor::from_vector(in, Shape{1, T}))
+                      .val()
+                      .to_vector<double>();
+  const int64_t V = m.vocab->size();
+  std::vector<std::vector<double>> rows;
+  for (int64_t t = 0; t < T; ++t) rows.emplace_back(lp.begin() + t * V, lp.begin() + (t + 1) * V);
+  return rows;
 }
 
 /// Saves `m` with its word vocabulary under each of `roles` (a translation model: src and tgt; an LM: lm).
