@@ -93,6 +93,10 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   to.search.unk_id = tgt_vocab.unk_id();
   std::unique_ptr<Shortlist> shortlist;
   if (o.shortlist) {
+    MOE_CHECK(o.lm.path.empty() ||
+                  has_output_weight(*models.checkpoints.back().model->decoder(), *models.checkpoints.back().params),
+              "--shortlist: the language model of --lm '", o.lm.path,
+              "' has an adaptive softmax, whose output a shortlist cannot restrict (fuse it without --shortlist)");
     std::string summary;
     shortlist = cli::load_shortlist(*o.shortlist, src_vocab, tgt_vocab, summary);
     to.shortlist = shortlist.get();

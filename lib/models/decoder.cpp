@@ -1,6 +1,6 @@
 // decoder.h implementation: the default output restriction (the shortlist's rows of the output weight, gathered
-// once per decoding), the default alignment (none) and a language model's first input. Covered by
-// tests/translator/shortlist_test.cpp, tests/translator/alignment_test.cpp and (lm_step_tokens)
+// once per decoding) and whether a model has that weight, the default alignment (none) and a language model's first
+// input. Covered by tests/translator/shortlist_test.cpp, tests/translator/alignment_test.cpp and (lm_step_tokens)
 // tests/translator/lm_generation_test.cpp.
 #include "models/decoder.h"
 
@@ -22,6 +22,11 @@ Tensor lm_step_tokens(const Tensor& prev, bool first, int32_t eos_id) {
   if (!first) return prev;
   return Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(prev.numel()), eos_id), prev.shape(),
                              prev.device());
+}
+
+bool has_output_weight(const Decoder& d, ParameterStore& params) {
+  Graph g(params.device(), &params, GraphOptions{.training = false});
+  return d.output_weight(Builder(g)).defined();
 }
 
 Expr Decoder::alignment(const Builder&, const Tensor&, const Tensor&, const Tensor&) const {

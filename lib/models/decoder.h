@@ -71,6 +71,10 @@ class Decoder {
 /// later ones `prev` itself.
 Tensor lm_step_tokens(const Tensor& prev, bool first, int32_t eos_id);
 
+/// Whether `d`, running on `params`, has an output weight (Decoder::output_weight), which the default restrict_output
+/// needs: false for a language model with an adaptive softmax, which a shortlist therefore cannot restrict.
+bool has_output_weight(const Decoder& d, ParameterStore& params);
+
 class EncoderDecoder : public Decoder {
  public:
   /// Encoder states [B, S, d] for source ids [B, S] (i32) with mask [B, S] (u8, 1 = token).

@@ -43,6 +43,7 @@ ServedModel load_served_model(const std::string& name, const std::string& path, 
               " model, which neither translates nor is a language model");
     m.lm = m.ck.find_vocab({"lm", "tgt", "src"});
     MOE_CHECK(m.lm, "'", path, "' holds no vocabulary");
+    m.output_weight = m.ck.model->decoder() && has_output_weight(*m.ck.model->decoder(), *m.ck.params);
   }
   return m;
 }
@@ -57,7 +58,8 @@ size_t served_model(const std::vector<ServedModel>& models, const std::string& n
   throw RequestError(field, "no model called '" + name + "' (served: " + served + ")", 404);
 }
 
-std::optional<size_t> fused_lm(const std::vector<ServedModel>& models, size_t translation, const FusedLm& lm) {
+std::optional<size_t> fused_lm(const std::vector<ServedModel>& models, size_t translation, const FusedLm& lm,
+                               bool shortlisted) {
   if (lm.model.empty()) return std::nullopt;
   const size_t i = served_model(models, lm.model, "lm");
   const ServedModel &tm = models[translation], &l = models[i];
@@ -66,6 +68,9 @@ std::optional<size_t> fused_lm(const std::vector<ServedModel>& models, size_t tr
   if (at >= 0)
     throw RequestError("lm", "'" + l.name + "' reads another vocabulary than the target of '" + tm.name +
                                  "' (first difference at id " + std::to_string(at) + ")");
+  if (shortlisted && tm.shortlist && !l.output_weight)
+    throw RequestError("lm", "'" + l.name + "' has an adaptive softmax, whose output the shortlist of '" + tm.name +
+                                 "' cannot restrict (it can score pairs)");
   return i;
 }
 
@@ -115,7 +120,7 @@ Submitted Worker::translate(size_t model, const TranslateRequest& request, std::
   Job job = search_job({.model = model,
                         .experts = request.experts,
                         .alignment = request.alignment.has_value(),
-                        .lm = fused_lm(models_, model, request.lm),
+                        .lm = fused_lm(models_, model, request.lm, true),
                         .lm_weight = request.lm.weight},
                        request.search, std::move(sources));
   job.state->prefixes = std::move(prefixes);

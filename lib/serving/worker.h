@@ -45,6 +45,7 @@ struct ServedModel {
   std::unique_ptr<Translator> encoder;  // translation models: encode_source_line's position limit
   std::unique_ptr<InferenceWeights> weights;  // on the CPU: the f32 dense weights transposed (released before ck)
   std::unique_ptr<Shortlist> shortlist;       // translation models: moe-serve --shortlist (translator/shortlist.h)
+  bool output_weight = false;  // language models: an output layer that a shortlist can restrict (no adaptive softmax)
   bool translates() const { return encoder != nullptr; }
   bool generates() const { return !translates() && ck.model->decoder() != nullptr; }  // a causal language model
 };
@@ -56,8 +57,10 @@ ServedModel load_served_model(const std::string& name, const std::string& path, 
 size_t served_model(const std::vector<ServedModel>& models, const std::string& name, const std::string& field);
 
 /// The served language model `lm` fuses into translation model `translation` (none when it names none), checked: a
-/// RequestError on "lm" when it is not a causal language model or reads another vocabulary than the target's.
-std::optional<size_t> fused_lm(const std::vector<ServedModel>& models, size_t translation, const FusedLm& lm);
+/// RequestError on "lm" when it is not a causal language model, reads another vocabulary than the target's, or
+/// (`shortlisted`: a search over the translation model's --shortlist) has an adaptive softmax, which no list restricts.
+std::optional<size_t> fused_lm(const std::vector<ServedModel>& models, size_t translation, const FusedLm& lm,
+                               bool shortlisted = false);
 
 /// The decoder of `translation` with `lm` fused in at `weight` (models/ensemble_decoder.h).
 EnsembleDecoder fused_decoder(const ServedModel& translation, const ServedModel& lm, double weight);

@@ -2,7 +2,7 @@
 // fused_lm, fused_decoder, Worker, score_body) on tiny random models over the same 24 words: a job that fuses one gets
 // the library's search over the fused decoder (moe-translate --lm), jobs of other weights or none are batched apart,
 // a fused pair score is the stepwise one (moe-score pairs --lm), and a name that is not served, not a causal
-// language model or over another vocabulary is refused on "lm".
+// language model or over another vocabulary is refused on "lm", as is an adaptive softmax in a search over a shortlist.
 #include <catch2/catch.hpp>
 #include <future>
 #include <nlohmann/json.hpp>
@@ -16,16 +16,21 @@ using namespace moe;
 using namespace moe::serving;
 
 namespace {
-/// "tm" (a tiny translation model), "lm" (a tiny causal LM over its words) and "other" (an LM whose words 2 and 3
-/// are swapped), each saved in a folder of its own under `dir`.
+/// "tm" (a tiny translation model), "lm" (a tiny causal LM over its words), "other" (an LM whose words 2 and 3
+/// are swapped) and "adaptive" (an LM with an adaptive softmax), each saved in a folder of its own under `dir`.
 std::vector<ServedModel> served(const std::filesystem::path& dir) {
-  for (const char* sub : {"tm", "lm", "other"}) std::filesystem::create_directories(dir / sub);
+  for (const char* sub : {"tm", "lm", "other", "adaptive"}) std::filesystem::create_directories(dir / sub);
   std::vector<ServedModel> models;
   models.push_back(load_served_model("tm", test::save_tiny(test::tiny_model(13, 32, 4.f), dir / "tm"), Device::cpu()));
   const auto lm = test::tiny_lm(7);
   models.push_back(load_served_model("lm", test::save_tiny(lm, dir / "lm", {"lm"}), Device::cpu()));
   const std::string other = test::save_tiny(lm, dir / "other", {"lm"}, test::swapped_words(2, 3));
   models.push_back(load_served_model("other", other, Device::cpu()));
+  const auto adaptive = test::lm_of(
+      "{type: transformer_lm, d_model: 16, ffn_dim: 32, heads: 2, layers: 1, dropout: 0.0, max_positions: 24, "
+      "tie_embeddings: false, adaptive_softmax_cutoffs: [8, 16]}",
+      5);
+  models.push_back(load_served_model("adaptive", test::save_tiny(adaptive, dir / "adaptive", {"lm"}), Device::cpu()));
   return models;
 }
 
@@ -122,6 +127,19 @@ TEST_CASE("moe-serve fuses a served language model into translations and pair sc
              Catch::Contains("'other' reads another vocabulary than the target of 'tm' (first difference at id 6)"));
   CHECK(fused_lm(models, 0, {}) == std::nullopt);
   CHECK(fused_lm(models, 0, {"lm", 0.5}) == std::optional<size_t>(1));
+  // An adaptive softmax fuses, but not into a search over a shortlist, which cannot restrict its output (a 400, not
+  // the decoding's failure); pairs are scored over the whole vocabulary, so it scores them.
+  CHECK(models[1].output_weight);
+  CHECK_FALSE(models[3].output_weight);
+  CHECK(fused_lm(models, 0, {"adaptive", 0.5}, true) == std::optional<size_t>(3));
+  data::LexicalTable table;
+  table.entries.push_back({4, 5, 0.5f});
+  models[0].shortlist = std::make_unique<Shortlist>(table, static_cast<int32_t>(tm.tgt->size()), ShortlistOptions{});
+  CHECK(fused_lm(models, 0, {"lm", 0.5}, true) == std::optional<size_t>(1));
+  CHECK(fused_lm(models, 0, {"adaptive", 0.5}) == std::optional<size_t>(3));
+  const auto [status, message] = refusal("adaptive");
+  CHECK(status == 400);
+  CHECK_THAT(message, Catch::Contains("'adaptive' has an adaptive softmax, whose output the shortlist of 'tm' cannot"));
   worker.close();
   std::filesystem::remove_all(dir);
 }

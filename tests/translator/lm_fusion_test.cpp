@@ -4,7 +4,7 @@
 // own steps), a pair's fused score is its translation score plus the weight times the LM's score of the target,
 // token by token, the beam's hypotheses carry the fused scores of their tokens, a heavy LM changes the translations,
 // and the command lines give what the library gives; the errors (the weight, a translation model or another
-// vocabulary as --lm, --lm without --lm-weight) name what is wrong.
+// vocabulary as --lm, an adaptive softmax with --shortlist, --lm without --lm-weight) name what is wrong.
 #include <CLI/CLI.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -116,10 +116,11 @@ TEST_CASE("moe-translate and moe-score pairs with --lm and --lm-weight", "[trans
   for (const char* sub : {"tm", "lm", "other"}) std::filesystem::create_directories(dir / sub);
   const std::string ptm = test::save_tiny(tm, dir / "tm"), plm = test::save_tiny(lm, dir / "lm", {"lm"});
   const std::string input = "w1 w2 w3\nw4\n\nw9 w8 w7 w6\n";
-  auto translate = [&](const LmFusion& fusion) {
+  auto translate = [&](const LmFusion& fusion, std::optional<cli::ShortlistSpec> shortlist = {}) {
     TranslateCliOptions o;
     o.models = {ptm};
     o.lm = fusion;
+    o.shortlist = std::move(shortlist);
     o.decoding.device = Device::cpu();
     o.quiet = true;
     o.word_scores = true;
@@ -151,7 +152,8 @@ TEST_CASE("moe-translate and moe-score pairs with --lm and --lm-weight", "[trans
     CHECK(got[i] == hypothesis_text(*tm.vocab, h) + " ||| " + format_word_scores(h.token_scores));
   }
 
-  // Errors: the weight, a translation model as the LM, an LM over another vocabulary, one flag without the other.
+  // Errors: the weight, a translation model as the LM, an LM over another vocabulary, an adaptive softmax with a
+  // shortlist, one flag without the other.
   CHECK_THROWS_WITH(translate({plm, 0.0}), Contains("--lm-weight must be a positive number"));
   CHECK_THROWS_WITH(translate({plm, NAN}), Contains("--lm-weight must be a positive number"));
   CHECK_THROWS_WITH(translate({ptm, 0.5}), Contains("--lm '" + ptm + "' holds a transformer model") &&
@@ -160,6 +162,19 @@ TEST_CASE("moe-translate and moe-score pairs with --lm and --lm-weight", "[trans
   CHECK_THROWS_WITH(translate({pother, 0.5}), Contains("different target vocabularies") &&
                                                   Contains("first difference at id 6") &&
                                                   Contains("a fused language model must read"));
+  // An adaptive softmax fuses, but a shortlist cannot restrict its output: refused before decoding.
+  const auto adaptive = test::lm_of(
+      "{type: transformer_lm, d_model: 16, ffn_dim: 32, heads: 2, layers: 1, dropout: 0.0, max_positions: 24, "
+      "tie_embeddings: false, adaptive_softmax_cutoffs: [8, 16]}",
+      5);
+  std::filesystem::create_directories(dir / "adaptive");
+  const std::string padaptive = test::save_tiny(adaptive, dir / "adaptive", {"lm"});
+  test::write_file(dir / "lex.s2t", "w5 w1 0.5\n");
+  const cli::ShortlistSpec list{(dir / "lex.s2t").string(), {.first = 4, .best = 1}};
+  CHECK(translate({padaptive, 0.5}).size() == lines.size());
+  CHECK(translate({plm, 0.5}, list).size() == lines.size());
+  CHECK_THROWS_WITH(translate({padaptive, 0.5}, list),
+                    Contains("--shortlist: the language model of --lm '" + padaptive + "' has an adaptive softmax"));
   for (const std::vector<std::string>& flags : {std::vector<std::string>{"--lm", plm}, {"--lm-weight", "0.5"}}) {
     CLI::App app;
     TranslateCliOptions o;

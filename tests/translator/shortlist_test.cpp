@@ -202,6 +202,7 @@ TEST_CASE("restrict_output: each family's steps equal the whole vocabulary's col
         "{type: lstm_lm, embed_dim: 16, hidden: 16, layers: 1, dropout: 0.0, tie_embeddings: true}"}) {
     SECTION(cfg) {  // language models (fused into a translation: translator/translation_models.h)
       const test::TinyModel lm = test::lm_of(cfg, 4);
+      CHECK(has_output_weight(*lm.model->decoder(), *lm.params));
       check(*lm.model->decoder(), *lm.params);
     }
   }
@@ -210,6 +211,7 @@ TEST_CASE("restrict_output: each family's steps equal the whole vocabulary's col
         "{type: transformer_lm, d_model: 16, ffn_dim: 32, heads: 2, layers: 1, dropout: 0.0, "
         "tie_embeddings: false, adaptive_softmax_cutoffs: [8, 16]}",
         4);
+    CHECK_FALSE(has_output_weight(*lm.model->decoder(), *lm.params));
     Graph g(Device::cpu(), lm.params.get(), GraphOptions{.training = false});
     Builder b(g);
     auto state = lm.model->decoder()->start(b, Tensor(), Tensor());
