@@ -11,7 +11,8 @@
 // language models over the windows of ppl. pairs and experts take --mae-inference like moe-translate
 // (cli/mae_inference_option.h); --device, --dtype, --max-tokens and the search flags are the shared
 // decoding options (cli/decoding_options.h). Every model command warns on stderr when the model's MAE gates see
-// future target tokens in these teacher-forced passes (Model::future_sites: MAE gate_input paper). On SIGTERM,
+// future target tokens in its teacher-forced passes (Model::future_sites: MAE gate_input paper; not in the stepwise
+// scores of an ensemble or a fused LM, whose decoding caches make those gates read the prefix's mean). On SIGTERM,
 // SIGINT or SIGUSR1 they stop after the batch in flight, having written nothing (exit status 75). The flags, stop
 // points and score lines they share with `sentences` are model_options.h's.
 // Covered by tests/translator/scoring_test.cpp, experts_command_test.cpp, mae_scoring_test.cpp and
@@ -169,10 +170,8 @@ cli::SubcommandRunner setup_pairs(CLI::App& sub) {
           words.push_back({token_words(src_vocab, src[i]), token_words(tgt_vocab, tgt[i])});
     };
     if (a->m.models.size() > 1 || !a->m.lm.path.empty()) {  // an ensemble or a fused LM: step by step
-      const TranslationModels models =
+      const TranslationModels models =  // incremental steps: MAE gates read the prefix's mean, nothing to warn about
           load_translation_models(a->m.models, a->m.weights, device, a->m.quantize, a->m.lm);
-      for (const LoadedCheckpoint& ck : models.checkpoints)
-        warn_future_gates(ck, "pairs", "these log-probabilities", err);
       const auto src = encode_lines(src_lines, models.src_vocab()), tgt = encode_lines(tgt_lines, models.tgt_vocab());
       scores = score_pairs_stepwise(models.decoder(), models.params(), device, src, tgt, a->opt);
       align(&models.decoder(), models.params(), src, tgt, models.src_vocab(), models.tgt_vocab());

@@ -3,10 +3,12 @@
 // (argmax scores differ from mixture ones), experts runs the argmax model with the option (later
 // sites' gates change, the first one's do not), a bad value is a parse error naming the option and
 // --help lists it; pairs, experts and ppl warn on stderr when the checkpoint's gates see future target
-// tokens (gate_input paper at decoder sites, lm_self full_mean), and only then.
+// tokens (gate_input paper at decoder sites, lm_self full_mean), and only then: not in an ensemble's stepwise scores.
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <sstream>
 
 #include "cli/mae_inference_option.h"
@@ -140,6 +142,17 @@ TEST_CASE("moe-score warns when MAE gates see future target tokens", "[translato
                                Catch::Contains("leak_free"));
     }
     if (leaks) CHECK_THAT(pairs.err, Catch::StartsWith("moe-score pairs: warning: the MAE gates at decoder_self"));
+    // An ensemble (here the model with itself) is scored step by step, where the gates read the prefix's mean as in
+    // translation: no warning, and a leaking model's scores are not the teacher-forced pass's.
+    const Run twice = run({"pairs", "-m", ckpt, "-m", ckpt, "--src", (dir / "src.txt").string(), "--tgt",
+                           (dir / "tgt.txt").string(), "--device", "cpu"});
+    REQUIRE(twice.rc == 0);
+    CHECK(twice.err.find("warning") == std::string::npos);
+    const std::vector<std::string> a = test::split_lines(pairs.out), b = test::split_lines(twice.out);
+    REQUIRE(a.size() == b.size());
+    double most = 0;  // the largest difference of a pair's log-prob
+    for (size_t i = 0; i < a.size(); ++i) most = std::max(most, std::abs(std::stod(a[i]) - std::stod(b[i])));
+    CHECK((most > 1e-3) == leaks);
   }
   // A language model whose gates average whole rows: ppl warns; with the default gates it does not.
   data::WordVocab vocab(test::tiny_words());
