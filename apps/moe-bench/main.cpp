@@ -12,6 +12,7 @@
 
 #include "bench/bench.h"
 #include "cli/program.h"
+#include "common/cpu_threads.h"
 #include "common/json.h"
 #include "dist/launch_env.h"
 #include "ops/cpu_gemm.h"
@@ -44,8 +45,8 @@ int run(int argc, char** argv) {
   app.add_flag("--has-cuda", has_cuda,
                "exit 0 when cuda:0 exists, a GPU or the CUDA emulator's device (emu/), else 1 (scripts)");
   app.add_flag("--cpu-info", cpu_info,
-               "print the CPU, moe's kernel set, the f32 GEMM backend and OpenBLAS's kernels as one JSON object and "
-               "exit (scripts/bench-cpu.sh records it)");
+               "print the CPU, moe's kernel set, the f32 GEMM backend, OpenBLAS's kernels and the threads the "
+               "process runs (before any op) as one JSON object and exit (scripts/bench-cpu.sh records it)");
   moe::cli::add_cpu_threads_option(app);
   CLI11_PARSE(app, argc, argv);
   // Under mpirun / srun (the dist.* cases) rank 0 alone prints; the others only take part.
@@ -67,6 +68,7 @@ int run(int argc, char** argv) {
                        .add("gemm", moe::enum_name(i.gemm))
                        .add("openblas", i.openblas)
                        .add("openblas_coretype", i.openblas_coretype)
+                       .add("threads", moe::process_threads())
                        .str()
                 << "\n";
       return 0;

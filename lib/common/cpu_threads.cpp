@@ -5,7 +5,9 @@
 // (no dependency), and PyTorch's CPU ops use the same model, which keeps the comparison in
 // scripts/bench-cpu.sh like for like. OpenBLAS (the Debian pthread build) is told to use one thread:
 // with its own workers running as well, both pools would want every core and its idle workers spin
-// in sched_yield for a long time after each GEMM (the ~12% of issue 13's profile). Under an address-space
+// in sched_yield for a long time after each GEMM (the ~12% of issue 13's profile). It is told so before it
+// loads too (OPENBLAS_NUM_THREADS=1, rerun_with_runtime_env), since the pool it creates at load for every
+// core spins in sched_yield for its first ~0.1 s even when never used (docs/PERF.md). Under an address-space
 // limit the thread count is capped (cpu_threads.h: kThreadAddressSpace; tests/scripts/memory_limits.sh).
 #include "common/cpu_threads.h"
 
@@ -19,6 +21,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -58,6 +61,15 @@ int physical_cores() {
     cores.emplace(package, core < 0 ? c : core);  // no topology: count the CPU itself
   }
   return std::max(1, std::min(cpus, static_cast<int>(cores.size())));
+}
+
+int process_threads() {
+  std::error_code ec;
+  int n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec); !ec && it != decltype(it)();
+       it.increment(ec))
+    ++n;
+  return ec ? 0 : n;
 }
 
 namespace {
@@ -104,6 +116,8 @@ void rerun_with_runtime_env(char** argv) {
   if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT") &&
       setenv("GOMP_SPINCOUNT", kOpenmpSpinCount, 1) == 0)
     set.push_back("GOMP_SPINCOUNT");
+  if (!std::getenv("OPENBLAS_NUM_THREADS") && setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0)
+    set.push_back("OPENBLAS_NUM_THREADS");
   if (const std::string core = openblas_core_override();
       !core.empty() && !std::getenv("OPENBLAS_CORETYPE") && setenv("OPENBLAS_CORETYPE", core.c_str(), 1) == 0)
     set.push_back("OPENBLAS_CORETYPE");

@@ -20,6 +20,8 @@ int physical_cores();
 /// keeps the thread count to what half of the limit holds (with a warning), and the host arena leaves this
 /// much per thread unreserved (tensor/host_arena.h).
 constexpr size_t kThreadAddressSpace = size_t(200) << 20;
+/// The threads this process runs now (Linux: /proc/self/task), 0 when that cannot be read.
+int process_threads();
 /// The thread count parallel_for uses (first call: physical_cores(), OpenBLAS set to 1 thread).
 int cpu_threads();
 /// Sets the thread count (n <= 0: physical_cores()), at most what an address-space limit allows (above); an
@@ -33,10 +35,12 @@ void set_cpu_threads(int n);
 /// at 2 threads took 48.5 s against 10.9-15.8 s with this value, 4.8-8.1 s at 1 thread (docs/PERF.md).
 constexpr const char* kOpenmpSpinCount = "10000";
 /// libgomp reads GOMP_SPINCOUNT once, when it is loaded, before main(), and OpenBLAS reads
-/// OPENBLAS_CORETYPE then (common/openblas_core.h). Every program's main() calls this first: it sets
-/// GOMP_SPINCOUNT to kOpenmpSpinCount when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, and
-/// OPENBLAS_CORETYPE to openblas_core_override() when that is not empty and the variable is not set, and
-/// when it set either runs the program again (execv of /proc/self/exe with the same argv, so the same
+/// OPENBLAS_NUM_THREADS and OPENBLAS_CORETYPE then (common/openblas_core.h). Every program's main() calls this
+/// first: it sets GOMP_SPINCOUNT to kOpenmpSpinCount when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set,
+/// OPENBLAS_NUM_THREADS to 1 when it is not set (moe runs OpenBLAS on one thread: the workers it would start for
+/// every other core spin at load for about 0.1 s, on the cores the ops need), and OPENBLAS_CORETYPE to
+/// openblas_core_override() when that is not empty and the variable is not set, and when it set any runs the
+/// program again (execv of /proc/self/exe with the same argv, so the same
 /// process id); it returns when there is nothing to set (the user's choice, or the rerun) or when the
 /// rerun fails (then it unsets what it set).
 void rerun_with_runtime_env(char** argv);

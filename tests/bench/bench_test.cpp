@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "bench/cases.h"
 #include "bench/model_step.h"
@@ -332,6 +333,18 @@ TEST_CASE("the moe-bench binary", "[bench][cli]") {
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   INFO("OpenBLAS kernels " << core << ", OPENBLAS_CORETYPE " << info["openblas_coretype"].as<std::string>());
   CHECK(openblas_core_override(core, avx512, avx2).empty());
+  // OpenBLAS starts no pool of its own (the rerun sets OPENBLAS_NUM_THREADS=1: its idle workers would spin at load),
+  // also when the user's OMP_NUM_THREADS, which OpenBLAS reads otherwise, asks for more. (OpenBLAS starts at most
+  // one thread per CPU, so one CPU could not tell.)
+  if (std::thread::hardware_concurrency() < 2) {
+    WARN("one CPU: OpenBLAS's thread pool is not checked");
+  } else {
+    REQUIRE(std::system(("env -u OPENBLAS_NUM_THREADS OMP_NUM_THREADS=4 " + bin + " --cpu-info > " + run).c_str()) ==
+            0);
+    CHECK(YAML::Load(read_file(run))["threads"].as<int>() == 1);
+    REQUIRE(std::system(("env OPENBLAS_NUM_THREADS=4 " + bin + " --cpu-info > " + run).c_str()) == 0);
+    CHECK(YAML::Load(read_file(run))["threads"].as<int>() > 1);  // the user's choice is left alone
+  }
   // The rerun on a CPU OpenBLAS does not know, on any CPU: a preloaded openblas_get_corename answers "Prescott"
   // unless OPENBLAS_CORETYPE names a set (as OpenBLAS 0.3.21 does on a recent Xeon).
   const std::string shim = (dir / "prescott.c").string(), so = (dir / "prescott.so").string();

@@ -1,6 +1,6 @@
 // The CPU threading model (common/cpu_threads.h): parallel_for covers [0, n) exactly once in
 // contiguous parts, honours min_per_thread, runs nested calls serially; --cpu-threads parsing;
-// rerun_with_runtime_env leaves a chosen GOMP_SPINCOUNT and OPENBLAS_CORETYPE alone.
+// rerun_with_runtime_env leaves a chosen GOMP_SPINCOUNT, OPENBLAS_NUM_THREADS and OPENBLAS_CORETYPE alone.
 #include "common/cpu_threads.h"
 
 #include <CLI/CLI.hpp>
@@ -89,24 +89,26 @@ TEST_CASE("--cpu-threads: applied when parsed, bad values refused", "[unit][thre
 
 TEST_CASE("rerun_with_runtime_env: no rerun when the spin and OpenBLAS's kernels are already chosen",
           "[unit][threads]") {
-  // With GOMP_SPINCOUNT (or OMP_WAIT_POLICY) and OPENBLAS_CORETYPE set the call returns at once and changes
-  // nothing; every program run by the script tests exercises the rerun itself.
+  // With GOMP_SPINCOUNT (or OMP_WAIT_POLICY), OPENBLAS_NUM_THREADS and OPENBLAS_CORETYPE set the call returns at
+  // once and changes nothing; every program run by the script tests exercises the rerun itself.
   struct Saved {
     const char* name;
     bool had;
     std::string value;
   };
   std::vector<Saved> saved;
-  for (const char* name : {"GOMP_SPINCOUNT", "OPENBLAS_CORETYPE"}) {
+  for (const char* name : {"GOMP_SPINCOUNT", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE"}) {
     const char* v = std::getenv(name);
     saved.push_back({name, v != nullptr, v ? v : ""});
   }
   setenv("GOMP_SPINCOUNT", "123", 1);
+  setenv("OPENBLAS_NUM_THREADS", "3", 1);
   setenv("OPENBLAS_CORETYPE", "Haswell", 1);
   std::string prog = "not-run";
   char* argv[] = {prog.data(), nullptr};
   rerun_with_runtime_env(argv);
   CHECK(std::string(std::getenv("GOMP_SPINCOUNT")) == "123");
+  CHECK(std::string(std::getenv("OPENBLAS_NUM_THREADS")) == "3");
   CHECK(std::string(std::getenv("OPENBLAS_CORETYPE")) == "Haswell");
   for (const Saved& s : saved) s.had ? setenv(s.name, s.value.c_str(), 1) : unsetenv(s.name);
 }
