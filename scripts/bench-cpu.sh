@@ -3,7 +3,7 @@
 #   scripts/bench-cpu.sh [--out DIR] [--bin DIR] [--threads "1 2"] [--updates 30] [--only train,decode]
 #       [--models demo,big] [--checkpoint CKPT] [--train-minutes 5] [--repeat 3] [--decode-arg ARG]...
 #       [--ct2 CT2_BUILD_DIR] [--sides "moe-f32 moe-int8 ct2-f32 ct2-int8 torch"] [--lines N] [--plain-malloc]
-#       [--beams "5 1"]
+#       [--beams "5 1"] [--pause S]
 # Cores: every run at N threads is pinned to N cores (taskset -c 0..N-1) and told N everywhere: moe
 # --cpu-threads N and OMP_NUM_THREADS=N; PyTorch torch.set_num_threads(N), OMP_NUM_THREADS, OPENBLAS_NUM_THREADS
 # and MKL_NUM_THREADS = N (Debian's PyTorch calls OpenBLAS, whose threads set_num_threads does not limit);
@@ -29,6 +29,10 @@
 # int8, the same weights in PyTorch with a key/value cache, and, with --ct2 (a CTranslate2 build,
 # ../shared/peers/ct2/README.md), CTranslate2 float32 and int8 of the converted checkpoint; wall seconds,
 # BLEU of each output, model sizes on disk.
+# --pause S sleeps S seconds before every timed decoding run: on a VM whose host takes back freed memory
+# (virtio-balloon free page reporting) a program that runs right after another reuses the pages it freed, and one
+# that runs after a pause faults in fresh ones, slowly; with a pause every run starts alike, as a one-off run
+# does (docs/PERF.md, "Huge pages").
 # Prints one JSON line per measurement (also appended to DIR/results.jsonl) and a summary table
 # (speed relative to moe f32 / PyTorch: > 1 means moe is faster). PyTorch is /usr/bin/python3's (python3-torch).
 set -euo pipefail
@@ -36,7 +40,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="$ROOT/runs/bench-cpu"; BIN="$ROOT/build-cpu/bin"; THREADS="1 2"; UPDATES=30; WARMUP=5; ONLY="train,decode"
 MODELS="demo,big"; CKPT=""; TRAIN_MINUTES=5; REPEAT=3; PY=/usr/bin/python3; DECODE_ARGS=(); CT2_BUILD=""; SIDES=""; LINES=0
 PEERS="$ROOT/../shared/peers/ct2"
-PLAIN_MALLOC=0; BEAMS="5 1"
+PLAIN_MALLOC=0; BEAMS="5 1"; PAUSE=0
 while (( $# )); do
   case "$1" in
     --out) OUT="$2"; shift 2 ;;
@@ -54,7 +58,8 @@ while (( $# )); do
     --lines) LINES="$2"; shift 2 ;;
     --plain-malloc) PLAIN_MALLOC=1; shift ;;
     --beams) BEAMS="$2"; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --pause) PAUSE="$2"; shift 2 ;;
+    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-cpu: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -222,7 +227,7 @@ EOF
   for beam in $BEAMS; do
     for t in $THREADS; do
       for r in $(seq "$REPEAT"); do  # the sides interleaved, so that a change in load touches them alike
-        for side in $SIDES; do decode_run "$side" "$beam" "$t" "$OUT/test.b$beam.t$t.$side"; done
+        for side in $SIDES; do sleep "$PAUSE"; decode_run "$side" "$beam" "$t" "$OUT/test.b$beam.t$t.$side"; done
       done
     done
   done
