@@ -120,7 +120,7 @@ Submitted Worker::translate(size_t model, const TranslateRequest& request, std::
   Job job = search_job({.model = model,
                         .experts = request.experts,
                         .alignment = request.alignment.has_value(),
-                        .lm = fused_lm(models_, model, request.lm, true),
+                        .lm = fused_lm(models_, model, request.lm, /*shortlisted=*/true),
                         .lm_weight = request.lm.weight},
                        request.search, std::move(sources));
   job.state->prefixes = std::move(prefixes);
