@@ -40,9 +40,8 @@ constexpr const char* kOpenmpSpinCount = "10000";
 /// OPENBLAS_NUM_THREADS to 1 when it is not set (moe runs OpenBLAS on one thread: the workers it would start for
 /// every other core spin at load for about 0.1 s, on the cores the ops need), and OPENBLAS_CORETYPE to
 /// openblas_core_override() when that is not empty and the variable is not set, and when it set any runs the
-/// program again (execv of /proc/self/exe with the same argv, so the same
-/// process id); it returns when there is nothing to set (the user's choice, or the rerun) or when the
-/// rerun fails (then it unsets what it set).
+/// program again (execv of /proc/self/exe with the same argv, so the same process id); it returns when there is
+/// nothing to set (the user's choice, or the rerun) or when the rerun fails (then it unsets what it set).
 void rerun_with_runtime_env(char** argv);
 
 /// A non-owning reference to a callable void(int64_t begin, int64_t end) (no allocation per call).
