@@ -93,8 +93,8 @@ void run_translate(const TranslateCliOptions& o, std::istream& in, std::ostream&
   to.search.unk_id = tgt_vocab.unk_id();
   std::unique_ptr<Shortlist> shortlist;
   if (o.shortlist) {
-    MOE_CHECK(o.lm.path.empty() ||
-                  has_output_weight(*models.checkpoints.back().model->decoder(), *models.checkpoints.back().params),
+    const LoadedCheckpoint& last = models.checkpoints.back();  // the fused LM's, when there is one
+    MOE_CHECK(o.lm.path.empty() || has_output_weight(*last.model->decoder(), *last.params),
               "--shortlist: the language model of --lm '", o.lm.path,
               "' has an adaptive softmax, whose output a shortlist cannot restrict (fuse it without --shortlist)");
     std::string summary;

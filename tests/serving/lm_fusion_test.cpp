@@ -26,11 +26,8 @@ std::vector<ServedModel> served(const std::filesystem::path& dir) {
   models.push_back(load_served_model("lm", test::save_tiny(lm, dir / "lm", {"lm"}), Device::cpu()));
   const std::string other = test::save_tiny(lm, dir / "other", {"lm"}, test::swapped_words(2, 3));
   models.push_back(load_served_model("other", other, Device::cpu()));
-  const auto adaptive = test::lm_of(
-      "{type: transformer_lm, d_model: 16, ffn_dim: 32, heads: 2, layers: 1, dropout: 0.0, max_positions: 24, "
-      "tie_embeddings: false, adaptive_softmax_cutoffs: [8, 16]}",
-      5);
-  models.push_back(load_served_model("adaptive", test::save_tiny(adaptive, dir / "adaptive", {"lm"}), Device::cpu()));
+  const std::string adaptive = test::save_tiny(test::tiny_adaptive_lm(5), dir / "adaptive", {"lm"});
+  models.push_back(load_served_model("adaptive", adaptive, Device::cpu()));
   return models;
 }
 

@@ -163,12 +163,8 @@ TEST_CASE("moe-translate and moe-score pairs with --lm and --lm-weight", "[trans
                                                   Contains("first difference at id 6") &&
                                                   Contains("a fused language model must read"));
   // An adaptive softmax fuses, but a shortlist cannot restrict its output: refused before decoding.
-  const auto adaptive = test::lm_of(
-      "{type: transformer_lm, d_model: 16, ffn_dim: 32, heads: 2, layers: 1, dropout: 0.0, max_positions: 24, "
-      "tie_embeddings: false, adaptive_softmax_cutoffs: [8, 16]}",
-      5);
   std::filesystem::create_directories(dir / "adaptive");
-  const std::string padaptive = test::save_tiny(adaptive, dir / "adaptive", {"lm"});
+  const std::string padaptive = test::save_tiny(test::tiny_adaptive_lm(5), dir / "adaptive", {"lm"});
   test::write_file(dir / "lex.s2t", "w5 w1 0.5\n");
   const cli::ShortlistSpec list{(dir / "lex.s2t").string(), {.first = 4, .best = 1}};
   CHECK(translate({padaptive, 0.5}).size() == lines.size());

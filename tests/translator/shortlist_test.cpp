@@ -207,10 +207,7 @@ TEST_CASE("restrict_output: each family's steps equal the whole vocabulary's col
     }
   }
   SECTION("a model without an output layer (an adaptive softmax) refuses") {
-    const test::TinyModel lm = test::lm_of(
-        "{type: transformer_lm, d_model: 16, ffn_dim: 32, heads: 2, layers: 1, dropout: 0.0, "
-        "tie_embeddings: false, adaptive_softmax_cutoffs: [8, 16]}",
-        4);
+    const test::TinyModel lm = test::tiny_adaptive_lm(4);
     CHECK_FALSE(has_output_weight(*lm.model->decoder(), *lm.params));
     Graph g(Device::cpu(), lm.params.get(), GraphOptions{.training = false});
     Builder b(g);

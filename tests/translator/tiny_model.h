@@ -144,6 +144,15 @@ inline TinyModel tiny_lm(uint64_t seed = 11) {
                seed);
 }
 
+/// A causal Transformer LM with an adaptive softmax (cutoffs 8, 16: no output matrix a shortlist could restrict), 1
+/// layer, d 16, max_positions 24, over the same 24 words, random parameters drawn from `seed`.
+inline TinyModel tiny_adaptive_lm(uint64_t seed) {
+  return lm_of(
+      "{type: transformer_lm, d_model: 16, ffn_dim: 32, heads: 2, layers: 1, dropout: 0.0, max_positions: 24, "
+      "tie_embeddings: false, adaptive_softmax_cutoffs: [8, 16]}",
+      seed);
+}
+
 /// log p(next | </s> + seq[0..t)) of `m` (a transformer_lm) for every t <= |seq|, recomputed over the whole sequence:
 /// [|seq| + 1][V] (a decoding begins after </s>, as the model was trained: models/decoder.h lm_step_tokens).
 inline std::vector<std::vector<double>> lm_log_prob_rows(const TinyModel& m, const std::vector<int32_t>& seq) {
