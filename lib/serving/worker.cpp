@@ -196,19 +196,21 @@ void Worker::decode(std::vector<Job>& jobs) {
   auto results = k.generate ? generate_continuations(*m.ck.model->decoder(), *m.ck.params, device_, o, all)
                             : Translator(*translation, *m.ck.params, device_, o).translate(all, {}, prefixes);
   int64_t tokens = 0;
+  for (const auto& hyps : results)
+    if (!hyps.empty()) tokens += static_cast<int64_t>(hyps[0].tokens.size());
+  // Counted before any answer is given, so that a client who scrapes /metrics after its answer sees its batch.
+  metrics_.batch_done(static_cast<int64_t>(all.size()), tokens,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   size_t next = 0;
   for (Job& j : jobs) {
     JobResult r;
     for (size_t i = 0; i < j.state->sources.size(); ++i, ++next) {
       auto& hyps = results[next];
-      if (!hyps.empty()) tokens += static_cast<int64_t>(hyps[0].tokens.size());
       if (static_cast<int>(hyps.size()) > j.state->n_best) hyps.resize(static_cast<size_t>(j.state->n_best));
       r.hypotheses.push_back(std::move(hyps));
     }
     j.state->result.set_value(std::move(r));
   }
-  metrics_.batch_done(static_cast<int64_t>(all.size()), tokens,
-                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
 }  // namespace moe::serving
