@@ -25,7 +25,11 @@ std::vector<float> parse_weights(std::string_view line) {
 
 }  // namespace
 
-TargetWeights TargetWeights::read(const std::string& path, WeightingType type, const EncodedCorpus& tgt) {
+TargetWeights TargetWeights::read(const std::string& path, WeightingType type, const EncodedCorpus& tgt,
+                                  WeightedLines lines) {
+  const bool pairs = lines == WeightedLines::pairs;
+  const char* const line_name = pairs ? "pair" : "line";
+  const std::string all = pairs ? " training pairs" : " lines of data.train.text";
   TargetWeights out;
   out.type_ = type;
   LineReader reader(path);
@@ -33,15 +37,15 @@ TargetWeights TargetWeights::read(const std::string& path, WeightingType type, c
   double sum = 0, tokens = 0;
   while (reader.next(line)) try {
       const int64_t i = out.lines();
-      MOE_CHECK(i < tgt.size(), "more lines than the ", tgt.size(), " training pairs");
+      MOE_CHECK(i < tgt.size(), "more lines than the ", tgt.size(), all);
       std::vector<float> w = parse_weights(line);
       const auto n = static_cast<size_t>(tgt.length(i));
       if (type == WeightingType::sentence) {
-        MOE_CHECK(w.size() == 1, w.size(), " weights; data.train.weighting sentence takes one per pair");
+        MOE_CHECK(w.size() == 1, w.size(), " weights; data.train.weighting sentence takes one per ", line_name);
       } else {
-        MOE_CHECK(w.size() == n || w.size() == n + 1, w.size(), " weights for the pair's ", n,
-                  " target tokens; data.train.weighting word takes one per target subword token as the vocabulary "
-                  "encodes it (moe-vocab encode), and optionally one more for </s>");
+        MOE_CHECK(w.size() == n || w.size() == n + 1, w.size(), " weights for the ", line_name, "'s ", n,
+                  pairs ? " target" : "", " tokens; data.train.weighting word takes one per", pairs ? " target" : "",
+                  " subword token as the vocabulary encodes it (moe-vocab encode), and optionally one more for </s>");
         if (w.size() == n) w.push_back(1.f);  // </s>, as Marian
       }
       for (float x : w) sum += type == WeightingType::sentence ? x * static_cast<double>(n + 1) : x;
@@ -51,8 +55,8 @@ TargetWeights TargetWeights::read(const std::string& path, WeightingType type, c
     } catch (const Error& e) {
       MOE_FAIL(path, ":", reader.line_number(), ": ", e.what());
     }
-  MOE_CHECK(out.lines() == tgt.size(), path, " has ", out.lines(), " lines but there are ", tgt.size(),
-            " training pairs: one line of weights per pair");
+  MOE_CHECK(out.lines() == tgt.size(), path, " has ", out.lines(), " lines but there are ", tgt.size(), all,
+            ": one line of weights per ", line_name);
   out.mean_ = tokens > 0 ? sum / tokens : 1;
   return out;
 }

@@ -6,6 +6,8 @@
 // The translation loss multiplies each target token's cross-entropy by its weight and still divides the sum by
 // the batch's target tokens (Marian's ce-mean-words), so weights whose mean is 1 keep the learning rate's
 // meaning:  loss = sum_{b,t} w[b,t] CE(b,t) / tokens. of() gives a batch's weights [B, T] (0 at padding).
+// A causal language model's training text is weighted the same way, a line of weights per line of text (its
+// tokens and </s>): data/lm_token_weights.h.
 // Covered by tests/data/target_weights_test.cpp and tests/training/weighted_loss_test.cpp.
 #pragma once
 #include <cstdint>
@@ -20,14 +22,17 @@ namespace moe::data {
 
 /// How many weights a line holds: one per pair (sentence) or one per target token (word).
 MOE_NAMED_ENUM(WeightingType, sentence, word)
+/// What the file's lines follow, for its errors: the training pairs' targets, or a language model's text lines.
+enum class WeightedLines { pairs, lm_text };
 
 class TargetWeights {
  public:
   TargetWeights() = default;
-  /// Reads `path` for the pairs whose targets are `tgt`: a line count other than theirs, a field that is not a
-  /// finite number >= 0, or (word) a count other than the line's target tokens (+ 1) is an error naming the
-  /// file and line.
-  static TargetWeights read(const std::string& path, WeightingType type, const EncodedCorpus& tgt);
+  /// Reads `path` for the pairs whose targets are `tgt` (or the lines of a language model's text `tgt`): a line
+  /// count other than theirs, a field that is not a finite number >= 0, or (word) a count other than the line's
+  /// target tokens (+ 1) is an error naming the file and line.
+  static TargetWeights read(const std::string& path, WeightingType type, const EncodedCorpus& tgt,
+                            WeightedLines lines = WeightedLines::pairs);
 
   int64_t lines() const { return static_cast<int64_t>(offsets_.size()) - 1; }
   /// The weights of pair `line`'s target tokens y </s> (sentence: its one weight repeated).
