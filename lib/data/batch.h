@@ -2,7 +2,8 @@
 // Translation: src = x </s>, tgt_in = <s> y, tgt_out = y </s>; masks are u8 1/0 of the same shape (the attention
 // op's key-padding format); src_rows, tgt_rows and tgt_labels list the real positions; tgt_weights (optional)
 // weighs the targets in the loss.
-// LM: input = x[t], target = x[t+1], mask marks scored targets. Covered by tests/data/batch_test.cpp.
+// LM: input = x[t], target = x[t+1], mask marks scored targets, weights (optional) weighs them in the loss.
+// Covered by tests/data/batch_test.cpp.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -42,10 +43,15 @@ void set_real_rows(Batch& batch);
 
 struct LmBatch {
   Tensor input, target, mask;  // [B, T]; mask 1 where the target is scored
+  Tensor weights;  // [B, T] f32: each target's weight in the loss (data/lm_token_weights.h); undefined: mask
   std::vector<int64_t> ids;    // block / window indices
   int64_t tokens = 0;          // scored targets
   int64_t size() const { return static_cast<int64_t>(ids.size()); }
 };
+
+/// Every tensor of an LmBatch: what moves to a device with it (those defined).
+inline constexpr std::array<Tensor LmBatch::*, 4> kLmBatchTensors{&LmBatch::input, &LmBatch::target, &LmBatch::mask,
+                                                                  &LmBatch::weights};
 
 /// Packs rows (input, target, mask) of possibly different lengths, padding to the longest.
 LmBatch make_lm_batch(const std::vector<std::vector<int32_t>>& inputs, const std::vector<std::vector<int32_t>>& targets,

@@ -91,12 +91,13 @@ std::vector<Tensor> BatchUploader::transfer(const std::vector<const Tensor*>& te
   return out;
 }
 
-Batch BatchUploader::upload(const Batch& b) {
+template <class B, size_t N>
+B BatchUploader::upload_fields(const B& b, const std::array<Tensor B::*, N>& fields) {
   if (device_.is_cpu()) return b;
-  Batch out = b;
+  B out = b;
   std::vector<const Tensor*> in;
   std::vector<Tensor*> to;
-  for (auto field : kBatchTensors)
+  for (auto field : fields)
     if ((b.*field).defined()) {
       in.push_back(&(b.*field));
       to.push_back(&(out.*field));
@@ -106,14 +107,8 @@ Batch BatchUploader::upload(const Batch& b) {
   return out;
 }
 
-LmBatch BatchUploader::upload(const LmBatch& b) {
-  if (device_.is_cpu()) return b;
-  LmBatch out = b;
-  auto t = transfer({&b.input, &b.target, &b.mask});
-  out.input = std::move(t[0]);
-  out.target = std::move(t[1]);
-  out.mask = std::move(t[2]);
-  return out;
-}
+Batch BatchUploader::upload(const Batch& b) { return upload_fields(b, kBatchTensors); }
+
+LmBatch BatchUploader::upload(const LmBatch& b) { return upload_fields(b, kLmBatchTensors); }
 
 }  // namespace moe::data

@@ -33,6 +33,9 @@ class BatchUploader {
   };
   /// Copies `tensors` (CPU) into fresh device tensors through the next slot.
   std::vector<Tensor> transfer(const std::vector<const Tensor*>& tensors);
+  /// `b` with its defined `fields` transferred.
+  template <class B, size_t N>
+  B upload_fields(const B& b, const std::array<Tensor B::*, N>& fields);
   Device device_;
   std::vector<Slot> slots_;
   size_t next_ = 0;

@@ -150,8 +150,18 @@ Expr adaptive_softmax_loss(const AdaptiveSoftmaxWeights& w, const AdaptiveSpec& 
     local[static_cast<size_t>(band)].push_back(static_cast<int32_t>(id - spec.band_begin(band)));
   }
   Graph& g = h.graph();
+  // A mask of weights (data weighting) multiplies each row's cross-entropy; one of 0 and 1 only selects rows.
+  const bool weighted = std::any_of(m.begin(), m.end(), [](float x) { return x != 0.f && x != 1.f; });
+  auto weigh = [&](const Expr& ce, const std::vector<int32_t>* of_rows) {
+    if (!weighted) return ce;
+    std::vector<double> v;
+    if (!of_rows) v.assign(m.begin(), m.end());
+    for (size_t j = 0; of_rows && j < of_rows->size(); ++j) v.push_back(m[static_cast<size_t>((*of_rows)[j])]);
+    const auto size = static_cast<int64_t>(v.size());
+    return mul(ce, g.input(Tensor::from_vector(v, Shape{size}, Device::cpu(), ce.dtype())));
+  };
   Expr head_logits = matmul(h, w.head, false, true);
-  Expr loss = sum_all(cross_entropy(head_logits, g.input(i32_tensor(head_t)), label_smoothing, -1));
+  Expr loss = sum_all(weigh(cross_entropy(head_logits, g.input(i32_tensor(head_t)), label_smoothing, -1), nullptr));
   for (int64_t i = 1; i < spec.bands(); ++i) {
     const auto& r = rows[static_cast<size_t>(i)];
     if (r.empty()) continue;
@@ -159,7 +169,7 @@ Expr adaptive_softmax_loss(const AdaptiveSoftmaxWeights& w, const AdaptiveSpec& 
     Expr z = dropout(matmul(hi, w.tail_proj[static_cast<size_t>(i - 1)], false, true), dropout_p);
     Expr logits = matmul(z, w.tail_out[static_cast<size_t>(i - 1)], false, true);
     Expr tl = cross_entropy(logits, g.input(i32_tensor(local[static_cast<size_t>(i)])), label_smoothing, -1);
-    loss = add(loss, sum_all(tl));
+    loss = add(loss, sum_all(weigh(tl, &r)));
   }
   return loss;
 }

@@ -54,7 +54,8 @@ AdaptiveSoftmaxWeights adaptive_softmax_weights(const Builder& b, const Builder&
                                                 const AdaptiveSoftmaxOptions& opt);
 
 /// Summed cross-entropy (f32 scalar; f64 for f64 h) of h [N, dim] against targets [N] (i32, read on the
-/// host) over the rows with mask != 0 (mask [N], any dtype, or undefined = all rows).
+/// host) over the rows with mask != 0 (mask [N], any dtype, or undefined = all rows), each row's times its mask
+/// value where the mask holds others than 0 and 1 (data weighting's weights).
 /// Label smoothing applies within the head and within each tail softmax; `dropout` acts on the
 /// tail projections (training graphs only).
 Expr adaptive_softmax_loss(const AdaptiveSoftmaxWeights& w, const AdaptiveSpec& spec, const Expr& h,

@@ -117,7 +117,7 @@ Expr LstmLm::loss(const Builder& b, const Tensor& input, const Tensor& target, c
 
 Expr LstmLm::lm_loss(const Builder& b, const data::LmBatch& batch, float label_smoothing) const {
   b.context().target_tokens = batch.tokens;  // aux losses (MoA) normalise against it
-  return loss(b, batch.input, batch.target, batch.mask, label_smoothing);
+  return loss(b, batch.input, batch.target, batch.weights.defined() ? batch.weights : batch.mask, label_smoothing);
 }
 
 Expr LstmLm::output_log_probs(const Builder& b, const Expr& rows, const Tensor& weight_rows) const {

@@ -59,7 +59,8 @@ class LstmLm : public Model, public Decoder {
   /// Top-layer states [B, T, out_dim] for input ids [B, T]; `states` (one per layer) carry the recurrence.
   Expr hidden(const Builder& b, const Tensor& input, std::vector<LstmState>* states = nullptr) const;
   using Model::loss;  // a translation batch's (Model's: an error for a language model), beside this one
-  /// Summed loss of targets [B, T] over mask != 0 (mask undefined = all).
+  /// Summed loss of targets [B, T], each target's times its mask value (0/1, or data weighting's weights; mask
+  /// undefined = all 1). lm_loss passes batch.weights when defined.
   Expr loss(const Builder& b, const Tensor& input, const Tensor& target, const Tensor& mask,
             float label_smoothing) const;
   /// Log-probabilities [B * T, V] (f32).

@@ -27,7 +27,8 @@ class Model {
   virtual bool is_language_model() const = 0;
   /// Translation: summed (label-smoothed) cross-entropy over the target tokens of `batch` (f32 scalar).
   virtual Expr loss(const Builder& b, const data::Batch& batch, float label_smoothing) const;
-  /// Language modelling: summed cross-entropy over the scored targets of `batch` (f32 scalar).
+  /// Language modelling: summed cross-entropy over the scored targets of `batch`, each times its weight where
+  /// batch.weights is defined (f32 scalar).
   virtual Expr lm_loss(const Builder& b, const data::LmBatch& batch, float label_smoothing) const;
   /// The incremental decoder (beam search), or nullptr (a bidirectional masked LM has none).
   virtual const Decoder* decoder() const { return nullptr; }

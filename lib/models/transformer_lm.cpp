@@ -135,7 +135,7 @@ Expr TransformerLm::loss(const Builder& b, const Tensor& input, const Tensor& ta
 
 Expr TransformerLm::lm_loss(const Builder& b, const data::LmBatch& batch, float label_smoothing) const {
   b.context().target_tokens = batch.tokens;  // aux losses (MoA) normalise against it
-  return loss(b, batch.input, batch.target, batch.mask, label_smoothing);
+  return loss(b, batch.input, batch.target, batch.weights.defined() ? batch.weights : batch.mask, label_smoothing);
 }
 
 Expr TransformerLm::output_log_probs(const Builder& b, const Expr& rows, const Tensor& weight_rows) const {

@@ -32,7 +32,8 @@ class TransformerLm : public Model, public Decoder {
   /// Final hidden states [B, T, d] for input ids [B, T] (i32), positions starting at `offset`.
   Expr hidden(const Builder& b, const Tensor& input, std::vector<KVCache>* caches = nullptr, int64_t offset = 0) const;
   using Model::loss;  // a translation batch's (Model's: an error for a language model), beside this one
-  /// Summed loss of targets [B, T] given input [B, T]; mask [B, T] (any dtype; undefined = all).
+  /// Summed loss of targets [B, T] given input [B, T], each target's times its mask value (mask [B, T], any
+  /// dtype: 0/1, or data weighting's weights; undefined = all 1). lm_loss passes batch.weights when defined.
   Expr loss(const Builder& b, const Tensor& input, const Tensor& target, const Tensor& mask,
             float label_smoothing) const;
   /// Log-probabilities [B * T, V] (f32) of the next token at every position.

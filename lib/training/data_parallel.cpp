@@ -48,6 +48,7 @@ TrainBatch rank_slice(const TrainBatch& batch, int rank, int world) {
     s.input = x.input.rows(a, b - a);
     s.target = x.target.rows(a, b - a);
     s.mask = x.mask.rows(a, b - a);
+    if (x.weights.defined()) s.weights = x.weights.rows(a, b - a);
     s.tokens = count_nonzero(s.mask);
   }
   return TrainBatch{std::move(s)};
