@@ -73,21 +73,26 @@ void LmTask::declare(const Model& model, const Builder& b) {
   model.lm_loss(b, uploader_.upload(data::make_lm_batch({{tok}}, {{tok}}, {{1.f}}, {0}, vocab_->pad_id())), 0.f);
 }
 
-std::vector<int32_t> LmTask::read_stream(const std::string& text, int64_t* lines) const {
+data::EncodedCorpus LmTask::read_text(const std::string& text) const {
   std::error_code ec;  // a missing cache folder is made; failing that, the cache is only not written
   if (!o_.data.cache_dir.empty()) std::filesystem::create_directories(o_.data.cache_dir, ec);
-  const data::EncodedCorpus corpus = data::load_or_build_cache(text, *vocab_, o_.data.vocab_path, o_.data.cache_dir,
-                                                               data::ReadOptions{o_.data.skip_invalid_utf8});
-  *lines = corpus.size();
-  return data::flatten_stream(corpus, vocab_->eos_id());
+  return data::load_or_build_cache(text, *vocab_, o_.data.vocab_path, o_.data.cache_dir,
+                                   data::ReadOptions{o_.data.skip_invalid_utf8});
 }
 
 void LmTask::load_data() {
   const DataOptions& d = o_.data;
   const int64_t L = d.tokens_per_sample;
-  int64_t lines = 0;
-  std::vector<int32_t> train = read_stream(d.train_text, &lines);
+  const data::EncodedCorpus text = read_text(d.train_text);
+  const int64_t lines = text.size();
+  std::vector<int32_t> train = data::flatten_stream(text, vocab_->eos_id());
   const int64_t tokens = static_cast<int64_t>(train.size());
+  if (!d.train_weights.empty()) {
+    const auto w = data::TargetWeights::read(d.train_weights, d.weighting, text, data::WeightedLines::lm_text);
+    weights_ = std::make_unique<data::LmTokenWeights>(w, text, L);
+    spdlog::info("moe-train: data weighting {} ({}): {} lines, mean weight per token {:.4g}", d.train_weights,
+                 enum_name(d.weighting), w.lines(), w.mean());
+  }
   MOE_CHECK(tokens >= 2, "moe-train: data.train.text ", d.train_text, " holds ", tokens, " tokens; need at least 2");
   int64_t per_batch = std::max<int64_t>(1, o_.max_tokens / L);
   if (o_.max_sentences > 0) per_batch = std::min(per_batch, o_.max_sentences);
@@ -98,7 +103,9 @@ void LmTask::load_data() {
   generator_ = std::make_unique<data::LmBatchStream>(std::move(blocks),
                                                      masked_ ? std::optional(mlm_) : std::optional<data::MlmOptions>());
   if (d.valid_text.empty()) return;
-  const std::vector<int32_t> valid = read_stream(d.valid_text, &valid_lines_);
+  const data::EncodedCorpus valid_text = read_text(d.valid_text);
+  valid_lines_ = valid_text.size();
+  const std::vector<int32_t> valid = data::flatten_stream(valid_text, vocab_->eos_id());
   MOE_CHECK(!valid.empty(), "moe-train: data.valid.text ", d.valid_text, " is empty");
   if (masked_) {
     data::MlmOptions fixed = mlm_;
@@ -124,7 +131,9 @@ void LmTask::start() { prefetcher_ = std::make_unique<data::LmBatchPrefetcher>(s
 TrainTask::Item LmTask::next() { return next_item(*prefetcher_); }
 
 Expr LmTask::loss(const Model& model, const Builder& b, const TrainBatch& batch, float label_smoothing) {
-  return model.lm_loss(b, uploader_.upload(std::get<data::LmBatch>(batch.data)), label_smoothing);
+  data::LmBatch cpu = std::get<data::LmBatch>(batch.data);
+  if (weights_) cpu.weights = weights_->of(cpu);
+  return model.lm_loss(b, uploader_.upload(cpu), label_smoothing);
 }
 
 std::map<std::string, std::string> LmTask::checkpoint_metadata() const {

@@ -7,7 +7,8 @@
 //   vocabulary data.vocab.path (SentencePiece or a word list, built when missing), stored in every
 //             checkpoint as role "lm" so that moe-score ppl can score it. A masked LM's <mask> is
 //             the vocabulary's own <mask> token or one appended after it (model vocab V + 1).
-//   loss      Model::lm_loss: sum over scored targets of -log p(target | input), label-smoothed.
+//   loss      Model::lm_loss: sum over scored targets of -log p(target | input), label-smoothed; with
+//             data.train.weights (causal LMs) each target's times its line's weight (data/lm_token_weights.h).
 //   valid     loss per token and ppl = exp(loss) on data.valid.text with the windows of Baevski &
 //             Auli (valid.context tokens, each later window scoring its last valid.stride; stored in
 //             the checkpoints as moe-score ppl's default windows), or the masked blocks (fixed
@@ -17,6 +18,7 @@
 #include <memory>
 
 #include "data/lm_batches.h"
+#include "data/lm_token_weights.h"
 #include "data/vocab.h"
 #include "training/train_task.h"
 
@@ -47,8 +49,8 @@ class LmTask : public TrainTask {
   int64_t model_vocab() const { return model_vocab_; }
 
  private:
-  /// Encodes `text` through the token cache; `lines` receives its line count.
-  std::vector<int32_t> read_stream(const std::string& text, int64_t* lines) const;
+  /// Encodes `text` through the token cache.
+  data::EncodedCorpus read_text(const std::string& text) const;
 
   const TrainOptions& o_;
   data::BatchUploader& uploader_;
@@ -61,6 +63,7 @@ class LmTask : public TrainTask {
   int64_t model_vocab_ = 0;
   std::unique_ptr<data::LmBatchStream> generator_;  // until the prefetcher takes it over
   std::unique_ptr<data::LmBatchPrefetcher> prefetcher_;
+  std::unique_ptr<data::LmTokenWeights> weights_;  // data.train.weights: data weighting
   std::vector<data::LmBatch> valid_batches_;
   int64_t valid_lines_ = 0;
 };

@@ -28,9 +28,9 @@ void declare_data(config::Keys<O>& k) {
            "line of 's-t' links per pair, s and t 0-based positions of the pair's subword tokens as the "
            "vocabularies encode them (moe-vocab lex --alignments writes them); empty: none")
       .add("data.train.weights", &O::data, &D::train_weights,
-           "weights of the training pairs in the loss (Marian's --data-weighting): one line per pair of numbers >= "
-           "0, one per pair or one per target subword token (data.train.weighting); each target token's "
-           "cross-entropy is multiplied by its weight; empty: none")
+           "weights of the training pairs in the loss (Marian's --data-weighting): one line per pair (a causal "
+           "LM: per line of data.train.text) of numbers >= 0, one per line or one per target subword token "
+           "(data.train.weighting); each target token's cross-entropy is multiplied by its weight; empty: none")
       .add("data.train.weighting", &O::data, &D::weighting,
            "with data.train.weights: sentence (one weight a line) or word (one per target subword token, and "
            "optionally one for </s>)")
@@ -320,6 +320,8 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
   o.task = task_of_model_type(c.get_string("model.type"));
   const DataOptions& d = o.data;
   read_lm_options(c, o);  // which task's keys may be set, and the language-model rules
+  MOE_CHECK(!d.train_weights.empty() || !c.changed("data.train.weighting"), "data.train.weighting is set (",
+            c.source("data.train.weighting"), ") but data.train.weights is empty: it says how to read that file");
   if (o.task == TrainTaskKind::translation) {
     MOE_CHECK(!d.train_src.empty() && !d.train_tgt.empty(), "data.train.src and data.train.tgt are required");
     MOE_CHECK(d.valid_src.empty() == d.valid_tgt.empty(), "data.valid.src ('", d.valid_src, "') and data.valid.tgt ('",
@@ -333,8 +335,6 @@ TrainOptions TrainOptions::from_config(const config::Config& c) {
     for (const char* k : {"train.guided_alignment.weight", "train.guided_alignment.cost"})
       MOE_CHECK(!d.train_alignment.empty() || !c.changed(k), k, " is set (", c.source(k),
                 ") but data.train.alignment is empty: guided alignment needs the training pairs' word alignments");
-    MOE_CHECK(!d.train_weights.empty() || !c.changed("data.train.weighting"), "data.train.weighting is set (",
-              c.source("data.train.weighting"), ") but data.train.weights is empty: it says how to read that file");
     MOE_CHECK(d.subword.nbest == -1 || d.subword.nbest >= 2, "data.train.subword_nbest must be -1 (all) or >= 2, not ",
               d.subword.nbest);
     MOE_CHECK(d.subword.enabled() || !c.changed("data.train.subword_nbest"), "data.train.subword_nbest is set (",

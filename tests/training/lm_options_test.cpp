@@ -1,8 +1,9 @@
 // moe-train's language-model options: an LM recipe read into TrainOptions (task from model.type, data
 // keys, the model section with only the recipe's keys so the model's own defaults apply), errors that
 // name the missing or misplaced key (translation keys in LM mode and vice versa, vocabulary kinds,
-// masked-LM keys), unknown keys with the nearest known one, --dump-config of an LM recipe loading back
-// to the same model, and every LM recipe in recipes/ loading as moe-train options whose model builds.
+// masked-LM keys, data weighting of a masked LM), unknown keys with the nearest known one, --dump-config of an LM
+// recipe loading back to the same model, and every LM recipe in recipes/ loading as moe-train options whose model
+// builds.
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -104,8 +105,15 @@ TEST_CASE("lm options: errors name the key", "[training][options][lm]") {
   CHECK_THROWS_WITH(with(schema, "data.vocab.tgt", "v.spm"), Catch::Contains("data.vocab.tgt"));
   CHECK_THROWS_WITH(with(schema, "data.train.alignment", "a.align"),
                     Catch::Contains("data.train.alignment is a translation key"));
-  CHECK_THROWS_WITH(with(schema, "data.train.weights", "train.w"),
-                    Catch::Contains("data.train.weights is a translation key"));
+  // Data weighting: a causal LM's lines are weighted (data/lm_token_weights.h), a masked LM's are not.
+  CHECK(with(schema, "data.train.weights", "train.w").data.train_weights == "train.w");
+  config::Config weighted = load(schema, kLmRecipe);
+  weighted.set_text("data.train.weights", "train.w");
+  weighted.set_text("model.type", "transformer_mlm");
+  CHECK_THROWS_WITH(TrainOptions::from_config(weighted),
+                    Catch::Contains("data.train.weights") && Catch::Contains("transformer_mlm"));
+  CHECK_THROWS_WITH(with(schema, "data.train.weighting", "word"),
+                    Catch::Contains("data.train.weighting is set") && Catch::Contains("data.train.weights is empty"));
   CHECK_THROWS_WITH(with(schema, "data.train.subword_alpha", "0.1"),
                     Catch::Contains("data.train.subword_alpha is a translation key"));
   CHECK_THROWS_WITH(with(schema, "data.vocab.path", "vocab.spm"),
