@@ -42,31 +42,12 @@ done
 # 1b. Data weighting (data/lm_token_weights.h): from the trained model, 20 updates each. Word weights of 1 (one per
 #     word of each line, </s> left to its default 1) log exactly the losses of the unweighted run; line weights of 2
 #     log twice its losses (Adam is blind to the gradient's scale: the same steps; both without clip_norm, which
-#     would not be); a bad weight is an error naming the file and line.
+#     would not be); a bad weight is an error naming the file and line (e2e_common.sh).
 awk '{ gsub(/[^ ]+/, "1"); print }' "$WORK/train.txt" > "$WORK/train.w-ones"
 awk '{ print 2 }' "$WORK/train.txt" > "$WORK/train.w-twice"
-for arm in unweighted ones twice; do
-  extra=()
-  [[ $arm == ones ]] && extra=(--data.train.weights "$WORK/train.w-ones" --data.train.weighting word)
-  [[ $arm == twice ]] && extra=(--data.train.weights "$WORK/train.w-twice")
-  "$BIN/moe-train" "${common[@]}" --run_dir "$WORK/run-w-$arm" --train.init_from "$WORK/run/checkpoint.last.safetensors" \
-    --train.max_updates 20 --train.valid_every 1000 --train.clip_norm 0 "${extra[@]}" > "$WORK/train-w-$arm.log" 2>&1 ||
-    { cat "$WORK/train-w-$arm.log"; fail "moe-train (weights: $arm)"; }
-done
-grep -q "data weighting .*train.w-ones (word): 1500 lines, mean weight per token 1\b" "$WORK/train-w-ones.log" ||
-  fail "no data-weighting line in the log: $(grep -i weight "$WORK/train-w-ones.log")"
-losses() { grep '"type":"train"' "$1/metrics.jsonl" | sed -E 's/.*"loss":([^,]*),.*/\1/'; }
-[[ "$(losses "$WORK/run-w-unweighted" | wc -l)" -eq 2 ]] || fail "expected 2 logged losses per weighting run"
-diff <(losses "$WORK/run-w-unweighted") <(losses "$WORK/run-w-ones") ||
-  fail "word weights of 1 changed the logged losses"
-paste <(losses "$WORK/run-w-unweighted") <(losses "$WORK/run-w-twice") |
-  awk '{ r = $2 / $1; printf "e2e_lm: weights 2: loss %s -> %s (x%.4f)\n", $1, $2, r; if (r < 1.99 || r > 2.01) bad = 1 }
-       END { exit bad }' || fail "line weights of 2 did not double the logged losses"
-sed -i '7s/^2$/x/' "$WORK/train.w-twice"
-"$BIN/moe-train" "${common[@]}" --run_dir "$WORK/run-w-bad" --train.max_updates 1 \
-  --data.train.weights "$WORK/train.w-twice" > "$WORK/train-w-bad.log" 2>&1 && fail "a bad weight was accepted"
-grep -q "train.w-twice:7: weight 1 'x' is not a finite number >= 0" "$WORK/train-w-bad.log" ||
-  fail "the bad weight's error does not name the file and line: $(tail -n 2 "$WORK/train-w-bad.log")"
+e2e_check_data_weighting "$WORK" "$WORK/train.w-ones" "$WORK/train.w-twice" \
+  "train.w-ones (word): 1500 lines, mean weight per token 1\b" "${common[@]}" \
+  --train.init_from "$WORK/run/checkpoint.last.safetensors"
 
 # 2. The add-one unigram perplexity of the valid text (training counts, the trained vocabulary,
 #    other words as <unk>, one </s> per line): what a model without context would reach.

@@ -5,9 +5,8 @@
 // the other row alone when it weighs 2).
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <cmath>
-#include <random>
 
+#include "support/weighted_loss.h"
 #include "translator/tiny_model.h"
 
 using namespace moe;
@@ -40,32 +39,15 @@ double loss_of(const test::TinyModel& m, const data::LmBatch& b) {
 
 TEST_CASE("LM weighted loss: the sum of each target's weighted cross-entropy", "[training][weights][lm]") {
   data::LmBatch b = batch();
-  const std::vector<float> mask = b.mask.to_vector<float>();
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> u(0.f, 3.f);
-  std::vector<float> w(mask.size(), 0.f);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = mask[i] != 0 ? u(rng) : 0.f;
   for (const auto& [name, cfg] : kLms) {
     SECTION(name) {
       const test::TinyModel m = test::lm_of(cfg, 5);
-      const double plain = loss_of(m, b);
-      b.weights = Tensor::from_vector(mask, b.mask.shape());
-      CHECK(loss_of(m, b) == Approx(plain).epsilon(1e-6));  // weights 1
-      b.weights = Tensor::from_vector(w, b.mask.shape());
-      const double weighted = loss_of(m, b);
-      double sum = 0;  // each target's weight alone
-      for (size_t i = 0; i < w.size(); ++i) {
-        if (mask[i] == 0) continue;
-        std::vector<float> one(w.size(), 0.f);
-        one[i] = w[i];
-        b.weights = Tensor::from_vector(one, b.mask.shape());
-        const double li = loss_of(m, b);
-        CHECK(li > 0);
-        sum += li;
-      }
-      CHECK(weighted == Approx(sum).epsilon(1e-5));
-      CHECK(weighted != Approx(plain).epsilon(1e-3));
-      b.weights = Tensor();
+      test::check_loss_linear_in_weights(
+          [&](const Tensor& w) {
+            b.weights = w;
+            return loss_of(m, b);
+          },
+          b.mask, 3);
     }
   }
 }
@@ -87,15 +69,7 @@ TEST_CASE("LM weighted loss: a row of weight 0 takes no part in the gradient", "
       both.weights = Tensor::from_vector(w, Shape{2, T});
       const data::LmBatch first =
           data::make_lm_batch({{3, 4, 9, 17, 21}}, {{4, 9, 17, 21, 3}}, {{1, 1, 1, 1, 1}}, {0}, 0);
-      const std::vector<float> weighted = grads(both), alone = grads(first);
-      REQUIRE(weighted.size() == alone.size());
-      double norm = 0, worst = 0;
-      for (size_t i = 0; i < alone.size(); ++i) {
-        worst = std::max(worst, std::abs(static_cast<double>(weighted[i]) - 2.0 * alone[i]));
-        norm += std::abs(alone[i]);
-      }
-      CHECK(norm > 0);
-      CHECK(worst < 1e-5);
+      test::check_twice_the_gradients(grads(both), grads(first));
     }
   }
 }

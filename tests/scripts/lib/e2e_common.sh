@@ -5,6 +5,12 @@
 #                                      the first one minus MARGIN
 # e2e_check_resume WORK ARGS...        moe-train ARGS for 40 updates straight (WORK/full) and for 20 then
 #                                      --resume to 40 (WORK/part): the logged losses must be identical
+# e2e_check_data_weighting WORK ONES TWICE LOG ARGS...
+#                                      moe-train ARGS for 20 updates three times (WORK/run-w-*, clip_norm 0): unweighted,
+#                                      with ONES (word weights, all 1: the same logged losses; its log must match the
+#                                      grep pattern LOG) and with TWICE (sentence weights of 2: twice the losses, as
+#                                      Adam takes the same steps); then TWICE with line 7 made -2 must be refused,
+#                                      naming the file and line
 # e2e_tiny_setup BIN_DIR SHARED_DATA_DIR  for the scripts that train recipes/ci-tiny.yml on 300 Multi30k pairs:
 #                                      sets BIN, DATA (the Multi30k folder), WORK (a new temporary folder, removed
 #                                      at exit) and TINY (moe-train's arguments: the recipe, the pairs copied to
@@ -38,6 +44,33 @@ e2e_check_resume() {
   [[ "$(curve "$work/full" | wc -l)" -ge 8 ]] || e2e_fail "too few metrics lines in the full run"
   diff <(curve "$work/full") <(curve "$work/part") || e2e_fail "the resumed run's losses differ from the uninterrupted run"
   echo "$E2E_NAME: resume reproduces the uninterrupted losses ($(curve "$work/full" | wc -l) lines)"
+}
+
+e2e_check_data_weighting() {
+  local work="$1" ones="$2" twice="$3" log="$4" arm
+  shift 4
+  for arm in unweighted ones twice; do
+    local extra=()
+    [[ $arm == ones ]] && extra=(--data.train.weights "$ones" --data.train.weighting word)
+    [[ $arm == twice ]] && extra=(--data.train.weights "$twice")
+    "$BIN/moe-train" "$@" --run_dir "$work/run-w-$arm" --train.max_updates 20 --train.valid_every 1000 \
+      --train.clip_norm 0 "${extra[@]}" > "$work/train-w-$arm.log" 2>&1 ||
+      { cat "$work/train-w-$arm.log"; e2e_fail "moe-train (weights: $arm)"; }
+  done
+  grep -q "data weighting .*$log" "$work/train-w-ones.log" ||
+    e2e_fail "no data-weighting line in the log: $(grep -i weight "$work/train-w-ones.log")"
+  losses() { grep '"type":"train"' "$1/metrics.jsonl" | sed -E 's/.*"loss":([^,]*),.*/\1/'; }
+  [[ "$(losses "$work/run-w-unweighted" | wc -l)" -eq 2 ]] || e2e_fail "expected 2 logged losses per weighting run"
+  diff <(losses "$work/run-w-unweighted") <(losses "$work/run-w-ones") || e2e_fail "weights of 1 changed the logged losses"
+  paste <(losses "$work/run-w-unweighted") <(losses "$work/run-w-twice") |
+    awk -v name="$E2E_NAME" '{ r = $2 / $1; printf "%s: weights 2: loss %s -> %s (x%.4f)\n", name, $1, $2, r
+                                if (r < 1.99 || r > 2.01) bad = 1 } END { exit bad }' ||
+    e2e_fail "weights of 2 did not double the logged losses"
+  sed -i '7s/^2$/-2/' "$twice"
+  "$BIN/moe-train" "$@" --run_dir "$work/run-w-bad" --train.max_updates 1 --data.train.weights "$twice" \
+    > "$work/train-w-bad.log" 2>&1 && e2e_fail "a negative weight was accepted"
+  grep -q "$(basename "$twice"):7: weight 1 '-2' is not a finite number >= 0" "$work/train-w-bad.log" ||
+    e2e_fail "the bad weight's error does not name the file and line: $(tail -n 2 "$work/train-w-bad.log")"
 }
 
 e2e_tiny_setup() {
