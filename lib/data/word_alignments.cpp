@@ -26,8 +26,10 @@ std::vector<WordLink> parse_word_links(std::string_view line) {
 
 std::string format_word_links(const std::vector<WordLink>& links) {
   std::string out;
-  for (const WordLink& l : links)
-    out += (out.empty() ? "" : " ") + std::to_string(l.source) + "-" + std::to_string(l.target);
+  for (const WordLink& l : links) {
+    if (!out.empty()) out += ' ';
+    out += std::to_string(l.source) + '-' + std::to_string(l.target);
+  }
   return out;
 }
 
