@@ -71,6 +71,15 @@ std::vector<float> TargetWeights::of(int64_t line, int64_t target_tokens) const 
   return {begin, end};
 }
 
+float TargetWeights::at(int64_t line, int64_t token) const {
+  MOE_CHECK(line >= 0 && line < lines(), "target weights: line ", line, " of ", lines());
+  const int64_t begin = offsets_[static_cast<size_t>(line)], n = offsets_[static_cast<size_t>(line) + 1] - begin;
+  if (type_ == WeightingType::sentence) return weights_[static_cast<size_t>(begin)];
+  MOE_CHECK(token >= 0 && token < n, "target weights: token ", token, " of line ", line + 1, ", which holds ", n,
+            " weights");
+  return weights_[static_cast<size_t>(begin + token)];
+}
+
 Tensor TargetWeights::of(const Batch& batch) const {
   const int64_t B = batch.size(), T = batch.tgt_out.shape()[1];
   std::vector<float> w(static_cast<size_t>(B * T), 0.f);

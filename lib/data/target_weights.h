@@ -37,6 +37,8 @@ class TargetWeights {
   int64_t lines() const { return static_cast<int64_t>(offsets_.size()) - 1; }
   /// The weights of pair `line`'s target tokens y </s> (sentence: its one weight repeated).
   std::vector<float> of(int64_t line, int64_t target_tokens) const;
+  /// The weight of token `token` (0-based, </s> last) of line `line` (sentence: the line's one weight).
+  float at(int64_t line, int64_t token) const;
   /// [B, T] f32 on the CPU for `batch` (ids are line numbers, T its padded target length): the weight of target
   /// position t of pair ids[b], 0 at the padding.
   Tensor of(const Batch& batch) const;

@@ -16,6 +16,13 @@ using Catch::Matchers::Contains;
 namespace {
 /// Lines of 2, 0 and 3 tokens: the stream is a a </s> </s> a a a </s> (8 tokens, ids 5 and </s> = 3).
 EncodedCorpus text() { return test::corpora({{0, 2}, {0, 0}, {0, 3}}).second; }
+
+/// The weight of every stream position, in order.
+std::vector<float> along(const LmTokenWeights& w, int64_t n) {
+  std::vector<float> out;
+  for (int64_t p = 0; p < n; ++p) out.push_back(w.at(p));
+  return out;
+}
 }  // namespace
 
 TEST_CASE("LM token weights: a line's weight on its tokens and </s>, by stream position", "[data][weights][lm]") {
@@ -24,7 +31,8 @@ TEST_CASE("LM token weights: a line's weight on its tokens and </s>, by stream p
   const TargetWeights sentence = TargetWeights::read(test::write_file(dir + "/s.w", "2\n0\n0.5\n"),
                                                      WeightingType::sentence, lines, WeightedLines::lm_text);
   const LmTokenWeights w(sentence, lines, 3);
-  CHECK(w.stream() == std::vector<float>{2, 2, 2, 0, 0.5f, 0.5f, 0.5f, 0.5f});
+  CHECK(along(w, 8) == std::vector<float>{2, 2, 2, 0, 0.5f, 0.5f, 0.5f, 0.5f});
+  CHECK_THROWS_WITH(w.at(8), Contains("position 8") && Contains("8 tokens"));
   // Blocks of 3 over the 7 targets (positions 1..7): [1, 4), [4, 7) and [7, 8), the last padded to 3.
   LmTrainStream blocks(flatten_stream(lines, 3), 3, 3, 1, /*shuffle=*/false, 0);
   const LmBatch all = *blocks.next();
@@ -36,7 +44,7 @@ TEST_CASE("LM token weights: a line's weight on its tokens and </s>, by stream p
   // Word weights: one per token, </s> 1 unless given; an empty line holds only </s>'s (or nothing).
   const TargetWeights word = TargetWeights::read(test::write_file(dir + "/w.w", "1 4 7\n\n0 1 2 3\n"),
                                                  WeightingType::word, lines, WeightedLines::lm_text);
-  CHECK(LmTokenWeights(word, lines, 3).stream() == std::vector<float>{1, 4, 7, 1, 0, 1, 2, 3});
+  CHECK(along(LmTokenWeights(word, lines, 3), 8) == std::vector<float>{1, 4, 7, 1, 0, 1, 2, 3});
   LmTrainStream shuffled(flatten_stream(lines, 3), 3, 3, 9, /*shuffle=*/true, 0);
   const LmBatch b = *shuffled.next();
   const std::vector<float> got = LmTokenWeights(word, lines, 3).of(b).to_vector<float>(),
