@@ -139,6 +139,7 @@ Expr adaptive_softmax_loss(const AdaptiveSoftmaxWeights& w, const AdaptiveSpec& 
   const std::vector<float> m = mask.defined() ? mask.to_vector<float>() : std::vector<float>(t.size(), 1.f);
   std::vector<int32_t> head_t(t.size(), -1);
   std::vector<std::vector<int32_t>> rows(static_cast<size_t>(spec.bands())), local(rows.size());
+  std::vector<std::vector<double>> row_weights(rows.size());  // each band's rows' mask values
   for (int64_t k = 0; k < n; ++k) {
     if (m[static_cast<size_t>(k)] == 0.f) continue;
     const int32_t id = t[static_cast<size_t>(k)];
@@ -148,20 +149,18 @@ Expr adaptive_softmax_loss(const AdaptiveSoftmaxWeights& w, const AdaptiveSpec& 
     head_t[static_cast<size_t>(k)] = static_cast<int32_t>(band == 0 ? id : c1 + band - 1);
     rows[static_cast<size_t>(band)].push_back(static_cast<int32_t>(k));
     local[static_cast<size_t>(band)].push_back(static_cast<int32_t>(id - spec.band_begin(band)));
+    row_weights[static_cast<size_t>(band)].push_back(m[static_cast<size_t>(k)]);
   }
   Graph& g = h.graph();
-  // A mask of weights (data weighting) multiplies each row's cross-entropy; one of 0 and 1 only selects rows.
+  // A mask of weights (data weighting) multiplies each row's cross-entropy by its own; one of 0 and 1 only selects.
   const bool weighted = std::any_of(m.begin(), m.end(), [](float x) { return x != 0.f && x != 1.f; });
-  auto weigh = [&](const Expr& ce, const std::vector<int32_t>* of_rows) {
-    if (!weighted) return ce;
-    std::vector<double> v;
-    if (!of_rows) v.assign(m.begin(), m.end());
-    for (size_t j = 0; of_rows && j < of_rows->size(); ++j) v.push_back(m[static_cast<size_t>((*of_rows)[j])]);
-    const auto size = static_cast<int64_t>(v.size());
-    return mul(ce, g.input(Tensor::from_vector(v, Shape{size}, Device::cpu(), ce.dtype())));
+  auto weigh = [&](const Expr& ce, const std::vector<double>& weights) {
+    const auto size = static_cast<int64_t>(weights.size());
+    return weighted ? mul(ce, g.input(Tensor::from_vector(weights, Shape{size}, Device::cpu(), ce.dtype()))) : ce;
   };
   Expr head_logits = matmul(h, w.head, false, true);
-  Expr loss = sum_all(weigh(cross_entropy(head_logits, g.input(i32_tensor(head_t)), label_smoothing, -1), nullptr));
+  Expr loss = sum_all(weigh(cross_entropy(head_logits, g.input(i32_tensor(head_t)), label_smoothing, -1),
+                            std::vector<double>(m.begin(), m.end())));
   for (int64_t i = 1; i < spec.bands(); ++i) {
     const auto& r = rows[static_cast<size_t>(i)];
     if (r.empty()) continue;
@@ -169,7 +168,7 @@ Expr adaptive_softmax_loss(const AdaptiveSoftmaxWeights& w, const AdaptiveSpec& 
     Expr z = dropout(matmul(hi, w.tail_proj[static_cast<size_t>(i - 1)], false, true), dropout_p);
     Expr logits = matmul(z, w.tail_out[static_cast<size_t>(i - 1)], false, true);
     Expr tl = cross_entropy(logits, g.input(i32_tensor(local[static_cast<size_t>(i)])), label_smoothing, -1);
-    loss = add(loss, sum_all(weigh(tl, &r)));
+    loss = add(loss, sum_all(weigh(tl, row_weights[static_cast<size_t>(i)])));
   }
   return loss;
 }
