@@ -51,10 +51,8 @@ void read_lm_data(const config::Config& c, TrainOptions& o, const std::string& w
         "data.train.subword_nbest", "data.valid.src", "data.valid.tgt", "data.vocab.src", "data.vocab.tgt"})
     MOE_CHECK(!c.changed(k), k, " is a translation key; a ", what,
               " reads data.train.text, data.valid.text and data.vocab.path");
-  MOE_CHECK(d.train_weights.empty() || o.task != TrainTaskKind::masked_lm,
-            "data.train.weights weighs the targets of a translation model or a causal language model (transformer_lm, "
-            "lstm_lm); a ",
-            what, " predicts masked tokens and takes no data weighting");
+  MOE_CHECK(d.train_weights.empty() || o.task != TrainTaskKind::masked_lm, "data.train.weights: a ", what,
+            " predicts masked tokens and takes no data weighting (translation, transformer_lm and lstm_lm do)");
   MOE_CHECK(!d.train_text.empty(), "data.train.text is required for a ", what,
             ": the training text, one paragraph or sentence a line");
   MOE_CHECK(!d.vocab_path.empty(), "data.vocab.path is required for a ", what,

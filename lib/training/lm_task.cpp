@@ -87,13 +87,13 @@ void LmTask::load_data() {
   const int64_t lines = text.size();
   std::vector<int32_t> train = data::flatten_stream(text, vocab_->eos_id());
   const int64_t tokens = static_cast<int64_t>(train.size());
+  MOE_CHECK(tokens >= 2, "moe-train: data.train.text ", d.train_text, " holds ", tokens, " tokens; need at least 2");
   if (!d.train_weights.empty()) {
     data::TargetWeights w = data::TargetWeights::read(d.train_weights, d.weighting, text, data::WeightedLines::lm_text);
     spdlog::info("moe-train: data weighting {} ({}): {} lines, mean weight per token {:.4g}", d.train_weights,
                  enum_name(d.weighting), w.lines(), w.mean());
     weights_ = std::make_unique<data::LmTokenWeights>(std::move(w), text, L);
   }
-  MOE_CHECK(tokens >= 2, "moe-train: data.train.text ", d.train_text, " holds ", tokens, " tokens; need at least 2");
   int64_t per_batch = std::max<int64_t>(1, o_.max_tokens / L);
   if (o_.max_sentences > 0) per_batch = std::min(per_batch, o_.max_sentences);
   data::LmTrainStream blocks(std::move(train), L, per_batch, o_.seed, /*shuffle=*/true, vocab_->pad_id());
